@@ -1,0 +1,467 @@
+//! Demo circuits of an exact power-of-two size, built from real bellperson
+//! gadgets, for tests and benchmarks.
+//!
+//! A [`DemoCircuit`] of size `2^k` is:
+//!
+//! 1. a chain of SHA-256 compression blocks
+//!    (`bellperson::gadgets::sha256::sha256_compression_function`) over
+//!    random 512-bit message blocks allocated as boolean witnesses, starting
+//!    from the SHA-256 IV; the final 256-bit state is exposed as two public
+//!    inputs with `multipack::pack_into_inputs`. This is the "mostly bits"
+//!    witness PoRep produces.
+//! 2. a multiplication chain `x_{i+1} = x_i * y_i` (one constraint per step)
+//!    over full-width random field elements; the last product is a public
+//!    input. Its length fills the circuit to exactly `2^k` constraints,
+//!    counting the `input_i * 0 = 0` constraints the prover appends.
+//!
+//! The SHA part gets as many whole blocks as fit in `sha_share * 2^k`
+//! constraints. One block costs ~27,000 constraints, so below `2^15` (at the
+//! default share of 0.95) there is no SHA block and the circuit is only the
+//! multiplication chain, with one public input.
+//!
+//! Witnesses come from ChaCha20 seeded with `seed` (stream 0 for the message
+//! bits, stream 1 for the chain), drawn while synthesizing, so a circuit
+//! object is a few bytes even at `2^27`. Different seeds give different
+//! witnesses of the same shape, hence one proving key serves them all.
+//! Values are always supplied; the key generator simply ignores them.
+
+use std::sync::OnceLock;
+
+use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
+use bellperson::gadgets::multipack;
+use bellperson::gadgets::sha256::sha256_compression_function;
+use bellperson::gadgets::uint32::UInt32;
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar as Fr;
+use ff::Field;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+
+use crate::assignment::{domain_log2, CircuitShape};
+
+/// SHA-256 initial hash value (FIPS 180-4, section 5.3.3).
+const SHA256_IV: [u32; 8] = [
+    0x6a09_e667,
+    0xbb67_ae85,
+    0x3c6e_f372,
+    0xa54f_f53a,
+    0x510e_527f,
+    0x9b05_688c,
+    0x1f83_d9ab,
+    0x5be0_cd19,
+];
+
+/// ChaCha20 stream for the SHA message blocks.
+const SHA_STREAM: u64 = 0;
+/// ChaCha20 stream for the multiplication chain.
+const CHAIN_STREAM: u64 = 1;
+
+/// A SHA-256 + multiplication-chain circuit with exactly `2^log_size`
+/// constraints; see the [module documentation](self).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemoCircuit {
+    log_size: u32,
+    sha_share: f64,
+    seed: u64,
+    plan: DemoPlan,
+}
+
+/// How a [`DemoCircuit`] of a given size and SHA share is made up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DemoPlan {
+    /// SHA-256 compression blocks (0 when none fits).
+    pub sha_blocks: usize,
+    /// Multiplication steps, one constraint each (at least 1).
+    pub chain_len: usize,
+}
+
+impl DemoCircuit {
+    /// The share of constraints given to SHA-256 unless told otherwise:
+    /// PoRep-like, mostly-bit witnesses.
+    pub const DEFAULT_SHA_SHARE: f64 = 0.95;
+    /// Smallest supported `log_size`: the ONE input, the chain's output and
+    /// one multiplication need 3 constraints.
+    pub const MIN_LOG_SIZE: u32 = 2;
+    /// Largest supported `log_size`: bellperson's evaluation domain needs
+    /// `k < 32`, Fr's two-adicity.
+    pub const MAX_LOG_SIZE: u32 = 31;
+
+    /// A circuit of exactly `2^log_size` constraints, giving about
+    /// `sha_share` of them to SHA-256, with witnesses drawn from `seed`.
+    ///
+    /// # Panics
+    ///
+    /// If `log_size` is outside `MIN_LOG_SIZE..=MAX_LOG_SIZE` or `sha_share`
+    /// is not in `[0, 1]`.
+    pub fn new(log_size: u32, sha_share: f64, seed: u64) -> Self {
+        Self {
+            log_size,
+            sha_share,
+            seed,
+            plan: Self::plan_for(log_size, sha_share),
+        }
+    }
+
+    /// How a circuit of this size and share is made up (cheap: after the
+    /// first call, which synthesizes a few SHA blocks once to count them).
+    ///
+    /// # Panics
+    ///
+    /// As [`DemoCircuit::new`].
+    pub fn plan_for(log_size: u32, sha_share: f64) -> DemoPlan {
+        assert!(
+            (Self::MIN_LOG_SIZE..=Self::MAX_LOG_SIZE).contains(&log_size),
+            "log_size {log_size} outside {}..={}",
+            Self::MIN_LOG_SIZE,
+            Self::MAX_LOG_SIZE
+        );
+        assert!(
+            (0.0..=1.0).contains(&sha_share),
+            "sha_share {sha_share} outside [0, 1]"
+        );
+        let total = 1usize << log_size;
+        // Truncation is the intent: SHA gets at most this many constraints.
+        let budget = (sha_share * total as f64) as usize;
+        // The chain needs one constraint and adds one input beside ONE.
+        let fits = |blocks: usize| {
+            let sha = sha_counts(blocks);
+            sha.constraints <= budget && sha.constraints + sha.inputs + 2 + 1 <= total
+        };
+        let mut sha_blocks = 0;
+        while fits(sha_blocks + 1) {
+            sha_blocks += 1;
+        }
+        let sha = sha_counts(sha_blocks);
+        DemoPlan {
+            sha_blocks,
+            chain_len: total - sha.constraints - (sha.inputs + 2),
+        }
+    }
+
+    /// The shape a circuit of this size and share synthesizes to, without
+    /// synthesizing it.
+    ///
+    /// # Panics
+    ///
+    /// As [`DemoCircuit::new`].
+    pub fn shape_for(log_size: u32, sha_share: f64) -> CircuitShape {
+        let plan = Self::plan_for(log_size, sha_share);
+        let sha = sha_counts(plan.sha_blocks);
+        let chain = chain_counts(plan.chain_len);
+        let parts = sha.plus(chain);
+        let num_inputs = 1 + parts.inputs;
+        let num_constraints = parts.constraints + num_inputs;
+        CircuitShape {
+            num_constraints,
+            num_inputs,
+            num_aux: parts.aux,
+            a_aux_density: parts.a_aux,
+            b_input_density: parts.b_input,
+            b_aux_density: parts.b_aux,
+            domain_log2: domain_log2(num_constraints),
+        }
+    }
+
+    /// This circuit's shape; see [`DemoCircuit::shape_for`].
+    pub fn shape(&self) -> CircuitShape {
+        Self::shape_for(self.log_size, self.sha_share)
+    }
+
+    /// `log2` of the number of constraints.
+    pub fn log_size(&self) -> u32 {
+        self.log_size
+    }
+
+    /// The requested share of SHA-256 constraints.
+    pub fn sha_share(&self) -> f64 {
+        self.sha_share
+    }
+
+    /// The witness seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// How this circuit is made up.
+    pub fn plan(&self) -> DemoPlan {
+        self.plan
+    }
+
+    /// The public inputs a verifier needs, ONE excluded: the packed SHA-256
+    /// state (two elements, only when there are SHA blocks), then the chain's
+    /// product. Computed natively; costs one field multiplication and one
+    /// random draw per chain step.
+    pub fn public_inputs(&self) -> Vec<Fr> {
+        let mut inputs = Vec::with_capacity(3);
+        if self.plan.sha_blocks > 0 {
+            let state = native_sha_state(self.plan.sha_blocks, self.seed);
+            let bytes: Vec<u8> = state.iter().flat_map(|w| w.to_be_bytes()).collect();
+            inputs.extend(multipack::compute_multipacking::<Fr>(
+                &multipack::bytes_to_bits(&bytes),
+            ));
+        }
+        let mut chain = ChainWitness::new(self.seed);
+        let mut product = chain.x;
+        for _ in 0..self.plan.chain_len {
+            product = chain.step().1;
+        }
+        inputs.push(product);
+        inputs
+    }
+}
+
+impl Circuit<Fr> for DemoCircuit {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        synthesize_sha_chain(cs.namespace(|| "sha"), self.plan.sha_blocks, self.seed)?;
+        synthesize_mul_chain(cs.namespace(|| "mul"), self.plan.chain_len, self.seed)
+    }
+}
+
+fn stream_rng(seed: u64, stream: u64) -> ChaCha20Rng {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
+}
+
+fn next_message_block(rng: &mut ChaCha20Rng) -> [u8; 64] {
+    let mut block = [0u8; 64];
+    rng.fill_bytes(&mut block);
+    block
+}
+
+/// `blocks` compression blocks from the IV, state exposed with multipack.
+fn synthesize_sha_chain<CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    blocks: usize,
+    seed: u64,
+) -> Result<(), SynthesisError> {
+    if blocks == 0 {
+        return Ok(());
+    }
+    let mut rng = stream_rng(seed, SHA_STREAM);
+    let mut state: Vec<UInt32> = SHA256_IV.iter().map(|&w| UInt32::constant(w)).collect();
+    for block in 0..blocks {
+        let mut cs = cs.namespace(|| format!("block {block}"));
+        let message = multipack::bytes_to_bits(&next_message_block(&mut rng));
+        let bits = message
+            .iter()
+            .enumerate()
+            .map(|(i, &bit)| {
+                AllocatedBit::alloc(cs.namespace(|| format!("bit {i}")), Some(bit))
+                    .map(Boolean::from)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        state = sha256_compression_function(cs.namespace(|| "compress"), &bits, &state)?;
+    }
+    let state_bits: Vec<Boolean> = state.into_iter().flat_map(UInt32::into_bits_be).collect();
+    multipack::pack_into_inputs(cs.namespace(|| "state"), &state_bits)
+}
+
+/// The chain's witness stream: `x_0`, then `(y_i, x_{i+1})` per step.
+struct ChainWitness {
+    rng: ChaCha20Rng,
+    x: Fr,
+}
+
+impl ChainWitness {
+    fn new(seed: u64) -> Self {
+        let mut rng = stream_rng(seed, CHAIN_STREAM);
+        let x = Fr::random(&mut rng);
+        Self { rng, x }
+    }
+
+    fn step(&mut self) -> (Fr, Fr) {
+        let y = Fr::random(&mut self.rng);
+        self.x *= y;
+        (y, self.x)
+    }
+}
+
+/// `x_{i+1} = x_i * y_i` for `len >= 1` steps; the last product is an input.
+fn synthesize_mul_chain<CS: ConstraintSystem<Fr>>(
+    mut cs: CS,
+    len: usize,
+    seed: u64,
+) -> Result<(), SynthesisError> {
+    let mut witness = ChainWitness::new(seed);
+    let mut x = cs.alloc(|| "x 0", || Ok(witness.x))?;
+    for step in 0..len {
+        let (y_value, product) = witness.step();
+        let y = cs.alloc(|| format!("y {step}"), || Ok(y_value))?;
+        let next = if step + 1 == len {
+            cs.alloc_input(|| "product", || Ok(product))?
+        } else {
+            cs.alloc(|| format!("x {}", step + 1), || Ok(product))?
+        };
+        cs.enforce(
+            || format!("step {step}"),
+            |lc| lc + x,
+            |lc| lc + y,
+            |lc| lc + next,
+        );
+        x = next;
+    }
+    Ok(())
+}
+
+fn native_sha_state(blocks: usize, seed: u64) -> [u32; 8] {
+    let mut rng = stream_rng(seed, SHA_STREAM);
+    let mut state = SHA256_IV;
+    for _ in 0..blocks {
+        let message = next_message_block(&mut rng);
+        let block = sha2::digest::generic_array::GenericArray::clone_from_slice(&message);
+        sha2::compress256(&mut state, &[block]);
+    }
+    state
+}
+
+/// What one part of the circuit adds to its shape, before the ONE input and
+/// the appended input constraints.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct PartCounts {
+    constraints: usize,
+    /// Inputs, ONE excluded.
+    inputs: usize,
+    aux: usize,
+    a_aux: usize,
+    /// Set B-input density bits, ONE's included.
+    b_input: usize,
+    b_aux: usize,
+}
+
+impl PartCounts {
+    fn plus(self, o: Self) -> Self {
+        Self {
+            constraints: self.constraints + o.constraints,
+            inputs: self.inputs + o.inputs,
+            aux: self.aux + o.aux,
+            a_aux: self.a_aux + o.a_aux,
+            b_input: self.b_input + o.b_input,
+            b_aux: self.b_aux + o.b_aux,
+        }
+    }
+
+    fn minus(self, o: Self) -> Self {
+        Self {
+            constraints: self.constraints - o.constraints,
+            inputs: self.inputs - o.inputs,
+            aux: self.aux - o.aux,
+            a_aux: self.a_aux - o.a_aux,
+            b_input: self.b_input - o.b_input,
+            b_aux: self.b_aux - o.b_aux,
+        }
+    }
+
+    fn times(self, n: usize) -> Self {
+        Self {
+            constraints: self.constraints * n,
+            inputs: self.inputs * n,
+            aux: self.aux * n,
+            a_aux: self.a_aux * n,
+            b_input: self.b_input * n,
+            b_aux: self.b_aux * n,
+        }
+    }
+}
+
+/// The multiplication chain of `len >= 1` steps: `x_0`, the `y_i` and the
+/// inner `x_i` are aux (`2 len`); each `x_i` (i < len) is in one A, each `y_i`
+/// in one B; the last product is an input, only in C.
+fn chain_counts(len: usize) -> PartCounts {
+    PartCounts {
+        constraints: len,
+        inputs: 1,
+        aux: 2 * len,
+        a_aux: len,
+        b_input: 0,
+        b_aux: len,
+    }
+}
+
+/// The SHA part of `blocks` blocks, packing included.
+///
+/// Measured by synthesis for up to 3 blocks, then extrapolated: the first
+/// block is cheaper (its state is the constant IV, which the gadgets fold),
+/// the last one's outputs feed the packing, and every block in between is
+/// identical, so from 2 blocks on each extra block adds exactly what the third
+/// did. `demo_shape_for_matches_synthesis` checks this against synthesis.
+fn sha_counts(blocks: usize) -> PartCounts {
+    static MEASURED: OnceLock<[PartCounts; 4]> = OnceLock::new();
+    let measured = MEASURED.get_or_init(|| {
+        [0, 1, 2, 3].map(|blocks| {
+            if blocks == 0 {
+                return PartCounts::default();
+            }
+            let mut cs = crate::ProvingAssignment::new();
+            cs.alloc_input(|| "one", || Ok(Fr::ONE))
+                .and_then(|_| synthesize_sha_chain(&mut cs, blocks, 0))
+                .expect("the SHA gadgets synthesize with supplied values");
+            let shape = cs.finish().shape();
+            PartCounts {
+                constraints: shape.num_constraints - shape.num_inputs,
+                inputs: shape.num_inputs - 1,
+                aux: shape.num_aux,
+                a_aux: shape.a_aux_density,
+                b_input: shape.b_input_density,
+                b_aux: shape.b_aux_density,
+            }
+        })
+    });
+    match blocks {
+        0..=3 => measured[blocks],
+        _ => measured[2].plus(measured[3].minus(measured[2]).times(blocks - 2)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha_blocks_from_the_second_on_cost_the_same() {
+        let measure = |blocks| {
+            let mut cs = crate::ProvingAssignment::new();
+            cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+            synthesize_sha_chain(&mut cs, blocks, 7).unwrap();
+            cs.finish().shape()
+        };
+        let [two, three, four] = [2, 3, 4].map(measure);
+        assert_eq!(
+            three.num_aux - two.num_aux,
+            four.num_aux - three.num_aux,
+            "aux"
+        );
+        assert_eq!(
+            three.a_aux_density - two.a_aux_density,
+            four.a_aux_density - three.a_aux_density,
+            "a_aux"
+        );
+        assert_eq!(
+            three.b_aux_density - two.b_aux_density,
+            four.b_aux_density - three.b_aux_density,
+            "b_aux"
+        );
+        assert_eq!(
+            three.num_constraints - two.num_constraints,
+            four.num_constraints - three.num_constraints,
+            "constraints"
+        );
+        let extrapolated = sha_counts(4);
+        assert_eq!(extrapolated.aux, four.num_aux);
+        assert_eq!(extrapolated.constraints + 3, four.num_constraints);
+    }
+
+    #[test]
+    fn native_sha_matches_the_standard_for_one_padded_block() {
+        // SHA-256("abc") is one compression of the padded block from the IV.
+        let mut block = [0u8; 64];
+        block[..3].copy_from_slice(b"abc");
+        block[3] = 0x80;
+        block[63] = 24;
+        let mut state = SHA256_IV;
+        let array = sha2::digest::generic_array::GenericArray::clone_from_slice(&block);
+        sha2::compress256(&mut state, &[array]);
+        assert_eq!(state[0], 0xba78_16bf);
+        assert_eq!(state[7], 0xf200_15ad);
+    }
+}

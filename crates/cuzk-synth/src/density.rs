@@ -1,0 +1,266 @@
+//! Density bitmaps: which variables of one kind a Groth16 query needs.
+//!
+//! The prover's A, B (G1 and G2) MSMs only run over the variables that appear
+//! in some constraint's A or B linear combination with a nonzero coefficient;
+//! the proving key stores points for exactly those. A [`Density`] records that
+//! set for one kind of variable (inputs or aux) and one query.
+
+use std::fmt;
+
+/// A bit vector with a cached count of set bits.
+///
+/// Representation: bit `i` is bit `i % 64` of word `i / 64` (least significant
+/// bit first); bits of the last word at positions `>= len()` are always zero,
+/// so [`Density::as_words`] can be handed to a popcount or a GPU kernel as is.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Density {
+    words: Vec<u64>,
+    len: usize,
+    ones: usize,
+}
+
+const WORD_BITS: usize = u64::BITS as usize;
+
+impl Density {
+    /// An empty bitmap.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty bitmap with room for `bits` bits.
+    pub fn with_capacity(bits: usize) -> Self {
+        Self {
+            words: Vec::with_capacity(bits.div_ceil(WORD_BITS)),
+            len: 0,
+            ones: 0,
+        }
+    }
+
+    /// Builds a bitmap from `bools`, first element at index 0.
+    pub fn from_bools<I: IntoIterator<Item = bool>>(bools: I) -> Self {
+        let mut density = Self::new();
+        for bit in bools {
+            density.push(bit);
+        }
+        density
+    }
+
+    /// Builds a bitmap of `len` bits from words laid out as [`Density::as_words`]
+    /// returns them.
+    ///
+    /// # Panics
+    ///
+    /// If `words` is not exactly `len.div_ceil(64)` long or a bit at or past
+    /// `len` is set.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Self {
+        assert_eq!(
+            words.len(),
+            len.div_ceil(WORD_BITS),
+            "{len} bits need {} words",
+            len.div_ceil(WORD_BITS)
+        );
+        if len % WORD_BITS != 0 {
+            let last = words[words.len() - 1];
+            assert_eq!(last >> (len % WORD_BITS), 0, "bits set past len {len}");
+        }
+        let ones = count_ones(&words);
+        Self { words, len, ones }
+    }
+
+    /// Number of bits (variables tracked).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no variable is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether bit `index` is set.
+    ///
+    /// # Panics
+    ///
+    /// If `index >= len()`.
+    pub fn get(&self, index: usize) -> bool {
+        assert!(index < self.len, "bit {index} of {}", self.len);
+        self.words[index / WORD_BITS] >> (index % WORD_BITS) & 1 == 1
+    }
+
+    /// Number of set bits (kept up to date on every change, so O(1)).
+    pub fn count_ones(&self) -> usize {
+        self.ones
+    }
+
+    /// Indices of the set bits, ascending.
+    pub fn iter_ones(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                if rest == 0 {
+                    return None;
+                }
+                let bit = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                Some(w * WORD_BITS + bit)
+            })
+        })
+    }
+
+    /// All bits in order, as booleans.
+    pub fn iter(&self) -> impl Iterator<Item = bool> + '_ {
+        (0..self.len).map(|i| self.get(i))
+    }
+
+    /// The backing words; see the type's documentation for the layout.
+    pub fn as_words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// Appends one bit.
+    pub(crate) fn push(&mut self, bit: bool) {
+        if self.len % WORD_BITS == 0 {
+            self.words.push(0);
+        }
+        self.len += 1;
+        if bit {
+            self.set(self.len - 1);
+        }
+    }
+
+    /// Sets bit `index` (bellperson's `DensityTracker::inc`).
+    ///
+    /// # Panics
+    ///
+    /// If `index >= len()`, as bellperson does.
+    #[inline]
+    pub(crate) fn set(&mut self, index: usize) {
+        assert!(index < self.len, "density bit {index} of {}", self.len);
+        let word = &mut self.words[index / WORD_BITS];
+        let mask = 1u64 << (index % WORD_BITS);
+        if *word & mask == 0 {
+            *word |= mask;
+            self.ones += 1;
+        }
+    }
+
+    /// Reserves room for `additional` more bits.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        let words = (self.len + additional).div_ceil(WORD_BITS);
+        self.words.reserve(words.saturating_sub(self.words.len()));
+    }
+
+    /// Appends `other` (bellperson's `DensityTracker::extend`).
+    ///
+    /// With `coalesce_first` (input densities), `other`'s bit 0 stands for the
+    /// ONE input that both systems allocated: it is OR-ed into our bit 0 and
+    /// not appended. Two quirks are kept for bit-for-bit agreement: an empty
+    /// `other` changes nothing, and an empty `self` becomes a copy of `other`
+    /// including its bit 0.
+    pub(crate) fn extend(&mut self, other: &Density, coalesce_first: bool) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            self.clone_from(other);
+            return;
+        }
+        let skip = usize::from(coalesce_first);
+        if coalesce_first && other.get(0) {
+            self.set(0);
+        }
+        let base = self.len;
+        let appended = other.len - skip;
+        self.reserve(appended);
+        self.len += appended;
+        self.words.resize(self.len.div_ceil(WORD_BITS), 0);
+        for index in other.iter_ones().filter(|&i| i >= skip) {
+            self.set(base + index - skip);
+        }
+    }
+}
+
+fn count_ones(words: &[u64]) -> usize {
+    words.iter().map(|w| w.count_ones() as usize).sum()
+}
+
+impl FromIterator<bool> for Density {
+    fn from_iter<I: IntoIterator<Item = bool>>(iter: I) -> Self {
+        Self::from_bools(iter)
+    }
+}
+
+impl fmt::Debug for Density {
+    /// Summarises: a PoRep partition's bitmaps hold ~10^8 bits.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Density")
+            .field("len", &self.len)
+            .field("ones", &self.ones)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bits(pattern: &str) -> Density {
+        pattern.chars().map(|c| c == '1').collect()
+    }
+
+    fn pattern(density: &Density) -> String {
+        density.iter().map(|b| if b { '1' } else { '0' }).collect()
+    }
+
+    #[test]
+    fn layout_is_lsb_first_and_count_is_cached() {
+        let mut density = Density::from_bools((0..130).map(|i| i % 3 == 0));
+        assert_eq!(density.len(), 130);
+        assert_eq!(density.as_words().len(), 3);
+        assert_eq!(density.as_words()[0] & 0b1111, 0b1001);
+        assert_eq!(density.as_words()[2], 0b10, "bit 129 is bit 1 of word 2");
+        assert_eq!(density.count_ones(), 44);
+        assert_eq!(
+            density.count_ones(),
+            count_ones(density.as_words()),
+            "cache agrees with popcount"
+        );
+        density.set(1);
+        density.set(1);
+        assert_eq!(density.count_ones(), 45, "setting a set bit counts once");
+        let ones: Vec<usize> = density.iter_ones().collect();
+        assert_eq!(&ones[..4], &[0, 1, 3, 6]);
+        assert_eq!(ones.last(), Some(&129));
+        assert_eq!(Density::from_words(density.as_words().to_vec(), 130), density);
+    }
+
+    #[test]
+    #[should_panic(expected = "bits set past len")]
+    fn from_words_rejects_bits_past_len() {
+        Density::from_words(vec![0b100], 2);
+    }
+
+    #[test]
+    fn extend_matches_density_tracker_semantics() {
+        // (self, other, coalesce_first, expected)
+        let cases = [
+            ("101", "", false, "101"),
+            ("", "011", true, "011"),
+            ("101", "011", false, "101011"),
+            ("001", "110", true, "10110"),
+            ("101", "110", true, "10110"),
+            ("100", "010", true, "10010"),
+        ];
+        for (mine, other, coalesce, expected) in cases {
+            let mut density = bits(mine);
+            density.extend(&bits(other), coalesce);
+            assert_eq!(pattern(&density), expected, "{mine} + {other} ({coalesce})");
+            assert_eq!(density, bits(expected), "{mine} + {other} ({coalesce})");
+        }
+        let long: Density = (0..200).map(|i| i % 7 == 1).collect();
+        let mut density: Density = (0..61).map(|i| i % 5 == 0).collect();
+        let expected: Density = density.iter().chain(long.iter().skip(1)).collect();
+        density.extend(&long, true);
+        assert_eq!(density, expected);
+    }
+}
