@@ -1,0 +1,12 @@
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
+
+pub mod classify;
+pub mod limbs;
+pub mod msm;
+pub mod ntt;
+
+pub use blstrs::Scalar as Fr;
+pub use blstrs::{Bls12, Fp as Fq, Fp2 as Fq2, G1Affine, G1Projective, G2Affine, G2Projective, Gt};
+pub use ff::{Field, PrimeField};
+pub use group::{prime::PrimeCurveAffine, Curve, Group};
