@@ -1,1 +1,15 @@
 #![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
+
+pub mod encoding;
+pub mod params;
+pub mod proof;
+pub mod prover;
+pub mod setup;
+pub mod verifier;
+
+pub use params::{KeyError, ProvingKey, VerifyingKey};
+pub use proof::Proof;
+pub use prover::{
+    prove_batch, prove_with, Backend, CpuBackend, MsmSums, ProveError, Proved, StageTimings,
+};
