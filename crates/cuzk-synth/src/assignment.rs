@@ -380,7 +380,15 @@ mod tests {
 
     #[test]
     fn domain_log2_is_the_smallest_covering_power() {
-        for (n, k) in [(0, 0), (1, 0), (2, 1), (3, 2), (4, 2), (5, 3), (1 << 20, 20)] {
+        for (n, k) in [
+            (0, 0),
+            (1, 0),
+            (2, 1),
+            (3, 2),
+            (4, 2),
+            (5, 3),
+            (1 << 20, 20),
+        ] {
             assert_eq!(domain_log2(n), k, "n = {n}");
         }
         assert_eq!(domain_log2((1 << 27) + 1), 28);

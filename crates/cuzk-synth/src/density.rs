@@ -231,7 +231,10 @@ mod tests {
         let ones: Vec<usize> = density.iter_ones().collect();
         assert_eq!(&ones[..4], &[0, 1, 3, 6]);
         assert_eq!(ones.last(), Some(&129));
-        assert_eq!(Density::from_words(density.as_words().to_vec(), 130), density);
+        assert_eq!(
+            Density::from_words(density.as_words().to_vec(), 130),
+            density
+        );
     }
 
     #[test]

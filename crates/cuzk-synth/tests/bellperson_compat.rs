@@ -42,8 +42,7 @@ fn check_test_cs(circuit: DemoCircuit) {
 
 #[test]
 fn demo_circuits_satisfy_bellpersons_test_cs() {
-    for (log_size, sha_share, seed) in [(10, 0.95, 1), (15, 0.95, 2), (16, 0.95, 3), (16, 0.5, 4)]
-    {
+    for (log_size, sha_share, seed) in [(10, 0.95, 1), (15, 0.95, 2), (16, 0.95, 3), (16, 0.5, 4)] {
         check_test_cs(DemoCircuit::new(log_size, sha_share, seed));
     }
 }
@@ -67,8 +66,14 @@ fn check_key_queries<C: Circuit<Fr> + Clone>(circuit: C) -> CircuitShape {
     assert_eq!(params.vk.ic.len(), shape.num_inputs);
     assert_eq!(params.l.len(), shape.num_aux);
     assert_eq!(params.a.len(), shape.num_inputs + shape.a_aux_density);
-    assert_eq!(params.b_g1.len(), shape.b_input_density + shape.b_aux_density);
-    assert_eq!(params.b_g2.len(), shape.b_input_density + shape.b_aux_density);
+    assert_eq!(
+        params.b_g1.len(),
+        shape.b_input_density + shape.b_aux_density
+    );
+    assert_eq!(
+        params.b_g2.len(),
+        shape.b_input_density + shape.b_aux_density
+    );
     assert_eq!(params.h.len(), (1 << shape.domain_log2) - 1);
     shape
 }
@@ -92,7 +97,11 @@ impl Circuit<Fr> for CancelledInA {
 fn proving_key_queries_match_densities() {
     let shape = check_key_queries(CancelledInA);
     assert_eq!(
-        (shape.a_aux_density, shape.b_aux_density, shape.b_input_density),
+        (
+            shape.a_aux_density,
+            shape.b_aux_density,
+            shape.b_input_density
+        ),
         (1, 1, 0)
     );
     let shape = check_key_queries(DemoCircuit::new(10, 0.95, 5));

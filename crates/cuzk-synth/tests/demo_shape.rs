@@ -10,7 +10,11 @@ fn check(log_size: u32, sha_share: f64) {
     let circuit = DemoCircuit::new(log_size, sha_share, 11);
     let witness = synthesize(circuit).unwrap();
     let shape = witness.shape();
-    assert_eq!(shape.num_constraints, 1 << log_size, "2^{log_size} at {sha_share}");
+    assert_eq!(
+        shape.num_constraints,
+        1 << log_size,
+        "2^{log_size} at {sha_share}"
+    );
     assert_eq!(shape.domain_log2, log_size);
     assert_eq!(
         shape,
@@ -62,6 +66,10 @@ fn sha_blocks_appear_from_two_to_the_fifteen() {
         assert_eq!(plan.sha_blocks, blocks, "2^{log_size}");
     }
     let with_sha = DemoCircuit::new(15, 0.95, 1);
-    assert_eq!(with_sha.public_inputs().len(), 3, "2 digest elements + product");
+    assert_eq!(
+        with_sha.public_inputs().len(),
+        3,
+        "2 digest elements + product"
+    );
     assert_eq!(DemoCircuit::new(14, 0.95, 1).public_inputs().len(), 1);
 }

@@ -9,8 +9,8 @@
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use cuzk_synth::{
-    synthesize, synthesize_many, synthesize_with_capacity, DemoCircuit, Density,
-    ProvingAssignment, Synthesized,
+    synthesize, synthesize_many, synthesize_with_capacity, DemoCircuit, Density, ProvingAssignment,
+    Synthesized,
 };
 use ff::Field;
 use proptest::prelude::*;
@@ -27,7 +27,9 @@ struct RecordingCs {
 }
 
 fn terms(lc: &LinearCombination<Fr>) -> Terms {
-    lc.iter().map(|(var, coeff)| (var.get_unchecked(), *coeff)).collect()
+    lc.iter()
+        .map(|(var, coeff)| (var.get_unchecked(), *coeff))
+        .collect()
 }
 
 impl ConstraintSystem<Fr> for RecordingCs {
@@ -139,7 +141,11 @@ fn assert_same(actual: &Synthesized, expected: &Synthesized) {
         ("a", &actual.a, &expected.a),
         ("b", &actual.b, &expected.b),
         ("c", &actual.c, &expected.c),
-        ("inputs", &actual.input_assignment, &expected.input_assignment),
+        (
+            "inputs",
+            &actual.input_assignment,
+            &expected.input_assignment,
+        ),
         ("aux", &actual.aux_assignment, &expected.aux_assignment),
     ] {
         if let Some(i) = (0..x.len()).find(|&i| x[i] != y[i]) {
@@ -172,7 +178,7 @@ impl Circuit<Fr> for Cancellations {
         let z = cs.alloc(|| "z", || Ok(Fr::ONE))?; // aux 2
         let w = cs.alloc(|| "w", || Ok(Fr::from(5)))?; // aux 3
         let p = cs.alloc_input(|| "p", || Ok(Fr::from(15)))?; // input 1
-        // (x + y - y + 0 z) * w = p
+                                                              // (x + y - y + 0 z) * w = p
         cs.enforce(
             || "xw",
             |lc| lc + x + y - y + (Fr::ZERO, z),
@@ -429,7 +435,9 @@ fn reference_from_ops(ops: &[Op]) -> Synthesized {
         b: merged_lcs.iter().map(|l| eval(&l[1])).collect(),
         c: merged_lcs.iter().map(|l| eval(&l[2])).collect(),
         a_aux_density: (0..aux.len()).map(|i| dense(0, Index::Aux(i))).collect(),
-        b_input_density: (0..inputs.len()).map(|i| dense(1, Index::Input(i))).collect(),
+        b_input_density: (0..inputs.len())
+            .map(|i| dense(1, Index::Input(i)))
+            .collect(),
         b_aux_density: (0..aux.len()).map(|i| dense(1, Index::Aux(i))).collect(),
         input_assignment: inputs.clone(),
         aux_assignment: aux.clone(),
