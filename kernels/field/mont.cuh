@@ -1,0 +1,204 @@
+// Montgomery arithmetic over a prime field, generic in the modulus.
+//
+// `mont_t<P>` holds P::N 32-bit limbs, little-endian, always in Montgomery
+// form (R = 2^(32·N)) and always fully reduced (< p). Its bytes are exactly
+// the host's little-endian u64 limbs (blst's layout), so device buffers of
+// FrLimbs / FqLimbs can be reinterpreted as arrays of `fr_t` / `fq_t`.
+//
+// P supplies: N (limb count), INV (−p⁻¹ mod 2^32) and constexpr functions
+// modulus(i), one(i) (R mod p), r2(i) (R² mod p), p_minus_2(i) (for inversion).
+// The multiplication relies on p < 2^(32·N − 1) (true for Fr and Fq): the
+// accumulator then never needs an (N+2)-th word.
+#pragma once
+#include <cstdint>
+
+#include "ptx.cuh"
+
+namespace cuzk {
+
+template <class P>
+struct alignas(16) mont_t {
+    static constexpr int N = P::N;
+    uint32_t l[N];
+
+    // ---- constants -------------------------------------------------------
+    __device__ __forceinline__ static mont_t zero() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = 0;
+        return r;
+    }
+    /// 1 in Montgomery form (R mod p).
+    __device__ __forceinline__ static mont_t one() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = P::one(i);
+        return r;
+    }
+    /// The modulus itself (not a field element; for range checks).
+    __device__ __forceinline__ static mont_t modulus() {
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = P::modulus(i);
+        return r;
+    }
+
+    // ---- predicates ------------------------------------------------------
+    __device__ __forceinline__ bool is_zero() const {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= l[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ bool is_one() const { return *this == one(); }
+    __device__ __forceinline__ friend bool operator==(const mont_t& a, const mont_t& b) {
+        uint32_t acc = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) acc |= a.l[i] ^ b.l[i];
+        return acc == 0;
+    }
+    __device__ __forceinline__ friend bool operator!=(const mont_t& a, const mont_t& b) {
+        return !(a == b);
+    }
+
+    // ---- additive group ----------------------------------------------------
+    /// a + b mod p. Inputs reduced; since p < 2^(32N−1) the sum never carries out.
+    __device__ __forceinline__ friend mont_t operator+(const mont_t& a, const mont_t& b) {
+        mont_t s, t;
+        s.l[0] = ptx::add_cc(a.l[0], b.l[0]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) s.l[i] = ptx::addc_cc(a.l[i], b.l[i]);
+        s.l[N - 1] = ptx::addc(a.l[N - 1], b.l[N - 1]);
+        return s.reduce_once(t);
+    }
+    /// a − b mod p.
+    __device__ __forceinline__ friend mont_t operator-(const mont_t& a, const mont_t& b) {
+        mont_t d, t;
+        d.l[0] = ptx::sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+        for (int i = 1; i < N; i++) d.l[i] = ptx::subc_cc(a.l[i], b.l[i]);
+        uint32_t borrow = ptx::subc(0, 0);  // 0xffffffff if a < b
+        t.l[0] = ptx::add_cc(d.l[0], P::modulus(0));
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) t.l[i] = ptx::addc_cc(d.l[i], P::modulus(i));
+        t.l[N - 1] = ptx::addc(d.l[N - 1], P::modulus(N - 1));
+#pragma unroll
+        for (int i = 0; i < N; i++) d.l[i] = borrow ? t.l[i] : d.l[i];
+        return d;
+    }
+    /// −a mod p (0 stays 0).
+    __device__ __forceinline__ mont_t operator-() const {
+        mont_t r = modulus() - *this;  // p − a ∈ [1, p] for a ∈ [0, p)
+        return is_zero() ? zero() : r;
+    }
+    __device__ __forceinline__ mont_t dbl() const { return *this + *this; }
+    __device__ __forceinline__ mont_t& operator+=(const mont_t& b) { return *this = *this + b; }
+    __device__ __forceinline__ mont_t& operator-=(const mont_t& b) { return *this = *this - b; }
+    __device__ __forceinline__ mont_t& operator*=(const mont_t& b) { return *this = *this * b; }
+    /// Conditionally negate (for signed digits): −a when `neg`, else a.
+    __device__ __forceinline__ mont_t cneg(bool neg) const { return neg ? -*this : *this; }
+
+    // ---- multiplication ----------------------------------------------------
+    /// Montgomery product a·b·R⁻¹ mod p (CIOS, 32×32→64 multiply-adds).
+    __device__ __forceinline__ friend mont_t operator*(const mont_t& a, const mont_t& b) {
+        uint32_t t[N + 1];
+#pragma unroll
+        for (int i = 0; i <= N; i++) t[i] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            // t += a · b_i
+            uint32_t carry = 0;
+#pragma unroll
+            for (int j = 0; j < N; j++) {
+                uint64_t s = (uint64_t)a.l[j] * b.l[i] + t[j] + carry;
+                t[j] = (uint32_t)s;
+                carry = (uint32_t)(s >> 32);
+            }
+            t[N] += carry;  // cannot overflow: t < 2p + 2^32·p < 2^(32(N+1))
+            // t = (t + m·p) / 2^32 with m making the low word vanish
+            uint32_t m = t[0] * P::INV;
+            uint64_t s = (uint64_t)m * P::modulus(0) + t[0];
+            carry = (uint32_t)(s >> 32);
+#pragma unroll
+            for (int j = 1; j < N; j++) {
+                s = (uint64_t)m * P::modulus(j) + t[j] + carry;
+                t[j - 1] = (uint32_t)s;
+                carry = (uint32_t)(s >> 32);
+            }
+            s = (uint64_t)t[N] + carry;
+            t[N - 1] = (uint32_t)s;
+            t[N] = (uint32_t)(s >> 32);
+        }
+        mont_t r, tmp;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = t[i];
+        return r.reduce_once(tmp);  // t < 2p here
+    }
+    __device__ __forceinline__ mont_t sqr() const { return *this * *this; }
+
+    // ---- conversions -------------------------------------------------------
+    /// Canonical integer (limbs < p) to Montgomery form.
+    __device__ __forceinline__ mont_t to_mont() const {
+        mont_t r2;
+#pragma unroll
+        for (int i = 0; i < N; i++) r2.l[i] = P::r2(i);
+        return *this * r2;
+    }
+    /// Montgomery form to the canonical integer.
+    __device__ __forceinline__ mont_t from_mont() const {
+        mont_t u = zero();
+        u.l[0] = 1;
+        return *this * u;
+    }
+    /// Small integer v as a field element (Montgomery form).
+    __device__ __forceinline__ static mont_t from_u32(uint32_t v) {
+        mont_t r = zero();
+        r.l[0] = v;
+        return r.to_mont();
+    }
+
+    // ---- exponentiation ----------------------------------------------------
+    /// a^e for e given as N little-endian 32-bit words (square-and-multiply,
+    /// not constant time: exponents here are public).
+    template <class E>
+    __device__ __forceinline__ mont_t pow_words(E word) const {
+        mont_t acc = one();
+        for (int i = N - 1; i >= 0; i--) {
+            uint32_t w = word(i);
+            for (int b = 31; b >= 0; b--) {
+                acc = acc.sqr();
+                if ((w >> b) & 1) acc = acc * *this;
+            }
+        }
+        return acc;
+    }
+    __device__ __forceinline__ mont_t pow(uint64_t e) const {
+        mont_t acc = one(), base = *this;
+        while (e) {
+            if (e & 1) acc = acc * base;
+            base = base.sqr();
+            e >>= 1;
+        }
+        return acc;
+    }
+    /// Multiplicative inverse by Fermat (a^(p−2)); inv(0) = 0. Slow: for a
+    /// handful of elements per thread, not for inner loops.
+    __device__ __noinline__ mont_t inv() const {
+        return pow_words([](int i) { return P::p_minus_2(i); });
+    }
+
+  private:
+    /// Returns this − p if this ≥ p, else this (this < 2p, fits in N words).
+    __device__ __forceinline__ mont_t reduce_once(mont_t& t) const {
+        t.l[0] = ptx::sub_cc(l[0], P::modulus(0));
+#pragma unroll
+        for (int i = 1; i < N; i++) t.l[i] = ptx::subc_cc(l[i], P::modulus(i));
+        uint32_t borrow = ptx::subc(0, 0);
+        mont_t r;
+#pragma unroll
+        for (int i = 0; i < N; i++) r.l[i] = borrow ? l[i] : t.l[i];
+        return r;
+    }
+};
+
+}  // namespace cuzk

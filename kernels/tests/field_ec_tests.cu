@@ -1,0 +1,172 @@
+// Elementwise kernels that exercise kernels/field and kernels/ec so the host
+// tests can compare every operation with blstrs on random inputs. Not used by
+// the prover.
+//
+// Compile time: the curve formulas inline every field product, which makes
+// ptxas take minutes on a kernel that instantiates all of them for G1 and G2.
+// So the curve tests run the (unchanged) formulas over `nf<F>`, a wrapper
+// whose operations forward to non-inlined instances of F's operations: the
+// same arithmetic, compiled once each.
+#include "../ec/curves.cuh"
+
+using namespace cuzk;
+
+namespace field_ec_tests {
+
+// ---- the non-inlining field wrapper --------------------------------------
+template <class F>
+__device__ __noinline__ F ni_add(F a, F b) { return a + b; }
+template <class F>
+__device__ __noinline__ F ni_sub(F a, F b) { return a - b; }
+template <class F>
+__device__ __noinline__ F ni_mul(F a, F b) { return a * b; }
+template <class F>
+__device__ __noinline__ F ni_sqr(F a) { return a.sqr(); }
+template <class F>
+__device__ __noinline__ F ni_neg(F a) { return -a; }
+template <class F>
+__device__ __noinline__ F ni_dbl(F a) { return a.dbl(); }
+template <class F>
+__device__ __noinline__ F ni_inv(F a) { return a.inv(); }
+
+template <class F>
+struct nf {
+    F v;
+    __device__ static nf zero() { return {F::zero()}; }
+    __device__ static nf one() { return {F::one()}; }
+    __device__ bool is_zero() const { return v.is_zero(); }
+    __device__ friend bool operator==(const nf& a, const nf& b) { return a.v == b.v; }
+    __device__ friend nf operator+(const nf& a, const nf& b) { return {ni_add(a.v, b.v)}; }
+    __device__ friend nf operator-(const nf& a, const nf& b) { return {ni_sub(a.v, b.v)}; }
+    __device__ friend nf operator*(const nf& a, const nf& b) { return {ni_mul(a.v, b.v)}; }
+    __device__ nf operator-() const { return {ni_neg(v)}; }
+    __device__ nf sqr() const { return {ni_sqr(v)}; }
+    __device__ nf dbl() const { return {ni_dbl(v)}; }
+    __device__ nf inv() const { return {ni_inv(v)}; }
+};
+
+// ---- field operations ----------------------------------------------------
+// Operation codes, mirrored by `FieldOp` in crates/cuzk-cuda/src/testing.rs.
+enum : uint32_t {
+    OP_ADD = 0,
+    OP_SUB = 1,
+    OP_MUL = 2,
+    OP_SQR = 3,
+    OP_NEG = 4,
+    OP_DBL = 5,
+    OP_TO_MONT = 6,
+    OP_FROM_MONT = 7,
+    OP_INV = 8,
+    OP_EQ = 9,        // one if a == b else zero
+    OP_IS_ZERO = 10,  // one if a == 0 else zero
+};
+
+template <class F>
+__device__ __noinline__ F ni_to_mont(F a) { return a.to_mont(); }
+template <class F>
+__device__ __noinline__ F ni_from_mont(F a) { return a.from_mont(); }
+
+template <class F>
+__device__ __forceinline__ void field_op(uint32_t op, F* out, const F* a, const F* b, uint32_t n) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F x = a[i], y = b[i], r;
+    switch (op) {
+        case OP_ADD: r = ni_add(x, y); break;
+        case OP_SUB: r = ni_sub(x, y); break;
+        case OP_MUL: r = ni_mul(x, y); break;
+        case OP_SQR: r = ni_sqr(x); break;
+        case OP_NEG: r = ni_neg(x); break;
+        case OP_DBL: r = ni_dbl(x); break;
+        case OP_TO_MONT: r = ni_to_mont(x); break;
+        case OP_FROM_MONT: r = ni_from_mont(x); break;
+        case OP_INV: r = ni_inv(x); break;
+        case OP_EQ: r = x == y ? F::one() : F::zero(); break;
+        case OP_IS_ZERO: r = x.is_zero() ? F::one() : F::zero(); break;
+        default: r = F::zero(); break;
+    }
+    out[i] = r;
+}
+
+// ---- curve operations ----------------------------------------------------
+// Operation codes, mirrored by `CurveOp` in crates/cuzk-cuda/src/testing.rs,
+// with the expected result in terms of the affine inputs a and b.
+enum : uint32_t {
+    EC_ADD_AFFINE = 0,       // a + b      (xyzz(a).add_affine(b))
+    EC_ADD = 1,              // 2a + 2b    (dbl(a).add(dbl(b)): ZZ ≠ 1 on both sides)
+    EC_DBL = 2,              // 4a         (dbl_affine(a).dbl())
+    EC_NEG = 3,              // −(a + b)
+    EC_ADD_AFFINE_Z = 4,     // 2a + b     (mixed add with ZZ ≠ 1)
+    EC_ADD_SELF = 5,         // 4a         (P.add(P): the doubling case of add)
+    EC_ADD_NEG = 6,          // ∞          (P.add(−P))
+    EC_ADD_AFFINE_SELF = 7,  // 2a         (xyzz(a).add_affine(a))
+    EC_SUB_AFFINE = 8,       // a − b
+};
+
+template <class F>
+__device__ __forceinline__ void curve_op(uint32_t op, affine_t<F>* out_affine, F* out_jac,
+                                         const affine_t<F>* a_in, const affine_t<F>* b_in,
+                                         uint32_t n) {
+    using W = nf<F>;
+    using P = xyzz_t<W>;
+    using A = affine_t<W>;
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    A a{{a_in[i].x}, {a_in[i].y}};
+    A b{{b_in[i].x}, {b_in[i].y}};
+    P pa = P::from_affine(a);
+    P r;
+    switch (op) {
+        case EC_ADD_AFFINE: r = pa.add_affine(b); break;
+        case EC_ADD: r = pa.dbl().add(P::from_affine(b).dbl()); break;
+        case EC_DBL: r = P::dbl_affine(a).dbl(); break;
+        case EC_NEG: r = -pa.add_affine(b); break;
+        case EC_ADD_AFFINE_Z: r = pa.dbl().add_affine(b); break;
+        case EC_ADD_SELF: {
+            P d = pa.dbl();
+            r = d.add(d);
+            break;
+        }
+        case EC_ADD_NEG: {
+            P d = pa.dbl();
+            r = d.add(-d);
+            break;
+        }
+        case EC_ADD_AFFINE_SELF: r = pa.add_affine(a); break;
+        case EC_SUB_AFFINE: r = pa.sub_affine(b); break;
+        default: r = P::infinity(); break;
+    }
+    A aff = r.to_affine();
+    out_affine[i] = {aff.x.v, aff.y.v};
+    W X, Y, Z;
+    r.to_jacobian(X, Y, Z);
+    out_jac[3 * i] = X.v;
+    out_jac[3 * i + 1] = Y.v;
+    out_jac[3 * i + 2] = Z.v;
+}
+
+}  // namespace field_ec_tests
+
+using namespace field_ec_tests;
+
+extern "C" __global__ void test_fr_op(uint32_t op, fr_t* out, const fr_t* a, const fr_t* b,
+                                      uint32_t n) {
+    field_op(op, out, a, b, n);
+}
+extern "C" __global__ void test_fq_op(uint32_t op, fq_t* out, const fq_t* a, const fq_t* b,
+                                      uint32_t n) {
+    field_op(op, out, a, b, n);
+}
+extern "C" __global__ void test_fq2_op(uint32_t op, fq2_t* out, const fq2_t* a, const fq2_t* b,
+                                       uint32_t n) {
+    field_op(op, out, a, b, n);
+}
+// out_affine[i]: the result in affine form; out_jac[3i..3i+3]: Jacobian X, Y, Z.
+extern "C" __global__ void test_g1_op(uint32_t op, g1_affine_t* out_affine, fq_t* out_jac,
+                                      const g1_affine_t* a, const g1_affine_t* b, uint32_t n) {
+    curve_op(op, out_affine, out_jac, a, b, n);
+}
+extern "C" __global__ void test_g2_op(uint32_t op, g2_affine_t* out_affine, fq2_t* out_jac,
+                                      const g2_affine_t* a, const g2_affine_t* b, uint32_t n) {
+    curve_op(op, out_affine, out_jac, a, b, n);
+}
