@@ -46,9 +46,9 @@ const FLAGS: u8 = FLAG_COMPRESSED | FLAG_INFINITY | FLAG_SIGN;
 ///
 /// The subgroup check is what makes a point a valid group element for the
 /// proof system, and it costs one or two scalar-multiplication-sized
-/// computations per point: decoding a key with [`PointCheck::Full`] is many
-/// times slower than with [`PointCheck::OnCurve`] (see the crate README for
-/// measurements).
+/// computations per point: decoding a key with [`PointCheck::Full`] is about
+/// a hundred times slower than with [`PointCheck::OnCurve`] (measurements in
+/// [`crate::params`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PointCheck {
     /// Encoding, on-curve, not identity, and in the prime-order subgroup
