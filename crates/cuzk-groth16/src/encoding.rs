@@ -10,8 +10,9 @@
 //!
 //! Decoding is fast on the success path (blst's own on-curve decode, then
 //! the subgroup check when asked for). Only a refused point pays for
-//! [`diagnose`]-style field arithmetic that tells *why* it was refused, so a
-//! corrupt key names the precise problem at no cost to a good one.
+//! the field arithmetic that tells *why* it was refused (the `diagnose_*`
+//! functions), so a corrupt key names the precise problem at no cost to a
+//! good one.
 //!
 //! Every decoder here refuses the point at infinity: no position in a
 //! Groth16 key or proof may hold it (see [`crate::params`] for the one place

@@ -879,11 +879,11 @@ fn read_pk(input: &mut impl KeyInput, check: PointCheck) -> Result<ProvingKey, K
     })
 }
 
-fn trailing(offset: usize, len: usize) -> Result<(), KeyError> {
+fn trailing(offset: u64, len: u64) -> Result<(), KeyError> {
     if offset < len {
         return Err(KeyError::TrailingBytes {
-            offset: offset as u64,
-            count: (len - offset) as u64,
+            offset,
+            count: len - offset,
         });
     }
     Ok(())
@@ -937,17 +937,24 @@ impl VerifyingKey {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, KeyError> {
         let mut input = SliceInput { bytes, pos: 0 };
         let vk = read_vk(&mut input)?;
-        trailing(input.pos, bytes.len())?;
+        trailing(input.pos as u64, bytes.len() as u64)?;
         Ok(vk)
     }
 
-    /// Reads a standalone verifying-key file (`.vk`).
+    /// Reads a standalone verifying-key file (`.vk`). Anything after the key
+    /// is refused; so a `.params` file given by mistake fails after reading
+    /// only its head (use [`ProvingKey::read_verifying_key`] for that).
     pub fn read_from_path(path: &Path) -> Result<Self, KeyError> {
-        let bytes = std::fs::read(path).map_err(|source| KeyError::Open {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::from_bytes(&bytes)
+        let file = open(path)?;
+        let len = file_len(&file, path)?;
+        let mut input = StreamInput {
+            reader: io::BufReader::new(file),
+            pos: 0,
+            len: Some(len),
+        };
+        let vk = read_vk(&mut input)?;
+        trailing(input.pos, len)?;
+        Ok(vk)
     }
 
     /// Writes the key as bellperson's `VerifyingKey::write` does.
@@ -1027,9 +1034,10 @@ impl ProvingKey {
         )
     }
 
-    /// Maps a key file into memory and decodes it in place. The file must not
-    /// be modified while this runs (see the crate's `map_file` contract);
-    /// the map is released before returning.
+    /// Maps a key file into memory and decodes it in place; the map is
+    /// released before returning. Nothing may modify or truncate the file
+    /// while this runs (cuzk itself only ever replaces key files by rename,
+    /// which leaves a running reader's mapping intact).
     pub fn read_mmap(path: &Path, check: PointCheck) -> Result<Self, KeyError> {
         let file = open(path)?;
         let map = map_file(&file).map_err(|source| KeyError::Open {

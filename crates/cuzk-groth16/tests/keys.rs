@@ -267,6 +267,11 @@ fn verifying_key_files_interoperate() {
         Err(KeyError::TrailingBytes { offset, .. }) if offset == theirs.len() as u64
     ));
     assert_eq!(VerifyingKey::read(&bytes[..]).unwrap(), key.vk);
+    assert!(matches!(
+        VerifyingKey::read_from_path(&params_path),
+        Err(KeyError::TrailingBytes { offset, count })
+            if offset == theirs.len() as u64 && count == (bytes.len() - theirs.len()) as u64
+    ));
 }
 
 #[test]
