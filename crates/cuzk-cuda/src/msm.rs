@@ -1,0 +1,984 @@
+//! Multi-scalar multiplication (Pippenger) for G1 and G2, batch summation of
+//! the points whose scalar is one, and scalar classification, on the GPU
+//! (kernels/msm/).
+//!
+//! Inputs stay in device memory: bases as [`G1AffineLimbs`] / [`G2AffineLimbs`]
+//! (infinity = all-zero limbs, skipped), scalars as [`FrLimbs`] (Montgomery
+//! form, converted on the device). Results come back as blstrs projective
+//! points.
+//!
+//! **Pippenger** ([`Msm`]): signed c-bit digits (|d| ≤ 2^(c−1), the point is
+//! negated for negative digits), all ⌈256/c⌉ windows at once:
+//! 1. a counting sort of the (bucket, point) pairs by bucket: histogram with
+//!    warp-aggregated atomics, exclusive scan, scatter;
+//! 2. bucket accumulation with the sorted pairs cut into equal chunks, one per
+//!    thread, however the buckets are sized (PoRep scalars repeat, so some
+//!    buckets are huge); runs that straddle chunks are merged level by level;
+//! 3. per window Σ_b b·B_b by running sums over segments of buckets, one
+//!    thread per segment, then a tree sum per window and Horner over windows.
+//!
+//! The window size c comes from [`choose_window_bits`]: a cost model
+//! (n·⌈256/c⌉ mixed additions for the buckets, ≈3 additions per bucket for the
+//! reduction) minimized under the memory budget. Nothing is synchronized
+//! between launches: the sort's total is read on the device.
+//!
+//! **Batch sums** ([`BatchSum`]): Σ P_i over a bitmap (bit i of word i/64,
+//! LSB first) or an index list; each thread accumulates in XYZZ, then a tree.
+//!
+//! **Classification** ([`Classifier`]): zero / one / other per scalar, with the
+//! ones' and others' indices compacted in increasing order, so a prover
+//! skips zeros, batch-sums ones and runs Pippenger over the others only
+//! ([`Msm::run_indexed`] takes that index list directly).
+//!
+//! Scratch memory is allocated once per [`Msm`] / [`BatchSum`] /
+//! [`Classifier`] and reused by every call.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use cudarc::driver::LaunchConfig;
+use cuzk_field::limbs::{DeviceRepr, Fq2Limbs, FqLimbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
+use cuzk_field::{Fq, Fq2, G1Projective, G2Projective};
+
+use crate::device::{grid, DeviceBuffer, Event, Stream};
+use crate::error::{ensure, Error, Result};
+use crate::ffi::KernelArgs;
+
+/// Smallest and largest window sizes the kernels support (bucket keys are
+/// u32 and digits are extracted 31 bits at a time).
+pub const MIN_WINDOW_BITS: u32 = 2;
+pub const MAX_WINDOW_BITS: u32 = 24;
+
+/// Most pairs one MSM takes: entries carry the point index in 31 bits.
+pub const MAX_LEN: usize = 1 << 31;
+
+/// Threads per block of the bucket accumulation (registers, not shared
+/// memory, limit its occupancy; small blocks let the SMs fill up).
+const ACCUMULATE_THREADS: u32 = 64;
+/// Sorted entries per accumulation thread at least (below this the partial
+/// slots outnumber the work).
+const MIN_ENTRIES_PER_THREAD: usize = 8;
+/// Partial slots per merge thread; each level shrinks the list by CHUNK/2.
+const MERGE_CHUNK: u32 = 16;
+const MERGE_THREADS: u32 = 64;
+/// Bucket-reduction threads wanted in all (segments × windows).
+const REDUCE_TARGET_THREADS: u32 = 1 << 15;
+const REDUCE_THREADS: u32 = 64;
+/// Tree sums: threads per block and most blocks per group in the first pass.
+const SUM_THREADS: u32 = 128;
+const SUM_MAX_BLOCKS: u32 = 64;
+/// Digit kernels: threads per block, blocks per SM.
+const DIGIT_THREADS: u32 = 256;
+const DIGIT_BLOCKS_PER_SM: u32 = 8;
+/// kernels/msm/scalars.cu SCAN_TILE and CLASSIFY_TILE.
+const SCAN_TILE: usize = 256 * 16;
+const CLASSIFY_TILE: usize = 256 * 8;
+const BATCH_THREADS: u32 = 128;
+/// Points per thread of the benchmark-base chain, and points per launch.
+const CHAIN_LEN: u32 = 64;
+const CHAIN_SLICE: usize = 1 << 22;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::G1 {}
+    impl Sealed for super::G2 {}
+}
+
+/// The BLS12-381 groups the MSM kernels are built for: [`G1`] and [`G2`].
+pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
+    /// "G1" or "G2", for messages.
+    const NAME: &'static str;
+    /// Affine base as the kernels read it (infinity = all zero).
+    type Affine: DeviceRepr + Default + fmt::Debug;
+    /// The host result type.
+    type Projective: Copy + fmt::Debug + PartialEq;
+    /// u64 words of one XYZZ point on the device (4 coordinates).
+    #[doc(hidden)]
+    const XYZZ_WORDS: usize;
+    /// Kernel names: accumulate, merge, reduce_segments, sum_groups, horner,
+    /// batch_sum_bitmap, batch_sum_indices, chain_bases.
+    #[doc(hidden)]
+    const KERNELS: [&'static str; 8];
+    /// Builds the host point from Jacobian (X, Y, Z) Montgomery limbs, 3 ×
+    /// XYZZ_WORDS / 4 words.
+    #[doc(hidden)]
+    fn from_jacobian_words(words: &[u64]) -> Self::Projective;
+}
+
+/// G1: bases [`G1AffineLimbs`], results [`G1Projective`].
+#[derive(Clone, Copy, Debug)]
+pub enum G1 {}
+/// G2: bases [`G2AffineLimbs`], results [`G2Projective`].
+#[derive(Clone, Copy, Debug)]
+pub enum G2 {}
+
+const K_ACCUMULATE: usize = 0;
+const K_MERGE: usize = 1;
+const K_REDUCE: usize = 2;
+const K_SUM_GROUPS: usize = 3;
+const K_HORNER: usize = 4;
+const K_BITMAP: usize = 5;
+const K_INDICES: usize = 6;
+const K_CHAIN: usize = 7;
+
+fn fq_from_words(w: &[u64]) -> Fq {
+    let mut l = [0u64; 6];
+    l.copy_from_slice(&w[..6]);
+    Fq::from_raw_unchecked(l)
+}
+
+impl MsmCurve for G1 {
+    const NAME: &'static str = "G1";
+    type Affine = G1AffineLimbs;
+    type Projective = G1Projective;
+    const XYZZ_WORDS: usize = 4 * 6;
+    const KERNELS: [&'static str; 8] = [
+        "msm_accumulate_g1",
+        "msm_merge_g1",
+        "msm_reduce_segments_g1",
+        "msm_sum_groups_g1",
+        "msm_horner_g1",
+        "msm_batch_sum_bitmap_g1",
+        "msm_batch_sum_indices_g1",
+        "msm_chain_bases_g1",
+    ];
+    fn from_jacobian_words(w: &[u64]) -> G1Projective {
+        G1Projective::from_raw_unchecked(fq_from_words(&w[0..6]), fq_from_words(&w[6..12]), fq_from_words(&w[12..18]))
+    }
+}
+
+impl MsmCurve for G2 {
+    const NAME: &'static str = "G2";
+    type Affine = G2AffineLimbs;
+    type Projective = G2Projective;
+    const XYZZ_WORDS: usize = 4 * 12;
+    const KERNELS: [&'static str; 8] = [
+        "msm_accumulate_g2",
+        "msm_merge_g2",
+        "msm_reduce_segments_g2",
+        "msm_sum_groups_g2",
+        "msm_horner_g2",
+        "msm_batch_sum_bitmap_g2",
+        "msm_batch_sum_indices_g2",
+        "msm_chain_bases_g2",
+    ];
+    fn from_jacobian_words(w: &[u64]) -> G2Projective {
+        let fq2 = |w: &[u64]| Fq2::new(fq_from_words(&w[0..6]), fq_from_words(&w[6..12]));
+        G2Projective::from_raw_unchecked(fq2(&w[0..12]), fq2(&w[12..24]), fq2(&w[24..36]))
+    }
+}
+
+// Layout pins for the limb types the kernels reinterpret.
+const _: () = assert!(std::mem::size_of::<FqLimbs>() == 48 && std::mem::size_of::<Fq2Limbs>() == 96);
+const _: () = assert!(std::mem::size_of::<G1AffineLimbs>() == 96 && std::mem::size_of::<G2AffineLimbs>() == 192);
+
+/// Number of windows for c-bit signed digits of a 255-bit scalar: the top
+/// window must absorb the last carry, so c·W ≥ 256.
+pub fn windows_for(window_bits: u32) -> u32 {
+    256u32.div_ceil(window_bits)
+}
+
+/// Device bytes an MSM of `len` pairs needs with window size `c`, for points of
+/// `xyzz_bytes` bytes (192 for G1, 384 for G2). Small fixed parts
+/// (partial slots, segment sums) are counted at their largest.
+pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
+    let w = windows_for(window_bits) as usize;
+    let keys = w << (window_bits - 1);
+    let entries = len * w * 4;
+    let key_arrays = keys * 4 * 3 + (keys / SCAN_TILE + 2) * 4;
+    let buckets = keys * xyzz_bytes;
+    let fixed = (1 << 20) * (xyzz_bytes + 4) + (REDUCE_TARGET_THREADS as usize * 2 + 4096) * xyzz_bytes;
+    entries + key_arrays + buckets + fixed
+}
+
+/// The window size for an MSM of `len` pairs: the cheapest by the cost model
+/// n·W + 3·W·2^(c−1) (bucket additions; bucket reduction at ≈3 additions per
+/// bucket) among sizes whose scratch fits `budget_bytes`. Falls back to the
+/// smallest footprint when nothing fits.
+pub fn choose_window_bits(len: usize, xyzz_bytes: usize, budget_bytes: usize) -> u32 {
+    let cost = |c: u32| {
+        let w = windows_for(c) as f64;
+        len as f64 * w + 3.0 * w * (1u64 << (c - 1)) as f64
+    };
+    let fits = |c: u32| scratch_bytes(len, c, xyzz_bytes) <= budget_bytes;
+    (MIN_WINDOW_BITS..=MAX_WINDOW_BITS)
+        .filter(|&c| fits(c))
+        .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
+        .unwrap_or_else(|| {
+            (MIN_WINDOW_BITS..=MAX_WINDOW_BITS)
+                .min_by_key(|&c| scratch_bytes(len, c, xyzz_bytes))
+                .expect("nonempty range")
+        })
+}
+
+/// The shape of one MSM: how many pairs at most, the window size, and the
+/// parallelism of each phase. Pure data; [`Msm::new`] derives it from the
+/// device, [`Msm::with_window_bits`] lets a sweep pick c.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MsmPlan {
+    /// Most pairs per call.
+    pub max_len: usize,
+    /// c: digits in [−2^(c−1), 2^(c−1)].
+    pub window_bits: u32,
+    /// ⌈256 / c⌉.
+    pub windows: u32,
+    /// Threads that share the sorted entries in the accumulation.
+    pub accumulate_threads: u32,
+    /// Buckets per reduction thread (a power of two dividing 2^(c−1)).
+    pub segment_len: u32,
+}
+
+impl MsmPlan {
+    fn new(max_len: usize, window_bits: u32, accumulate_capacity: u32) -> Self {
+        let windows = windows_for(window_bits);
+        let entries = max_len.saturating_mul(windows as usize);
+        let wanted = entries.div_ceil(MIN_ENTRIES_PER_THREAD).max(1);
+        let threads = (wanted.min(accumulate_capacity as usize) as u32).next_multiple_of(ACCUMULATE_THREADS);
+        let buckets = 1u32 << (window_bits - 1);
+        let segments = (REDUCE_TARGET_THREADS / windows).max(1).next_power_of_two().min(buckets);
+        MsmPlan { max_len, window_bits, windows, accumulate_threads: threads, segment_len: buckets / segments }
+    }
+
+    /// Buckets per window, 2^(c−1).
+    pub fn buckets_per_window(&self) -> u32 {
+        1 << (self.window_bits - 1)
+    }
+
+    /// All bucket keys: windows × buckets.
+    pub fn keys(&self) -> usize {
+        self.windows as usize * self.buckets_per_window() as usize
+    }
+
+    fn segments(&self) -> u32 {
+        self.buckets_per_window() / self.segment_len
+    }
+
+    fn sum_blocks(&self) -> u32 {
+        self.segments().div_ceil(SUM_THREADS).clamp(1, SUM_MAX_BLOCKS)
+    }
+}
+
+/// Phase times of the last profiled MSM, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MsmPhases {
+    /// Histogram, scan and scatter of the (bucket, point) pairs.
+    pub sort_ms: f32,
+    /// Bucket accumulation, including the merge levels.
+    pub accumulate_ms: f32,
+    /// Bucket reduction, window sums and Horner.
+    pub reduce_ms: f32,
+}
+
+/// A reusable Pippenger MSM for curve `C` on one stream, with its scratch.
+pub struct Msm<C: MsmCurve> {
+    stream: Stream,
+    plan: MsmPlan,
+    counts: DeviceBuffer<u32>,
+    offsets: DeviceBuffer<u32>,
+    cursors: DeviceBuffer<u32>,
+    tile_sums: DeviceBuffer<u32>,
+    entries: DeviceBuffer<u32>,
+    bucket_sums: DeviceBuffer<u64>,
+    part_keys: [DeviceBuffer<u32>; 2],
+    part_pts: [DeviceBuffer<u64>; 2],
+    segment_sums: DeviceBuffer<u64>,
+    group_sums: DeviceBuffer<u64>,
+    window_sums: DeviceBuffer<u64>,
+    result: DeviceBuffer<u64>,
+    profile: bool,
+    last_phases: Option<[Event; 4]>,
+    _curve: PhantomData<C>,
+}
+
+impl<C: MsmCurve> fmt::Debug for Msm<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Msm").field("curve", &C::NAME).field("plan", &self.plan).finish_non_exhaustive()
+    }
+}
+
+impl<C: MsmCurve> Msm<C> {
+    /// An MSM for up to `max_len` pairs, window size chosen for `max_len` within
+    /// half of the device's free memory.
+    pub fn new(stream: &Stream, max_len: usize) -> Result<Self> {
+        let (free, _) = stream.gpu().memory_info()?;
+        let c = choose_window_bits(max_len.max(1), C::XYZZ_WORDS * 8, free / 2);
+        Self::with_window_bits(stream, max_len, c)
+    }
+
+    /// An MSM for up to `max_len` pairs with window size `window_bits`.
+    pub fn with_window_bits(stream: &Stream, max_len: usize, window_bits: u32) -> Result<Self> {
+        let kernel = C::KERNELS[K_ACCUMULATE];
+        ensure(kernel, (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&window_bits), || {
+            format!("window size {window_bits} outside {MIN_WINDOW_BITS}..={MAX_WINDOW_BITS}")
+        })?;
+        ensure(kernel, max_len < MAX_LEN, || format!("{max_len} pairs: at most 2^31 − 1"))?;
+        ensure(kernel, max_len.saturating_mul(windows_for(window_bits) as usize) <= u32::MAX as usize, || {
+            format!("{max_len} pairs × {} windows overflow 32-bit entry offsets", windows_for(window_bits))
+        })?;
+        let gpu = stream.gpu();
+        let occupancy = gpu
+            .function(kernel)?
+            .occupancy_max_active_blocks_per_multiprocessor(ACCUMULATE_THREADS, 0, None)
+            .map_err(|source| Error::Driver {
+                call: "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                what: format!("kernel {kernel}"),
+                source,
+            })?
+            .max(1);
+        let capacity = gpu.info().multiprocessors * occupancy * ACCUMULATE_THREADS;
+        let plan = MsmPlan::new(max_len, window_bits, capacity);
+        Self::with_plan(stream, plan)
+    }
+
+    /// An MSM with an explicit plan (e.g. from a sweep).
+    pub fn with_plan(stream: &Stream, plan: MsmPlan) -> Result<Self> {
+        let keys = plan.keys();
+        let parts = 2 * plan.accumulate_threads as usize;
+        let xw = C::XYZZ_WORDS;
+        let w = plan.windows as usize;
+        Ok(Msm {
+            stream: stream.clone(),
+            counts: stream.alloc(keys)?,
+            offsets: stream.alloc(keys + 1)?,
+            cursors: stream.alloc(keys + 1)?,
+            tile_sums: stream.alloc(keys.div_ceil(SCAN_TILE) + 1)?,
+            entries: stream.alloc((plan.max_len * w).max(1))?,
+            bucket_sums: stream.alloc(keys * xw)?,
+            part_keys: [stream.alloc(parts)?, stream.alloc(parts)?],
+            part_pts: [stream.alloc(parts * xw)?, stream.alloc(parts * xw)?],
+            segment_sums: stream.alloc(w * plan.segments() as usize * xw)?,
+            group_sums: stream.alloc(w * plan.sum_blocks() as usize * xw)?,
+            window_sums: stream.alloc(w * xw)?,
+            result: stream.alloc(3 * xw / 4)?,
+            profile: false,
+            last_phases: None,
+            plan,
+            _curve: PhantomData,
+        })
+    }
+
+    pub fn plan(&self) -> &MsmPlan {
+        &self.plan
+    }
+
+    /// Records phase events on later calls (see [`Msm::last_phases`]).
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profile = on;
+        self.last_phases = None;
+    }
+
+    /// Phase times of the last call made with profiling on (waits for it).
+    pub fn last_phases(&self) -> Result<Option<MsmPhases>> {
+        let Some(ev) = &self.last_phases else { return Ok(None) };
+        Ok(Some(MsmPhases {
+            sort_ms: ev[0].elapsed_ms(&ev[1])?,
+            accumulate_ms: ev[1].elapsed_ms(&ev[2])?,
+            reduce_ms: ev[2].elapsed_ms(&ev[3])?,
+        }))
+    }
+
+    /// Σ scalars[i]·bases[i] for i < scalars.len() (bases may be longer).
+    pub fn run(&mut self, bases: &DeviceBuffer<C::Affine>, scalars: &DeviceBuffer<FrLimbs>) -> Result<C::Projective> {
+        self.enqueue(bases, scalars, None, scalars.len())?;
+        self.result()
+    }
+
+    /// Σ scalars[idx[j]]·bases[idx[j]] for j < count (e.g. the "others" of a
+    /// [`Classifier`]). Indices beyond either array are skipped.
+    pub fn run_indexed(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: &DeviceBuffer<u32>,
+        count: usize,
+    ) -> Result<C::Projective> {
+        self.enqueue(bases, scalars, Some(indices), count)?;
+        self.result()
+    }
+
+    /// Queues the MSM on the stream without waiting; [`Msm::result`] reads it.
+    /// With `indices`, the pairs are idx[0..len); else 0..len.
+    pub fn enqueue(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+    ) -> Result<()> {
+        let kernel = "msm_digit_histogram";
+        let plan = self.plan.clone();
+        ensure(kernel, len <= plan.max_len, || format!("{len} pairs, planned for at most {}", plan.max_len))?;
+        match indices {
+            Some(idx) => ensure(kernel, len <= idx.len(), || format!("{len} pairs but {} indices", idx.len()))?,
+            None => ensure(kernel, len <= bases.len(), || {
+                format!("{len} scalars but {} {} bases", bases.len(), C::NAME)
+            })?,
+        }
+        let bound = bases.len().min(scalars.len()).min(u32::MAX as usize) as u32;
+        let s = &self.stream;
+        let start = self.profile.then(|| s.record()).transpose()?;
+
+        // 1. Counting sort of (bucket, point) pairs.
+        let keys = plan.keys() as u32;
+        fill_u32(s, &self.counts, 0, keys)?;
+        let digit_grid = grid(
+            (len as u32).div_ceil(DIGIT_THREADS).clamp(1, s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM),
+            DIGIT_THREADS,
+        );
+        let idx_ptr = indices.map_or(0, |b| b.device_ptr());
+        let sizes = || format!("{len} pairs, c = {}, {} windows", plan.window_bits, plan.windows);
+        let args = KernelArgs::new()
+            .device_ptr(scalars.device_ptr())
+            .device_ptr(idx_ptr)
+            .u32(len as u32)
+            .u32(bound)
+            .u32(plan.window_bits)
+            .u32(plan.windows)
+            .device_ptr(self.counts.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: arguments in the order of msm_digit_histogram; scalars are read
+        // at indices < bound ≤ scalars.len() (or < len ≤ bound), idx at j < len ≤
+        // idx.len(), counts at keys < plan.keys() = counts.len().
+        unsafe {
+            s.launch("msm_digit_histogram", digit_grid, args, sizes)?;
+        }
+        exclusive_scan(s, &self.counts, keys, &self.tile_sums, &self.offsets, Some(&self.cursors))?;
+        let args = KernelArgs::new()
+            .device_ptr(scalars.device_ptr())
+            .device_ptr(idx_ptr)
+            .u32(len as u32)
+            .u32(bound)
+            .u32(plan.window_bits)
+            .u32(plan.windows)
+            .device_ptr(self.cursors.device_ptr())
+            .device_ptr(self.entries.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: as for the histogram; cursors has keys + 1 entries and every
+        // position written is < offsets[keys] ≤ len·windows ≤ entries.len().
+        unsafe {
+            s.launch("msm_digit_scatter", digit_grid, args, sizes)?;
+        }
+        let sorted = self.profile.then(|| s.record()).transpose()?;
+
+        // 2. Bucket accumulation, then merge levels over the partial slots.
+        let t = plan.accumulate_threads;
+        let args = KernelArgs::new()
+            .device_ptr(bases.device_ptr())
+            .device_ptr(self.entries.device_ptr())
+            .device_ptr(self.offsets.device_ptr())
+            .u32(keys)
+            .u32(t)
+            .device_ptr(self.bucket_sums.device_ptr())
+            .device_ptr(self.part_keys[0].device_ptr())
+            .device_ptr(self.part_pts[0].device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: argument order of msm_accumulate_*; entries hold point indices
+        // < bound ≤ bases.len() (written by the scatter above); thread t writes
+        // partial slots 2t, 2t+1 < 2·accumulate_threads; keys < bucket_sums.
+        unsafe {
+            s.launch(C::KERNELS[K_ACCUMULATE], grid(t / ACCUMULATE_THREADS, ACCUMULATE_THREADS), args, || {
+                format!("{len} pairs, {} keys, {t} threads", plan.keys())
+            })?;
+        }
+        let mut len_parts = 2 * t;
+        let mut src = 0;
+        loop {
+            let last = len_parts <= MERGE_CHUNK;
+            let threads = if last { 1 } else { len_parts.div_ceil(MERGE_CHUNK) };
+            let chunk = if last { len_parts } else { MERGE_CHUNK };
+            let (out_keys, out_pts) = if last {
+                (0, 0)
+            } else {
+                (self.part_keys[1 - src].device_ptr(), self.part_pts[1 - src].device_ptr())
+            };
+            let args = KernelArgs::new()
+                .device_ptr(self.part_keys[src].device_ptr())
+                .device_ptr(self.part_pts[src].device_ptr())
+                .u32(len_parts)
+                .u32(chunk)
+                .u32(threads)
+                .device_ptr(self.bucket_sums.device_ptr())
+                .device_ptr(out_keys)
+                .device_ptr(out_pts);
+            #[allow(unsafe_code)]
+            // SAFETY: argument order of msm_merge_*; reads slots < len_parts ≤
+            // 2t, writes out slots < 2·threads < len_parts and keys written by
+            // earlier levels (< keys).
+            unsafe {
+                s.launch(C::KERNELS[K_MERGE], grid(threads.div_ceil(MERGE_THREADS), MERGE_THREADS), args, || {
+                    format!("{len_parts} partial sums, chunk {chunk}")
+                })?;
+            }
+            if last {
+                break;
+            }
+            len_parts = 2 * threads;
+            src = 1 - src;
+        }
+        let accumulated = self.profile.then(|| s.record()).transpose()?;
+
+        // 3. Bucket reduction, window sums, Horner.
+        let segs = plan.segments();
+        let nthreads = segs * plan.windows;
+        let args = KernelArgs::new()
+            .device_ptr(self.bucket_sums.device_ptr())
+            .device_ptr(self.offsets.device_ptr())
+            .u32(plan.buckets_per_window())
+            .u32(plan.segment_len)
+            .u32(segs)
+            .u32(plan.windows)
+            .device_ptr(self.segment_sums.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: argument order of msm_reduce_segments_*; reads keys <
+        // windows·buckets (bucket sums only where offsets say non-empty), writes
+        // windows·segments sums.
+        unsafe {
+            s.launch(C::KERNELS[K_REDUCE], grid(nthreads.div_ceil(REDUCE_THREADS), REDUCE_THREADS), args, || {
+                format!("{} windows × {segs} segments of {}", plan.windows, plan.segment_len)
+            })?;
+        }
+        let blocks = plan.sum_blocks();
+        sum_groups::<C>(s, &self.segment_sums, segs, plan.windows, blocks, &self.group_sums)?;
+        sum_groups::<C>(s, &self.group_sums, blocks, plan.windows, 1, &self.window_sums)?;
+        horner::<C>(s, &self.window_sums, plan.windows, plan.window_bits, &self.result)?;
+        if self.profile {
+            let end = s.record()?;
+            self.last_phases = match (start, sorted, accumulated) {
+                (Some(a), Some(b), Some(c)) => Some([a, b, c, end]),
+                _ => None,
+            };
+        }
+        Ok(())
+    }
+
+    /// Waits for the queued MSM and returns its result.
+    pub fn result(&self) -> Result<C::Projective> {
+        let words = self.stream.download_vec(&self.result)?;
+        Ok(C::from_jacobian_words(&words))
+    }
+}
+
+/// out[y·blocks + x] = Σ of block x's share of group y's `len` points.
+fn sum_groups<C: MsmCurve>(
+    s: &Stream,
+    input: &DeviceBuffer<u64>,
+    len: u32,
+    groups: u32,
+    blocks: u32,
+    out: &DeviceBuffer<u64>,
+) -> Result<()> {
+    let kernel = C::KERNELS[K_SUM_GROUPS];
+    let xw = C::XYZZ_WORDS;
+    ensure(kernel, input.len() >= len as usize * groups as usize * xw, || {
+        format!("{} words for {groups} groups of {len} points", input.len())
+    })?;
+    ensure(kernel, out.len() >= blocks as usize * groups as usize * xw, || {
+        format!("output {} words for {groups} × {blocks}", out.len())
+    })?;
+    let args = KernelArgs::new().device_ptr(input.device_ptr()).u32(len).device_ptr(out.device_ptr());
+    let cfg = LaunchConfig { grid_dim: (blocks, groups, 1), block_dim: (SUM_THREADS, 1, 1), shared_mem_bytes: 0 };
+    #[allow(unsafe_code)]
+    // SAFETY: argument order of msm_sum_groups_*; sizes checked above.
+    unsafe {
+        s.launch(kernel, cfg, args, || format!("{groups} groups of {len} points, {blocks} blocks"))
+    }
+}
+
+/// out (Jacobian) = Σ_w 2^(c·w)·sums[w].
+fn horner<C: MsmCurve>(s: &Stream, sums: &DeviceBuffer<u64>, windows: u32, c: u32, out: &DeviceBuffer<u64>) -> Result<()> {
+    let kernel = C::KERNELS[K_HORNER];
+    ensure(kernel, windows >= 1 && sums.len() >= windows as usize * C::XYZZ_WORDS, || {
+        format!("{windows} windows in {} words", sums.len())
+    })?;
+    ensure(kernel, out.len() * 4 == 3 * C::XYZZ_WORDS, || format!("output of {} words", out.len()))?;
+    let args = KernelArgs::new().device_ptr(sums.device_ptr()).u32(windows).u32(c).device_ptr(out.device_ptr());
+    #[allow(unsafe_code)]
+    // SAFETY: argument order of msm_horner_*; sizes checked above.
+    unsafe {
+        s.launch(kernel, grid(1, 1), args, || format!("{windows} windows of {c} bits"))
+    }
+}
+
+fn fill_u32(s: &Stream, buf: &DeviceBuffer<u32>, value: u32, len: u32) -> Result<()> {
+    ensure("msm_fill_u32", len as usize <= buf.len(), || format!("{len} of {}", buf.len()))?;
+    if len == 0 {
+        return Ok(());
+    }
+    let blocks = len.div_ceil(256).min(s.gpu().info().multiprocessors * 16);
+    let args = KernelArgs::new().device_ptr(buf.device_ptr()).u32(len).u32(value);
+    #[allow(unsafe_code)]
+    // SAFETY: msm_fill_u32(dst, len, value) writes dst[0..len), len ≤ buf.len().
+    unsafe {
+        s.launch("msm_fill_u32", grid(blocks, 256), args, || format!("{len} words"))
+    }
+}
+
+/// out[i] = Σ_{k<i} input[k] for i ≤ len (out[len] = total); out2 likewise.
+fn exclusive_scan(
+    s: &Stream,
+    input: &DeviceBuffer<u32>,
+    len: u32,
+    tile_sums: &DeviceBuffer<u32>,
+    out: &DeviceBuffer<u32>,
+    out2: Option<&DeviceBuffer<u32>>,
+) -> Result<()> {
+    let tiles = (len as usize).div_ceil(SCAN_TILE) as u32;
+    let n = len as usize;
+    ensure("msm_scan_tiles", input.len() >= n && out.len() > n && out2.is_none_or(|o| o.len() > n), || {
+        format!("scan of {len}: input {}, output {}", input.len(), out.len())
+    })?;
+    ensure("msm_scan_tile_sums", tile_sums.len() > tiles as usize, || {
+        format!("{tiles} tiles, {} tile sums", tile_sums.len())
+    })?;
+    let out2_ptr = out2.map_or(0, |o| o.device_ptr());
+    let sizes = || format!("scan of {len} words, {tiles} tiles");
+    if tiles > 0 {
+        let args = KernelArgs::new().device_ptr(input.device_ptr()).u32(len).device_ptr(tile_sums.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: msm_scan_tile_sums(in, len, tile_sums): reads in[0..len), writes
+        // tile_sums[0..tiles); sizes checked above.
+        unsafe {
+            s.launch("msm_scan_tile_sums", grid(tiles, 256), args, sizes)?;
+        }
+    }
+    let args = KernelArgs::new()
+        .device_ptr(tile_sums.device_ptr())
+        .u32(tiles)
+        .device_ptr(out.device_ptr())
+        .device_ptr(out2_ptr)
+        .u32(len);
+    #[allow(unsafe_code)]
+    // SAFETY: msm_scan_tile_offsets(tile_sums, ntiles, out, out2, len): one block;
+    // rewrites tile_sums[0..=tiles], writes out[len] and out2[len].
+    unsafe {
+        s.launch("msm_scan_tile_offsets", grid(1, 1024), args, sizes)?;
+    }
+    if tiles > 0 {
+        let args = KernelArgs::new()
+            .device_ptr(input.device_ptr())
+            .u32(len)
+            .device_ptr(tile_sums.device_ptr())
+            .device_ptr(out.device_ptr())
+            .device_ptr(out2_ptr);
+        #[allow(unsafe_code)]
+        // SAFETY: msm_scan_tiles(in, len, tile_offsets, out, out2): reads
+        // in[0..len) and tile_offsets[0..tiles), writes out[0..len), out2[0..len).
+        unsafe {
+            s.launch("msm_scan_tiles", grid(tiles, 256), args, sizes)?;
+        }
+    }
+    Ok(())
+}
+
+/// Reusable batch summation Σ P_i over selected points, for curve `C`.
+pub struct BatchSum<C: MsmCurve> {
+    stream: Stream,
+    blocks: u32,
+    partials: DeviceBuffer<u64>,
+    partials2: DeviceBuffer<u64>,
+    result: DeviceBuffer<u64>,
+    _curve: PhantomData<C>,
+}
+
+impl<C: MsmCurve> fmt::Debug for BatchSum<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BatchSum").field("curve", &C::NAME).field("blocks", &self.blocks).finish_non_exhaustive()
+    }
+}
+
+impl<C: MsmCurve> BatchSum<C> {
+    pub fn new(stream: &Stream) -> Result<Self> {
+        let gpu = stream.gpu();
+        let kernel = C::KERNELS[K_BITMAP];
+        let occupancy = gpu
+            .function(kernel)?
+            .occupancy_max_active_blocks_per_multiprocessor(BATCH_THREADS, 0, None)
+            .map_err(|source| Error::Driver {
+                call: "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                what: format!("kernel {kernel}"),
+                source,
+            })?
+            .max(1);
+        let blocks = gpu.info().multiprocessors * occupancy;
+        let xw = C::XYZZ_WORDS;
+        Ok(BatchSum {
+            stream: stream.clone(),
+            blocks,
+            partials: stream.alloc(blocks as usize * xw)?,
+            partials2: stream.alloc(SUM_MAX_BLOCKS as usize * xw)?,
+            result: stream.alloc(3 * xw / 4)?,
+            _curve: PhantomData,
+        })
+    }
+
+    /// Σ bases[i] over i < n with bit i of `bitmap` set (word i/64, LSB first;
+    /// bits at i ≥ n are ignored).
+    pub fn sum_bitmap(&mut self, bases: &DeviceBuffer<C::Affine>, bitmap: &DeviceBuffer<u64>, n: usize) -> Result<C::Projective> {
+        self.enqueue_bitmap(bases, bitmap, n)?;
+        self.result()
+    }
+
+    /// Σ bases[indices[j]] for j < count; indices ≥ bases.len() are skipped.
+    pub fn sum_indices(&mut self, bases: &DeviceBuffer<C::Affine>, indices: &DeviceBuffer<u32>, count: usize) -> Result<C::Projective> {
+        self.enqueue_indices(bases, indices, count)?;
+        self.result()
+    }
+
+    pub fn enqueue_bitmap(&mut self, bases: &DeviceBuffer<C::Affine>, bitmap: &DeviceBuffer<u64>, n: usize) -> Result<()> {
+        let kernel = C::KERNELS[K_BITMAP];
+        ensure(kernel, n <= bases.len() && n < MAX_LEN, || format!("{n} points selected from {} bases", bases.len()))?;
+        ensure(kernel, n.div_ceil(64) <= bitmap.len(), || format!("{n} points but a bitmap of {} words", bitmap.len()))?;
+        let args = KernelArgs::new()
+            .device_ptr(bases.device_ptr())
+            .device_ptr(bitmap.device_ptr())
+            .u32(n as u32)
+            .device_ptr(self.partials.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: argument order of msm_batch_sum_bitmap_*; reads bases[i] and
+        // bitmap words for i < n only (checked above); writes partials[0..blocks).
+        unsafe {
+            self.stream.launch(kernel, grid(self.blocks, BATCH_THREADS), args, || format!("{n} points"))?;
+        }
+        self.finish()
+    }
+
+    pub fn enqueue_indices(&mut self, bases: &DeviceBuffer<C::Affine>, indices: &DeviceBuffer<u32>, count: usize) -> Result<()> {
+        let kernel = C::KERNELS[K_INDICES];
+        ensure(kernel, count <= indices.len() && count < MAX_LEN, || {
+            format!("{count} indices asked, {} present", indices.len())
+        })?;
+        let nbases = bases.len().min(u32::MAX as usize) as u32;
+        let args = KernelArgs::new()
+            .device_ptr(bases.device_ptr())
+            .u32(nbases)
+            .device_ptr(indices.device_ptr())
+            .u32(count as u32)
+            .device_ptr(self.partials.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: argument order of msm_batch_sum_indices_*; reads indices[0..count)
+        // and bases only at indices < nbases; writes partials[0..blocks).
+        unsafe {
+            self.stream.launch(kernel, grid(self.blocks, BATCH_THREADS), args, || format!("{count} indices"))?;
+        }
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let s = &self.stream;
+        let b2 = self.blocks.div_ceil(SUM_THREADS).clamp(1, SUM_MAX_BLOCKS);
+        sum_groups::<C>(s, &self.partials, self.blocks, 1, b2, &self.partials2)?;
+        sum_groups::<C>(s, &self.partials2, b2, 1, 1, &self.partials)?;
+        horner::<C>(s, &self.partials, 1, 0, &self.result)
+    }
+
+    /// Waits for the queued sum and returns it.
+    pub fn result(&self) -> Result<C::Projective> {
+        let words = self.stream.download_vec(&self.result)?;
+        Ok(C::from_jacobian_words(&words))
+    }
+}
+
+/// How many scalars of each class the last [`Classifier::classify`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassCounts {
+    pub zeros: usize,
+    pub ones: usize,
+    pub others: usize,
+}
+
+/// Splits scalars into zero / one / other on the device, writing the ones'
+/// and the others' indices (increasing) into resident buffers.
+pub struct Classifier {
+    stream: Stream,
+    max_len: usize,
+    ones_per_tile: DeviceBuffer<u32>,
+    others_per_tile: DeviceBuffer<u32>,
+    ones_offsets: DeviceBuffer<u32>,
+    others_offsets: DeviceBuffer<u32>,
+    tile_sums: DeviceBuffer<u32>,
+    totals: DeviceBuffer<u32>,
+    ones: DeviceBuffer<u32>,
+    others: DeviceBuffer<u32>,
+}
+
+impl fmt::Debug for Classifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Classifier").field("max_len", &self.max_len).finish_non_exhaustive()
+    }
+}
+
+impl Classifier {
+    /// A classifier for up to `max_len` scalars (2 × 4 bytes per scalar of
+    /// index space).
+    pub fn new(stream: &Stream, max_len: usize) -> Result<Self> {
+        ensure("msm_classify_count", max_len < MAX_LEN, || format!("{max_len} scalars"))?;
+        let tiles = max_len.div_ceil(CLASSIFY_TILE).max(1);
+        Ok(Classifier {
+            stream: stream.clone(),
+            max_len,
+            ones_per_tile: stream.alloc(tiles)?,
+            others_per_tile: stream.alloc(tiles)?,
+            ones_offsets: stream.alloc(tiles + 1)?,
+            others_offsets: stream.alloc(tiles + 1)?,
+            tile_sums: stream.alloc(tiles.div_ceil(SCAN_TILE) + 1)?,
+            totals: stream.alloc(2)?,
+            ones: stream.alloc(max_len.max(1))?,
+            others: stream.alloc(max_len.max(1))?,
+        })
+    }
+
+    /// Classifies `scalars` (waits for the two counts).
+    pub fn classify(&mut self, scalars: &DeviceBuffer<FrLimbs>) -> Result<ClassCounts> {
+        let n = scalars.len();
+        ensure("msm_classify_count", n <= self.max_len, || format!("{n} scalars, sized for {}", self.max_len))?;
+        if n == 0 {
+            return Ok(ClassCounts::default());
+        }
+        let s = &self.stream;
+        let tiles = n.div_ceil(CLASSIFY_TILE) as u32;
+        let args = KernelArgs::new()
+            .device_ptr(scalars.device_ptr())
+            .u32(n as u32)
+            .device_ptr(self.ones_per_tile.device_ptr())
+            .device_ptr(self.others_per_tile.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: msm_classify_count(scalars, n, ones, others): reads scalars[0..n),
+        // writes one count per tile (tiles ≤ per-tile buffer lengths).
+        unsafe {
+            s.launch("msm_classify_count", grid(tiles, 256), args, || format!("{n} scalars"))?;
+        }
+        exclusive_scan(s, &self.ones_per_tile, tiles, &self.tile_sums, &self.ones_offsets, None)?;
+        exclusive_scan(s, &self.others_per_tile, tiles, &self.tile_sums, &self.others_offsets, None)?;
+        let args = KernelArgs::new()
+            .device_ptr(scalars.device_ptr())
+            .u32(n as u32)
+            .device_ptr(self.ones_offsets.device_ptr())
+            .device_ptr(self.others_offsets.device_ptr())
+            .device_ptr(self.ones.device_ptr())
+            .device_ptr(self.others.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: msm_classify_scatter(scalars, n, ones_off, others_off, ones,
+        // others): writes at most n indices into each list (len ≥ max_len ≥ n).
+        unsafe {
+            s.launch("msm_classify_scatter", grid(tiles, 256), args, || format!("{n} scalars"))?;
+        }
+        let word = std::mem::size_of::<u32>() as u64;
+        let args = KernelArgs::new()
+            .device_ptr(self.ones_offsets.device_ptr() + tiles as u64 * word)
+            .device_ptr(self.others_offsets.device_ptr() + tiles as u64 * word)
+            .device_ptr(self.totals.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: msm_gather_pair_u32(a, b, out): reads the totals at index tiles
+        // of the offset arrays (tiles + 1 entries each), writes totals[0..2).
+        unsafe {
+            s.launch("msm_gather_pair_u32", grid(1, 32), args, || "class totals".into())?;
+        }
+        let totals = s.download_vec(&self.totals)?;
+        let (ones, others) = (totals[0] as usize, totals[1] as usize);
+        Ok(ClassCounts { zeros: n - ones - others, ones, others })
+    }
+
+    /// Indices of the scalars equal to one (first `ones` entries valid).
+    pub fn ones(&self) -> &DeviceBuffer<u32> {
+        &self.ones
+    }
+
+    /// Indices of the other nonzero scalars (first `others` entries valid).
+    pub fn others(&self) -> &DeviceBuffer<u32> {
+        &self.others
+    }
+}
+
+/// Benchmark and test data made on the device.
+pub mod data {
+    use super::*;
+
+    /// Fills `out` with uniformly random field elements (Montgomery limbs)
+    /// from a counter-based hash of (`seed`, index).
+    pub fn random_scalars(stream: &Stream, out: &DeviceBuffer<FrLimbs>, seed: u64) -> Result<()> {
+        let n = out.len();
+        ensure("msm_random_scalars", n < MAX_LEN, || format!("{n} scalars"))?;
+        if n == 0 {
+            return Ok(());
+        }
+        let args = KernelArgs::new().device_ptr(out.device_ptr()).u32(n as u32).u64(seed);
+        #[allow(unsafe_code)]
+        // SAFETY: msm_random_scalars(out, n, seed) writes out[0..n).
+        unsafe {
+            stream.launch("msm_random_scalars", grid((n as u32).div_ceil(256), 256), args, || format!("{n} scalars"))
+        }
+    }
+
+    /// Fills `out` with P_i = p0 + i·step (affine): distinct points whose
+    /// discrete logs have nothing to do with random scalars. One field
+    /// inversion per 64 points (Montgomery's trick).
+    pub fn chain_bases<C: MsmCurve>(stream: &Stream, p0: C::Affine, step: C::Affine, out: &DeviceBuffer<C::Affine>) -> Result<()> {
+        let kernel = C::KERNELS[K_CHAIN];
+        let n = out.len();
+        ensure(kernel, n < MAX_LEN, || format!("{n} points"))?;
+        let consts = stream.upload_new(&[p0, step])?;
+        let slice = n.min(CHAIN_SLICE);
+        let scratch: DeviceBuffer<u64> = stream.alloc(slice.max(1) * C::XYZZ_WORDS)?;
+        let point_bytes = std::mem::size_of::<C::Affine>() as u64;
+        let mut first = 0;
+        while first < n {
+            let len = (n - first).min(CHAIN_SLICE) as u32;
+            let args = KernelArgs::new()
+                .device_ptr(consts.device_ptr())
+                .u32(first as u32)
+                .u32(len)
+                .u32(CHAIN_LEN)
+                .device_ptr(scratch.device_ptr())
+                .device_ptr(out.device_ptr() + first as u64 * point_bytes);
+            let threads = len.div_ceil(CHAIN_LEN);
+            #[allow(unsafe_code)]
+            // SAFETY: msm_chain_bases_*(consts, first, n, L, scratch, out): reads
+            // consts[0..2), writes scratch[0..len) (len ≤ slice) and out[first..first + len).
+            unsafe {
+                stream.launch(kernel, grid(threads.div_ceil(64), 64), args, || format!("points {first}..+{len}"))?;
+            }
+            first += len as usize;
+        }
+        // Keep `consts` and `scratch` alive until the kernels have run.
+        stream.synchronize()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_cover_a_255_bit_scalar_with_its_carry() {
+        for c in MIN_WINDOW_BITS..=MAX_WINDOW_BITS {
+            assert!(windows_for(c) * c >= 256, "c = {c}");
+            assert!((windows_for(c) - 1) * c < 256, "c = {c}: one window too many");
+        }
+    }
+
+    #[test]
+    fn window_choice_grows_with_n_and_respects_the_budget() {
+        let big = 1usize << 40;
+        let mut last = 0;
+        for log in [0u32, 4, 8, 12, 16, 20, 24, 26] {
+            let c = choose_window_bits(1 << log, 192, big);
+            assert!(c >= last, "2^{log}: c = {c} after {last}");
+            last = c;
+        }
+        assert!((16..=22).contains(&choose_window_bits(1 << 24, 192, big)));
+        let tight = scratch_bytes(1 << 24, 12, 192);
+        let c = choose_window_bits(1 << 24, 192, tight);
+        assert!(c <= 12 || scratch_bytes(1 << 24, c, 192) <= tight);
+    }
+
+    #[test]
+    fn plan_shapes_are_consistent() {
+        for c in MIN_WINDOW_BITS..=MAX_WINDOW_BITS {
+            let p = MsmPlan::new(1 << 20, c, 132 * 5 * 64);
+            assert_eq!(p.segments() * p.segment_len, p.buckets_per_window());
+            assert!(p.segment_len.is_power_of_two());
+            assert_eq!(p.accumulate_threads % ACCUMULATE_THREADS, 0);
+        }
+        assert_eq!(MsmPlan::new(1, 8, 1 << 16).accumulate_threads, ACCUMULATE_THREADS);
+    }
+}

@@ -1,0 +1,293 @@
+// Curve-independent MSM kernels: bucketing scalars by signed digit (a
+// counting sort: histogram, exclusive scan, scatter), the u32 exclusive scan
+// they use, scalar classification (zero / one / other) with ordered index
+// compaction, and a random-scalar generator for benchmarks.
+//
+// Host wrappers: crates/cuzk-cuda/src/msm.rs (the only caller; it knows these
+// argument lists).
+//
+// Everything but the extern "C" kernels lives in cuzk::msm: all units are
+// compiled as one translation unit (see kernels/manifest.toml).
+#include "common.cuh"
+
+namespace cuzk {
+namespace msm {
+
+constexpr uint32_t SCAN_THREADS = 256;
+constexpr uint32_t SCAN_ITEMS = 16;
+constexpr uint32_t SCAN_TILE = SCAN_THREADS * SCAN_ITEMS;
+
+constexpr uint32_t CLASSIFY_THREADS = 256;
+constexpr uint32_t CLASSIFY_ROUNDS = 8;
+constexpr uint32_t CLASSIFY_TILE = CLASSIFY_THREADS * CLASSIFY_ROUNDS;
+
+/// 0: zero, 1: one (R mod r, Montgomery), 2: other.
+__device__ __forceinline__ uint32_t classify(const fr_t* scalars, uint32_t i) {
+    const fr_t s = scalars[i];
+    if (s.is_zero()) return 0;
+    return s.is_one() ? 1 : 2;
+}
+
+__device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+}  // namespace msm
+}  // namespace cuzk
+
+#define CUZK_MSM_USING \
+    using namespace cuzk; \
+    using namespace cuzk::msm
+
+/// dst[i] = value for i < len (resetting the histogram between MSMs).
+extern "C" __global__ void msm_fill_u32(uint32_t* __restrict__ dst, uint32_t len, uint32_t value) {
+    CUZK_MSM_USING;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < len; i += gridDim.x * blockDim.x)
+        dst[i] = value;
+}
+
+/// out[0] = *a, out[1] = *b: two device-side totals in one small download.
+extern "C" __global__ void msm_gather_pair_u32(const uint32_t* __restrict__ a,
+                                               const uint32_t* __restrict__ b,
+                                               uint32_t* __restrict__ out) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        out[0] = *a;
+        out[1] = *b;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Counting sort of (bucket key, point) pairs.
+//
+// Both passes walk the scalars warp by warp with every lane in the loop (the
+// loop bound is warp-uniform), so lanes holding the same key can be found
+// with __match_any_sync and served by one atomic: PoRep scalars repeat, and
+// without this all-equal scalars would serialize on one counter.
+// ---------------------------------------------------------------------------
+
+/// counts[key] += number of (point, window) pairs with that key.
+/// `idx` (may be null) selects which scalars take part: scalar idx[j] for
+/// j < n; an index ≥ `bound` (the shorter of the scalar and base arrays) is
+/// skipped, so a bad list cannot read out of bounds.
+extern "C" __global__ void msm_digit_histogram(const cuzk::fr_t* __restrict__ scalars,
+                                               const uint32_t* __restrict__ idx, uint32_t n,
+                                               uint32_t bound,
+                                               uint32_t c, uint32_t windows,
+                                               uint32_t* __restrict__ counts) {
+    CUZK_MSM_USING;
+    const uint32_t M = 1u << (c - 1);
+    const uint32_t stride = gridDim.x * blockDim.x;
+    for (uint32_t base = blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n;
+         base += stride) {
+        const uint32_t j = base + lane_id();
+        const bool valid = j < n;
+        scalar_bits_t bits = scalar_bits_t::zero();
+        const uint32_t point = valid ? (idx ? idx[j] : j) : 0;
+        if (valid && point < bound) bits = scalar_bits_t::load(scalars, point);
+        signed_digits_t digits(bits, c);
+        for (uint32_t w = 0; w < windows; w++) {
+            bool neg;
+            uint32_t mag = digits.next(neg);
+            uint32_t key = mag ? w * M + (mag - 1) : KEY_NONE;
+            uint32_t peers = __match_any_sync(FULL_WARP, key);
+            if (key != KEY_NONE && lane_id() == (uint32_t)(__ffs(peers) - 1))
+                atomicAdd(&counts[key], __popc(peers));
+        }
+    }
+}
+
+/// entries[cursor[key]++] = point index | sign, for every nonzero digit.
+/// `cursors` starts as the exclusive scan of the histogram.
+extern "C" __global__ void msm_digit_scatter(const cuzk::fr_t* __restrict__ scalars,
+                                             const uint32_t* __restrict__ idx, uint32_t n,
+                                             uint32_t bound,
+                                             uint32_t c, uint32_t windows,
+                                             uint32_t* __restrict__ cursors,
+                                             uint32_t* __restrict__ entries) {
+    CUZK_MSM_USING;
+    const uint32_t M = 1u << (c - 1);
+    const uint32_t stride = gridDim.x * blockDim.x;
+    for (uint32_t base = blockIdx.x * blockDim.x + (threadIdx.x & ~31u); base < n;
+         base += stride) {
+        const uint32_t j = base + lane_id();
+        const bool valid = j < n;
+        const uint32_t point = valid ? (idx ? idx[j] : j) : 0;
+        scalar_bits_t bits = scalar_bits_t::zero();
+        if (valid && point < bound) bits = scalar_bits_t::load(scalars, point);
+        signed_digits_t digits(bits, c);
+        for (uint32_t w = 0; w < windows; w++) {
+            bool neg;
+            uint32_t mag = digits.next(neg);
+            uint32_t key = mag ? w * M + (mag - 1) : KEY_NONE;
+            uint32_t peers = __match_any_sync(FULL_WARP, key);
+            uint32_t leader = __ffs(peers) - 1;
+            uint32_t pos = 0;
+            if (key != KEY_NONE && lane_id() == leader) pos = atomicAdd(&cursors[key], __popc(peers));
+            pos = __shfl_sync(FULL_WARP, pos, leader);
+            if (key != KEY_NONE)
+                entries[pos + __popc(peers & lanemask_lt())] = point | (neg ? NEG_BIT : 0u);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Exclusive scan of u32: out[i] = Σ_{k<i} in[k] for i ≤ len (out[len] is the
+// total), in three launches: per-tile sums, a one-block scan of the tile
+// sums, then each tile scanned from its offset. `out2` (may be null) gets a
+// second copy (the scatter's cursors).
+// ---------------------------------------------------------------------------
+
+extern "C" __global__ void __launch_bounds__(cuzk::msm::SCAN_THREADS)
+    msm_scan_tile_sums(const uint32_t* __restrict__ in, uint32_t len,
+                       uint32_t* __restrict__ tile_sums) {
+    CUZK_MSM_USING;
+    __shared__ uint32_t shared[33];
+    const uint32_t tile = blockIdx.x * SCAN_TILE;
+    uint32_t s = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < SCAN_ITEMS; k++) {
+        uint32_t i = tile + k * SCAN_THREADS + threadIdx.x;
+        if (i < len) s += in[i];
+    }
+    uint32_t total;
+    block_exclusive_scan(s, shared, total);
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
+}
+
+/// One block of 1024 threads: tile_sums[0..ntiles) becomes its exclusive scan;
+/// the total goes to tile_sums[ntiles], out[len] and out2[len].
+extern "C" __global__ void __launch_bounds__(1024)
+    msm_scan_tile_offsets(uint32_t* __restrict__ tile_sums, uint32_t ntiles,
+                          uint32_t* __restrict__ out, uint32_t* __restrict__ out2, uint32_t len) {
+    CUZK_MSM_USING;
+    __shared__ uint32_t shared[33];
+    uint32_t carry = 0;
+    for (uint32_t base = 0; base < ntiles; base += blockDim.x) {
+        uint32_t i = base + threadIdx.x;
+        uint32_t v = i < ntiles ? tile_sums[i] : 0;
+        uint32_t total;
+        uint32_t prefix = block_exclusive_scan(v, shared, total);
+        if (i < ntiles) tile_sums[i] = carry + prefix;
+        carry += total;
+    }
+    if (threadIdx.x == 0) {
+        tile_sums[ntiles] = carry;
+        out[len] = carry;
+        if (out2) out2[len] = carry;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(cuzk::msm::SCAN_THREADS)
+    msm_scan_tiles(const uint32_t* __restrict__ in, uint32_t len,
+                   const uint32_t* __restrict__ tile_offsets, uint32_t* __restrict__ out,
+                   uint32_t* __restrict__ out2) {
+    CUZK_MSM_USING;
+    __shared__ uint32_t shared[33];
+    // Blocked: thread t owns items [t·ITEMS, (t+1)·ITEMS) of the tile.
+    const uint32_t first = blockIdx.x * SCAN_TILE + threadIdx.x * SCAN_ITEMS;
+    uint32_t v[SCAN_ITEMS];
+    uint32_t s = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < SCAN_ITEMS; k++) {
+        v[k] = first + k < len ? in[first + k] : 0;
+        s += v[k];
+    }
+    uint32_t total;
+    uint32_t run = tile_offsets[blockIdx.x] + block_exclusive_scan(s, shared, total);
+#pragma unroll
+    for (uint32_t k = 0; k < SCAN_ITEMS; k++) {
+        if (first + k < len) {
+            out[first + k] = run;
+            if (out2) out2[first + k] = run;
+        }
+        run += v[k];
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Scalar classification: zero, one (Montgomery R mod r) or other. Each block
+// owns a tile of CLASSIFY_TILE scalars visited in rounds of blockDim.x
+// consecutive scalars, so index lists come out in ascending order.
+// ---------------------------------------------------------------------------
+
+/// Per tile: how many ones and others it holds.
+extern "C" __global__ void __launch_bounds__(cuzk::msm::CLASSIFY_THREADS)
+    msm_classify_count(const cuzk::fr_t* __restrict__ scalars, uint32_t n,
+                       uint32_t* __restrict__ ones_per_tile,
+                       uint32_t* __restrict__ others_per_tile) {
+    CUZK_MSM_USING;
+    __shared__ uint32_t shared[33];
+    uint32_t ones = 0, others = 0;
+    for (uint32_t r = 0; r < CLASSIFY_ROUNDS; r++) {
+        uint32_t i = blockIdx.x * CLASSIFY_TILE + r * CLASSIFY_THREADS + threadIdx.x;
+        if (i < n) {
+            uint32_t k = classify(scalars, i);
+            ones += k == 1;
+            others += k == 2;
+        }
+    }
+    uint32_t t1, t2;
+    block_exclusive_scan(ones, shared, t1);
+    block_exclusive_scan(others, shared, t2);
+    if (threadIdx.x == 0) {
+        ones_per_tile[blockIdx.x] = t1;
+        others_per_tile[blockIdx.x] = t2;
+    }
+}
+
+/// Writes the indices of ones and of others, ascending, from each tile's offsets.
+extern "C" __global__ void __launch_bounds__(cuzk::msm::CLASSIFY_THREADS)
+    msm_classify_scatter(const cuzk::fr_t* __restrict__ scalars, uint32_t n,
+                         const uint32_t* __restrict__ ones_offsets,
+                         const uint32_t* __restrict__ others_offsets,
+                         uint32_t* __restrict__ ones_idx, uint32_t* __restrict__ others_idx) {
+    CUZK_MSM_USING;
+    __shared__ uint32_t shared[33];
+    uint32_t ones_base = ones_offsets[blockIdx.x];
+    uint32_t others_base = others_offsets[blockIdx.x];
+    for (uint32_t r = 0; r < CLASSIFY_ROUNDS; r++) {
+        uint32_t i = blockIdx.x * CLASSIFY_TILE + r * CLASSIFY_THREADS + threadIdx.x;
+        uint32_t k = i < n ? classify(scalars, i) : 0;
+        uint32_t t1, t2;
+        uint32_t p1 = block_exclusive_scan(k == 1, shared, t1);
+        uint32_t p2 = block_exclusive_scan(k == 2, shared, t2);
+        if (k == 1) ones_idx[ones_base + p1] = i;
+        if (k == 2) others_idx[others_base + p2] = i;
+        ones_base += t1;
+        others_base += t2;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Benchmark data: uniformly distributed field elements (as Montgomery limbs;
+// a uniform element is uniform in either form), from a counter-based hash so
+// any slice can be regenerated. Never zero in practice.
+// ---------------------------------------------------------------------------
+
+extern "C" __global__ void msm_random_scalars(cuzk::fr_t* __restrict__ out, uint32_t n, uint64_t seed) {
+    CUZK_MSM_USING;
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint64_t h = splitmix64(seed ^ ((uint64_t)i << 2));
+    fr_t v;
+    for (int k = 0; k < 4; k++) {
+        h = splitmix64(h + k);
+        v.l[2 * k] = (uint32_t)h;
+        v.l[2 * k + 1] = (uint32_t)(h >> 32);
+    }
+    v.l[7] &= 0x7fffffffu;  // < 2^255 < 2r: one conditional subtraction reduces
+    fr_t r = fr_t::modulus();
+    uint32_t t[8];
+    t[0] = ptx::sub_cc(v.l[0], r.l[0]);
+#pragma unroll
+    for (int k = 1; k < 8; k++) t[k] = ptx::subc_cc(v.l[k], r.l[k]);
+    uint32_t borrow = ptx::subc(0, 0);
+    if (!borrow) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) v.l[k] = t[k];
+    }
+    out[i] = v;
+}
