@@ -49,6 +49,18 @@ __device__ __noinline__ xyzz_t<F> add_affine_ool(const xyzz_t<F>& a, const affin
     return a.add_affine(b);
 }
 
+/// The batch sums' addition: inline for G1; out of line for G2, whose inline
+/// form spills anyway and would double the unit's compile time.
+template <class F>
+__device__ __forceinline__ xyzz_t<F> add_affine_batch(const xyzz_t<F>& a, const affine_t<F>& b) {
+    return a.add_affine(b);
+}
+template <>
+__device__ __forceinline__ xyzz_t<fq2_t> add_affine_batch(const xyzz_t<fq2_t>& a,
+                                                          const affine_t<fq2_t>& b) {
+    return add_affine_ool(a, b);
+}
+
 /// Shuffles a point's words down the warp.
 template <class T>
 __device__ __forceinline__ T shfl_down_words(const T& v, uint32_t delta) {
@@ -322,7 +334,7 @@ __device__ __forceinline__ void batch_sum_bitmap(const affine_t<F>* __restrict__
                 const uint32_t rank = j - (half_incl - half_cnt);
                 const uint32_t bit = __fns(half_bits, 0, rank + 1);
                 const uint32_t i = g * (64 * BITMAP_GROUP_WORDS) + 32 * h + bit;
-                acc = acc.add_affine(bases[i]);
+                acc = add_affine_batch(acc, bases[i]);
             }
         }
     }
@@ -339,7 +351,7 @@ __device__ __forceinline__ void batch_sum_indices(const affine_t<F>* __restrict_
     X acc = X::infinity();
     for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < len; j += gridDim.x * blockDim.x) {
         const uint32_t i = idx[j];
-        if (i < nbases) acc = acc.add_affine(bases[i]);
+        if (i < nbases) acc = add_affine_batch(acc, bases[i]);
     }
     block_sum_to(acc, out);
 }

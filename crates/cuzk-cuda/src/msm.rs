@@ -89,7 +89,7 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     /// "G1" or "G2", for messages.
     const NAME: &'static str;
     /// Affine base as the kernels read it (infinity = all zero).
-    type Affine: DeviceRepr + Default + fmt::Debug;
+    type Affine: DeviceRepr + Default + PartialEq + fmt::Debug;
     /// The host result type.
     type Projective: Copy + fmt::Debug + PartialEq;
     /// u64 words of one XYZZ point on the device (4 coordinates).
@@ -143,7 +143,11 @@ impl MsmCurve for G1 {
         "msm_chain_bases_g1",
     ];
     fn from_jacobian_words(w: &[u64]) -> G1Projective {
-        G1Projective::from_raw_unchecked(fq_from_words(&w[0..6]), fq_from_words(&w[6..12]), fq_from_words(&w[12..18]))
+        G1Projective::from_raw_unchecked(
+            fq_from_words(&w[0..6]),
+            fq_from_words(&w[6..12]),
+            fq_from_words(&w[12..18]),
+        )
     }
 }
 
@@ -169,8 +173,11 @@ impl MsmCurve for G2 {
 }
 
 // Layout pins for the limb types the kernels reinterpret.
-const _: () = assert!(std::mem::size_of::<FqLimbs>() == 48 && std::mem::size_of::<Fq2Limbs>() == 96);
-const _: () = assert!(std::mem::size_of::<G1AffineLimbs>() == 96 && std::mem::size_of::<G2AffineLimbs>() == 192);
+const _: () =
+    assert!(std::mem::size_of::<FqLimbs>() == 48 && std::mem::size_of::<Fq2Limbs>() == 96);
+const _: () = assert!(
+    std::mem::size_of::<G1AffineLimbs>() == 96 && std::mem::size_of::<G2AffineLimbs>() == 192
+);
 
 /// Number of windows for c-bit signed digits of a 255-bit scalar: the top
 /// window must absorb the last carry, so c·W ≥ 256.
@@ -187,7 +194,8 @@ pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
     let entries = len * w * 4;
     let key_arrays = keys * 4 * 3 + (keys / SCAN_TILE + 2) * 4;
     let buckets = keys * xyzz_bytes;
-    let fixed = (1 << 20) * (xyzz_bytes + 4) + (REDUCE_TARGET_THREADS as usize * 2 + 4096) * xyzz_bytes;
+    let fixed =
+        (1 << 20) * (xyzz_bytes + 4) + (REDUCE_TARGET_THREADS as usize * 2 + 4096) * xyzz_bytes;
     entries + key_arrays + buckets + fixed
 }
 
@@ -233,10 +241,20 @@ impl MsmPlan {
         let windows = windows_for(window_bits);
         let entries = max_len.saturating_mul(windows as usize);
         let wanted = entries.div_ceil(MIN_ENTRIES_PER_THREAD).max(1);
-        let threads = (wanted.min(accumulate_capacity as usize) as u32).next_multiple_of(ACCUMULATE_THREADS);
+        let threads =
+            (wanted.min(accumulate_capacity as usize) as u32).next_multiple_of(ACCUMULATE_THREADS);
         let buckets = 1u32 << (window_bits - 1);
-        let segments = (REDUCE_TARGET_THREADS / windows).max(1).next_power_of_two().min(buckets);
-        MsmPlan { max_len, window_bits, windows, accumulate_threads: threads, segment_len: buckets / segments }
+        let segments = (REDUCE_TARGET_THREADS / windows)
+            .max(1)
+            .next_power_of_two()
+            .min(buckets);
+        MsmPlan {
+            max_len,
+            window_bits,
+            windows,
+            accumulate_threads: threads,
+            segment_len: buckets / segments,
+        }
     }
 
     /// Buckets per window, 2^(c−1).
@@ -254,7 +272,9 @@ impl MsmPlan {
     }
 
     fn sum_blocks(&self) -> u32 {
-        self.segments().div_ceil(SUM_THREADS).clamp(1, SUM_MAX_BLOCKS)
+        self.segments()
+            .div_ceil(SUM_THREADS)
+            .clamp(1, SUM_MAX_BLOCKS)
     }
 }
 
@@ -292,7 +312,10 @@ pub struct Msm<C: MsmCurve> {
 
 impl<C: MsmCurve> fmt::Debug for Msm<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Msm").field("curve", &C::NAME).field("plan", &self.plan).finish_non_exhaustive()
+        f.debug_struct("Msm")
+            .field("curve", &C::NAME)
+            .field("plan", &self.plan)
+            .finish_non_exhaustive()
     }
 }
 
@@ -308,13 +331,24 @@ impl<C: MsmCurve> Msm<C> {
     /// An MSM for up to `max_len` pairs with window size `window_bits`.
     pub fn with_window_bits(stream: &Stream, max_len: usize, window_bits: u32) -> Result<Self> {
         let kernel = C::KERNELS[K_ACCUMULATE];
-        ensure(kernel, (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&window_bits), || {
-            format!("window size {window_bits} outside {MIN_WINDOW_BITS}..={MAX_WINDOW_BITS}")
+        ensure(
+            kernel,
+            (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&window_bits),
+            || format!("window size {window_bits} outside {MIN_WINDOW_BITS}..={MAX_WINDOW_BITS}"),
+        )?;
+        ensure(kernel, max_len < MAX_LEN, || {
+            format!("{max_len} pairs: at most 2^31 − 1")
         })?;
-        ensure(kernel, max_len < MAX_LEN, || format!("{max_len} pairs: at most 2^31 − 1"))?;
-        ensure(kernel, max_len.saturating_mul(windows_for(window_bits) as usize) <= u32::MAX as usize, || {
-            format!("{max_len} pairs × {} windows overflow 32-bit entry offsets", windows_for(window_bits))
-        })?;
+        ensure(
+            kernel,
+            max_len.saturating_mul(windows_for(window_bits) as usize) <= u32::MAX as usize,
+            || {
+                format!(
+                    "{max_len} pairs × {} windows overflow 32-bit entry offsets",
+                    windows_for(window_bits)
+                )
+            },
+        )?;
         let gpu = stream.gpu();
         let occupancy = gpu
             .function(kernel)?
@@ -369,7 +403,9 @@ impl<C: MsmCurve> Msm<C> {
 
     /// Phase times of the last call made with profiling on (waits for it).
     pub fn last_phases(&self) -> Result<Option<MsmPhases>> {
-        let Some(ev) = &self.last_phases else { return Ok(None) };
+        let Some(ev) = &self.last_phases else {
+            return Ok(None);
+        };
         Ok(Some(MsmPhases {
             sort_ms: ev[0].elapsed_ms(&ev[1])?,
             accumulate_ms: ev[1].elapsed_ms(&ev[2])?,
@@ -378,7 +414,11 @@ impl<C: MsmCurve> Msm<C> {
     }
 
     /// Σ scalars[i]·bases[i] for i < scalars.len() (bases may be longer).
-    pub fn run(&mut self, bases: &DeviceBuffer<C::Affine>, scalars: &DeviceBuffer<FrLimbs>) -> Result<C::Projective> {
+    pub fn run(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        scalars: &DeviceBuffer<FrLimbs>,
+    ) -> Result<C::Projective> {
         self.enqueue(bases, scalars, None, scalars.len())?;
         self.result()
     }
@@ -407,9 +447,13 @@ impl<C: MsmCurve> Msm<C> {
     ) -> Result<()> {
         let kernel = "msm_digit_histogram";
         let plan = self.plan.clone();
-        ensure(kernel, len <= plan.max_len, || format!("{len} pairs, planned for at most {}", plan.max_len))?;
+        ensure(kernel, len <= plan.max_len, || {
+            format!("{len} pairs, planned for at most {}", plan.max_len)
+        })?;
         match indices {
-            Some(idx) => ensure(kernel, len <= idx.len(), || format!("{len} pairs but {} indices", idx.len()))?,
+            Some(idx) => ensure(kernel, len <= idx.len(), || {
+                format!("{len} pairs but {} indices", idx.len())
+            })?,
             None => ensure(kernel, len <= bases.len(), || {
                 format!("{len} scalars but {} {} bases", bases.len(), C::NAME)
             })?,
@@ -422,11 +466,18 @@ impl<C: MsmCurve> Msm<C> {
         let keys = plan.keys() as u32;
         fill_u32(s, &self.counts, 0, keys)?;
         let digit_grid = grid(
-            (len as u32).div_ceil(DIGIT_THREADS).clamp(1, s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM),
+            (len as u32)
+                .div_ceil(DIGIT_THREADS)
+                .clamp(1, s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM),
             DIGIT_THREADS,
         );
         let idx_ptr = indices.map_or(0, |b| b.device_ptr());
-        let sizes = || format!("{len} pairs, c = {}, {} windows", plan.window_bits, plan.windows);
+        let sizes = || {
+            format!(
+                "{len} pairs, c = {}, {} windows",
+                plan.window_bits, plan.windows
+            )
+        };
         let args = KernelArgs::new()
             .device_ptr(scalars.device_ptr())
             .device_ptr(idx_ptr)
@@ -442,7 +493,14 @@ impl<C: MsmCurve> Msm<C> {
         unsafe {
             s.launch("msm_digit_histogram", digit_grid, args, sizes)?;
         }
-        exclusive_scan(s, &self.counts, keys, &self.tile_sums, &self.offsets, Some(&self.cursors))?;
+        exclusive_scan(
+            s,
+            &self.counts,
+            keys,
+            &self.tile_sums,
+            &self.offsets,
+            Some(&self.cursors),
+        )?;
         let args = KernelArgs::new()
             .device_ptr(scalars.device_ptr())
             .device_ptr(idx_ptr)
@@ -476,20 +534,30 @@ impl<C: MsmCurve> Msm<C> {
         // < bound ≤ bases.len() (written by the scatter above); thread t writes
         // partial slots 2t, 2t+1 < 2·accumulate_threads; keys < bucket_sums.
         unsafe {
-            s.launch(C::KERNELS[K_ACCUMULATE], grid(t / ACCUMULATE_THREADS, ACCUMULATE_THREADS), args, || {
-                format!("{len} pairs, {} keys, {t} threads", plan.keys())
-            })?;
+            s.launch(
+                C::KERNELS[K_ACCUMULATE],
+                grid(t / ACCUMULATE_THREADS, ACCUMULATE_THREADS),
+                args,
+                || format!("{len} pairs, {} keys, {t} threads", plan.keys()),
+            )?;
         }
         let mut len_parts = 2 * t;
         let mut src = 0;
         loop {
             let last = len_parts <= MERGE_CHUNK;
-            let threads = if last { 1 } else { len_parts.div_ceil(MERGE_CHUNK) };
+            let threads = if last {
+                1
+            } else {
+                len_parts.div_ceil(MERGE_CHUNK)
+            };
             let chunk = if last { len_parts } else { MERGE_CHUNK };
             let (out_keys, out_pts) = if last {
                 (0, 0)
             } else {
-                (self.part_keys[1 - src].device_ptr(), self.part_pts[1 - src].device_ptr())
+                (
+                    self.part_keys[1 - src].device_ptr(),
+                    self.part_pts[1 - src].device_ptr(),
+                )
             };
             let args = KernelArgs::new()
                 .device_ptr(self.part_keys[src].device_ptr())
@@ -505,9 +573,12 @@ impl<C: MsmCurve> Msm<C> {
             // 2t, writes out slots < 2·threads < len_parts and keys written by
             // earlier levels (< keys).
             unsafe {
-                s.launch(C::KERNELS[K_MERGE], grid(threads.div_ceil(MERGE_THREADS), MERGE_THREADS), args, || {
-                    format!("{len_parts} partial sums, chunk {chunk}")
-                })?;
+                s.launch(
+                    C::KERNELS[K_MERGE],
+                    grid(threads.div_ceil(MERGE_THREADS), MERGE_THREADS),
+                    args,
+                    || format!("{len_parts} partial sums, chunk {chunk}"),
+                )?;
             }
             if last {
                 break;
@@ -533,14 +604,42 @@ impl<C: MsmCurve> Msm<C> {
         // windows·buckets (bucket sums only where offsets say non-empty), writes
         // windows·segments sums.
         unsafe {
-            s.launch(C::KERNELS[K_REDUCE], grid(nthreads.div_ceil(REDUCE_THREADS), REDUCE_THREADS), args, || {
-                format!("{} windows × {segs} segments of {}", plan.windows, plan.segment_len)
-            })?;
+            s.launch(
+                C::KERNELS[K_REDUCE],
+                grid(nthreads.div_ceil(REDUCE_THREADS), REDUCE_THREADS),
+                args,
+                || {
+                    format!(
+                        "{} windows × {segs} segments of {}",
+                        plan.windows, plan.segment_len
+                    )
+                },
+            )?;
         }
         let blocks = plan.sum_blocks();
-        sum_groups::<C>(s, &self.segment_sums, segs, plan.windows, blocks, &self.group_sums)?;
-        sum_groups::<C>(s, &self.group_sums, blocks, plan.windows, 1, &self.window_sums)?;
-        horner::<C>(s, &self.window_sums, plan.windows, plan.window_bits, &self.result)?;
+        sum_groups::<C>(
+            s,
+            &self.segment_sums,
+            segs,
+            plan.windows,
+            blocks,
+            &self.group_sums,
+        )?;
+        sum_groups::<C>(
+            s,
+            &self.group_sums,
+            blocks,
+            plan.windows,
+            1,
+            &self.window_sums,
+        )?;
+        horner::<C>(
+            s,
+            &self.window_sums,
+            plan.windows,
+            plan.window_bits,
+            &self.result,
+        )?;
         if self.profile {
             let end = s.record()?;
             self.last_phases = match (start, sorted, accumulated) {
@@ -569,47 +668,83 @@ fn sum_groups<C: MsmCurve>(
 ) -> Result<()> {
     let kernel = C::KERNELS[K_SUM_GROUPS];
     let xw = C::XYZZ_WORDS;
-    ensure(kernel, input.len() >= len as usize * groups as usize * xw, || {
-        format!("{} words for {groups} groups of {len} points", input.len())
-    })?;
-    ensure(kernel, out.len() >= blocks as usize * groups as usize * xw, || {
-        format!("output {} words for {groups} × {blocks}", out.len())
-    })?;
-    let args = KernelArgs::new().device_ptr(input.device_ptr()).u32(len).device_ptr(out.device_ptr());
-    let cfg = LaunchConfig { grid_dim: (blocks, groups, 1), block_dim: (SUM_THREADS, 1, 1), shared_mem_bytes: 0 };
+    ensure(
+        kernel,
+        input.len() >= len as usize * groups as usize * xw,
+        || format!("{} words for {groups} groups of {len} points", input.len()),
+    )?;
+    ensure(
+        kernel,
+        out.len() >= blocks as usize * groups as usize * xw,
+        || format!("output {} words for {groups} × {blocks}", out.len()),
+    )?;
+    let args = KernelArgs::new()
+        .device_ptr(input.device_ptr())
+        .u32(len)
+        .device_ptr(out.device_ptr());
+    let cfg = LaunchConfig {
+        grid_dim: (blocks, groups, 1),
+        block_dim: (SUM_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    };
     #[allow(unsafe_code)]
     // SAFETY: argument order of msm_sum_groups_*; sizes checked above.
     unsafe {
-        s.launch(kernel, cfg, args, || format!("{groups} groups of {len} points, {blocks} blocks"))
+        s.launch(kernel, cfg, args, || {
+            format!("{groups} groups of {len} points, {blocks} blocks")
+        })
     }
 }
 
 /// out (Jacobian) = Σ_w 2^(c·w)·sums[w].
-fn horner<C: MsmCurve>(s: &Stream, sums: &DeviceBuffer<u64>, windows: u32, c: u32, out: &DeviceBuffer<u64>) -> Result<()> {
+fn horner<C: MsmCurve>(
+    s: &Stream,
+    sums: &DeviceBuffer<u64>,
+    windows: u32,
+    c: u32,
+    out: &DeviceBuffer<u64>,
+) -> Result<()> {
     let kernel = C::KERNELS[K_HORNER];
-    ensure(kernel, windows >= 1 && sums.len() >= windows as usize * C::XYZZ_WORDS, || {
-        format!("{windows} windows in {} words", sums.len())
+    ensure(
+        kernel,
+        windows >= 1 && sums.len() >= windows as usize * C::XYZZ_WORDS,
+        || format!("{windows} windows in {} words", sums.len()),
+    )?;
+    ensure(kernel, out.len() * 4 == 3 * C::XYZZ_WORDS, || {
+        format!("output of {} words", out.len())
     })?;
-    ensure(kernel, out.len() * 4 == 3 * C::XYZZ_WORDS, || format!("output of {} words", out.len()))?;
-    let args = KernelArgs::new().device_ptr(sums.device_ptr()).u32(windows).u32(c).device_ptr(out.device_ptr());
+    let args = KernelArgs::new()
+        .device_ptr(sums.device_ptr())
+        .u32(windows)
+        .u32(c)
+        .device_ptr(out.device_ptr());
     #[allow(unsafe_code)]
     // SAFETY: argument order of msm_horner_*; sizes checked above.
     unsafe {
-        s.launch(kernel, grid(1, 1), args, || format!("{windows} windows of {c} bits"))
+        s.launch(kernel, grid(1, 1), args, || {
+            format!("{windows} windows of {c} bits")
+        })
     }
 }
 
 fn fill_u32(s: &Stream, buf: &DeviceBuffer<u32>, value: u32, len: u32) -> Result<()> {
-    ensure("msm_fill_u32", len as usize <= buf.len(), || format!("{len} of {}", buf.len()))?;
+    ensure("msm_fill_u32", len as usize <= buf.len(), || {
+        format!("{len} of {}", buf.len())
+    })?;
     if len == 0 {
         return Ok(());
     }
     let blocks = len.div_ceil(256).min(s.gpu().info().multiprocessors * 16);
-    let args = KernelArgs::new().device_ptr(buf.device_ptr()).u32(len).u32(value);
+    let args = KernelArgs::new()
+        .device_ptr(buf.device_ptr())
+        .u32(len)
+        .u32(value);
     #[allow(unsafe_code)]
     // SAFETY: msm_fill_u32(dst, len, value) writes dst[0..len), len ≤ buf.len().
     unsafe {
-        s.launch("msm_fill_u32", grid(blocks, 256), args, || format!("{len} words"))
+        s.launch("msm_fill_u32", grid(blocks, 256), args, || {
+            format!("{len} words")
+        })
     }
 }
 
@@ -624,16 +759,23 @@ fn exclusive_scan(
 ) -> Result<()> {
     let tiles = (len as usize).div_ceil(SCAN_TILE) as u32;
     let n = len as usize;
-    ensure("msm_scan_tiles", input.len() >= n && out.len() > n && out2.is_none_or(|o| o.len() > n), || {
-        format!("scan of {len}: input {}, output {}", input.len(), out.len())
-    })?;
-    ensure("msm_scan_tile_sums", tile_sums.len() > tiles as usize, || {
-        format!("{tiles} tiles, {} tile sums", tile_sums.len())
-    })?;
+    ensure(
+        "msm_scan_tiles",
+        input.len() >= n && out.len() > n && out2.is_none_or(|o| o.len() > n),
+        || format!("scan of {len}: input {}, output {}", input.len(), out.len()),
+    )?;
+    ensure(
+        "msm_scan_tile_sums",
+        tile_sums.len() > tiles as usize,
+        || format!("{tiles} tiles, {} tile sums", tile_sums.len()),
+    )?;
     let out2_ptr = out2.map_or(0, |o| o.device_ptr());
     let sizes = || format!("scan of {len} words, {tiles} tiles");
     if tiles > 0 {
-        let args = KernelArgs::new().device_ptr(input.device_ptr()).u32(len).device_ptr(tile_sums.device_ptr());
+        let args = KernelArgs::new()
+            .device_ptr(input.device_ptr())
+            .u32(len)
+            .device_ptr(tile_sums.device_ptr());
         #[allow(unsafe_code)]
         // SAFETY: msm_scan_tile_sums(in, len, tile_sums): reads in[0..len), writes
         // tile_sums[0..tiles); sizes checked above.
@@ -682,7 +824,10 @@ pub struct BatchSum<C: MsmCurve> {
 
 impl<C: MsmCurve> fmt::Debug for BatchSum<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BatchSum").field("curve", &C::NAME).field("blocks", &self.blocks).finish_non_exhaustive()
+        f.debug_struct("BatchSum")
+            .field("curve", &C::NAME)
+            .field("blocks", &self.blocks)
+            .finish_non_exhaustive()
     }
 }
 
@@ -713,21 +858,40 @@ impl<C: MsmCurve> BatchSum<C> {
 
     /// Σ bases[i] over i < n with bit i of `bitmap` set (word i/64, LSB first;
     /// bits at i ≥ n are ignored).
-    pub fn sum_bitmap(&mut self, bases: &DeviceBuffer<C::Affine>, bitmap: &DeviceBuffer<u64>, n: usize) -> Result<C::Projective> {
+    pub fn sum_bitmap(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        bitmap: &DeviceBuffer<u64>,
+        n: usize,
+    ) -> Result<C::Projective> {
         self.enqueue_bitmap(bases, bitmap, n)?;
         self.result()
     }
 
     /// Σ bases[indices[j]] for j < count; indices ≥ bases.len() are skipped.
-    pub fn sum_indices(&mut self, bases: &DeviceBuffer<C::Affine>, indices: &DeviceBuffer<u32>, count: usize) -> Result<C::Projective> {
+    pub fn sum_indices(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        indices: &DeviceBuffer<u32>,
+        count: usize,
+    ) -> Result<C::Projective> {
         self.enqueue_indices(bases, indices, count)?;
         self.result()
     }
 
-    pub fn enqueue_bitmap(&mut self, bases: &DeviceBuffer<C::Affine>, bitmap: &DeviceBuffer<u64>, n: usize) -> Result<()> {
+    pub fn enqueue_bitmap(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        bitmap: &DeviceBuffer<u64>,
+        n: usize,
+    ) -> Result<()> {
         let kernel = C::KERNELS[K_BITMAP];
-        ensure(kernel, n <= bases.len() && n < MAX_LEN, || format!("{n} points selected from {} bases", bases.len()))?;
-        ensure(kernel, n.div_ceil(64) <= bitmap.len(), || format!("{n} points but a bitmap of {} words", bitmap.len()))?;
+        ensure(kernel, n <= bases.len() && n < MAX_LEN, || {
+            format!("{n} points selected from {} bases", bases.len())
+        })?;
+        ensure(kernel, n.div_ceil(64) <= bitmap.len(), || {
+            format!("{n} points but a bitmap of {} words", bitmap.len())
+        })?;
         let args = KernelArgs::new()
             .device_ptr(bases.device_ptr())
             .device_ptr(bitmap.device_ptr())
@@ -737,12 +901,20 @@ impl<C: MsmCurve> BatchSum<C> {
         // SAFETY: argument order of msm_batch_sum_bitmap_*; reads bases[i] and
         // bitmap words for i < n only (checked above); writes partials[0..blocks).
         unsafe {
-            self.stream.launch(kernel, grid(self.blocks, BATCH_THREADS), args, || format!("{n} points"))?;
+            self.stream
+                .launch(kernel, grid(self.blocks, BATCH_THREADS), args, || {
+                    format!("{n} points")
+                })?;
         }
         self.finish()
     }
 
-    pub fn enqueue_indices(&mut self, bases: &DeviceBuffer<C::Affine>, indices: &DeviceBuffer<u32>, count: usize) -> Result<()> {
+    pub fn enqueue_indices(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        indices: &DeviceBuffer<u32>,
+        count: usize,
+    ) -> Result<()> {
         let kernel = C::KERNELS[K_INDICES];
         ensure(kernel, count <= indices.len() && count < MAX_LEN, || {
             format!("{count} indices asked, {} present", indices.len())
@@ -758,7 +930,10 @@ impl<C: MsmCurve> BatchSum<C> {
         // SAFETY: argument order of msm_batch_sum_indices_*; reads indices[0..count)
         // and bases only at indices < nbases; writes partials[0..blocks).
         unsafe {
-            self.stream.launch(kernel, grid(self.blocks, BATCH_THREADS), args, || format!("{count} indices"))?;
+            self.stream
+                .launch(kernel, grid(self.blocks, BATCH_THREADS), args, || {
+                    format!("{count} indices")
+                })?;
         }
         self.finish()
     }
@@ -803,7 +978,9 @@ pub struct Classifier {
 
 impl fmt::Debug for Classifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Classifier").field("max_len", &self.max_len).finish_non_exhaustive()
+        f.debug_struct("Classifier")
+            .field("max_len", &self.max_len)
+            .finish_non_exhaustive()
     }
 }
 
@@ -811,7 +988,9 @@ impl Classifier {
     /// A classifier for up to `max_len` scalars (2 × 4 bytes per scalar of
     /// index space).
     pub fn new(stream: &Stream, max_len: usize) -> Result<Self> {
-        ensure("msm_classify_count", max_len < MAX_LEN, || format!("{max_len} scalars"))?;
+        ensure("msm_classify_count", max_len < MAX_LEN, || {
+            format!("{max_len} scalars")
+        })?;
         let tiles = max_len.div_ceil(CLASSIFY_TILE).max(1);
         Ok(Classifier {
             stream: stream.clone(),
@@ -830,7 +1009,9 @@ impl Classifier {
     /// Classifies `scalars` (waits for the two counts).
     pub fn classify(&mut self, scalars: &DeviceBuffer<FrLimbs>) -> Result<ClassCounts> {
         let n = scalars.len();
-        ensure("msm_classify_count", n <= self.max_len, || format!("{n} scalars, sized for {}", self.max_len))?;
+        ensure("msm_classify_count", n <= self.max_len, || {
+            format!("{n} scalars, sized for {}", self.max_len)
+        })?;
         if n == 0 {
             return Ok(ClassCounts::default());
         }
@@ -845,10 +1026,26 @@ impl Classifier {
         // SAFETY: msm_classify_count(scalars, n, ones, others): reads scalars[0..n),
         // writes one count per tile (tiles ≤ per-tile buffer lengths).
         unsafe {
-            s.launch("msm_classify_count", grid(tiles, 256), args, || format!("{n} scalars"))?;
+            s.launch("msm_classify_count", grid(tiles, 256), args, || {
+                format!("{n} scalars")
+            })?;
         }
-        exclusive_scan(s, &self.ones_per_tile, tiles, &self.tile_sums, &self.ones_offsets, None)?;
-        exclusive_scan(s, &self.others_per_tile, tiles, &self.tile_sums, &self.others_offsets, None)?;
+        exclusive_scan(
+            s,
+            &self.ones_per_tile,
+            tiles,
+            &self.tile_sums,
+            &self.ones_offsets,
+            None,
+        )?;
+        exclusive_scan(
+            s,
+            &self.others_per_tile,
+            tiles,
+            &self.tile_sums,
+            &self.others_offsets,
+            None,
+        )?;
         let args = KernelArgs::new()
             .device_ptr(scalars.device_ptr())
             .u32(n as u32)
@@ -860,7 +1057,9 @@ impl Classifier {
         // SAFETY: msm_classify_scatter(scalars, n, ones_off, others_off, ones,
         // others): writes at most n indices into each list (len ≥ max_len ≥ n).
         unsafe {
-            s.launch("msm_classify_scatter", grid(tiles, 256), args, || format!("{n} scalars"))?;
+            s.launch("msm_classify_scatter", grid(tiles, 256), args, || {
+                format!("{n} scalars")
+            })?;
         }
         let word = std::mem::size_of::<u32>() as u64;
         let args = KernelArgs::new()
@@ -871,11 +1070,17 @@ impl Classifier {
         // SAFETY: msm_gather_pair_u32(a, b, out): reads the totals at index tiles
         // of the offset arrays (tiles + 1 entries each), writes totals[0..2).
         unsafe {
-            s.launch("msm_gather_pair_u32", grid(1, 32), args, || "class totals".into())?;
+            s.launch("msm_gather_pair_u32", grid(1, 32), args, || {
+                "class totals".into()
+            })?;
         }
         let totals = s.download_vec(&self.totals)?;
         let (ones, others) = (totals[0] as usize, totals[1] as usize);
-        Ok(ClassCounts { zeros: n - ones - others, ones, others })
+        Ok(ClassCounts {
+            zeros: n - ones - others,
+            ones,
+            others,
+        })
     }
 
     /// Indices of the scalars equal to one (first `ones` entries valid).
@@ -901,18 +1106,31 @@ pub mod data {
         if n == 0 {
             return Ok(());
         }
-        let args = KernelArgs::new().device_ptr(out.device_ptr()).u32(n as u32).u64(seed);
+        let args = KernelArgs::new()
+            .device_ptr(out.device_ptr())
+            .u32(n as u32)
+            .u64(seed);
         #[allow(unsafe_code)]
         // SAFETY: msm_random_scalars(out, n, seed) writes out[0..n).
         unsafe {
-            stream.launch("msm_random_scalars", grid((n as u32).div_ceil(256), 256), args, || format!("{n} scalars"))
+            stream.launch(
+                "msm_random_scalars",
+                grid((n as u32).div_ceil(256), 256),
+                args,
+                || format!("{n} scalars"),
+            )
         }
     }
 
     /// Fills `out` with P_i = p0 + i·step (affine): distinct points whose
     /// discrete logs have nothing to do with random scalars. One field
     /// inversion per 64 points (Montgomery's trick).
-    pub fn chain_bases<C: MsmCurve>(stream: &Stream, p0: C::Affine, step: C::Affine, out: &DeviceBuffer<C::Affine>) -> Result<()> {
+    pub fn chain_bases<C: MsmCurve>(
+        stream: &Stream,
+        p0: C::Affine,
+        step: C::Affine,
+        out: &DeviceBuffer<C::Affine>,
+    ) -> Result<()> {
         let kernel = C::KERNELS[K_CHAIN];
         let n = out.len();
         ensure(kernel, n < MAX_LEN, || format!("{n} points"))?;
@@ -935,7 +1153,9 @@ pub mod data {
             // SAFETY: msm_chain_bases_*(consts, first, n, L, scratch, out): reads
             // consts[0..2), writes scratch[0..len) (len ≤ slice) and out[first..first + len).
             unsafe {
-                stream.launch(kernel, grid(threads.div_ceil(64), 64), args, || format!("points {first}..+{len}"))?;
+                stream.launch(kernel, grid(threads.div_ceil(64), 64), args, || {
+                    format!("points {first}..+{len}")
+                })?;
             }
             first += len as usize;
         }
@@ -952,7 +1172,10 @@ mod tests {
     fn windows_cover_a_255_bit_scalar_with_its_carry() {
         for c in MIN_WINDOW_BITS..=MAX_WINDOW_BITS {
             assert!(windows_for(c) * c >= 256, "c = {c}");
-            assert!((windows_for(c) - 1) * c < 256, "c = {c}: one window too many");
+            assert!(
+                (windows_for(c) - 1) * c < 256,
+                "c = {c}: one window too many"
+            );
         }
     }
 
@@ -979,6 +1202,9 @@ mod tests {
             assert!(p.segment_len.is_power_of_two());
             assert_eq!(p.accumulate_threads % ACCUMULATE_THREADS, 0);
         }
-        assert_eq!(MsmPlan::new(1, 8, 1 << 16).accumulate_threads, ACCUMULATE_THREADS);
+        assert_eq!(
+            MsmPlan::new(1, 8, 1 << 16).accumulate_threads,
+            ACCUMULATE_THREADS
+        );
     }
 }

@@ -1,0 +1,453 @@
+//! GPU MSM benchmarks: G1 (2^16 … 2^26) and G2 (2^16 … 2^24) Pippenger with
+//! random scalars, batch sums of 2^26 G1 / 2^24 G2 points under a density-½
+//! bitmap, and scalar classification; bases and scalars already in device
+//! memory. CUDA events around each call, one warm-up, median of repeats,
+//! fresh random scalars before every repeat (never zeros).
+//!
+//! Bases are P_i = p0 + i·step made on the device (distinct points; their
+//! discrete logs are unrelated to the random scalars, so bucket behaviour is
+//! that of random data). Scalars come from a counter-based hash on the device.
+//!
+//! Floors: Pippenger needs n·W mixed additions plus ≈2 full additions per
+//! bucket; counting field products as 2·N² 32-bit multiply-adds (N limbs,
+//! product plus Montgomery reduction), over the measured 1.6e13 IMAD.WIDE/s
+//! of the H200 (shared/GPU-NOTES.md). Batch sums: the larger of that and the
+//! bytes read over 4.3 TB/s. Classification: bytes over 4.3 TB/s.
+//!
+//! `cargo run --release -p cuzk-cuda --example msm_bench -- [--smoke] [--sweep]
+//! [--max-log-g1 K] [--max-log-g2 K] [--repeats R] [--json PATH]`
+
+use std::fmt::Write as _;
+
+use cuzk_cuda::msm::{choose_window_bits, data, BatchSum, Classifier, Msm, MsmCurve, G1, G2};
+use cuzk_cuda::{DeviceBuffer, Gpu, Stream};
+use cuzk_field::limbs::{FrLimbs, G1AffineLimbs, G2AffineLimbs};
+use cuzk_field::{Curve, Field, Fr, G1Projective, G2Projective, Group};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// 32×32→64 multiply-adds per second (GPU-NOTES.md, H200).
+const IMAD_PER_S: f64 = 1.6e13;
+/// Device copy bandwidth, bytes read + written per second (GPU-NOTES.md).
+const BYTES_PER_S: f64 = 4.3e12;
+/// 32-bit multiply-adds of one Fq product: 12² for the product, 12² for the
+/// Montgomery reduction.
+const IMAD_PER_FQ_MUL: f64 = 2.0 * 12.0 * 12.0;
+
+struct Args {
+    smoke: bool,
+    sweep: bool,
+    max_log_g1: u32,
+    max_log_g2: u32,
+    repeats: usize,
+    json: Option<String>,
+}
+
+fn parse_args() -> BoxResult<Args> {
+    let mut a = Args {
+        smoke: false,
+        sweep: false,
+        max_log_g1: 26,
+        max_log_g2: 24,
+        repeats: 7,
+        json: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--smoke" | "--test" => a.smoke = true,
+            "--sweep" => a.sweep = true,
+            "--max-log-g1" => a.max_log_g1 = it.next().ok_or("--max-log-g1 K")?.parse()?,
+            "--max-log-g2" => a.max_log_g2 = it.next().ok_or("--max-log-g2 K")?.parse()?,
+            "--repeats" => a.repeats = it.next().ok_or("--repeats R")?.parse()?,
+            "--json" => a.json = Some(it.next().ok_or("--json PATH")?),
+            "--bench" => {} // cargo bench passes this
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    if a.smoke {
+        a.max_log_g1 = a.max_log_g1.min(12);
+        a.max_log_g2 = a.max_log_g2.min(10);
+        a.repeats = 2;
+        a.sweep = false;
+    }
+    Ok(a)
+}
+
+/// Field products (in Fq units) of the curve's mixed and full additions.
+trait BenchCurve: MsmCurve {
+    const MADD_FQ_MULS: f64;
+    const ADD_FQ_MULS: f64;
+    const TARGET_2_24_MS: Option<f64>;
+    fn p0_step(rng: &mut ChaCha20Rng) -> (Self::Affine, Self::Affine);
+}
+
+impl BenchCurve for G1 {
+    const MADD_FQ_MULS: f64 = 10.0; // 8 M + 2 S
+    const ADD_FQ_MULS: f64 = 14.0; // 12 M + 2 S
+    const TARGET_2_24_MS: Option<f64> = Some(100.0);
+    fn p0_step(rng: &mut ChaCha20Rng) -> (G1AffineLimbs, G1AffineLimbs) {
+        let p = (G1Projective::generator() * Fr::random(&mut *rng)).to_affine();
+        let q = (G1Projective::generator() * Fr::random(&mut *rng)).to_affine();
+        (p.into(), q.into())
+    }
+}
+
+impl BenchCurve for G2 {
+    const MADD_FQ_MULS: f64 = 8.0 * 3.0 + 2.0 * 2.0; // Fq2: M = 3 Fq M, S = 2
+    const ADD_FQ_MULS: f64 = 12.0 * 3.0 + 2.0 * 2.0;
+    const TARGET_2_24_MS: Option<f64> = Some(300.0);
+    fn p0_step(rng: &mut ChaCha20Rng) -> (G2AffineLimbs, G2AffineLimbs) {
+        let p = (G2Projective::generator() * Fr::random(&mut *rng)).to_affine();
+        let q = (G2Projective::generator() * Fr::random(&mut *rng)).to_affine();
+        (p.into(), q.into())
+    }
+}
+
+struct Row {
+    what: String,
+    n: usize,
+    c: u32,
+    ms: f64,
+    floor_ms: f64,
+    target_ms: Option<f64>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn msm_floor_ms<C: BenchCurve>(n: usize, c: u32) -> f64 {
+    let w = cuzk_cuda::msm::windows_for(c) as f64;
+    let buckets = w * (1u64 << (c - 1)) as f64;
+    let fq_muls = n as f64 * w * C::MADD_FQ_MULS + 2.0 * buckets * C::ADD_FQ_MULS;
+    fq_muls * IMAD_PER_FQ_MUL / IMAD_PER_S * 1e3
+}
+
+/// Times `repeats` MSMs of the first n bases with window c (None: automatic).
+fn time_msm<C: BenchCurve>(
+    s: &Stream,
+    bases: &DeviceBuffer<C::Affine>,
+    n: usize,
+    c: Option<u32>,
+    repeats: usize,
+    seed: &mut u64,
+    phases: bool,
+) -> BoxResult<(u32, f64)>
+where
+    C::Projective: IdentityCheck,
+{
+    let scalars: DeviceBuffer<FrLimbs> = s.alloc(n)?;
+    let mut msm = match c {
+        Some(c) => Msm::<C>::with_window_bits(s, n, c)?,
+        None => Msm::<C>::new(s, n)?,
+    };
+    let c = msm.plan().window_bits;
+    data::random_scalars(s, &scalars, *seed)?;
+    *seed += 1;
+    let warm = msm.run(bases, &scalars)?; // warm-up
+    if warm == C::Projective::default_identity() {
+        return Err(format!("{} MSM of {n} random scalars gave infinity", C::NAME).into());
+    }
+    let mut times = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        data::random_scalars(s, &scalars, *seed)?;
+        *seed += 1;
+        let start = s.record()?;
+        msm.enqueue(bases, &scalars, None, n)?;
+        let end = s.record()?;
+        times.push(start.elapsed_ms(&end)? as f64);
+    }
+    if phases {
+        msm.set_profiling(true);
+        msm.enqueue(bases, &scalars, None, n)?;
+        if let Some(p) = msm.last_phases()? {
+            println!(
+                "    phases: sort {:.2} ms, accumulate {:.2} ms, reduce {:.2} ms ({:?})",
+                p.sort_ms,
+                p.accumulate_ms,
+                p.reduce_ms,
+                msm.plan()
+            );
+        }
+    }
+    Ok((c, median(times)))
+}
+
+/// `Default`-free identity check for the two projective types.
+trait IdentityCheck {
+    fn default_identity() -> Self;
+}
+impl IdentityCheck for G1Projective {
+    fn default_identity() -> Self {
+        G1Projective::identity()
+    }
+}
+impl IdentityCheck for G2Projective {
+    fn default_identity() -> Self {
+        G2Projective::identity()
+    }
+}
+
+fn msm_rows<C: BenchCurve>(
+    s: &Stream,
+    rng: &mut ChaCha20Rng,
+    logs: &[u32],
+    sweep: &[(u32, std::ops::RangeInclusive<u32>)],
+    repeats: usize,
+    rows: &mut Vec<Row>,
+) -> BoxResult<()>
+where
+    C::Projective: IdentityCheck,
+{
+    let max_log = logs
+        .iter()
+        .chain(sweep.iter().map(|(l, _)| l))
+        .copied()
+        .max()
+        .unwrap_or(0);
+    let n_max = 1usize << max_log;
+    let bases: DeviceBuffer<C::Affine> = s.alloc(n_max)?;
+    let (p0, step) = C::p0_step(rng);
+    let t = std::time::Instant::now();
+    data::chain_bases::<C>(s, p0, step, &bases)?;
+    println!(
+        "{}: made 2^{max_log} bases on the device in {:.0} ms",
+        C::NAME,
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let mut seed: u64 = rng.gen();
+    for &log in logs {
+        let n = 1usize << log;
+        let (c, ms) = time_msm::<C>(s, &bases, n, None, repeats, &mut seed, true)?;
+        let floor = msm_floor_ms::<C>(n, c);
+        let target = if log == 24 {
+            C::TARGET_2_24_MS
+        } else if log == 26 && C::NAME == "G1" {
+            Some(350.0)
+        } else {
+            None
+        };
+        println!(
+            "  {} MSM 2^{log}: c = {c}, {ms:.2} ms (floor {floor:.2} ms, {:.0}%)",
+            C::NAME,
+            100.0 * floor / ms
+        );
+        rows.push(Row {
+            what: format!("{} MSM", C::NAME),
+            n,
+            c,
+            ms,
+            floor_ms: floor,
+            target_ms: target,
+        });
+    }
+    for (log, range) in sweep {
+        let n = 1usize << log;
+        let auto = choose_window_bits(n, C::XYZZ_WORDS * 8, usize::MAX);
+        for c in range.clone() {
+            let (c, ms) = time_msm::<C>(s, &bases, n, Some(c), repeats.min(3), &mut seed, false)?;
+            let mark = if c == auto { " (model's choice)" } else { "" };
+            println!("  sweep {} 2^{log}: c = {c}: {ms:.2} ms{mark}", C::NAME);
+            rows.push(Row {
+                what: format!("{} sweep", C::NAME),
+                n,
+                c,
+                ms,
+                floor_ms: msm_floor_ms::<C>(n, c),
+                target_ms: None,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn batch_row<C: BenchCurve>(
+    s: &Stream,
+    rng: &mut ChaCha20Rng,
+    log: u32,
+    repeats: usize,
+    rows: &mut Vec<Row>,
+) -> BoxResult<()> {
+    let n = 1usize << log;
+    let bases: DeviceBuffer<C::Affine> = s.alloc(n)?;
+    let (p0, step) = C::p0_step(rng);
+    data::chain_bases::<C>(s, p0, step, &bases)?;
+    let bitmap: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.gen()).collect();
+    let selected: u64 = bitmap.iter().map(|w| w.count_ones() as u64).sum();
+    let dm = s.upload_new(&bitmap)?;
+    let mut sum = BatchSum::<C>::new(s)?;
+    sum.sum_bitmap(&bases, &dm, n)?; // warm-up
+    let mut times = Vec::new();
+    for _ in 0..repeats {
+        let start = s.record()?;
+        sum.enqueue_bitmap(&bases, &dm, n)?;
+        let end = s.record()?;
+        times.push(start.elapsed_ms(&end)? as f64);
+    }
+    let ms = median(times);
+    let bytes = selected as f64 * std::mem::size_of::<C::Affine>() as f64 + n as f64 / 8.0;
+    let math = selected as f64 * C::MADD_FQ_MULS * IMAD_PER_FQ_MUL / IMAD_PER_S;
+    let floor = (bytes / BYTES_PER_S).max(math) * 1e3;
+    let target = (C::NAME == "G1" && log == 26).then_some(25.0);
+    println!(
+        "  {} batch sum 2^{log}, {selected} selected: {ms:.2} ms (floor {floor:.2} ms, {:.0}%)",
+        C::NAME,
+        100.0 * floor / ms
+    );
+    rows.push(Row {
+        what: format!("{} batch sum ½", C::NAME),
+        n,
+        c: 0,
+        ms,
+        floor_ms: floor,
+        target_ms: target,
+    });
+    Ok(())
+}
+
+fn classify_row(
+    s: &Stream,
+    rng: &mut ChaCha20Rng,
+    log: u32,
+    repeats: usize,
+    rows: &mut Vec<Row>,
+) -> BoxResult<()> {
+    let n = 1usize << log;
+    let one = FrLimbs::from(Fr::ONE);
+    let r = cuzk_field::limbs::FR_MODULUS;
+    let host: Vec<FrLimbs> = (0..n)
+        .map(|_| match rng.gen_range(0..4) {
+            0 => FrLimbs([0; 4]),
+            1 | 2 => one,
+            _ => FrLimbs([rng.gen(), rng.gen(), rng.gen(), rng.gen::<u64>() % r[3]]),
+        })
+        .collect();
+    let ds = s.upload_new(&host)?;
+    let mut c = Classifier::new(s, n)?;
+    c.classify(&ds)?;
+    let mut times = Vec::new();
+    for _ in 0..repeats {
+        let start = std::time::Instant::now();
+        c.classify(&ds)?; // includes the small download of the two counts
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    let ms = median(times);
+    // Two passes over the scalars, plus the index lists written.
+    let bytes = 2.0 * n as f64 * 32.0 + 0.75 * n as f64 * 4.0;
+    let floor = bytes / BYTES_PER_S * 1e3;
+    println!("  classification 2^{log}: {ms:.2} ms (host clock, with the count download; floor {floor:.2} ms)");
+    rows.push(Row {
+        what: "classify".into(),
+        n,
+        c: 0,
+        ms,
+        floor_ms: floor,
+        target_ms: None,
+    });
+    Ok(())
+}
+
+fn main() -> BoxResult<()> {
+    let args = parse_args()?;
+    let Some(gpu) = Gpu::first()? else {
+        println!("skipped: no CUDA device");
+        return Ok(());
+    };
+    println!("{}", gpu.info());
+    let s = gpu.new_stream()?;
+    let seed: u64 = rand::random();
+    println!("seed {seed}");
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut rows = Vec::new();
+
+    let logs = |max: u32, from: u32| (from..=max).step_by(2).collect::<Vec<_>>();
+    let (g1_logs, g2_logs) = if args.smoke {
+        (vec![10, 12], vec![8, 10])
+    } else {
+        (logs(args.max_log_g1, 16), logs(args.max_log_g2, 16))
+    };
+    let g1_sweep = if args.sweep {
+        vec![(20, 12..=20), (24, 14..=22)]
+    } else {
+        vec![]
+    };
+    let g2_sweep = if args.sweep {
+        vec![(22, 13..=20)]
+    } else {
+        vec![]
+    };
+    msm_rows::<G1>(&s, &mut rng, &g1_logs, &g1_sweep, args.repeats, &mut rows)?;
+    msm_rows::<G2>(&s, &mut rng, &g2_logs, &g2_sweep, args.repeats, &mut rows)?;
+    batch_row::<G1>(
+        &s,
+        &mut rng,
+        if args.smoke { 12 } else { args.max_log_g1 },
+        args.repeats,
+        &mut rows,
+    )?;
+    batch_row::<G2>(
+        &s,
+        &mut rng,
+        if args.smoke { 10 } else { args.max_log_g2 },
+        args.repeats,
+        &mut rows,
+    )?;
+    classify_row(
+        &s,
+        &mut rng,
+        if args.smoke { 12 } else { 24 },
+        args.repeats,
+        &mut rows,
+    )?;
+
+    let mut table = String::new();
+    writeln!(
+        table,
+        "\n| what | n | c | median ms | floor ms | of floor | target ms | meets |"
+    )?;
+    writeln!(table, "| --- | --- | --- | --- | --- | --- | --- | --- |")?;
+    for r in &rows {
+        let target = r.target_ms.map_or("—".to_string(), |t| format!("{t:.0}"));
+        let meets = r
+            .target_ms
+            .map_or("", |t| if r.ms <= t { "yes" } else { "NO" });
+        writeln!(
+            table,
+            "| {} | 2^{} | {} | {:.2} | {:.2} | {:.0}% | {target} | {meets} |",
+            r.what,
+            r.n.trailing_zeros(),
+            if r.c == 0 {
+                "—".to_string()
+            } else {
+                r.c.to_string()
+            },
+            r.ms,
+            r.floor_ms,
+            100.0 * r.floor_ms / r.ms
+        )?;
+    }
+    print!("{table}");
+    if let Some(path) = args.json {
+        let mut json = String::from("[\n");
+        for (i, r) in rows.iter().enumerate() {
+            let sep = if i + 1 < rows.len() { "," } else { "" };
+            writeln!(
+                json,
+                "  {{\"what\": \"{}\", \"n\": {}, \"c\": {}, \"median_ms\": {:.4}, \"floor_ms\": {:.4}, \"target_ms\": {}}}{sep}",
+                r.what,
+                r.n,
+                r.c,
+                r.ms,
+                r.floor_ms,
+                r.target_ms.map_or("null".to_string(), |t| t.to_string())
+            )?;
+        }
+        json.push_str("]\n");
+        std::fs::write(&path, json)?;
+    }
+    Ok(())
+}

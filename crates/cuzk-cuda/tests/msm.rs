@@ -1,0 +1,488 @@
+//! GPU MSM, batch sums and scalar classification against the CPU reference
+//! (`cuzk_field::msm`, `cuzk_field::classify`), on fresh random inputs every
+//! run (the seed is printed; `CUZK_TEST_SEED=<seed>` repeats a run) plus the
+//! edge cases: n = 1, n not a power of two, zero and one scalars, all-equal
+//! scalars, r − 1, infinity among the bases, repeated bases, P and −P.
+//!
+//! Without a CUDA device every test prints "skipped: no CUDA device" and passes.
+
+use cuzk_cuda::msm::{data, BatchSum, Classifier, Msm, MsmCurve, G1, G2};
+use cuzk_cuda::{DeviceBuffer, Gpu, Stream};
+use cuzk_field::classify::classify;
+use cuzk_field::limbs::{
+    fr_as_limbs, g1_as_limbs, g2_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs,
+};
+use cuzk_field::msm::{msm_g1, msm_g2, sum_g1, sum_g2};
+use cuzk_field::{
+    Curve, Field, Fr, G1Affine, G1Projective, G2Affine, G2Projective, Group, PrimeCurveAffine,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+fn stream() -> Option<Stream> {
+    match Gpu::first().expect("a CUDA driver is present but the GPU cannot be used") {
+        None => {
+            eprintln!("skipped: no CUDA device");
+            None
+        }
+        Some(gpu) => Some(gpu.new_stream().expect("stream")),
+    }
+}
+
+fn rng(test: &str) -> ChaCha20Rng {
+    let seed: u64 = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("{test}: seed {seed} (CUZK_TEST_SEED={seed} repeats it)");
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
+/// The host side of one curve: reference MSM and sum, point making.
+trait HostCurve: MsmCurve {
+    type Aff: Copy + PartialEq + std::fmt::Debug + Send + Sync;
+    fn random_point(rng: &mut ChaCha20Rng) -> Self::Projective;
+    /// P_i = p0 + i·step, normalized.
+    fn chain(p0: Self::Projective, step: Self::Projective, n: usize) -> Vec<Self::Aff>;
+    fn identity_aff() -> Self::Aff;
+    fn neg_aff(p: &Self::Aff) -> Self::Aff;
+    fn limbs(points: &[Self::Aff]) -> Vec<Self::Affine>;
+    fn to_aff(p: &Self::Projective) -> Self::Aff;
+    fn msm_ref(bases: &[Self::Aff], scalars: &[Fr]) -> Self::Projective;
+    fn sum_ref(bases: &[Self::Aff], idx: &[u32]) -> Self::Projective;
+}
+
+impl HostCurve for G1 {
+    type Aff = G1Affine;
+    fn random_point(rng: &mut ChaCha20Rng) -> G1Projective {
+        G1Projective::generator() * Fr::random(rng)
+    }
+    fn chain(p0: G1Projective, step: G1Projective, n: usize) -> Vec<G1Affine> {
+        let mut proj = Vec::with_capacity(n);
+        let mut p = p0;
+        for _ in 0..n {
+            proj.push(p);
+            p += step;
+        }
+        let mut out = vec![G1Affine::identity(); n];
+        G1Projective::batch_normalize(&proj, &mut out);
+        out
+    }
+    fn identity_aff() -> G1Affine {
+        G1Affine::identity()
+    }
+    fn neg_aff(p: &G1Affine) -> G1Affine {
+        -*p
+    }
+    fn limbs(points: &[G1Affine]) -> Vec<G1AffineLimbs> {
+        g1_as_limbs(points).to_vec()
+    }
+    fn to_aff(p: &G1Projective) -> G1Affine {
+        p.to_affine()
+    }
+    fn msm_ref(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
+        msm_g1(bases, scalars)
+    }
+    fn sum_ref(bases: &[G1Affine], idx: &[u32]) -> G1Projective {
+        sum_g1(bases, idx)
+    }
+}
+
+impl HostCurve for G2 {
+    type Aff = G2Affine;
+    fn random_point(rng: &mut ChaCha20Rng) -> G2Projective {
+        G2Projective::generator() * Fr::random(rng)
+    }
+    fn chain(p0: G2Projective, step: G2Projective, n: usize) -> Vec<G2Affine> {
+        let mut proj = Vec::with_capacity(n);
+        let mut p = p0;
+        for _ in 0..n {
+            proj.push(p);
+            p += step;
+        }
+        let mut out = vec![G2Affine::identity(); n];
+        G2Projective::batch_normalize(&proj, &mut out);
+        out
+    }
+    fn identity_aff() -> G2Affine {
+        G2Affine::identity()
+    }
+    fn neg_aff(p: &G2Affine) -> G2Affine {
+        -*p
+    }
+    fn limbs(points: &[G2Affine]) -> Vec<G2AffineLimbs> {
+        g2_as_limbs(points).to_vec()
+    }
+    fn to_aff(p: &G2Projective) -> G2Affine {
+        p.to_affine()
+    }
+    fn msm_ref(bases: &[G2Affine], scalars: &[Fr]) -> G2Projective {
+        msm_g2(bases, scalars)
+    }
+    fn sum_ref(bases: &[G2Affine], idx: &[u32]) -> G2Projective {
+        sum_g2(bases, idx)
+    }
+}
+
+/// Distinct random-looking bases: a chain from a random start by a random step.
+fn bases<C: HostCurve>(rng: &mut ChaCha20Rng, n: usize) -> Vec<C::Aff> {
+    let p0 = C::random_point(rng);
+    let step = C::random_point(rng);
+    C::chain(p0, step, n)
+}
+
+fn random_scalars(rng: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
+    (0..n).map(|_| Fr::random(&mut *rng)).collect()
+}
+
+fn upload_bases<C: HostCurve>(s: &Stream, bases: &[C::Aff]) -> DeviceBuffer<C::Affine> {
+    s.upload_new(&C::limbs(bases)).expect("upload bases")
+}
+
+fn upload_scalars(s: &Stream, scalars: &[Fr]) -> DeviceBuffer<FrLimbs> {
+    s.upload_new(fr_as_limbs(scalars)).expect("upload scalars")
+}
+
+/// The one MSM check: GPU (window `c`, or the automatic choice) against the
+/// CPU reference, run twice on one `Msm` to catch stale scratch.
+fn check_msm<C: HostCurve>(
+    s: &Stream,
+    bases: &[C::Aff],
+    scalars: &[Fr],
+    c: Option<u32>,
+    label: &str,
+) {
+    let n = scalars.len();
+    let b = upload_bases::<C>(s, bases);
+    let sc = upload_scalars(s, scalars);
+    let mut msm = match c {
+        Some(c) => Msm::<C>::with_window_bits(s, n, c),
+        None => Msm::<C>::new(s, n),
+    }
+    .expect("msm plan");
+    let expected = C::msm_ref(bases, scalars);
+    for round in 0..2 {
+        let got = msm.run(&b, &sc).unwrap_or_else(|e| panic!("{label}: {e}"));
+        assert_eq!(
+            got,
+            expected,
+            "{} {label}, n = {n}, plan {:?}, round {round}",
+            C::NAME,
+            msm.plan()
+        );
+    }
+}
+
+/// Scalars that stress the digit decomposition and the buckets.
+fn special_scalars(rng: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
+    let minus_one = -Fr::ONE;
+    let repeated = Fr::random(&mut *rng);
+    (0..n)
+        .map(|i| match i % 9 {
+            0 => Fr::ZERO,
+            1 => Fr::ONE,
+            2 => minus_one,
+            3 => repeated,
+            4 => Fr::from(2u64),
+            5 => Fr::from(rng.gen::<u64>()),
+            6 => -Fr::from(rng.gen::<u32>() as u64),
+            7 => Fr::from(1u64 << (i % 64)),
+            _ => Fr::random(&mut *rng),
+        })
+        .collect()
+}
+
+fn msm_suite<C: HostCurve>(name: &str, sizes: &[usize], windows: &[u32]) {
+    let Some(s) = stream() else { return };
+    let mut rng = rng(name);
+    let max = *sizes.iter().max().unwrap();
+    let all = bases::<C>(&mut rng, max);
+    for &n in sizes {
+        check_msm::<C>(
+            &s,
+            &all[..n],
+            &random_scalars(&mut rng, n),
+            None,
+            "random scalars",
+        );
+    }
+    let n = 3001.min(max);
+    let special = special_scalars(&mut rng, n);
+    for &c in windows {
+        check_msm::<C>(
+            &s,
+            &all[..n],
+            &special,
+            Some(c),
+            &format!("special scalars, c = {c}"),
+        );
+    }
+    // All scalars equal: one bucket per window holds every point, spanning
+    // every accumulation thread (merge levels).
+    let m = 20_000.min(max);
+    let same = vec![Fr::random(&mut rng); m];
+    check_msm::<C>(&s, &all[..m], &same, None, "all-equal scalars");
+    check_msm::<C>(&s, &all[..m], &vec![-Fr::ONE; m], Some(13), "all r - 1");
+    check_msm::<C>(&s, &all[..m], &vec![Fr::ZERO; m], None, "all zero");
+    // A few repeated values (PoRep-like skew) with zeros and ones mixed in.
+    let pool: Vec<Fr> = (0..3).map(|_| Fr::random(&mut rng)).collect();
+    let skew: Vec<Fr> = (0..m)
+        .map(|_| match rng.gen_range(0..10) {
+            0..=3 => Fr::ZERO,
+            4..=6 => Fr::ONE,
+            k => pool[k - 7],
+        })
+        .collect();
+    check_msm::<C>(&s, &all[..m], &skew, None, "skewed scalars");
+    check_msm::<C>(&s, &all[..m], &skew, Some(4), "skewed scalars, c = 4");
+}
+
+fn bases_edge_suite<C: HostCurve>(name: &str) {
+    let Some(s) = stream() else { return };
+    let mut rng = rng(name);
+    let n = 4099;
+    let mut b = bases::<C>(&mut rng, n);
+    // Infinity at random places, a run of one repeated point (same scalar, so
+    // bucket additions hit P + P), and P next to −P.
+    for _ in 0..50 {
+        let i = rng.gen_range(0..n);
+        b[i] = C::identity_aff();
+    }
+    for i in 100..400 {
+        b[i] = b[99];
+    }
+    for i in (1000..1100).step_by(2) {
+        b[i + 1] = C::neg_aff(&b[i]);
+    }
+    let mut scalars = random_scalars(&mut rng, n);
+    let repeated = Fr::random(&mut rng);
+    for sc in &mut scalars[99..400] {
+        *sc = repeated;
+    }
+    for i in (1000..1100).step_by(2) {
+        scalars[i + 1] = scalars[i];
+    }
+    check_msm::<C>(
+        &s,
+        &b,
+        &scalars,
+        None,
+        "infinity, repeated and opposite bases",
+    );
+    check_msm::<C>(
+        &s,
+        &b,
+        &scalars,
+        Some(6),
+        "infinity, repeated and opposite bases, c = 6",
+    );
+    let one = [C::identity_aff()];
+    check_msm::<C>(&s, &one, &[Fr::random(&mut rng)], None, "n = 1, infinity");
+    check_msm::<C>(&s, &b[..1], &[Fr::random(&mut rng)], None, "n = 1");
+    check_msm::<C>(&s, &b[..1], &[-Fr::ONE], Some(24), "n = 1, r - 1, c = 24");
+}
+
+fn indexed_suite<C: HostCurve>(name: &str) {
+    let Some(s) = stream() else { return };
+    let mut rng = rng(name);
+    let n = 10_007;
+    let b = bases::<C>(&mut rng, n);
+    let scalars = special_scalars(&mut rng, n);
+    let mut idx: Vec<u32> = (0..n as u32).filter(|_| rng.gen_bool(0.3)).collect();
+    let sel_b: Vec<C::Aff> = idx.iter().map(|&i| b[i as usize]).collect();
+    let sel_s: Vec<Fr> = idx.iter().map(|&i| scalars[i as usize]).collect();
+    let expected = C::msm_ref(&sel_b, &sel_s);
+    // Out-of-range indices are skipped.
+    idx.push(n as u32);
+    idx.push(u32::MAX);
+    let db = upload_bases::<C>(&s, &b);
+    let ds = upload_scalars(&s, &scalars);
+    let di = s.upload_new(&idx).unwrap();
+    let mut msm = Msm::<C>::new(&s, idx.len()).unwrap();
+    let got = msm.run_indexed(&db, &ds, &di, idx.len()).unwrap();
+    assert_eq!(got, expected, "{} indexed MSM", C::NAME);
+    // A prefix of the list.
+    let k = idx.len() / 3;
+    let expected = C::msm_ref(&sel_b[..k], &sel_s[..k]);
+    assert_eq!(
+        msm.run_indexed(&db, &ds, &di, k).unwrap(),
+        expected,
+        "{} indexed prefix",
+        C::NAME
+    );
+}
+
+#[test]
+fn msm_g1_matches_cpu() {
+    msm_suite::<G1>(
+        "msm_g1_matches_cpu",
+        &[1, 2, 3, 100, 1000, 4097, (1 << 15) + 17],
+        &[2, 5, 8, 13, 16, 21],
+    );
+}
+
+#[test]
+fn msm_g2_matches_cpu() {
+    msm_suite::<G2>("msm_g2_matches_cpu", &[1, 2, 257, 5000], &[3, 8, 12, 17]);
+}
+
+#[test]
+fn msm_g1_edge_bases() {
+    bases_edge_suite::<G1>("msm_g1_edge_bases");
+}
+
+#[test]
+fn msm_g2_edge_bases() {
+    bases_edge_suite::<G2>("msm_g2_edge_bases");
+}
+
+#[test]
+fn msm_g1_indexed() {
+    indexed_suite::<G1>("msm_g1_indexed");
+}
+
+#[test]
+fn msm_g2_indexed() {
+    indexed_suite::<G2>("msm_g2_indexed");
+}
+
+/// Batch sums by bitmap and by index list against the CPU sum.
+fn batch_suite<C: HostCurve>(name: &str) {
+    let Some(s) = stream() else { return };
+    let mut rng = rng(name);
+    let max = 70_001;
+    let mut b = bases::<C>(&mut rng, max);
+    for _ in 0..20 {
+        let i = rng.gen_range(0..max);
+        b[i] = C::identity_aff();
+    }
+    b[7] = b[6]; // a repeated point
+    let db = upload_bases::<C>(&s, &b);
+    let mut sum = BatchSum::<C>::new(&s).unwrap();
+    for &n in &[1usize, 63, 64, 65, 1000, max] {
+        for &density in &[0.0, 0.01, 0.5, 1.0] {
+            let mut bitmap = vec![0u64; n.div_ceil(64)];
+            let mut idx = Vec::new();
+            for i in 0..n {
+                if rng.gen_bool(density) {
+                    bitmap[i / 64] |= 1 << (i % 64);
+                    idx.push(i as u32);
+                }
+            }
+            // Bits past n in the last word must be ignored.
+            if n % 64 != 0 {
+                *bitmap.last_mut().unwrap() |= !0u64 << (n % 64);
+            }
+            let expected = C::sum_ref(&b, &idx);
+            let dm = s.upload_new(&bitmap).unwrap();
+            let got = sum.sum_bitmap(&db, &dm, n).unwrap();
+            assert_eq!(
+                got,
+                expected,
+                "{} bitmap sum, n = {n}, density {density}",
+                C::NAME
+            );
+            idx.push(u32::MAX); // skipped
+            let di = s.upload_new(&idx).unwrap();
+            let got = sum.sum_indices(&db, &di, idx.len()).unwrap();
+            assert_eq!(
+                got,
+                expected,
+                "{} index sum, n = {n}, density {density}",
+                C::NAME
+            );
+        }
+    }
+}
+
+#[test]
+fn batch_sum_g1_matches_cpu() {
+    batch_suite::<G1>("batch_sum_g1_matches_cpu");
+}
+
+#[test]
+fn batch_sum_g2_matches_cpu() {
+    batch_suite::<G2>("batch_sum_g2_matches_cpu");
+}
+
+/// Classification against the CPU, then the prover's route: ones by batch
+/// sum, others by indexed Pippenger, zeros skipped; the total must equal the
+/// plain MSM.
+#[test]
+fn classify_and_route_matches_cpu() {
+    let Some(s) = stream() else { return };
+    let mut rng = rng("classify_and_route_matches_cpu");
+    for &n in &[1usize, 2047, 2048, 2049, 100_003] {
+        let scalars: Vec<Fr> = (0..n)
+            .map(|_| match rng.gen_range(0..4) {
+                0 => Fr::ZERO,
+                1 | 2 => Fr::ONE,
+                _ => Fr::random(&mut rng),
+            })
+            .collect();
+        let ds = upload_scalars(&s, &scalars);
+        let mut classifier = Classifier::new(&s, n).unwrap();
+        let counts = classifier.classify(&ds).unwrap();
+        let cpu = classify(&scalars);
+        assert_eq!(
+            (counts.zeros, counts.ones, counts.others),
+            (cpu.zeros, cpu.ones.len(), cpu.others.len()),
+            "n = {n}"
+        );
+        let ones = s.download_vec(classifier.ones()).unwrap();
+        let others = s.download_vec(classifier.others()).unwrap();
+        assert_eq!(&ones[..counts.ones], &cpu.ones[..], "ones, n = {n}");
+        assert_eq!(&others[..counts.others], &cpu.others[..], "others, n = {n}");
+
+        let b = bases::<G1>(&mut rng, n);
+        let db = upload_bases::<G1>(&s, &b);
+        let ones_sum = BatchSum::<G1>::new(&s)
+            .unwrap()
+            .sum_indices(&db, classifier.ones(), counts.ones)
+            .unwrap();
+        let others_sum = Msm::<G1>::new(&s, counts.others.max(1))
+            .unwrap()
+            .run_indexed(&db, &ds, classifier.others(), counts.others)
+            .unwrap();
+        assert_eq!(
+            ones_sum + others_sum,
+            msm_g1(&b, &scalars),
+            "routed MSM, n = {n}"
+        );
+    }
+}
+
+/// The benchmark's device-made data: chain bases equal the CPU chain, and
+/// random scalars are reduced and not all alike.
+#[test]
+fn benchmark_data_is_right() {
+    let Some(s) = stream() else { return };
+    let mut rng = rng("benchmark_data_is_right");
+    fn check_chain<C: HostCurve>(s: &Stream, rng: &mut ChaCha20Rng, n: usize) {
+        let p0 = C::random_point(rng);
+        let step = C::random_point(rng);
+        let expected = C::chain(p0, step, n);
+        let out: DeviceBuffer<C::Affine> = s.alloc(n).unwrap();
+        let lim = C::limbs(&[C::to_aff(&p0), C::to_aff(&step)]);
+        data::chain_bases::<C>(s, lim[0], lim[1], &out).unwrap();
+        let got = s.download_vec(&out).unwrap();
+        assert_eq!(got, C::limbs(&expected), "{} chain of {n}", C::NAME);
+    }
+    check_chain::<G1>(&s, &mut rng, 1000);
+    check_chain::<G2>(&s, &mut rng, 333);
+
+    let n = 4096;
+    let out: DeviceBuffer<FrLimbs> = s.alloc(n).unwrap();
+    data::random_scalars(&s, &out, rng.gen()).unwrap();
+    let got = s.download_vec(&out).unwrap();
+    let r = cuzk_field::limbs::FR_MODULUS;
+    for l in &got {
+        let below_r = (0..4)
+            .rev()
+            .find(|&k| l.0[k] != r[k])
+            .is_some_and(|k| l.0[k] < r[k]);
+        assert!(below_r, "scalar {l:?} not reduced");
+    }
+    let distinct: std::collections::HashSet<_> = got.iter().collect();
+    assert_eq!(distinct.len(), n);
+}
