@@ -1123,6 +1123,8 @@ fn write_atomically(
         write(&mut w).map_err(fail)?;
         w.flush().map_err(fail)?;
     }
+    // Temporary files are created owner-only; a key is public data.
+    set_readable(tmp.as_file()).map_err(fail)?;
     tmp.as_file().sync_all().map_err(fail)?;
     tmp.persist(path).map_err(|e| fail(e.error))?;
     Ok(())
@@ -1187,4 +1189,16 @@ mod interop {
             }
         }
     }
+}
+
+/// Gives a written file the usual `rw-r--r--` mode (temporary files start as `rw-------`).
+pub(crate) fn set_readable(file: &File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    Ok(())
 }
