@@ -1,1 +1,61 @@
-fn main() {}
+//! cuzk's developer tasks. Deliberately small: std, anyhow, sha2, hex.
+//!
+//! * `cargo xtask kernels [--arch sm_90[,sm_89…]]`: compile `kernels/manifest.toml`
+//!   into `target/kernels/cuzk.fatbin` (finding nvcc, or installing the pinned
+//!   PyPI wheels), with the ptxas resource report and the sources' content hash
+//!   beside it.
+//! * `cargo xtask bundle`: release GPU test and bench executables plus the fatbin
+//!   into `bundle/`, with `run.sh` to run them all on a machine without cargo.
+
+mod bundle;
+mod kernels;
+
+use anyhow::{bail, Result};
+use std::path::{Path, PathBuf};
+
+const USAGE: &str = "\
+usage: cargo xtask <task>
+
+tasks:
+  kernels [--arch LIST]   build target/kernels/cuzk.fatbin from kernels/manifest.toml
+                          (LIST: comma-separated, e.g. sm_90; default: env CUZK_ARCHS,
+                          else sm_80,sm_86,sm_89,sm_90,sm_120 + PTX for compute_80)
+  bundle [--arch LIST]    kernels, then release GPU tests and benches into bundle/ with run.sh
+";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(task) = args.first() else {
+        eprint!("{USAGE}");
+        bail!("no task given");
+    };
+    let root = workspace_root();
+    match task.as_str() {
+        "kernels" => kernels::build(&root, &kernels::Options::parse(&args[1..])?).map(|_| ()),
+        "bundle" => bundle::build(&root, &kernels::Options::parse(&args[1..])?),
+        "help" | "--help" | "-h" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => {
+            eprint!("{USAGE}");
+            bail!("unknown task `{other}`")
+        }
+    }
+}
+
+/// The workspace root: xtask's manifest dir is `<root>/xtask`.
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// The cargo target directory (honours CARGO_TARGET_DIR).
+fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root.join(dir),
+        None => root.join("target"),
+    }
+}

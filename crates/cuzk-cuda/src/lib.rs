@@ -1,1 +1,15 @@
 #![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
+
+mod device;
+mod error;
+mod ffi;
+pub mod kernels;
+pub mod msm;
+pub mod ntt;
+pub mod testing;
+
+pub use device::{
+    devices, driver_present, DeviceBuffer, DeviceInfo, Event, Gpu, PinnedBuffer, Stream,
+};
+pub use error::{Error, Result};

@@ -1,0 +1,303 @@
+//! Fr NTTs on the GPU (kernels/ntt/ntt.cu): forward, inverse, coset forward
+//! and coset inverse, sizes 2^0 … 2^28, in place, natural order in and out,
+//! with bellperson's `EvaluationDomain` conventions (ω = ROOT_OF_UNITY^(2^(32−k)),
+//! coset generator g = 7, the inverse scales by 1/n); plus the H step
+//! h = (a·b − c)/Z on the coset.
+//!
+//! Twiddle tables do not depend on the size: they are built once per device
+//! (≈ 1.5 MiB) on first use and stay resident.
+
+use blstrs::Scalar as Fr;
+use cuzk_field::limbs::FrLimbs;
+use ff::{Field, PrimeField};
+
+use crate::device::{grid, DeviceBuffer, Gpu, Stream};
+use crate::error::{ensure, Result};
+use crate::ffi::{device_repr, KernelArgs};
+
+/// Largest supported transform: 2^28 (kernels/ntt/ntt.cu MAX_LOG).
+pub const MAX_LOG_N: u32 = 28;
+const HALF_LOG: u32 = 14;
+const BLK_LOG: u32 = 10;
+const TILE_LOG: u32 = 10;
+const THREADS: u32 = 256;
+
+// Pass flags (kernels/ntt/ntt.cu).
+const F_INVERSE: u32 = 1;
+const F_COSET_IN: u32 = 2;
+const F_TWIDDLE: u32 = 4;
+const F_SCALE_N: u32 = 8;
+const F_COSET_OUT: u32 = 16;
+
+/// Which transform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NttKind {
+    /// Coefficients → evaluations at ω^k.
+    Forward,
+    /// Evaluations at ω^k → coefficients (scaled by 1/n).
+    Inverse,
+    /// Coefficients → evaluations at g·ω^k.
+    CosetForward,
+    /// Evaluations at g·ω^k → coefficients.
+    CosetInverse,
+}
+
+impl NttKind {
+    pub const ALL: [NttKind; 4] = [
+        NttKind::Forward,
+        NttKind::Inverse,
+        NttKind::CosetForward,
+        NttKind::CosetInverse,
+    ];
+
+    fn is_inverse(self) -> bool {
+        matches!(self, NttKind::Inverse | NttKind::CosetInverse)
+    }
+}
+
+/// The twiddle table set as the kernels take it (device addresses).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct TablesArg {
+    w_lo: u64,
+    w_hi: u64,
+    w_blk: u64,
+    g_lo: u64,
+    g_hi: u64,
+    gi_lo: u64,
+    gi_hi: u64,
+}
+device_repr!(TablesArg);
+
+/// Resident twiddle tables of one device.
+struct Tables {
+    _buffers: Vec<DeviceBuffer<FrLimbs>>,
+    arg: TablesArg,
+    // The stream the tables were allocated on: they are freed in order on it.
+    _stream: Stream,
+}
+
+fn powers(base: Fr, len: usize) -> Vec<FrLimbs> {
+    let mut out = Vec::with_capacity(len);
+    let mut x = Fr::ONE;
+    for _ in 0..len {
+        out.push(FrLimbs::from(x));
+        x *= base;
+    }
+    out
+}
+
+fn build_tables(gpu: &Gpu) -> Result<Tables> {
+    // ω28 = ROOT_OF_UNITY^(2^(32 − 28)): the 2^28-th root every size's ω is a power of.
+    let omega28 = Fr::ROOT_OF_UNITY.pow_vartime([1u64 << (Fr::S - MAX_LOG_N)]);
+    let omega_blk = omega28.pow_vartime([1u64 << (MAX_LOG_N - BLK_LOG)]);
+    let g = Fr::MULTIPLICATIVE_GENERATOR;
+    let g_inv = g.invert().expect("g ≠ 0");
+    let half = 1usize << HALF_LOG;
+    let step = [1u64 << HALF_LOG];
+    let host = [
+        powers(omega28, half),
+        powers(omega28.pow_vartime(step), half),
+        powers(omega_blk, 1 << BLK_LOG),
+        powers(g, half),
+        powers(g.pow_vartime(step), half),
+        powers(g_inv, half),
+        powers(g_inv.pow_vartime(step), half),
+    ];
+    let stream = gpu.new_stream()?;
+    let buffers = host
+        .iter()
+        .map(|t| stream.upload_new(t))
+        .collect::<Result<Vec<_>>>()?;
+    stream.synchronize()?;
+    let p = |i: usize| buffers[i].device_ptr();
+    let arg = TablesArg {
+        w_lo: p(0),
+        w_hi: p(1),
+        w_blk: p(2),
+        g_lo: p(3),
+        g_hi: p(4),
+        gi_lo: p(5),
+        gi_hi: p(6),
+    };
+    Ok(Tables {
+        _buffers: buffers,
+        arg,
+        _stream: stream,
+    })
+}
+
+/// The pass sizes (log₂ of each) for a transform of 2^log_n: one pass up to
+/// 2^10, else two equal passes, else three of the form (a, m, a): a
+/// palindrome, so that the final digit reversal is an involution.
+pub fn pass_plan(log_n: u32) -> Vec<u32> {
+    if log_n <= BLK_LOG {
+        return vec![log_n];
+    }
+    if log_n % 2 == 0 && log_n / 2 <= BLK_LOG {
+        return vec![log_n / 2, log_n / 2];
+    }
+    let a = log_n.div_ceil(3);
+    vec![a, log_n - 2 * a, a]
+}
+
+/// Runs the transform `kind` in place on `data`, whose length must be a
+/// power of two ≤ 2^28. Queued on `stream`; nothing is waited for.
+pub fn ntt(stream: &Stream, data: &mut DeviceBuffer<FrLimbs>, kind: NttKind) -> Result<()> {
+    let n = data.len();
+    ensure(
+        "ntt_pass",
+        n.is_power_of_two() && n <= 1 << MAX_LOG_N,
+        || format!("length {n} is not a power of two in 1..=2^{MAX_LOG_N}"),
+    )?;
+    let log_n = n.trailing_zeros();
+    if log_n == 0 {
+        return Ok(()); // every transform of one element is the identity
+    }
+    let tables = stream.gpu().extension("ntt_tables", build_tables)?;
+    let n_inv = FrLimbs::from(Fr::from(n as u64).invert().expect("n ≠ 0 in Fr"));
+    let plan = pass_plan(log_n);
+    let inverse = kind.is_inverse();
+    let mut after = plan.iter().sum::<u32>();
+    for (p, &b) in plan.iter().enumerate() {
+        after -= b;
+        let log_s = after;
+        let log_c = (TILE_LOG - b).min(log_n - b);
+        let mut flags = if inverse { F_INVERSE } else { 0 };
+        if p == 0 && kind == NttKind::CosetForward {
+            flags |= F_COSET_IN;
+        }
+        if p + 1 < plan.len() {
+            flags |= F_TWIDDLE;
+        } else if plan.len() == 1 {
+            if inverse {
+                flags |= F_SCALE_N;
+            }
+            if kind == NttKind::CosetInverse {
+                flags |= F_COSET_OUT;
+            }
+        }
+        let blocks = 1u32 << (log_n - b - log_c);
+        let args = KernelArgs::new()
+            .device_ptr(data.device_ptr())
+            .u32(log_n)
+            .u32(b)
+            .u32(log_s)
+            .u32(log_c)
+            .u32(flags)
+            .value(&n_inv)
+            .value(&tables.arg);
+        #[allow(unsafe_code)]
+        // SAFETY: matches `ntt_pass(fr_t*, u32 log_n, u32 b, u32 log_s, u32 log_c,
+        // u32 flags, fr_t n_inv, Tables)` in kernels/ntt/ntt.cu. The kernel
+        // touches positions < 2^log_n = data.len() (grid covers exactly the
+        // 2^(log_n − b) columns); the tables hold the sizes the kernel indexes
+        // (2^14, 2^14, 2^10, 2^14 ×4) and live as long as the Gpu.
+        unsafe {
+            stream.launch("ntt_pass", grid(blocks, THREADS), args, || {
+                format!("n = 2^{log_n}, pass {p} of {plan:?}, {kind:?}")
+            })?;
+        }
+    }
+    if plan.len() > 1 {
+        let b_out = plan[0];
+        let b_mid = if plan.len() == 3 { plan[1] } else { 0 };
+        let mut flags = 0;
+        if inverse {
+            flags |= F_SCALE_N;
+        }
+        if kind == NttKind::CosetInverse {
+            flags |= F_COSET_OUT;
+        }
+        let blocks = (n as u32).div_ceil(THREADS);
+        let args = KernelArgs::new()
+            .device_ptr(data.device_ptr())
+            .u32(log_n)
+            .u32(b_out)
+            .u32(b_mid)
+            .u32(flags)
+            .value(&n_inv)
+            .value(&tables.arg);
+        #[allow(unsafe_code)]
+        // SAFETY: matches `ntt_digit_reverse(fr_t*, u32 log_n, u32 b_out, u32 b_mid,
+        // u32 flags, fr_t n_inv, Tables)`; threads with index ≥ 2^log_n return,
+        // and 2·b_out + b_mid = log_n so every reversed index is < n.
+        unsafe {
+            stream.launch("ntt_digit_reverse", grid(blocks, THREADS), args, || {
+                format!("n = 2^{log_n}, {plan:?}, {kind:?}")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// 1/Z on the coset of size n: Z(g·ω^k) = g^n − 1 for every k.
+pub fn z_inv_on_coset(n: usize) -> Fr {
+    let g = Fr::MULTIPLICATIVE_GENERATOR;
+    (g.pow_vartime([n as u64]) - Fr::ONE)
+        .invert()
+        .expect("g^n ≠ 1")
+}
+
+/// The H step on coset evaluations: a[i] ← (a[i]·b[i] − c[i]) / Z, where
+/// Z = g^n − 1 and n = a.len() (all three of equal length).
+pub fn h_step(
+    stream: &Stream,
+    a: &mut DeviceBuffer<FrLimbs>,
+    b: &DeviceBuffer<FrLimbs>,
+    c: &DeviceBuffer<FrLimbs>,
+) -> Result<()> {
+    let n = a.len();
+    ensure(
+        "ntt_h_step",
+        b.len() == n && c.len() == n && n <= u32::MAX as usize,
+        || {
+            format!(
+                "lengths a = {n}, b = {}, c = {} must be equal (and < 2^32)",
+                b.len(),
+                c.len()
+            )
+        },
+    )?;
+    if n == 0 {
+        return Ok(());
+    }
+    let z_inv = FrLimbs::from(z_inv_on_coset(n));
+    let args = KernelArgs::new()
+        .device_ptr(a.device_ptr())
+        .device_ptr(b.device_ptr())
+        .device_ptr(c.device_ptr())
+        .value(&z_inv)
+        .u32(n as u32);
+    #[allow(unsafe_code)]
+    // SAFETY: matches `ntt_h_step(fr_t* a, const fr_t* b, const fr_t* c, fr_t
+    // z_inv, u32 n)`; all three buffers hold n elements, threads ≥ n return.
+    unsafe {
+        stream.launch(
+            "ntt_h_step",
+            grid((n as u32).div_ceil(THREADS), THREADS),
+            args,
+            || format!("n = {n}"),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_are_palindromes_within_limits() {
+        for log_n in 1..=MAX_LOG_N {
+            let plan = pass_plan(log_n);
+            assert_eq!(plan.iter().sum::<u32>(), log_n, "{log_n}: {plan:?}");
+            assert!(
+                plan.iter().all(|&b| (1..=BLK_LOG).contains(&b)),
+                "{log_n}: {plan:?}"
+            );
+            let rev: Vec<u32> = plan.iter().rev().copied().collect();
+            assert_eq!(plan, rev, "{log_n}: {plan:?}");
+        }
+        assert_eq!(pass_plan(27), vec![9, 9, 9]);
+    }
+}

@@ -1,0 +1,204 @@
+//! Elementwise kernels (kernels/tests/field_ec_tests.cu) that apply one field
+//! or curve operation per element, so tests can check the device arithmetic
+//! against blstrs. Not part of the prover.
+
+use cuzk_field::limbs::{DeviceRepr, Fq2Limbs, FqLimbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
+
+use crate::device::{grid, DeviceBuffer, Stream};
+use crate::error::{ensure, Result};
+use crate::ffi::KernelArgs;
+
+const THREADS: u32 = 64;
+
+/// A field operation: `out[i] = op(a[i], b[i])` (unary ops ignore b).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum FieldOp {
+    Add = 0,
+    Sub = 1,
+    Mul = 2,
+    Sqr = 3,
+    Neg = 4,
+    Dbl = 5,
+    /// Canonical limbs → Montgomery form.
+    ToMont = 6,
+    /// Montgomery form → canonical limbs.
+    FromMont = 7,
+    Inv = 8,
+    /// One if a == b, else zero.
+    Eq = 9,
+    /// One if a == 0, else zero.
+    IsZero = 10,
+}
+
+impl FieldOp {
+    pub const ALL: [FieldOp; 11] = [
+        FieldOp::Add,
+        FieldOp::Sub,
+        FieldOp::Mul,
+        FieldOp::Sqr,
+        FieldOp::Neg,
+        FieldOp::Dbl,
+        FieldOp::ToMont,
+        FieldOp::FromMont,
+        FieldOp::Inv,
+        FieldOp::Eq,
+        FieldOp::IsZero,
+    ];
+}
+
+/// A curve operation on affine inputs a, b; the expected result is in the
+/// doc of each variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum CurveOp {
+    /// a + b (XYZZ + affine).
+    AddAffine = 0,
+    /// 2a + 2b (XYZZ + XYZZ, both with ZZ ≠ 1).
+    Add = 1,
+    /// 4a (affine doubling, then XYZZ doubling).
+    Dbl = 2,
+    /// −(a + b).
+    Neg = 3,
+    /// 2a + b (XYZZ with ZZ ≠ 1, + affine).
+    AddAffineZ = 4,
+    /// 4a through `add` of a point to itself.
+    AddSelf = 5,
+    /// ∞ through `add` of a point and its negation.
+    AddNeg = 6,
+    /// 2a through `add_affine` of a point to itself.
+    AddAffineSelf = 7,
+    /// a − b.
+    SubAffine = 8,
+}
+
+impl CurveOp {
+    pub const ALL: [CurveOp; 9] = [
+        CurveOp::AddAffine,
+        CurveOp::Add,
+        CurveOp::Dbl,
+        CurveOp::Neg,
+        CurveOp::AddAffineZ,
+        CurveOp::AddSelf,
+        CurveOp::AddNeg,
+        CurveOp::AddAffineSelf,
+        CurveOp::SubAffine,
+    ];
+}
+
+/// A field type with a test kernel.
+pub trait TestField: DeviceRepr + Default {
+    const KERNEL: &'static str;
+}
+impl TestField for FrLimbs {
+    const KERNEL: &'static str = "test_fr_op";
+}
+impl TestField for FqLimbs {
+    const KERNEL: &'static str = "test_fq_op";
+}
+impl TestField for Fq2Limbs {
+    const KERNEL: &'static str = "test_fq2_op";
+}
+
+/// An affine point type with a test kernel; `Base` is its coordinate field.
+pub trait TestCurve: DeviceRepr + Default {
+    type Base: DeviceRepr + Default;
+    const KERNEL: &'static str;
+}
+impl TestCurve for G1AffineLimbs {
+    type Base = FqLimbs;
+    const KERNEL: &'static str = "test_g1_op";
+}
+impl TestCurve for G2AffineLimbs {
+    type Base = Fq2Limbs;
+    const KERNEL: &'static str = "test_g2_op";
+}
+
+/// `out[i] = op(a[i], b[i])` on the device.
+pub fn field_op<F: TestField>(
+    stream: &Stream,
+    op: FieldOp,
+    out: &mut DeviceBuffer<F>,
+    a: &DeviceBuffer<F>,
+    b: &DeviceBuffer<F>,
+) -> Result<()> {
+    let n = out.len();
+    ensure(
+        F::KERNEL,
+        a.len() == n && b.len() == n && n <= u32::MAX as usize,
+        || {
+            format!(
+                "lengths out = {n}, a = {}, b = {} must be equal",
+                a.len(),
+                b.len()
+            )
+        },
+    )?;
+    if n == 0 {
+        return Ok(());
+    }
+    let args = KernelArgs::new()
+        .u32(op as u32)
+        .device_ptr(out.device_ptr())
+        .device_ptr(a.device_ptr())
+        .device_ptr(b.device_ptr())
+        .u32(n as u32);
+    #[allow(unsafe_code)]
+    // SAFETY: matches `test_*_op(u32 op, F* out, const F* a, const F* b, u32 n)`
+    // for the element type F; all buffers hold n elements, threads ≥ n return.
+    unsafe {
+        stream.launch(
+            F::KERNEL,
+            grid((n as u32).div_ceil(THREADS), THREADS),
+            args,
+            || format!("n = {n}, {op:?}"),
+        )
+    }
+}
+
+/// `out_affine[i]` = op(a[i], b[i]) in affine form, and `out_jacobian[3i..3i+3]`
+/// the same point as blst Jacobian (X, Y, Z).
+pub fn curve_op<P: TestCurve>(
+    stream: &Stream,
+    op: CurveOp,
+    out_affine: &mut DeviceBuffer<P>,
+    out_jacobian: &mut DeviceBuffer<P::Base>,
+    a: &DeviceBuffer<P>,
+    b: &DeviceBuffer<P>,
+) -> Result<()> {
+    let n = out_affine.len();
+    ensure(
+        P::KERNEL,
+        a.len() == n && b.len() == n && out_jacobian.len() == 3 * n && n <= u32::MAX as usize,
+        || {
+            format!(
+                "lengths out = {n}, jacobian = {} (want 3n), a = {}, b = {}",
+                out_jacobian.len(),
+                a.len(),
+                b.len()
+            )
+        },
+    )?;
+    if n == 0 {
+        return Ok(());
+    }
+    let args = KernelArgs::new()
+        .u32(op as u32)
+        .device_ptr(out_affine.device_ptr())
+        .device_ptr(out_jacobian.device_ptr())
+        .device_ptr(a.device_ptr())
+        .device_ptr(b.device_ptr())
+        .u32(n as u32);
+    #[allow(unsafe_code)]
+    // SAFETY: matches `test_g*_op(u32 op, affine* out, base* out_jac, const
+    // affine* a, const affine* b, u32 n)`; out_jac holds 3n base elements,
+    // the rest n; threads ≥ n return.
+    unsafe {
+        stream.launch(
+            P::KERNEL,
+            grid((n as u32).div_ceil(THREADS), THREADS),
+            args,
+            || format!("n = {n}, {op:?}"),
+        )
+    }
+}
