@@ -1,0 +1,146 @@
+//! Device admission: the hook that decides when a partition may start on a
+//! device.
+//!
+//! A prover worker asks its device's [`Admission`] before it starts a
+//! partition and holds the returned [`AdmissionTicket`] while the backend
+//! works; dropping the ticket gives the room back. The CPU needs nothing
+//! ([`AlwaysAdmit`]); [`CountingAdmission`] caps concurrent partitions. The
+//! GPU's admission will come from the VRAM arena: `admit` reserves the
+//! partition's VRAM plan (from its shape) in the device's arena, blocks while
+//! it does not fit, refuses a shape that can never fit, and the ticket
+//! returns the regions. It never calls a device-global CUDA API (DESIGN.md
+//! §4).
+
+use std::sync::Arc;
+
+use cuzk_synth::CircuitShape;
+use parking_lot::{Condvar, Mutex};
+
+/// Why a device refused a partition outright (it can never fit).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct AdmissionError {
+    /// Why, with the numbers.
+    pub message: String,
+}
+
+/// Room on a device, held while a partition runs there.
+pub struct AdmissionTicket {
+    release: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl AdmissionTicket {
+    /// A ticket that runs `release` when dropped.
+    pub fn new(release: impl FnOnce() + Send + 'static) -> Self {
+        AdmissionTicket {
+            release: Some(Box::new(release)),
+        }
+    }
+
+    /// A ticket that holds nothing.
+    pub fn free() -> Self {
+        AdmissionTicket { release: None }
+    }
+}
+
+impl Drop for AdmissionTicket {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            release();
+        }
+    }
+}
+
+impl std::fmt::Debug for AdmissionTicket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdmissionTicket")
+            .field("holds", &self.release.is_some())
+            .finish()
+    }
+}
+
+/// Decides when a partition of a given shape may start on one device.
+pub trait Admission: Send + Sync {
+    /// Blocks until a partition of `shape` fits on the device and returns
+    /// the ticket that holds its room; `Err` if it can never fit.
+    fn admit(&self, shape: &CircuitShape) -> Result<AdmissionTicket, AdmissionError>;
+
+    /// (in use, capacity) in this admission's own units, for metrics.
+    fn usage(&self) -> (u64, u64);
+}
+
+/// Admits everything at once (the CPU backend: host memory is accounted by
+/// the intake's budget).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlwaysAdmit;
+
+impl Admission for AlwaysAdmit {
+    fn admit(&self, _shape: &CircuitShape) -> Result<AdmissionTicket, AdmissionError> {
+        Ok(AdmissionTicket::free())
+    }
+
+    fn usage(&self) -> (u64, u64) {
+        (0, u64::MAX)
+    }
+}
+
+/// Admits at most `slots` partitions at once, whatever their shape.
+#[derive(Debug)]
+pub struct CountingAdmission {
+    slots: u64,
+    used: Arc<(Mutex<u64>, Condvar)>,
+}
+
+impl CountingAdmission {
+    /// At most `slots` (at least 1) partitions at once.
+    pub fn new(slots: u64) -> Self {
+        CountingAdmission {
+            slots: slots.max(1),
+            used: Arc::new((Mutex::new(0), Condvar::new())),
+        }
+    }
+}
+
+impl Admission for CountingAdmission {
+    fn admit(&self, _shape: &CircuitShape) -> Result<AdmissionTicket, AdmissionError> {
+        let (lock, freed) = &*self.used;
+        let mut used = lock.lock();
+        while *used >= self.slots {
+            freed.wait(&mut used);
+        }
+        *used += 1;
+        let used = Arc::clone(&self.used);
+        Ok(AdmissionTicket::new(move || {
+            let (lock, freed) = &*used;
+            *lock.lock() -= 1;
+            freed.notify_one();
+        }))
+    }
+
+    fn usage(&self) -> (u64, u64) {
+        (*self.used.0.lock(), self.slots)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_synth::DemoCircuit;
+
+    #[test]
+    fn counting_admission_holds_slots_until_tickets_drop() {
+        let shape = DemoCircuit::shape_for(4, 0.0);
+        let adm = Arc::new(CountingAdmission::new(2));
+        let a = adm.admit(&shape).unwrap();
+        let _b = adm.admit(&shape).unwrap();
+        assert_eq!(adm.usage(), (2, 2));
+        let waiter = {
+            let adm = Arc::clone(&adm);
+            let shape = shape.clone();
+            std::thread::spawn(move || adm.admit(&shape).map(|_| ()))
+        };
+        drop(a);
+        waiter.join().unwrap().unwrap();
+        assert_eq!(adm.usage(), (1, 2));
+    }
+}

@@ -1,0 +1,191 @@
+//! An engine's configuration: workers per stage, devices, queue bounds, the
+//! host-memory budget, verification, and the timeline.
+
+use std::fmt;
+use std::sync::Arc;
+
+use cuzk_groth16::prover::{Backend, CpuBackend};
+use cuzk_synth::CircuitShape;
+
+use crate::admission::{Admission, AlwaysAdmit};
+use crate::memory::{format_bytes, PartitionFootprint};
+use crate::scheduler::StartError;
+use crate::timeline::Timeline;
+
+/// One proving device: a backend, how many workers drive it, and what admits
+/// partitions to it. "Devices" are abstract: today CPU backends, later one
+/// per GPU (each worker then owning its own streams).
+#[derive(Clone)]
+pub struct Device {
+    /// A name for logs and timelines ("cpu-0", "cuda-0").
+    pub name: String,
+    /// The backend computing the MSM sums.
+    pub backend: Arc<dyn Backend>,
+    /// Prover workers driving this device (partitions it may work on at once,
+    /// subject to admission).
+    pub workers: usize,
+    /// Decides when a partition fits on the device.
+    pub admission: Arc<dyn Admission>,
+}
+
+impl Device {
+    /// A device named `name` with `workers` workers that admits everything.
+    pub fn new(name: impl Into<String>, backend: Arc<dyn Backend>, workers: usize) -> Self {
+        Device {
+            name: name.into(),
+            backend,
+            workers,
+            admission: Arc::new(AlwaysAdmit),
+        }
+    }
+
+    /// The CPU backend as device "cpu-`index`" with `workers` workers.
+    pub fn cpu(index: usize, workers: usize) -> Self {
+        Device::new(format!("cpu-{index}"), Arc::new(CpuBackend), workers)
+    }
+
+    /// Replaces the admission.
+    pub fn with_admission(mut self, admission: Arc<dyn Admission>) -> Self {
+        self.admission = admission;
+        self
+    }
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("name", &self.name)
+            .field("backend", &self.backend.name())
+            .field("workers", &self.workers)
+            .field("admission", &self.admission.usage())
+            .finish()
+    }
+}
+
+/// How an engine is laid out. Every scheduler takes the same configuration;
+/// one that has no use for a knob (a serial scheduler has one thread) says so
+/// in its docs.
+#[derive(Clone)]
+pub struct EngineConfig {
+    /// Synthesis workers (each synthesizes one partition at a time; rayon
+    /// runs data-parallel loops inside).
+    pub synthesis_workers: usize,
+    /// Proving devices (at least one).
+    pub devices: Vec<Device>,
+    /// Epilogue workers (finish + verify: milliseconds per partition).
+    pub epilogue_workers: usize,
+    /// Partitions admitted past the intake at once (synthesizing, waiting for
+    /// a prover, proving, or in the epilogue).
+    pub max_in_flight: usize,
+    /// Bound of each priority class's channel from synthesis to the provers.
+    pub prover_queue: usize,
+    /// Bound of each priority class's channel from the provers to the epilogue.
+    pub epilogue_queue: usize,
+    /// Host memory the engine may reserve for partitions, bytes (see
+    /// [`PartitionFootprint`]).
+    pub memory_budget: u64,
+    /// Verify every proof before returning it (on by default). An invalid
+    /// proof is proved once more on `fallback` and reported at error level.
+    pub verify: bool,
+    /// The backend of that retry (the CPU backend by default).
+    pub fallback: Arc<dyn Backend>,
+    /// Where TIMELINE events go (always `tracing`; in memory if recording).
+    pub timeline: Arc<Timeline>,
+    /// The largest partition the engine is started for: a budget that cannot
+    /// hold one of these is refused at start. Without it, the check happens
+    /// per job at submission.
+    pub largest_partition: Option<CircuitShape>,
+}
+
+impl Default for EngineConfig {
+    /// One synthesis worker, one CPU device with one worker, one epilogue
+    /// worker, 4 partitions in flight, queues of 2, verification on, and a
+    /// budget of ¾ of physical memory (8 GiB if unknown).
+    fn default() -> Self {
+        EngineConfig {
+            synthesis_workers: 1,
+            devices: vec![Device::cpu(0, 1)],
+            epilogue_workers: 1,
+            max_in_flight: 4,
+            prover_queue: 2,
+            epilogue_queue: 2,
+            memory_budget: physical_memory().map_or(8 << 30, |m| m / 4 * 3),
+            verify: true,
+            fallback: Arc::new(CpuBackend),
+            timeline: Arc::new(Timeline::new()),
+            largest_partition: None,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Total prover workers over all devices.
+    pub fn prover_workers(&self) -> usize {
+        self.devices.iter().map(|d| d.workers).sum()
+    }
+
+    /// Refuses configurations an engine cannot run: no devices, a stage or
+    /// device with no workers, zero bounds, or a budget too small for
+    /// `largest_partition`.
+    pub fn validate(&self) -> Result<(), StartError> {
+        let zero = |what: &'static str, n: usize| {
+            if n == 0 {
+                Err(StartError::Zero { what })
+            } else {
+                Ok(())
+            }
+        };
+        if self.devices.is_empty() {
+            return Err(StartError::NoDevices);
+        }
+        zero("synthesis_workers", self.synthesis_workers)?;
+        zero("epilogue_workers", self.epilogue_workers)?;
+        zero("max_in_flight", self.max_in_flight)?;
+        zero("prover_queue", self.prover_queue)?;
+        zero("epilogue_queue", self.epilogue_queue)?;
+        for d in &self.devices {
+            if d.workers == 0 {
+                return Err(StartError::DeviceWithoutWorkers {
+                    device: d.name.clone(),
+                });
+            }
+        }
+        if let Some(shape) = &self.largest_partition {
+            let f = PartitionFootprint::cpu(shape);
+            if f.total() > self.memory_budget {
+                return Err(StartError::BudgetTooSmall {
+                    budget: self.memory_budget,
+                    needed: f.total(),
+                    witness: f.witness,
+                    working_set: f.working_set,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("synthesis_workers", &self.synthesis_workers)
+            .field("devices", &self.devices)
+            .field("epilogue_workers", &self.epilogue_workers)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("prover_queue", &self.prover_queue)
+            .field("epilogue_queue", &self.epilogue_queue)
+            .field("memory_budget", &format_bytes(self.memory_budget))
+            .field("verify", &self.verify)
+            .field("fallback", &self.fallback.name())
+            .field("largest_partition", &self.largest_partition)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `MemTotal` from /proc/meminfo, bytes.
+fn physical_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

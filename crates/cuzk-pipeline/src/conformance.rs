@@ -1,0 +1,627 @@
+//! The conformance suite every scheduler passes (feature `conformance`).
+//!
+//! Each check is a function generic over the [`Scheduler`]; the
+//! [`scheduler_conformance_tests!`](crate::scheduler_conformance_tests) macro
+//! turns them all into `#[test]`s for one scheduler type:
+//!
+//! ```ignore
+//! cuzk_pipeline::scheduler_conformance_tests!(my_sched::MyScheduler);
+//! ```
+//!
+//! Outcomes are deterministic: the only ordering facts checked are those
+//! the contract guarantees by construction (a gate holds a stage until both
+//! competing jobs are queued; a budget of one partition admits one at a
+//! time). Circuits are the 2^10 demo (committed key) and 2^11 (key generated
+//! once per process), so the whole suite takes seconds.
+
+use std::sync::Arc;
+
+use cuzk_groth16::prover::{prove_batch, CpuBackend, ProveError};
+use cuzk_synth::synthesize;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+use crate::config::{Device, EngineConfig};
+use crate::job::{
+    JobError, JobId, JobOutput, JobResult, PartitionError, PartitionSource, Priority, Stage,
+    Verification,
+};
+use crate::memory::PartitionFootprint;
+use crate::scheduler::{Scheduler, StartError, SubmitError};
+use crate::state::JobHandle;
+use crate::testing::{
+    demo_job, demo_key, demo_source, verify_demo_output, BackendFault, FaultyBackend, FaultySource,
+    Gate, GatedSource, SourceFault, INJECTED,
+};
+use crate::timeline::{EventKind, Timeline};
+
+/// The suite's default engine: `synthesis` synthesis workers, one CPU device
+/// with `provers` workers, 8 partitions in flight, 1 GiB, verification on,
+/// a recording timeline.
+pub fn config(synthesis: usize, provers: usize) -> EngineConfig {
+    EngineConfig {
+        synthesis_workers: synthesis,
+        devices: vec![Device::cpu(0, provers)],
+        max_in_flight: 8,
+        memory_budget: 1 << 30,
+        timeline: Arc::new(Timeline::recording()),
+        ..EngineConfig::default()
+    }
+}
+
+fn start<S: Scheduler>(config: EngineConfig) -> S {
+    S::start(config).expect("the engine starts")
+}
+
+fn expect_ok(result: JobResult, what: &str) -> JobOutput {
+    result.unwrap_or_else(|e| panic!("{what}: expected proofs, got: {e}"))
+}
+
+fn assert_all_valid(out: &JobOutput, log_size: u32, seed: u64) {
+    let valid = verify_demo_output(out, log_size, seed);
+    assert!(
+        valid.iter().all(|v| *v),
+        "{}: proofs verify: {valid:?}",
+        out.label
+    );
+}
+
+fn assert_drained<S: Scheduler>(sched: &S) {
+    sched.wait_idle();
+    let m = sched.metrics();
+    assert_eq!(m.memory.reserved, 0, "memory accounting returns to zero");
+    assert_eq!(m.memory.partitions_in_flight, 0, "nothing in flight");
+    assert!(
+        m.memory.peak_reserved <= m.memory.budget,
+        "peak {} within budget {}",
+        m.memory.peak_reserved,
+        m.memory.budget
+    );
+}
+
+/// Many jobs of mixed priorities, sizes (2^10, 2^11) and partition counts
+/// all complete; every proof verifies (checked here, independently of the
+/// engine); the memory account returns to zero; the metrics count them.
+pub fn mixed_jobs_complete_and_verify<S: Scheduler>() {
+    let sched: S = start(config(2, 2));
+    let mut jobs = Vec::new();
+    let mut total_partitions = 0;
+    for i in 0..10u64 {
+        let k = if i % 3 == 0 { 11 } else { 10 };
+        let partitions = 1 + (i % 3) as usize;
+        let priority = if i % 4 == 1 {
+            Priority::Latency
+        } else {
+            Priority::Bulk
+        };
+        let seed = 100 * i;
+        total_partitions += partitions as u64;
+        let job = demo_job(k, demo_source(k, seed, partitions), i).with_priority(priority);
+        jobs.push((k, seed, partitions, sched.submit(job).expect("accepted")));
+    }
+    for (k, seed, partitions, handle) in jobs {
+        let out = expect_ok(handle.wait(), "mixed job");
+        assert_eq!(out.proofs.len(), partitions);
+        assert!(out
+            .partitions
+            .iter()
+            .all(|p| p.verification == Verification::Valid));
+        assert_all_valid(&out, k, seed);
+    }
+    assert_drained(&sched);
+    let m = sched.metrics();
+    assert_eq!((m.jobs.submitted, m.jobs.completed), (10, 10));
+    for stage in Stage::ALL {
+        assert_eq!(m.stage(stage).completed, total_partitions, "{stage}");
+    }
+    sched.shutdown();
+}
+
+/// A seeded job gives the same proofs as `cuzk_groth16::prove_batch` with
+/// the same seed (bellperson's randomness order), whatever the schedule.
+pub fn seeded_jobs_match_prove_batch<S: Scheduler>() {
+    let sched: S = start(config(2, 2));
+    let source = demo_source(10, 7, 3);
+    let out = expect_ok(
+        sched.submit(demo_job(10, source.clone(), 42)).unwrap().wait(),
+        "seeded job",
+    );
+    let witnesses: Vec<_> = (0..3)
+        .map(|i| synthesize(source.circuit(i)).unwrap())
+        .collect();
+    let expected = prove_batch(
+        &CpuBackend,
+        &demo_key(10),
+        &witnesses,
+        &mut ChaCha20Rng::seed_from_u64(42),
+    )
+    .unwrap();
+    let expected: Vec<_> = expected.into_iter().map(|p| p.proof).collect();
+    assert_eq!(out.proofs, expected);
+    sched.shutdown();
+}
+
+/// With one synthesis worker held at a gate on a bulk job, a bulk job and
+/// then a latency job are submitted; once the gate opens, the latency job's
+/// partition is synthesized, proved and finished before the bulk job's.
+pub fn latency_jobs_overtake_bulk<S: Scheduler>() {
+    let sched: S = start(config(1, 1));
+    let gate = Gate::new();
+    let blocker = sched
+        .submit(demo_job(
+            10,
+            Arc::new(GatedSource::new(demo_source(10, 1, 1), gate.clone(), 0)),
+            1,
+        ))
+        .unwrap();
+    gate.wait_held();
+    let bulk = sched
+        .submit(demo_job(10, demo_source(10, 2, 2), 2))
+        .unwrap();
+    let urgent = sched
+        .submit(demo_job(10, demo_source(10, 3, 1), 3).with_priority(Priority::Latency))
+        .unwrap();
+    let (bulk_id, urgent_id) = (bulk.id(), urgent.id());
+    gate.open();
+    for h in [blocker, bulk, urgent] {
+        expect_ok(h.wait(), "gated jobs");
+    }
+    let tl = sched.timeline();
+    let at = |job: JobId, p: usize, kind| {
+        tl.first(job, p, kind)
+            .unwrap_or_else(|| panic!("{job} p{p}: no {kind} event"))
+    };
+    for kind in [
+        EventKind::SynthesisStart,
+        EventKind::ProveStart,
+        EventKind::EpilogueEnd,
+    ] {
+        assert!(
+            at(urgent_id, 0, kind) < at(bulk_id, 0, kind),
+            "latency job's {kind} before the bulk job's"
+        );
+    }
+    assert_drained(&sched);
+    sched.shutdown();
+}
+
+/// Cancelling a queued job drops its partitions unstarted; cancelling a job
+/// whose partition is running lets it finish and discards it; the engine
+/// carries on and the memory account returns to zero.
+pub fn cancellation_drops_queued_and_discards_running<S: Scheduler>() {
+    let sched: S = start(config(1, 1));
+
+    // A queued job, cancelled while the only synthesis worker is held.
+    let gate = Gate::new();
+    let blocker = sched
+        .submit(demo_job(
+            10,
+            Arc::new(GatedSource::new(demo_source(10, 1, 1), gate.clone(), 0)),
+            1,
+        ))
+        .unwrap();
+    gate.wait_held();
+    let queued = sched
+        .submit(demo_job(10, demo_source(10, 10, 3), 10))
+        .unwrap();
+    let after = sched
+        .submit(demo_job(10, demo_source(10, 20, 1), 20))
+        .unwrap();
+    let queued_id = queued.id();
+    assert!(queued.cancel());
+    assert!(!queued.cancel(), "a second cancel is a no-op");
+    assert!(matches!(queued.wait(), Err(JobError::Cancelled)));
+    gate.open();
+    assert_all_valid(&expect_ok(blocker.wait(), "blocker"), 10, 1);
+    assert_all_valid(&expect_ok(after.wait(), "job after"), 10, 20);
+
+    // A running job, cancelled while its partition is being synthesized.
+    let gate = Gate::new();
+    let running = sched
+        .submit(demo_job(
+            10,
+            Arc::new(GatedSource::new(demo_source(10, 30, 1), gate.clone(), 0)),
+            30,
+        ))
+        .unwrap();
+    gate.wait_held();
+    let running_id = running.id();
+    running.canceller().cancel();
+    gate.open();
+    assert!(matches!(running.wait(), Err(JobError::Cancelled)));
+
+    assert_drained(&sched);
+    let tl = sched.timeline();
+    for p in 0..3 {
+        assert_eq!(
+            tl.partition_events(queued_id, p),
+            vec![],
+            "a cancelled queued partition never starts"
+        );
+    }
+    let events = tl.partition_events(running_id, 0);
+    assert_eq!(
+        events.first(),
+        Some(&EventKind::SynthesisStart),
+        "{events:?}"
+    );
+    assert_eq!(events.last(), Some(&EventKind::Discarded), "{events:?}");
+    assert!(!events.contains(&EventKind::EpilogueEnd));
+
+    let later = sched
+        .submit(demo_job(10, demo_source(10, 40, 2), 40))
+        .unwrap();
+    assert_all_valid(&expect_ok(later.wait(), "job after cancellations"), 10, 40);
+    assert_eq!(sched.metrics().jobs.cancelled, 2);
+    assert_drained(&sched);
+    sched.shutdown();
+}
+
+/// Synthesis errors and panics, public-input errors, backend errors and
+/// panics, injected among many good jobs: each faulty job fails with its
+/// error, every other job completes with valid proofs, nothing leaks, and
+/// the engine still proves afterwards.
+pub fn faults_are_isolated_under_load<S: Scheduler>() {
+    let backend = FaultyBackend::new();
+    let mut cfg = config(2, 2);
+    cfg.devices = vec![Device::new("faulty-0", backend.clone(), 2)];
+    let sched: S = start(cfg);
+
+    let faulty_source = |seed, fault| -> Arc<dyn PartitionSource> {
+        Arc::new(FaultySource::new(demo_source(10, seed, 3), 1, fault))
+    };
+    backend.inject(crate::testing::demo_inputs(10, 4000, 0), BackendFault::Error);
+    backend.inject(crate::testing::demo_inputs(10, 5000, 1), BackendFault::Panic);
+    let bad: Vec<(u64, Arc<dyn PartitionSource>)> = vec![
+        (1000, faulty_source(1000, SourceFault::SynthesisError)),
+        (2000, faulty_source(2000, SourceFault::SynthesisPanic)),
+        (3000, faulty_source(3000, SourceFault::PublicInputsError)),
+        (4000, demo_source(10, 4000, 2)),
+        (5000, demo_source(10, 5000, 2)),
+    ];
+    let mut good = Vec::new();
+    let mut faulty = Vec::new();
+    for (i, (seed, source)) in bad.into_iter().enumerate() {
+        for j in 0..2u64 {
+            let s = 10 * (i as u64) + j;
+            let h = sched.submit(demo_job(10, demo_source(10, s, 2), s)).unwrap();
+            good.push((s, h));
+        }
+        faulty.push((seed, sched.submit(demo_job(10, source, seed)).unwrap()));
+    }
+    let check = |seed: u64, err: &JobError| match (seed, err) {
+        (
+            1000,
+            JobError::Partition {
+                partition: 1,
+                source: PartitionError::Synthesis(e),
+            },
+        ) => e.message.contains(INJECTED),
+        (
+            2000,
+            JobError::Partition {
+                partition: 1,
+                source:
+                    PartitionError::Panic {
+                        stage: Stage::Synthesis,
+                        message,
+                    },
+            },
+        ) => message.contains(INJECTED),
+        (
+            3000,
+            JobError::Partition {
+                partition: 1,
+                source: PartitionError::PublicInputs(e),
+            },
+        ) => e.message.contains(INJECTED),
+        (
+            4000,
+            JobError::Partition {
+                partition: 0,
+                source: PartitionError::Prove(ProveError::Backend { message, .. }),
+            },
+        ) => message.contains(INJECTED),
+        (
+            5000,
+            JobError::Partition {
+                partition: 1,
+                source:
+                    PartitionError::Panic {
+                        stage: Stage::Prove,
+                        message,
+                    },
+            },
+        ) => message.contains(INJECTED),
+        _ => false,
+    };
+    for (seed, h) in faulty {
+        match h.wait() {
+            Ok(_) => panic!("faulty job {seed} completed"),
+            Err(e) => assert!(check(seed, &e), "faulty job {seed}: unexpected error {e:?}"),
+        }
+    }
+    for (seed, h) in good {
+        assert_all_valid(&expect_ok(h.wait(), "good job among faults"), 10, seed);
+    }
+    assert_drained(&sched);
+    assert_eq!(sched.metrics().jobs.failed, 5);
+    let after = sched
+        .submit(demo_job(10, demo_source(10, 777, 2), 777))
+        .unwrap();
+    assert_all_valid(&expect_ok(after.wait(), "job after faults"), 10, 777);
+    sched.shutdown();
+}
+
+/// An invalid proof from a backend is proved again on the fallback and
+/// returned valid, marked in the job's report; if the fallback's proof is
+/// invalid too, the job fails with `InvalidProof`.
+pub fn invalid_proofs_are_retried_on_the_fallback<S: Scheduler>() {
+    let backend = FaultyBackend::new();
+    backend.inject(crate::testing::demo_inputs(10, 60, 1), BackendFault::WrongSums);
+    backend.inject(crate::testing::demo_inputs(10, 70, 0), BackendFault::WrongSums);
+    let mut cfg = config(1, 1);
+    cfg.devices = vec![Device::new("faulty-0", backend.clone(), 1)];
+    let sched: S = start(cfg.clone());
+    let out = expect_ok(
+        sched
+            .submit(demo_job(10, demo_source(10, 60, 2), 60))
+            .unwrap()
+            .wait(),
+        "job with an invalid proof",
+    );
+    assert_all_valid(&out, 10, 60);
+    assert_eq!(out.retried_partitions(), vec![1]);
+    assert_eq!(
+        out.partitions[1].verification,
+        Verification::ValidAfterRetry {
+            invalid_from: "faulty",
+            retried_on: "cpu"
+        }
+    );
+    assert_eq!(out.partitions[1].backend, "cpu");
+    assert_eq!(out.partitions[0].verification, Verification::Valid);
+    sched.shutdown();
+
+    // The fallback is wrong too: the job fails, loudly.
+    cfg.fallback = backend;
+    let sched: S = start(cfg);
+    let err = sched
+        .submit(demo_job(10, demo_source(10, 70, 1), 70))
+        .unwrap()
+        .wait()
+        .expect_err("invalid twice");
+    assert!(
+        matches!(
+            err,
+            JobError::Partition {
+                partition: 0,
+                source: PartitionError::InvalidProof {
+                    backend: "faulty",
+                    retried_on: "faulty"
+                }
+            }
+        ),
+        "{err:?}"
+    );
+    assert_drained(&sched);
+    sched.shutdown();
+}
+
+/// With verification off, proofs come back unchecked (an invalid one too,
+/// as this check's own verification shows), marked `Skipped`.
+pub fn verification_can_be_turned_off<S: Scheduler>() {
+    let backend = FaultyBackend::new();
+    backend.inject(crate::testing::demo_inputs(10, 80, 1), BackendFault::WrongSums);
+    let mut cfg = config(1, 1);
+    cfg.devices = vec![Device::new("faulty-0", backend, 1)];
+    cfg.verify = false;
+    let sched: S = start(cfg);
+    let out = expect_ok(
+        sched
+            .submit(demo_job(10, demo_source(10, 80, 2), 80))
+            .unwrap()
+            .wait(),
+        "unverified job",
+    );
+    assert!(out
+        .partitions
+        .iter()
+        .all(|p| p.verification == Verification::Skipped));
+    assert_eq!(verify_demo_output(&out, 10, 80), vec![true, false]);
+    assert_drained(&sched);
+    sched.shutdown();
+}
+
+/// A job whose circuit does not fit its key, or that has no partitions, is
+/// refused at submission, before any work.
+pub fn bad_jobs_are_refused_at_submission<S: Scheduler>() {
+    let sched: S = start(config(1, 1));
+    let wrong_key = crate::job::Job::new(demo_source(11, 0, 2), demo_key(10));
+    match sched.submit(wrong_key) {
+        Err(SubmitError::KeyMismatch { source, .. }) => {
+            assert!(matches!(source, ProveError::KeyMismatch { .. }))
+        }
+        other => panic!("expected KeyMismatch, got {other:?}"),
+    }
+    let empty = demo_job(10, demo_source(10, 0, 0), 0);
+    assert!(matches!(
+        sched.submit(empty),
+        Err(SubmitError::NoPartitions { .. })
+    ));
+    assert_eq!(sched.metrics().jobs.submitted, 0);
+    assert!(sched.timeline().events().is_empty(), "no work started");
+    sched.shutdown();
+}
+
+/// A budget too small for one partition is refused at start (when the
+/// largest partition is declared) or at submission, with the numbers.
+pub fn small_budgets_are_refused_with_the_numbers<S: Scheduler>() {
+    let shape = demo_source(10, 0, 1).shape();
+    let need = PartitionFootprint::cpu(&shape).total();
+    let mut cfg = config(1, 1);
+    cfg.memory_budget = need - 1;
+    cfg.largest_partition = Some(shape);
+    match S::start(cfg.clone()) {
+        Err(StartError::BudgetTooSmall { budget, needed, .. }) => {
+            assert_eq!((budget, needed), (need - 1, need));
+        }
+        Err(e) => panic!("expected BudgetTooSmall, got {e}"),
+        Ok(_) => panic!("expected BudgetTooSmall, the engine started"),
+    }
+    cfg.largest_partition = None;
+    let sched: S = start(cfg);
+    match sched.submit(demo_job(10, demo_source(10, 0, 1), 0)) {
+        Err(e @ SubmitError::BudgetTooSmall { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains(&need.to_string()), "{msg}");
+            assert!(msg.contains(&(need - 1).to_string()), "{msg}");
+        }
+        other => panic!("expected BudgetTooSmall, got {other:?}"),
+    }
+    sched.shutdown();
+}
+
+/// With a budget of exactly one partition, partitions run one at a time
+/// (each one's events from `synthesis_start` to `epilogue_end` form a block
+/// no other partition's start enters), and the peak reservation is one
+/// footprint.
+pub fn the_memory_budget_is_never_exceeded<S: Scheduler>() {
+    let shape = demo_source(10, 0, 1).shape();
+    let need = PartitionFootprint::cpu(&shape).total();
+    let mut cfg = config(2, 2);
+    cfg.memory_budget = need;
+    let sched: S = start(cfg);
+    let handles: Vec<(u64, JobHandle)> = (0..3u64)
+        .map(|i| {
+            let seed = 500 + 10 * i;
+            (
+                seed,
+                sched.submit(demo_job(10, demo_source(10, seed, 2), seed)).unwrap(),
+            )
+        })
+        .collect();
+    for (seed, h) in handles {
+        assert_all_valid(&expect_ok(h.wait(), "budgeted job"), 10, seed);
+    }
+    assert_drained(&sched);
+    assert_eq!(sched.metrics().memory.peak_reserved, need);
+    let mut open: Option<(JobId, usize)> = None;
+    for e in sched.timeline().events() {
+        match e.kind {
+            EventKind::SynthesisStart => {
+                assert_eq!(open, None, "{e:?} started while {open:?} held the budget");
+                open = Some((e.job, e.partition));
+            }
+            EventKind::EpilogueEnd => {
+                assert_eq!(open, Some((e.job, e.partition)));
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    sched.shutdown();
+}
+
+/// Every partition of a completed job emits the seven TIMELINE events, in
+/// pipeline order.
+pub fn the_timeline_has_every_step_in_order<S: Scheduler>() {
+    let sched: S = start(config(2, 2));
+    let a = sched
+        .submit(demo_job(10, demo_source(10, 90, 2), 90))
+        .unwrap();
+    let b = sched
+        .submit(demo_job(11, demo_source(11, 95, 1), 95).with_priority(Priority::Latency))
+        .unwrap();
+    let ids = [(a.id(), 2), (b.id(), 1)];
+    expect_ok(a.wait(), "a");
+    expect_ok(b.wait(), "b");
+    for (id, partitions) in ids {
+        for p in 0..partitions {
+            assert_eq!(
+                sched.timeline().partition_events(id, p),
+                vec![
+                    EventKind::SynthesisStart,
+                    EventKind::SynthesisEnd,
+                    EventKind::QueuedForProver,
+                    EventKind::ProveStart,
+                    EventKind::ProveEnd,
+                    EventKind::EpilogueStart,
+                    EventKind::EpilogueEnd,
+                ],
+                "{id} partition {p}"
+            );
+        }
+    }
+    sched.shutdown();
+}
+
+/// `shutdown` finishes every job already queued.
+pub fn shutdown_finishes_queued_jobs<S: Scheduler>() {
+    let sched: S = start(config(1, 1));
+    let handles: Vec<(u64, JobHandle)> = (0..3u64)
+        .map(|i| {
+            let seed = 900 + i;
+            (
+                seed,
+                sched.submit(demo_job(10, demo_source(10, seed, 1), seed)).unwrap(),
+            )
+        })
+        .collect();
+    sched.shutdown();
+    for (seed, h) in handles {
+        assert_all_valid(&expect_ok(h.wait(), "job queued before shutdown"), 10, seed);
+    }
+}
+
+/// Invalid configurations are refused at start.
+pub fn invalid_configurations_are_refused<S: Scheduler>() {
+    let mut cfg = config(1, 1);
+    cfg.devices.clear();
+    assert!(matches!(S::start(cfg), Err(StartError::NoDevices)));
+    let mut cfg = config(1, 1);
+    cfg.devices[0].workers = 0;
+    assert!(matches!(
+        S::start(cfg),
+        Err(StartError::DeviceWithoutWorkers { .. })
+    ));
+    let mut cfg = config(1, 1);
+    cfg.max_in_flight = 0;
+    assert!(matches!(
+        S::start(cfg),
+        Err(StartError::Zero {
+            what: "max_in_flight"
+        })
+    ));
+}
+
+/// Expands to one `#[test]` per conformance check for the scheduler type
+/// `$sched` (which implements [`Scheduler`]).
+#[macro_export]
+macro_rules! scheduler_conformance_tests {
+    ($sched:ty) => {
+        $crate::scheduler_conformance_tests!(@tests $sched;
+            mixed_jobs_complete_and_verify,
+            seeded_jobs_match_prove_batch,
+            latency_jobs_overtake_bulk,
+            cancellation_drops_queued_and_discards_running,
+            faults_are_isolated_under_load,
+            invalid_proofs_are_retried_on_the_fallback,
+            verification_can_be_turned_off,
+            bad_jobs_are_refused_at_submission,
+            small_budgets_are_refused_with_the_numbers,
+            the_memory_budget_is_never_exceeded,
+            the_timeline_has_every_step_in_order,
+            shutdown_finishes_queued_jobs,
+            invalid_configurations_are_refused,
+        );
+    };
+    (@tests $sched:ty; $($check:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $check() {
+                $crate::conformance::$check::<$sched>();
+            }
+        )*
+    };
+}

@@ -1,0 +1,239 @@
+//! The front of the pipeline: submitted partitions wait here, in priority
+//! order, until the host-memory budget and the in-flight limit admit them.
+//!
+//! [`Intake::next`] hands out the most urgent partition (by [`Priority`],
+//! then job submission order, then partition index) together with a
+//! [`Reservation`] of its whole footprint, and only when that fits: the sum
+//! of live reservations never exceeds the budget and the number of admitted
+//! partitions never exceeds the in-flight limit. The head of the queue is
+//! never skipped for a smaller partition behind it, so big partitions are
+//! not starved. Partitions of finished (cancelled, failed) jobs are dropped
+//! when they reach the head.
+//!
+//! [`Priority`]: crate::Priority
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::metrics::MemoryMetrics;
+use crate::scheduler::SubmitError;
+use crate::state::JobState;
+
+/// How often a waiter re-checks for cancelled jobs at the head (cancellation
+/// does not free memory, so nothing else would wake it).
+const RECHECK: Duration = Duration::from_millis(50);
+
+/// The priority queue of partitions not yet started, plus the memory budget.
+#[derive(Debug)]
+pub struct Intake {
+    state: Mutex<IntakeState>,
+    changed: Condvar,
+    budget: u64,
+    max_in_flight: usize,
+}
+
+#[derive(Debug, Default)]
+struct IntakeState {
+    queue: BinaryHeap<Queued>,
+    reserved: u64,
+    peak_reserved: u64,
+    in_flight: usize,
+    closed: bool,
+}
+
+#[derive(Debug)]
+struct Queued {
+    /// (priority rank, job id, partition): smallest first.
+    order: (usize, u64, usize),
+    job: Arc<JobState>,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.order == other.order
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        // BinaryHeap pops the greatest: reverse so the smallest order wins.
+        other.order.cmp(&self.order)
+    }
+}
+
+/// A partition let through the intake, with its memory reserved.
+#[derive(Debug)]
+pub struct Admitted {
+    /// Its job.
+    pub job: Arc<JobState>,
+    /// Its index in the job.
+    pub partition: usize,
+    /// Its reservation: the job's whole footprint, released in steps.
+    pub reservation: Reservation,
+}
+
+impl Intake {
+    /// An empty intake admitting at most `max_in_flight` partitions and
+    /// `budget` bytes of footprints at once.
+    pub fn new(budget: u64, max_in_flight: usize) -> Arc<Intake> {
+        Arc::new(Intake {
+            state: Mutex::new(IntakeState::default()),
+            changed: Condvar::new(),
+            budget,
+            max_in_flight: max_in_flight.max(1),
+        })
+    }
+
+    /// The memory budget in bytes.
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// Queues every partition of `job` (already checked by
+    /// [`JobState::prepare`] against this budget).
+    pub fn push(&self, job: &Arc<JobState>) -> Result<(), SubmitError> {
+        let mut st = self.state.lock();
+        if st.closed {
+            return Err(SubmitError::ShutDown);
+        }
+        for partition in 0..job.partitions() {
+            st.queue.push(Queued {
+                order: (job.priority().rank(), job.id().0, partition),
+                job: Arc::clone(job),
+            });
+        }
+        drop(st);
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    /// Blocks until the most urgent queued partition fits, and hands it out
+    /// with its reservation. `None` once the intake is closed.
+    pub fn next(self: &Arc<Self>) -> Option<Admitted> {
+        let mut st = self.state.lock();
+        loop {
+            if st.closed {
+                return None;
+            }
+            while st.queue.peek().is_some_and(|q| q.job.is_finished()) {
+                st.queue.pop();
+            }
+            if let Some(head) = st.queue.peek() {
+                let need = head.job.footprint().total();
+                if st.in_flight < self.max_in_flight && st.reserved + need <= self.budget {
+                    let head = st.queue.pop().expect("peeked");
+                    st.in_flight += 1;
+                    st.reserved += need;
+                    st.peak_reserved = st.peak_reserved.max(st.reserved);
+                    return Some(Admitted {
+                        partition: head.order.2,
+                        job: head.job,
+                        reservation: Reservation {
+                            intake: Arc::clone(self),
+                            bytes: need,
+                        },
+                    });
+                }
+            }
+            self.changed.wait_for(&mut st, RECHECK);
+        }
+    }
+
+    /// Stops admitting; [`Intake::next`] returns `None` from now on. Returns
+    /// the unfinished jobs that still had partitions waiting (the caller
+    /// resolves them, e.g. with [`JobState::abandon`]).
+    pub fn close(&self) -> Vec<Arc<JobState>> {
+        let mut st = self.state.lock();
+        st.closed = true;
+        let mut jobs: Vec<Arc<JobState>> = Vec::new();
+        for q in std::mem::take(&mut st.queue).into_sorted_vec() {
+            if !q.job.is_finished() && !jobs.iter().any(|j| Arc::ptr_eq(j, &q.job)) {
+                jobs.push(q.job);
+            }
+        }
+        drop(st);
+        self.changed.notify_all();
+        jobs
+    }
+
+    /// Whether [`Intake::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+
+    /// Blocks until no live partition is queued and none is in flight (every
+    /// reservation has been dropped).
+    pub fn wait_idle(&self) {
+        let mut st = self.state.lock();
+        while st.in_flight > 0 || st.queue.iter().any(|q| !q.job.is_finished()) {
+            self.changed.wait_for(&mut st, RECHECK);
+        }
+    }
+
+    /// Live partitions waiting to be admitted.
+    pub fn queued(&self) -> usize {
+        let st = self.state.lock();
+        st.queue.iter().filter(|q| !q.job.is_finished()).count()
+    }
+
+    /// The memory account: budget, reserved now, peak, partitions in flight.
+    pub fn memory(&self) -> MemoryMetrics {
+        let st = self.state.lock();
+        MemoryMetrics {
+            budget: self.budget,
+            reserved: st.reserved,
+            peak_reserved: st.peak_reserved,
+            partitions_in_flight: st.in_flight,
+            partitions_queued: st.queue.iter().filter(|q| !q.job.is_finished()).count(),
+        }
+    }
+
+    fn give_back(&self, bytes: u64, partition_done: bool) {
+        let mut st = self.state.lock();
+        st.reserved -= bytes;
+        if partition_done {
+            st.in_flight -= 1;
+        }
+        drop(st);
+        self.changed.notify_all();
+    }
+}
+
+/// Host memory held by one admitted partition. Dropping it returns what is
+/// left and ends the partition's in-flight slot.
+#[derive(Debug)]
+pub struct Reservation {
+    intake: Arc<Intake>,
+    bytes: u64,
+}
+
+impl Reservation {
+    /// Bytes still held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Gives back up to `bytes` (what was freed); the rest stays held.
+    pub fn release(&mut self, bytes: u64) {
+        let bytes = bytes.min(self.bytes);
+        if bytes > 0 {
+            self.bytes -= bytes;
+            self.intake.give_back(bytes, false);
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.intake.give_back(self.bytes, true);
+    }
+}

@@ -1,0 +1,434 @@
+//! What a user submits and what comes back: [`Job`], its [`PartitionSource`],
+//! [`Priority`] and [`Randomness`]; [`JobOutput`] and the errors.
+//!
+//! A job is one proof request of one circuit: `num_partitions()` independent
+//! circuits (Filecoin's PoRep C2 has 10) proved against one key, giving one
+//! 192-byte proof each, returned in partition order.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use blstrs::Scalar as Fr;
+use cuzk_groth16::prover::{ProveError, StageTimings};
+use cuzk_groth16::verifier::{PreparedVerifyingKey, VerifyError};
+use cuzk_groth16::{Proof, ProvingKey};
+use cuzk_synth::{CircuitShape, DemoCircuit, Synthesized};
+
+/// A job's number, unique within one engine, in submission order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId(pub u64);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "job-{}", self.0)
+    }
+}
+
+/// How urgent a job is. At every free slot (synthesis worker, prover) a
+/// `Latency` partition is taken before any `Bulk` one; within a class, jobs
+/// go in submission order and a job's partitions in index order.
+///
+/// Filecoin's Window/Winning PoSt are `Latency` (a missed deadline is a
+/// fault); PoRep C2 is `Bulk`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Priority {
+    /// Overtakes every `Bulk` partition not yet started.
+    Latency,
+    /// Throughput work.
+    #[default]
+    Bulk,
+}
+
+impl Priority {
+    /// Every class, most urgent first; `ALL[p.rank()] == p`.
+    pub const ALL: [Priority; 2] = [Priority::Latency, Priority::Bulk];
+
+    /// 0 for the most urgent class; the index of per-class queues.
+    pub const fn rank(self) -> usize {
+        match self {
+            Priority::Latency => 0,
+            Priority::Bulk => 1,
+        }
+    }
+
+    /// "latency" or "bulk", for logs and timelines.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Priority::Latency => "latency",
+            Priority::Bulk => "bulk",
+        }
+    }
+}
+
+/// Why a [`PartitionSource`] could not produce a partition.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SourceError {
+    /// What went wrong, for the job's error and the logs.
+    pub message: String,
+}
+
+impl SourceError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        SourceError {
+            message: message.into(),
+        }
+    }
+}
+
+impl From<bellperson::SynthesisError> for SourceError {
+    fn from(e: bellperson::SynthesisError) -> Self {
+        SourceError::new(e.to_string())
+    }
+}
+
+/// Something that can synthesize the partitions of one job: demo circuits
+/// now, Filecoin PoRep (a C1 output plus its partition circuits) later.
+///
+/// Every partition of a job has the same [`CircuitShape`] (one key proves
+/// them all); it must be known without synthesizing (a PoRep source knows it
+/// from the sector size; a demo source computes it), because the key check
+/// and the memory reservation happen before any synthesis.
+///
+/// Implementations are called from any thread, several partitions at once.
+pub trait PartitionSource: Send + Sync {
+    /// A short description for logs ("demo 2^14 sha 0.95 seed 7").
+    fn describe(&self) -> String;
+
+    /// Number of partitions (at least 1).
+    fn num_partitions(&self) -> usize;
+
+    /// The shape every partition synthesizes to.
+    fn shape(&self) -> CircuitShape;
+
+    /// Synthesizes partition `index` (`0..num_partitions()`). Sizing the
+    /// vectors up front (`cuzk_synth::synthesize_with_capacity`) keeps the
+    /// memory estimate exact: a vector grown by doubling may hold up to twice
+    /// what it stores.
+    fn synthesize(&self, index: usize) -> Result<Synthesized, SourceError>;
+
+    /// The public inputs a verifier checks partition `index` against (ONE
+    /// excluded), computed independently of synthesis where possible, so the
+    /// epilogue's check also catches a witness with wrong inputs. `None`: use
+    /// the inputs the witness recorded.
+    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
+        let _ = index;
+        Ok(None)
+    }
+}
+
+/// Demo circuits ([`DemoCircuit`]): partition `i` is `DemoCircuit::new(log_size,
+/// sha_share, first_seed + i)`, so all partitions share one key.
+#[derive(Debug, Clone)]
+pub struct DemoSource {
+    log_size: u32,
+    sha_share: f64,
+    first_seed: u64,
+    partitions: usize,
+    shape: CircuitShape,
+}
+
+impl DemoSource {
+    /// `partitions` demo circuits of `2^log_size` constraints.
+    ///
+    /// # Panics
+    ///
+    /// As [`DemoCircuit::new`] (size or share out of range).
+    pub fn new(log_size: u32, sha_share: f64, first_seed: u64, partitions: usize) -> Self {
+        DemoSource {
+            log_size,
+            sha_share,
+            first_seed,
+            partitions,
+            shape: DemoCircuit::shape_for(log_size, sha_share),
+        }
+    }
+
+    /// The circuit of partition `index`.
+    pub fn circuit(&self, index: usize) -> DemoCircuit {
+        DemoCircuit::new(self.log_size, self.sha_share, self.first_seed + index as u64)
+    }
+}
+
+impl PartitionSource for DemoSource {
+    fn describe(&self) -> String {
+        format!(
+            "demo 2^{} sha {} seeds {}..{}",
+            self.log_size,
+            self.sha_share,
+            self.first_seed,
+            self.first_seed + self.partitions as u64
+        )
+    }
+
+    fn num_partitions(&self) -> usize {
+        self.partitions
+    }
+
+    fn shape(&self) -> CircuitShape {
+        self.shape.clone()
+    }
+
+    fn synthesize(&self, index: usize) -> Result<Synthesized, SourceError> {
+        Ok(cuzk_synth::synthesize_with_capacity(
+            self.circuit(index),
+            &self.shape,
+        )?)
+    }
+
+    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
+        Ok(Some(self.circuit(index).public_inputs()))
+    }
+}
+
+/// Where a job's `r` and `s` come from.
+///
+/// For a job of k partitions, k values of `r` are drawn, then k values of
+/// `s` (`Fr::random`), at submission: bellperson's order for a batch, so a
+/// `Seeded` job's proofs are byte-identical to
+/// `cuzk_groth16::prove_batch` (and so to bellperson's) with
+/// `ChaCha20Rng::seed_from_u64(seed)`, whatever order the partitions run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Randomness {
+    /// From the operating system: the production setting.
+    #[default]
+    Fresh,
+    /// From `ChaCha20Rng::seed_from_u64(seed)`: reproducible proofs, for tests.
+    Seeded(u64),
+}
+
+/// A proof request: a source of partitions, the key that proves them, and
+/// how to treat them.
+#[derive(Clone)]
+pub struct Job {
+    /// The partitions.
+    pub source: Arc<dyn PartitionSource>,
+    /// The proving key; checked against `source.shape()` at submission.
+    pub key: Arc<ProvingKey>,
+    /// The key's prepared verifying key, for the epilogue's check. Prepare it
+    /// once per key and share it; when `None` (and verification is on) it is
+    /// prepared at submission.
+    pub verifying_key: Option<Arc<PreparedVerifyingKey>>,
+    /// Latency-critical or bulk.
+    pub priority: Priority,
+    /// Where `r` and `s` come from.
+    pub randomness: Randomness,
+    /// A name for logs, timelines and results (defaults to the source's
+    /// description).
+    pub label: String,
+}
+
+impl Job {
+    /// A bulk job with fresh randomness.
+    pub fn new(source: Arc<dyn PartitionSource>, key: Arc<ProvingKey>) -> Self {
+        Job {
+            label: source.describe(),
+            source,
+            key,
+            verifying_key: None,
+            priority: Priority::Bulk,
+            randomness: Randomness::Fresh,
+        }
+    }
+
+    /// Sets the priority.
+    pub fn with_priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Draws `r` and `s` from a seeded ChaCha20 (see [`Randomness`]).
+    pub fn seeded(mut self, seed: u64) -> Self {
+        self.randomness = Randomness::Seeded(seed);
+        self
+    }
+
+    /// Sets the label.
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = label.into();
+        self
+    }
+
+    /// Supplies the prepared verifying key (saves one pairing per job).
+    pub fn with_verifying_key(mut self, pvk: Arc<PreparedVerifyingKey>) -> Self {
+        self.verifying_key = Some(pvk);
+        self
+    }
+}
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Job")
+            .field("label", &self.label)
+            .field("partitions", &self.source.num_partitions())
+            .field("priority", &self.priority)
+            .field("randomness", &self.randomness)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a partition's proof was checked by the epilogue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verification {
+    /// Verification is turned off: the proof was returned unchecked.
+    Skipped,
+    /// The proof verified.
+    Valid,
+    /// The first proof (from `invalid_from`) did NOT verify; the partition was
+    /// proved again on `retried_on` and that proof verified. Logged at error
+    /// level: a backend made a wrong proof.
+    ValidAfterRetry {
+        /// The backend whose proof was invalid.
+        invalid_from: &'static str,
+        /// The backend that proved it again.
+        retried_on: &'static str,
+    },
+}
+
+/// Where one partition went and how long it took.
+#[derive(Debug, Clone)]
+pub struct PartitionReport {
+    /// The backend that made the returned proof.
+    pub backend: &'static str,
+    /// The index of the device (in the engine's configuration) it ran on.
+    pub device: usize,
+    /// How the proof was checked.
+    pub verification: Verification,
+    /// The backend's own stage timings (h_poly, msm_h, ...).
+    pub timings: StageTimings,
+    /// Synthesis wall time.
+    pub synthesis: Duration,
+}
+
+/// A finished job: one proof per partition, in partition order.
+#[derive(Debug, Clone)]
+pub struct JobOutput {
+    /// The job.
+    pub id: JobId,
+    /// Its label.
+    pub label: String,
+    /// One proof per partition, in partition order.
+    pub proofs: Vec<Proof>,
+    /// One report per partition, in partition order.
+    pub partitions: Vec<PartitionReport>,
+    /// From submission to the last partition's epilogue.
+    pub latency: Duration,
+}
+
+impl JobOutput {
+    /// The partitions whose first proof was invalid (and was proved again).
+    pub fn retried_partitions(&self) -> Vec<usize> {
+        self.partitions
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| matches!(r.verification, Verification::ValidAfterRetry { .. }))
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// The stages of the pipeline, for errors, metrics and timelines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Circuit synthesis (CPU).
+    Synthesis,
+    /// The MSM sums on a backend (GPU, or CPU).
+    Prove,
+    /// Randomization, serialization and verification (CPU).
+    Epilogue,
+}
+
+impl Stage {
+    /// Every stage, in pipeline order.
+    pub const ALL: [Stage; 3] = [Stage::Synthesis, Stage::Prove, Stage::Epilogue];
+
+    /// 0, 1, 2 in pipeline order; `ALL[s.index()] == s`.
+    pub const fn index(self) -> usize {
+        match self {
+            Stage::Synthesis => 0,
+            Stage::Prove => 1,
+            Stage::Epilogue => 2,
+        }
+    }
+
+    /// "synthesis", "prove" or "epilogue".
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Stage::Synthesis => "synthesis",
+            Stage::Prove => "prove",
+            Stage::Epilogue => "epilogue",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why one partition failed (and with it, its job).
+#[derive(Debug, thiserror::Error)]
+pub enum PartitionError {
+    /// The source could not synthesize it.
+    #[error("synthesis failed: {0}")]
+    Synthesis(SourceError),
+    /// The source could not compute its public inputs.
+    #[error("public inputs: {0}")]
+    PublicInputs(SourceError),
+    /// A stage panicked; the panic was caught and the engine carries on.
+    #[error("panic in the {stage} stage: {message}")]
+    Panic {
+        /// Where.
+        stage: Stage,
+        /// The panic's message.
+        message: String,
+    },
+    /// The backend (or the key check, or the epilogue) refused.
+    #[error(transparent)]
+    Prove(#[from] ProveError),
+    /// A device refused to admit the partition (it can never fit).
+    #[error("device {device} cannot admit the partition: {message}")]
+    Admission {
+        /// The device's name.
+        device: String,
+        /// Why.
+        message: String,
+    },
+    /// Verification could not run (for example a wrong public-input count).
+    #[error("verification could not run: {0}")]
+    Verify(#[from] VerifyError),
+    /// The proof did not verify, and neither did the retry.
+    #[error("invalid proof from the {backend} backend, and again after retrying on {retried_on}")]
+    InvalidProof {
+        /// The backend of the first proof.
+        backend: &'static str,
+        /// The backend of the retry.
+        retried_on: &'static str,
+    },
+}
+
+/// Why a job produced no proofs.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// The job was cancelled.
+    #[error("job cancelled")]
+    Cancelled,
+    /// One of its partitions failed (the first failure is reported).
+    #[error("partition {partition} failed: {source}")]
+    Partition {
+        /// The partition.
+        partition: usize,
+        /// Why.
+        #[source]
+        source: PartitionError,
+    },
+    /// The engine shut down before the job started.
+    #[error("the engine shut down before the job finished")]
+    Shutdown,
+}
+
+/// The outcome of a job.
+pub type JobResult = Result<JobOutput, JobError>;

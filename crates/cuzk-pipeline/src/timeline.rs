@@ -1,0 +1,308 @@
+//! The TIMELINE: one event per step of every partition, through `tracing`
+//! (target [`TIMELINE_TARGET`]) and, when asked, kept in memory.
+//!
+//! Every event carries the job, the partition, the event kind, the worker
+//! that emitted it and `t_us`, microseconds since the engine's timeline
+//! started. A partition that completes emits, in this order:
+//! `synthesis_start`, `synthesis_end`, `queued_for_prover`, `prove_start`,
+//! `prove_end`, `epilogue_start`, `epilogue_end`. One that is dropped emits
+//! `discarded` (its job was cancelled or failed) or `failed` (its own error).
+//!
+//! To write the timeline to a file as JSON lines, add
+//! [`JsonLinesLayer`] to a `tracing_subscriber` registry, or call
+//! [`install_json_lines`]; to analyse it in-process, start the engine with a
+//! [`Timeline::recording`] timeline and read [`Timeline::events`].
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, LineWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+
+use crate::job::{JobId, Stage};
+
+/// The `tracing` target of timeline events.
+pub const TIMELINE_TARGET: &str = "cuzk::timeline";
+
+/// What happened to a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    /// A synthesis worker started it (its memory is reserved).
+    SynthesisStart,
+    /// Its witness is ready.
+    SynthesisEnd,
+    /// It waits for a prover.
+    QueuedForProver,
+    /// A prover worker started its MSMs (after device admission).
+    ProveStart,
+    /// Its MSM sums are ready.
+    ProveEnd,
+    /// The epilogue started on it.
+    EpilogueStart,
+    /// Its proof is made (and verified, when verification is on).
+    EpilogueEnd,
+    /// Dropped: its job was cancelled or failed meanwhile.
+    Discarded,
+    /// It failed (the job fails with its error).
+    Failed,
+}
+
+impl EventKind {
+    /// The snake_case name used in `tracing` fields and JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventKind::SynthesisStart => "synthesis_start",
+            EventKind::SynthesisEnd => "synthesis_end",
+            EventKind::QueuedForProver => "queued_for_prover",
+            EventKind::ProveStart => "prove_start",
+            EventKind::ProveEnd => "prove_end",
+            EventKind::EpilogueStart => "epilogue_start",
+            EventKind::EpilogueEnd => "epilogue_end",
+            EventKind::Discarded => "discarded",
+            EventKind::Failed => "failed",
+        }
+    }
+
+    /// The (start, end) events of a stage's busy interval.
+    pub const fn interval(stage: Stage) -> (EventKind, EventKind) {
+        match stage {
+            Stage::Synthesis => (EventKind::SynthesisStart, EventKind::SynthesisEnd),
+            Stage::Prove => (EventKind::ProveStart, EventKind::ProveEnd),
+            Stage::Epilogue => (EventKind::EpilogueStart, EventKind::EpilogueEnd),
+        }
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineEvent {
+    /// Since the timeline started.
+    pub at: Duration,
+    /// The job.
+    pub job: JobId,
+    /// The partition within the job.
+    pub partition: usize,
+    /// What happened.
+    pub kind: EventKind,
+    /// The worker that emitted it ("synth-0", "cpu-0/w1", ...).
+    pub worker: String,
+}
+
+/// An engine's timeline: emits every event through `tracing` and, if
+/// recording, keeps it.
+#[derive(Debug)]
+pub struct Timeline {
+    epoch: Instant,
+    recorded: Option<Mutex<Vec<TimelineEvent>>>,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Timeline::new()
+    }
+}
+
+impl Timeline {
+    /// A timeline that only emits through `tracing`.
+    pub fn new() -> Self {
+        Timeline {
+            epoch: Instant::now(),
+            recorded: None,
+        }
+    }
+
+    /// A timeline that also keeps every event in memory (a few dozen bytes
+    /// per event: fine for benches and tests, not for a daemon that runs for
+    /// months).
+    pub fn recording() -> Self {
+        Timeline {
+            epoch: Instant::now(),
+            recorded: Some(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// When `t_us = 0` is.
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
+    /// Emits one event.
+    pub fn emit(&self, job: JobId, partition: usize, kind: EventKind, worker: &str) {
+        let at = self.epoch.elapsed();
+        tracing::info!(
+            target: TIMELINE_TARGET,
+            t_us = u64::try_from(at.as_micros()).unwrap_or(u64::MAX),
+            job = job.0,
+            partition = partition as u64,
+            event = kind.as_str(),
+            worker,
+        );
+        if let Some(events) = &self.recorded {
+            events.lock().push(TimelineEvent {
+                at,
+                job,
+                partition,
+                kind,
+                worker: worker.to_string(),
+            });
+        }
+    }
+
+    /// The recorded events in emission order (empty unless recording).
+    pub fn events(&self) -> Vec<TimelineEvent> {
+        self.recorded
+            .as_ref()
+            .map(|e| e.lock().clone())
+            .unwrap_or_default()
+    }
+
+    /// The event kinds of one partition, in order.
+    pub fn partition_events(&self, job: JobId, partition: usize) -> Vec<EventKind> {
+        self.events()
+            .into_iter()
+            .filter(|e| e.job == job && e.partition == partition)
+            .map(|e| e.kind)
+            .collect()
+    }
+
+    /// The first time `kind` happened to (job, partition), if recorded.
+    pub fn first(&self, job: JobId, partition: usize, kind: EventKind) -> Option<Duration> {
+        self.events()
+            .into_iter()
+            .find(|e| e.job == job && e.partition == partition && e.kind == kind)
+            .map(|e| e.at)
+    }
+
+    /// Summed busy time of `stage` over the recorded events: every
+    /// (start, end) pair of the same partition.
+    pub fn stage_busy(&self, stage: Stage) -> Duration {
+        let (start, end) = EventKind::interval(stage);
+        let events = self.events();
+        let mut open: Vec<(JobId, usize, Duration)> = Vec::new();
+        let mut busy = Duration::ZERO;
+        for e in &events {
+            if e.kind == start {
+                open.push((e.job, e.partition, e.at));
+            } else if e.kind == end {
+                if let Some(i) = open
+                    .iter()
+                    .position(|(j, p, _)| *j == e.job && *p == e.partition)
+                {
+                    busy += e.at.saturating_sub(open.swap_remove(i).2);
+                }
+            }
+        }
+        busy
+    }
+}
+
+/// A `tracing_subscriber` layer that writes every timeline event (target
+/// [`TIMELINE_TARGET`]) as one JSON object per line: the event's fields plus
+/// `unix_us`, the wall-clock time. Other events are ignored.
+#[derive(Debug)]
+pub struct JsonLinesLayer<W: Write + Send + 'static> {
+    out: Mutex<W>,
+}
+
+impl<W: Write + Send + 'static> JsonLinesLayer<W> {
+    /// Writes to `out`.
+    pub fn new(out: W) -> Self {
+        JsonLinesLayer {
+            out: Mutex::new(out),
+        }
+    }
+}
+
+/// A [`JsonLinesLayer`] writing to a new file at `path` (flushed per line).
+pub fn json_lines_layer(path: &Path) -> io::Result<JsonLinesLayer<LineWriter<File>>> {
+    Ok(JsonLinesLayer::new(LineWriter::new(File::create(path)?)))
+}
+
+/// Why [`install_json_lines`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// The file could not be created.
+    #[error("cannot create timeline file {path}: {source}")]
+    Create {
+        /// The path.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// A global `tracing` subscriber is already set.
+    #[error("a global tracing subscriber is already installed: {0}")]
+    AlreadySet(String),
+}
+
+/// Installs a global subscriber whose only layer writes the timeline to
+/// `path` as JSON lines. For more (e.g. logs to stderr as well), build a
+/// registry with [`json_lines_layer`] and your other layers instead.
+pub fn install_json_lines(path: &Path) -> Result<(), InstallError> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let layer = json_lines_layer(path).map_err(|source| InstallError::Create {
+        path: path.to_owned(),
+        source,
+    })?;
+    tracing_subscriber::registry()
+        .with(layer)
+        .try_init()
+        .map_err(|e| InstallError::AlreadySet(e.to_string()))
+}
+
+impl<S, W> Layer<S> for JsonLinesLayer<W>
+where
+    S: Subscriber,
+    W: Write + Send + 'static,
+{
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        if event.metadata().target() != TIMELINE_TARGET {
+            return;
+        }
+        let mut fields = JsonFields(serde_json::Map::new());
+        let unix_us = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        fields.0.insert("unix_us".into(), unix_us.into());
+        event.record(&mut fields);
+        let line = serde_json::Value::Object(fields.0).to_string();
+        // A full disk must not take the engine down: the timeline is a report.
+        let _ = writeln!(self.out.lock(), "{line}");
+    }
+}
+
+struct JsonFields(serde_json::Map<String, serde_json::Value>);
+
+impl Visit for JsonFields {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().into(), value.into());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0
+            .insert(field.name().into(), format!("{value:?}").into());
+    }
+}

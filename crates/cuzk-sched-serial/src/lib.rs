@@ -1,0 +1,118 @@
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use cuzk_pipeline::{
+    EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters, MetricsSnapshot, Scheduler,
+    StageContext, StartError, SubmitError, Timeline,
+};
+
+/// Every partition, one after the other, on one thread: synthesis, prove,
+/// epilogue, then the next most urgent partition.
+///
+/// Of [`EngineConfig`] it uses the devices (partitions go to them in turn,
+/// whatever their worker counts), the memory budget (checked at
+/// submission; one partition at a time never exceeds it), verification, the
+/// fallback and the timeline; worker counts, queue bounds and the in-flight
+/// limit have no meaning here.
+#[derive(Debug)]
+pub struct SerialScheduler {
+    intake: Arc<Intake>,
+    ctx: StageContext,
+    meters: Arc<Meters>,
+    next_id: AtomicU64,
+    verify: bool,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Scheduler for SerialScheduler {
+    fn start(config: EngineConfig) -> Result<Self, StartError> {
+        config.validate()?;
+        let intake = Intake::new(config.memory_budget, 1);
+        let meters = Arc::new(Meters::new([1, 1, 1]));
+        let ctx = StageContext::new(&config, Arc::clone(&meters));
+        let thread = {
+            let intake = Arc::clone(&intake);
+            let ctx = ctx.clone();
+            let devices = config.devices.clone();
+            std::thread::Builder::new()
+                .name("cuzk-serial".into())
+                .spawn(move || {
+                    let mut turn = 0usize;
+                    while let Some(admitted) = intake.next() {
+                        let Some(witness) = admitted.synthesize(&ctx, "serial") else {
+                            continue;
+                        };
+                        witness.mark_queued(&ctx, "serial");
+                        let index = turn % devices.len();
+                        turn += 1;
+                        let Some(proved) = witness.prove(&devices[index], index, &ctx, "serial")
+                        else {
+                            continue;
+                        };
+                        proved.finish(&ctx, "serial");
+                    }
+                })
+                .expect("spawning the scheduler thread")
+        };
+        Ok(SerialScheduler {
+            intake,
+            ctx,
+            meters,
+            next_id: AtomicU64::new(0),
+            verify: config.verify,
+            thread: Some(thread),
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "serial"
+    }
+
+    fn submit(&self, job: Job) -> Result<JobHandle, SubmitError> {
+        let id = JobId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let state = JobState::prepare(
+            id,
+            job,
+            self.verify,
+            self.intake.budget(),
+            Arc::clone(&self.meters.jobs),
+        )?;
+        self.intake.push(&state)?;
+        Ok(state.handle())
+    }
+
+    fn metrics(&self) -> MetricsSnapshot {
+        self.meters
+            .snapshot([self.intake.queued(), 0, 0], self.intake.memory())
+    }
+
+    fn timeline(&self) -> &Arc<Timeline> {
+        &self.ctx.timeline
+    }
+
+    fn wait_idle(&self) {
+        self.intake.wait_idle();
+    }
+
+    fn shutdown(self) {
+        self.intake.wait_idle();
+        // Drop closes the intake and joins the thread.
+    }
+}
+
+impl Drop for SerialScheduler {
+    /// Abandons jobs not yet started (they resolve as `Shutdown`), lets the
+    /// running partition finish, and joins the thread.
+    fn drop(&mut self) {
+        for job in self.intake.close() {
+            job.abandon();
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

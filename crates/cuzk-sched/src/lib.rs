@@ -1,0 +1,2 @@
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
