@@ -22,6 +22,34 @@ fn porep_like(n: usize, seed: u64) -> Vec<Fr> {
         .collect()
 }
 
+/// Times `ours` and `base` (after checking they agree) and appends a row.
+fn measure<T: PartialEq + std::fmt::Debug>(
+    args: &BenchArgs,
+    rows: &mut Vec<Row>,
+    case: String,
+    k: u32,
+    ours: impl Fn() -> T,
+    base: impl Fn() -> T,
+) {
+    if !args.wants(&case) {
+        return;
+    }
+    assert_eq!(ours(), base(), "{case} 2^{k}: results differ");
+    let ours = median_time(args.repeats, !args.smoke, || {
+        std::hint::black_box(ours());
+    });
+    let base = median_time(args.repeats, !args.smoke, || {
+        std::hint::black_box(base());
+    });
+    rows.push(Row {
+        case,
+        size_log2: k,
+        ours_ms: ms(ours),
+        baseline: "blstrs multi_exp".into(),
+        baseline_ms: ms(base),
+    });
+}
+
 fn main() {
     let args = BenchArgs::from_env();
     let sizes: Vec<u32> = if args.smoke {
@@ -34,62 +62,36 @@ fn main() {
         let n = 1usize << k;
         let p1 = random_g1(n, 1);
         let proj1: Vec<G1Projective> = p1.iter().map(G1Projective::from).collect();
-        for (mix, scalars) in [
+        for (mix, s) in [
             ("random", random_scalars(n, 2)),
             ("porep-like", porep_like(n, 3)),
         ] {
             let case = format!("g1 {mix}");
-            if !args.wants(&case) {
-                continue;
-            }
-            assert_eq!(
-                msm_g1(&p1, &scalars),
-                G1Projective::multi_exp(&proj1, &scalars)
-            );
-            let ours = median_time(args.repeats, !args.smoke, || {
-                std::hint::black_box(msm_g1(&p1, &scalars));
-            });
-            let base = median_time(args.repeats, !args.smoke, || {
-                std::hint::black_box(G1Projective::multi_exp(&proj1, &scalars));
-            });
-            rows.push(Row {
+            measure(
+                &args,
+                &mut rows,
                 case,
-                size_log2: k,
-                ours_ms: ms(ours),
-                baseline: "blstrs multi_exp".into(),
-                baseline_ms: ms(base),
-            });
+                k,
+                || msm_g1(&p1, &s),
+                || G1Projective::multi_exp(&proj1, &s),
+            );
         }
         drop((p1, proj1));
-        if k <= 20 {
-            let p2 = random_g2(n, 4);
-            let proj2: Vec<G2Projective> = p2.iter().map(G2Projective::from).collect();
-            for (mix, scalars) in [
-                ("random", random_scalars(n, 5)),
-                ("porep-like", porep_like(n, 6)),
-            ] {
-                let case = format!("g2 {mix}");
-                if !args.wants(&case) {
-                    continue;
-                }
-                assert_eq!(
-                    msm_g2(&p2, &scalars),
-                    G2Projective::multi_exp(&proj2, &scalars)
-                );
-                let ours = median_time(args.repeats, !args.smoke, || {
-                    std::hint::black_box(msm_g2(&p2, &scalars));
-                });
-                let base = median_time(args.repeats, !args.smoke, || {
-                    std::hint::black_box(G2Projective::multi_exp(&proj2, &scalars));
-                });
-                rows.push(Row {
-                    case,
-                    size_log2: k,
-                    ours_ms: ms(ours),
-                    baseline: "blstrs multi_exp".into(),
-                    baseline_ms: ms(base),
-                });
-            }
+        let p2 = random_g2(n, 4);
+        let proj2: Vec<G2Projective> = p2.iter().map(G2Projective::from).collect();
+        for (mix, s) in [
+            ("random", random_scalars(n, 5)),
+            ("porep-like", porep_like(n, 6)),
+        ] {
+            let case = format!("g2 {mix}");
+            measure(
+                &args,
+                &mut rows,
+                case,
+                k,
+                || msm_g2(&p2, &s),
+                || G2Projective::multi_exp(&proj2, &s),
+            );
         }
     }
     report("cpu_msm", &rows);

@@ -96,6 +96,10 @@ fn msm_generic<C: BlstCurve>(bases: &[C::Affine], scalars: &[Fr]) -> C::Projecti
                     .par_chunks_mut(nbytes)
                     .zip(ks.par_iter())
                     .for_each(|(dst, &k)| dst.copy_from_slice(&reprs[k].0[..nbytes]));
+                if ks.len() == bases.len() {
+                    // Every scalar is in this group (e.g. random scalars): no gather.
+                    return C::pippenger(bases, &bytes, bits);
+                }
                 let points: Vec<C::Affine> = ks
                     .par_iter()
                     .map(|&k| bases[classes.others[k] as usize])
