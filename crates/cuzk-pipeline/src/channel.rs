@@ -13,7 +13,10 @@ use crate::job::Priority;
 /// Creates a channel with `capacity` slots per priority class.
 pub fn priority_channel<T>(capacity: usize) -> (PrioritySender<T>, PriorityReceiver<T>) {
     let (senders, receivers) = Priority::ALL.iter().map(|_| bounded(capacity)).unzip();
-    (PrioritySender { lanes: senders }, PriorityReceiver { lanes: receivers })
+    (
+        PrioritySender { lanes: senders },
+        PriorityReceiver { lanes: receivers },
+    )
 }
 
 /// The sending side; clone it per producer.

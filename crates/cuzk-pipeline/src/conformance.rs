@@ -123,7 +123,10 @@ pub fn seeded_jobs_match_prove_batch<S: Scheduler>() {
     let sched: S = start(config(2, 2));
     let source = demo_source(10, 7, 3);
     let out = expect_ok(
-        sched.submit(demo_job(10, source.clone(), 42)).unwrap().wait(),
+        sched
+            .submit(demo_job(10, source.clone(), 42))
+            .unwrap()
+            .wait(),
         "seeded job",
     );
     let witnesses: Vec<_> = (0..3)
@@ -270,8 +273,14 @@ pub fn faults_are_isolated_under_load<S: Scheduler>() {
     let faulty_source = |seed, fault| -> Arc<dyn PartitionSource> {
         Arc::new(FaultySource::new(demo_source(10, seed, 3), 1, fault))
     };
-    backend.inject(crate::testing::demo_inputs(10, 4000, 0), BackendFault::Error);
-    backend.inject(crate::testing::demo_inputs(10, 5000, 1), BackendFault::Panic);
+    backend.inject(
+        crate::testing::demo_inputs(10, 4000, 0),
+        BackendFault::Error,
+    );
+    backend.inject(
+        crate::testing::demo_inputs(10, 5000, 1),
+        BackendFault::Panic,
+    );
     let bad: Vec<(u64, Arc<dyn PartitionSource>)> = vec![
         (1000, faulty_source(1000, SourceFault::SynthesisError)),
         (2000, faulty_source(2000, SourceFault::SynthesisPanic)),
@@ -284,7 +293,9 @@ pub fn faults_are_isolated_under_load<S: Scheduler>() {
     for (i, (seed, source)) in bad.into_iter().enumerate() {
         for j in 0..2u64 {
             let s = 10 * (i as u64) + j;
-            let h = sched.submit(demo_job(10, demo_source(10, s, 2), s)).unwrap();
+            let h = sched
+                .submit(demo_job(10, demo_source(10, s, 2), s))
+                .unwrap();
             good.push((s, h));
         }
         faulty.push((seed, sched.submit(demo_job(10, source, seed)).unwrap()));
@@ -358,8 +369,14 @@ pub fn faults_are_isolated_under_load<S: Scheduler>() {
 /// invalid too, the job fails with `InvalidProof`.
 pub fn invalid_proofs_are_retried_on_the_fallback<S: Scheduler>() {
     let backend = FaultyBackend::new();
-    backend.inject(crate::testing::demo_inputs(10, 60, 1), BackendFault::WrongSums);
-    backend.inject(crate::testing::demo_inputs(10, 70, 0), BackendFault::WrongSums);
+    backend.inject(
+        crate::testing::demo_inputs(10, 60, 1),
+        BackendFault::WrongSums,
+    );
+    backend.inject(
+        crate::testing::demo_inputs(10, 70, 0),
+        BackendFault::WrongSums,
+    );
     let mut cfg = config(1, 1);
     cfg.devices = vec![Device::new("faulty-0", backend.clone(), 1)];
     let sched: S = start(cfg.clone());
@@ -412,7 +429,10 @@ pub fn invalid_proofs_are_retried_on_the_fallback<S: Scheduler>() {
 /// as this check's own verification shows), marked `Skipped`.
 pub fn verification_can_be_turned_off<S: Scheduler>() {
     let backend = FaultyBackend::new();
-    backend.inject(crate::testing::demo_inputs(10, 80, 1), BackendFault::WrongSums);
+    backend.inject(
+        crate::testing::demo_inputs(10, 80, 1),
+        BackendFault::WrongSums,
+    );
     let mut cfg = config(1, 1);
     cfg.devices = vec![Device::new("faulty-0", backend, 1)];
     cfg.verify = false;
@@ -497,7 +517,9 @@ pub fn the_memory_budget_is_never_exceeded<S: Scheduler>() {
             let seed = 500 + 10 * i;
             (
                 seed,
-                sched.submit(demo_job(10, demo_source(10, seed, 2), seed)).unwrap(),
+                sched
+                    .submit(demo_job(10, demo_source(10, seed, 2), seed))
+                    .unwrap(),
             )
         })
         .collect();
@@ -564,7 +586,9 @@ pub fn shutdown_finishes_queued_jobs<S: Scheduler>() {
             let seed = 900 + i;
             (
                 seed,
-                sched.submit(demo_job(10, demo_source(10, seed, 1), seed)).unwrap(),
+                sched
+                    .submit(demo_job(10, demo_source(10, seed, 1), seed))
+                    .unwrap(),
             )
         })
         .collect();

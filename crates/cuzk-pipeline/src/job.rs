@@ -148,7 +148,11 @@ impl DemoSource {
 
     /// The circuit of partition `index`.
     pub fn circuit(&self, index: usize) -> DemoCircuit {
-        DemoCircuit::new(self.log_size, self.sha_share, self.first_seed + index as u64)
+        DemoCircuit::new(
+            self.log_size,
+            self.sha_share,
+            self.first_seed + index as u64,
+        )
     }
 }
 

@@ -43,9 +43,7 @@ impl PartitionFootprint {
         let inputs = shape.num_inputs as u64;
         let aux = shape.num_aux as u64;
         let words = |bits: u64| bits.div_ceil(64) * 8;
-        let witness = (3 * constraints + inputs + aux) * FR_BYTES
-            + 2 * words(aux)
-            + words(inputs);
+        let witness = (3 * constraints + inputs + aux) * FR_BYTES + 2 * words(aux) + words(inputs);
         let n = 1u64 << shape.domain_log2;
         let gathered = (inputs + shape.a_aux_density as u64)
             + (shape.b_input_density + shape.b_aux_density) as u64;
@@ -71,7 +69,10 @@ pub fn witness_bytes(w: &Synthesized) -> u64 {
         + w.input_assignment.capacity()
         + w.aux_assignment.capacity();
     let bits = |d: &cuzk_synth::Density| (d.as_words().len() * 8) as u64;
-    frs as u64 * FR_BYTES + bits(&w.a_aux_density) + bits(&w.b_aux_density) + bits(&w.b_input_density)
+    frs as u64 * FR_BYTES
+        + bits(&w.a_aux_density)
+        + bits(&w.b_aux_density)
+        + bits(&w.b_input_density)
 }
 
 /// Human-readable bytes ("1.50 GiB") for messages.

@@ -27,18 +27,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar as Fr;
-use cuzk_groth16::prover::{
-    check_key_shape, finish, prove_with, Backend, MsmSums, StageTimings,
-};
+use cuzk_groth16::prover::{check_key_shape, finish, prove_with, Backend, MsmSums, StageTimings};
 use cuzk_groth16::verifier::verify_proof;
 use cuzk_groth16::{Proof, ProvingKey};
 use cuzk_synth::Synthesized;
 
 use crate::config::{Device, EngineConfig};
 use crate::intake::{Admitted, Reservation};
-use crate::job::{
-    PartitionError, PartitionReport, PartitionSource, Priority, Stage, Verification,
-};
+use crate::job::{PartitionError, PartitionReport, PartitionSource, Priority, Stage, Verification};
 use crate::memory::witness_bytes;
 use crate::metrics::Meters;
 use crate::state::JobState;
@@ -266,15 +262,19 @@ impl SynthesizedPartition {
             let _busy = ctx.meters.stage(Stage::Prove).busy();
             prove_partition(&*device.backend, job.key(), &witness)
         };
-        drop(ticket);
         let (sums, timings) = match result {
             Ok(out) => out,
             Err(e) => {
-                drop(witness);
+                drop((ticket, witness));
                 ctx.fail(&job, partition, worker, reservation, e);
                 return None;
             }
         };
+        // `prove_end` before the device's room is given back, so a partition
+        // admitted into that room starts later in the timeline.
+        ctx.timeline
+            .emit(job.id(), partition, EventKind::ProveEnd, worker);
+        drop(ticket);
         reservation.release(job.footprint().working_set);
         let witness = if ctx.verify {
             Some(witness)
@@ -284,8 +284,6 @@ impl SynthesizedPartition {
             reservation.release(rest);
             None
         };
-        ctx.timeline
-            .emit(job.id(), partition, EventKind::ProveEnd, worker);
         Some(ProvedPartition {
             job,
             partition,

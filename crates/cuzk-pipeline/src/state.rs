@@ -334,7 +334,12 @@ impl JobHandle {
         let deadline = Instant::now() + timeout;
         let mut slot = self.state.slot.lock();
         while !self.state.is_finished() {
-            if self.state.resolved.wait_until(&mut slot, deadline).timed_out() {
+            if self
+                .state
+                .resolved
+                .wait_until(&mut slot, deadline)
+                .timed_out()
+            {
                 return self.state.is_finished();
             }
         }

@@ -54,7 +54,8 @@ pub fn demo_key(log_size: u32) -> Arc<ProvingKey> {
 
 /// The prepared verifying key of [`demo_key`], cached.
 pub fn demo_pvk(log_size: u32) -> Arc<PreparedVerifyingKey> {
-    static PVKS: OnceLock<Mutex<Vec<(u32, Arc<PreparedVerifyingKey>)>>> = OnceLock::new();
+    type Cache = Mutex<Vec<(u32, Arc<PreparedVerifyingKey>)>>;
+    static PVKS: OnceLock<Cache> = OnceLock::new();
     let cache = PVKS.get_or_init(Default::default);
     if let Some((_, pvk)) = cache.lock().iter().find(|(k, _)| *k == log_size) {
         return Arc::clone(pvk);

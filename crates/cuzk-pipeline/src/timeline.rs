@@ -306,3 +306,47 @@ impl Visit for JsonFields {
             .insert(field.name().into(), format!("{value:?}").into());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    #[test]
+    fn the_json_lines_layer_writes_timeline_events_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("timeline.jsonl");
+        let subscriber = tracing_subscriber::registry().with(json_lines_layer(&path).unwrap());
+        let timeline = Timeline::recording();
+        tracing::subscriber::with_default(subscriber, || {
+            timeline.emit(JobId(3), 1, EventKind::ProveStart, "cpu-0/w0");
+            tracing::info!("an ordinary log line");
+            timeline.emit(JobId(3), 1, EventKind::ProveEnd, "cpu-0/w0");
+        });
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        for (line, event) in lines.iter().zip(["prove_start", "prove_end"]) {
+            assert_eq!(line["event"], event);
+            assert_eq!(line["job"], 3);
+            assert_eq!(line["partition"], 1);
+            assert_eq!(line["worker"], "cpu-0/w0");
+            assert!(line["unix_us"].as_u64().unwrap() > 0);
+        }
+        assert!(lines[0]["t_us"].as_u64() <= lines[1]["t_us"].as_u64());
+
+        let events = timeline.events();
+        assert_eq!(events.len(), 2);
+        assert_eq!(
+            timeline.stage_busy(Stage::Prove),
+            events[1].at - events[0].at
+        );
+        assert_eq!(
+            timeline.partition_events(JobId(3), 1),
+            vec![EventKind::ProveStart, EventKind::ProveEnd]
+        );
+    }
+}

@@ -1,2 +1,203 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use cuzk_pipeline::{
+    priority_channel, Device, EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters,
+    MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition, Scheduler, StageContext,
+    StartError, SubmitError, SynthesizedPartition, Timeline,
+};
+
+/// The pipelined engine: a synthesis pool, prover workers per device and an
+/// epilogue pool, connected by bounded priority channels; see the
+/// [crate documentation](crate).
+#[derive(Debug)]
+pub struct Engine {
+    intake: Arc<Intake>,
+    ctx: StageContext,
+    meters: Arc<Meters>,
+    next_id: AtomicU64,
+    verify: bool,
+    /// Kept to read queue depths (receivers do not keep the senders' side
+    /// connected, so shutdown still drains).
+    to_provers: PriorityReceiver<SynthesizedPartition>,
+    to_epilogue: PriorityReceiver<ProvedPartition>,
+    /// Synthesis workers first, then provers, then epilogue workers: the
+    /// order they stop in.
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Engine {
+    fn spawn(name: String, body: impl FnOnce(String) + Send + 'static) -> JoinHandle<()> {
+        std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || body(name))
+            .expect("spawning an engine thread")
+    }
+
+    fn synthesis_worker(
+        intake: Arc<Intake>,
+        ctx: StageContext,
+        provers: PrioritySender<SynthesizedPartition>,
+    ) -> impl FnOnce(String) + Send + 'static {
+        move |name| {
+            while let Some(admitted) = intake.next() {
+                let Some(witness) = admitted.synthesize(&ctx, &name) else {
+                    continue;
+                };
+                witness.mark_queued(&ctx, &name);
+                // Blocks while the provers' lane is full: backpressure.
+                if let Err(lost) = provers.send(witness.priority(), witness) {
+                    // Only if every prover thread died, which steps prevent.
+                    lost.0.job.abandon();
+                    break;
+                }
+            }
+        }
+    }
+
+    fn prover_worker(
+        device: Device,
+        device_index: usize,
+        ctx: StageContext,
+        inbox: PriorityReceiver<SynthesizedPartition>,
+        epilogue: PrioritySender<ProvedPartition>,
+    ) -> impl FnOnce(String) + Send + 'static {
+        move |name| {
+            while let Some(witness) = inbox.recv() {
+                let Some(proved) = witness.prove(&device, device_index, &ctx, &name) else {
+                    continue;
+                };
+                if let Err(lost) = epilogue.send(proved.priority(), proved) {
+                    lost.0.job.abandon();
+                    break;
+                }
+            }
+        }
+    }
+
+    fn epilogue_worker(
+        ctx: StageContext,
+        inbox: PriorityReceiver<ProvedPartition>,
+    ) -> impl FnOnce(String) + Send + 'static {
+        move |name| {
+            while let Some(proved) = inbox.recv() {
+                proved.finish(&ctx, &name);
+            }
+        }
+    }
+}
+
+impl Scheduler for Engine {
+    fn start(config: EngineConfig) -> Result<Self, StartError> {
+        config.validate()?;
+        let intake = Intake::new(config.memory_budget, config.max_in_flight);
+        let meters = Arc::new(Meters::new([
+            config.synthesis_workers,
+            config.prover_workers(),
+            config.epilogue_workers,
+        ]));
+        let ctx = StageContext::new(&config, Arc::clone(&meters));
+        let (to_provers_tx, to_provers) = priority_channel(config.prover_queue);
+        let (to_epilogue_tx, to_epilogue) = priority_channel(config.epilogue_queue);
+
+        let mut threads = Vec::new();
+        for i in 0..config.synthesis_workers {
+            threads.push(Self::spawn(
+                format!("synth-{i}"),
+                Self::synthesis_worker(Arc::clone(&intake), ctx.clone(), to_provers_tx.clone()),
+            ));
+        }
+        for (d, device) in config.devices.iter().enumerate() {
+            for w in 0..device.workers {
+                threads.push(Self::spawn(
+                    format!("{}/w{w}", device.name),
+                    Self::prover_worker(
+                        device.clone(),
+                        d,
+                        ctx.clone(),
+                        to_provers.clone(),
+                        to_epilogue_tx.clone(),
+                    ),
+                ));
+            }
+        }
+        for i in 0..config.epilogue_workers {
+            threads.push(Self::spawn(
+                format!("epilogue-{i}"),
+                Self::epilogue_worker(ctx.clone(), to_epilogue.clone()),
+            ));
+        }
+        // The workers hold every sender now: when the synthesis workers stop,
+        // the provers' channel disconnects, and so on down the pipeline.
+        drop((to_provers_tx, to_epilogue_tx));
+        tracing::info!(config = ?config, "cuzk-sched engine started");
+        Ok(Engine {
+            intake,
+            ctx,
+            meters,
+            next_id: AtomicU64::new(0),
+            verify: config.verify,
+            to_provers,
+            to_epilogue,
+            threads,
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "pipelined"
+    }
+
+    fn submit(&self, job: Job) -> Result<JobHandle, SubmitError> {
+        let id = JobId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let state = JobState::prepare(
+            id,
+            job,
+            self.verify,
+            self.intake.budget(),
+            Arc::clone(&self.meters.jobs),
+        )?;
+        self.intake.push(&state)?;
+        Ok(state.handle())
+    }
+
+    fn metrics(&self) -> MetricsSnapshot {
+        self.meters.snapshot(
+            [
+                self.intake.queued(),
+                self.to_provers.len(),
+                self.to_epilogue.len(),
+            ],
+            self.intake.memory(),
+        )
+    }
+
+    fn timeline(&self) -> &Arc<Timeline> {
+        &self.ctx.timeline
+    }
+
+    fn wait_idle(&self) {
+        self.intake.wait_idle();
+    }
+
+    fn shutdown(self) {
+        self.intake.wait_idle();
+        // Drop closes the intake and joins the threads.
+    }
+}
+
+impl Drop for Engine {
+    /// Abandons jobs not yet started (they resolve as `Shutdown`), lets
+    /// partitions already admitted run to the end, and joins every thread.
+    fn drop(&mut self) {
+        for job in self.intake.close() {
+            job.abandon();
+        }
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
