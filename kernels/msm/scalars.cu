@@ -17,6 +17,9 @@ constexpr uint32_t SCAN_THREADS = 256;
 constexpr uint32_t SCAN_ITEMS = 16;
 constexpr uint32_t SCAN_TILE = SCAN_THREADS * SCAN_ITEMS;
 
+/// Windows whose scatter atomics are issued together.
+constexpr uint32_t SCATTER_BATCH = 8;
+
 constexpr uint32_t CLASSIFY_THREADS = 256;
 constexpr uint32_t CLASSIFY_ROUNDS = 8;
 constexpr uint32_t CLASSIFY_TILE = CLASSIFY_THREADS * CLASSIFY_ROUNDS;
@@ -118,17 +121,32 @@ extern "C" __global__ void msm_digit_scatter(const cuzk::fr_t* __restrict__ scal
         scalar_bits_t bits = scalar_bits_t::zero();
         if (valid && point < bound) bits = scalar_bits_t::load(scalars, point);
         signed_digits_t digits(bits, c);
-        for (uint32_t w = 0; w < windows; w++) {
-            bool neg;
-            uint32_t mag = digits.next(neg);
-            uint32_t key = mag ? w * M + (mag - 1) : KEY_NONE;
-            uint32_t peers = __match_any_sync(FULL_WARP, key);
-            uint32_t leader = __ffs(peers) - 1;
-            uint32_t pos = 0;
-            if (key != KEY_NONE && lane_id() == leader) pos = atomicAdd(&cursors[key], __popc(peers));
-            pos = __shfl_sync(FULL_WARP, pos, leader);
-            if (key != KEY_NONE)
-                entries[pos + __popc(peers & lanemask_lt())] = point | (neg ? NEG_BIT : 0u);
+        // Windows in batches of SCATTER_BATCH: the batch's atomics are all in
+        // flight before the first result is used (one at a time, the kernel
+        // is bound by the atomics' round-trip latency).
+        for (uint32_t w0 = 0; w0 < windows; w0 += SCATTER_BATCH) {
+            uint32_t key[SCATTER_BATCH], peers[SCATTER_BATCH], pos[SCATTER_BATCH];
+            bool neg[SCATTER_BATCH];
+#pragma unroll
+            for (uint32_t k = 0; k < SCATTER_BATCH; k++) {
+                const uint32_t w = w0 + k;
+                key[k] = KEY_NONE;
+                neg[k] = false;
+                if (w < windows) {  // warp-uniform
+                    uint32_t mag = digits.next(neg[k]);
+                    if (mag) key[k] = w * M + (mag - 1);
+                }
+                peers[k] = __match_any_sync(FULL_WARP, key[k]);
+                pos[k] = 0;
+                if (key[k] != KEY_NONE && lane_id() == (uint32_t)(__ffs(peers[k]) - 1))
+                    pos[k] = atomicAdd(&cursors[key[k]], __popc(peers[k]));
+            }
+#pragma unroll
+            for (uint32_t k = 0; k < SCATTER_BATCH; k++) {
+                const uint32_t p = __shfl_sync(FULL_WARP, pos[k], __ffs(peers[k]) - 1);
+                if (key[k] != KEY_NONE)
+                    entries[p + __popc(peers[k] & lanemask_lt())] = point | (neg[k] ? NEG_BIT : 0u);
+            }
         }
     }
 }

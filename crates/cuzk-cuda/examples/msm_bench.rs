@@ -132,7 +132,7 @@ fn time_msm<C: BenchCurve>(
     s: &Stream,
     bases: &DeviceBuffer<C::Affine>,
     n: usize,
-    c: Option<u32>,
+    (c, variant): (Option<u32>, Option<usize>),
     repeats: usize,
     seed: &mut u64,
     phases: bool,
@@ -141,9 +141,10 @@ where
     C::Projective: IdentityCheck,
 {
     let scalars: DeviceBuffer<FrLimbs> = s.alloc(n)?;
-    let mut msm = match c {
-        Some(c) => Msm::<C>::with_window_bits(s, n, c)?,
-        None => Msm::<C>::new(s, n)?,
+    let mut msm = match (c, variant) {
+        (Some(c), Some(v)) => Msm::<C>::with_tuning(s, n, c, v)?,
+        (Some(c), None) => Msm::<C>::with_window_bits(s, n, c)?,
+        (None, _) => Msm::<C>::new(s, n)?,
     };
     let c = msm.plan().window_bits;
     data::random_scalars(s, &scalars, *seed)?;
@@ -165,13 +166,8 @@ where
         msm.set_profiling(true);
         msm.enqueue(bases, &scalars, None, n)?;
         if let Some(p) = msm.last_phases()? {
-            println!(
-                "    phases: sort {:.2} ms, accumulate {:.2} ms, reduce {:.2} ms ({:?})",
-                p.sort_ms,
-                p.accumulate_ms,
-                p.reduce_ms,
-                msm.plan()
-            );
+            let steps: Vec<String> = p.iter().map(|(k, ms)| format!("{k} {ms:.2}")).collect();
+            println!("    steps (ms): {}; {:?}", steps.join(", "), msm.plan());
         }
     }
     Ok((c, median(times)))
@@ -222,7 +218,7 @@ where
     let mut seed: u64 = rng.gen();
     for &log in logs {
         let n = 1usize << log;
-        let (c, ms) = time_msm::<C>(s, &bases, n, None, repeats, &mut seed, true)?;
+        let (c, ms) = time_msm::<C>(s, &bases, n, (None, None), repeats, &mut seed, true)?;
         let floor = msm_floor_ms::<C>(n, c);
         let target = if log == 24 {
             C::TARGET_2_24_MS
@@ -245,11 +241,44 @@ where
             target_ms: target,
         });
     }
+    // Accumulation kernel variants (launch bounds) at the largest main size.
+    if let Some(&log) = logs.last().filter(|_| C::ACCUMULATE_VARIANTS.len() > 1) {
+        let n = 1usize << log;
+        let c = choose_window_bits(n, C::XYZZ_WORDS * 8, usize::MAX);
+        for (v, name) in C::ACCUMULATE_VARIANTS.iter().enumerate() {
+            let (c, ms) = time_msm::<C>(
+                s,
+                &bases,
+                n,
+                (Some(c), Some(v)),
+                repeats.min(5),
+                &mut seed,
+                true,
+            )?;
+            println!("  variant {name}, 2^{log}, c = {c}: {ms:.2} ms");
+            rows.push(Row {
+                what: format!("{} {name}", C::NAME),
+                n,
+                c,
+                ms,
+                floor_ms: msm_floor_ms::<C>(n, c),
+                target_ms: None,
+            });
+        }
+    }
     for (log, range) in sweep {
         let n = 1usize << log;
         let auto = choose_window_bits(n, C::XYZZ_WORDS * 8, usize::MAX);
         for c in range.clone() {
-            let (c, ms) = time_msm::<C>(s, &bases, n, Some(c), repeats.min(3), &mut seed, false)?;
+            let (c, ms) = time_msm::<C>(
+                s,
+                &bases,
+                n,
+                (Some(c), None),
+                repeats.min(3),
+                &mut seed,
+                false,
+            )?;
             let mark = if c == auto { " (model's choice)" } else { "" };
             println!("  sweep {} 2^{log}: c = {c}: {ms:.2} ms{mark}", C::NAME);
             rows.push(Row {
@@ -279,15 +308,27 @@ fn batch_row<C: BenchCurve>(
     let bitmap: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.gen()).collect();
     let selected: u64 = bitmap.iter().map(|w| w.count_ones() as u64).sum();
     let dm = s.upload_new(&bitmap)?;
-    let mut sum = BatchSum::<C>::new(s)?;
-    sum.sum_bitmap(&bases, &dm, n)?; // warm-up
-    let mut times = Vec::new();
-    for _ in 0..repeats {
-        let start = s.record()?;
-        sum.enqueue_bitmap(&bases, &dm, n)?;
-        let end = s.record()?;
-        times.push(start.elapsed_ms(&end)? as f64);
+    let mut best: Option<(usize, f64)> = None;
+    for v in 0..C::BITMAP_VARIANTS.len() {
+        let mut sum = BatchSum::<C>::with_variant(s, v)?;
+        sum.sum_bitmap(&bases, &dm, n)?; // warm-up
+        let mut times = Vec::new();
+        for _ in 0..repeats {
+            let start = s.record()?;
+            sum.enqueue_bitmap(&bases, &dm, n)?;
+            let end = s.record()?;
+            times.push(start.elapsed_ms(&end)? as f64);
+        }
+        let ms = median(times);
+        if C::BITMAP_VARIANTS.len() > 1 {
+            println!("    bitmap variant {}: {ms:.2} ms", C::BITMAP_VARIANTS[v]);
+        }
+        if best.is_none_or(|(_, b)| ms < b) {
+            best = Some((v, ms));
+        }
     }
+    let (best_v, ms) = best.expect("at least one variant");
+    let times = vec![ms];
     let ms = median(times);
     let bytes = selected as f64 * std::mem::size_of::<C::Affine>() as f64 + n as f64 / 8.0;
     let math = selected as f64 * C::MADD_FQ_MULS * IMAD_PER_FQ_MUL / IMAD_PER_S;
@@ -299,7 +340,7 @@ fn batch_row<C: BenchCurve>(
         100.0 * floor / ms
     );
     rows.push(Row {
-        what: format!("{} batch sum ½", C::NAME),
+        what: format!("{} batch sum ½ ({})", C::NAME, C::BITMAP_VARIANTS[best_v]),
         n,
         c: 0,
         ms,

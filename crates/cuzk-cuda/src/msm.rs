@@ -99,6 +99,18 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     /// batch_sum_bitmap, batch_sum_indices, chain_bases.
     #[doc(hidden)]
     const KERNELS: [&'static str; 8];
+    /// Accumulation kernels compiled with different launch bounds (index 0 is
+    /// KERNELS' own); the benchmark times them.
+    #[doc(hidden)]
+    const ACCUMULATE_VARIANTS: &'static [&'static str];
+    /// Likewise for the bitmap batch sum.
+    #[doc(hidden)]
+    const BITMAP_VARIANTS: &'static [&'static str];
+    /// The variants used by default.
+    #[doc(hidden)]
+    const DEFAULT_ACCUMULATE_VARIANT: usize;
+    #[doc(hidden)]
+    const DEFAULT_BITMAP_VARIANT: usize;
     /// Builds the host point from Jacobian (X, Y, Z) Montgomery limbs, 3 ×
     /// XYZZ_WORDS / 4 words.
     #[doc(hidden)]
@@ -142,6 +154,18 @@ impl MsmCurve for G1 {
         "msm_batch_sum_indices_g1",
         "msm_chain_bases_g1",
     ];
+    const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
+        "msm_accumulate_g1",
+        "msm_accumulate_g1_occ6",
+        "msm_accumulate_g1_occ8",
+    ];
+    const DEFAULT_ACCUMULATE_VARIANT: usize = 0;
+    const DEFAULT_BITMAP_VARIANT: usize = 0;
+    const BITMAP_VARIANTS: &'static [&'static str] = &[
+        "msm_batch_sum_bitmap_g1",
+        "msm_batch_sum_bitmap_g1_occ3",
+        "msm_batch_sum_bitmap_g1_occ4",
+    ];
     fn from_jacobian_words(w: &[u64]) -> G1Projective {
         G1Projective::from_raw_unchecked(
             fq_from_words(&w[0..6]),
@@ -166,6 +190,10 @@ impl MsmCurve for G2 {
         "msm_batch_sum_indices_g2",
         "msm_chain_bases_g2",
     ];
+    const ACCUMULATE_VARIANTS: &'static [&'static str] = &["msm_accumulate_g2"];
+    const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g2"];
+    const DEFAULT_ACCUMULATE_VARIANT: usize = 0;
+    const DEFAULT_BITMAP_VARIANT: usize = 0;
     fn from_jacobian_words(w: &[u64]) -> G2Projective {
         let fq2 = |w: &[u64]| Fq2::new(fq_from_words(&w[0..6]), fq_from_words(&w[6..12]));
         G2Projective::from_raw_unchecked(fq2(&w[0..12]), fq2(&w[12..24]), fq2(&w[24..36]))
@@ -201,15 +229,20 @@ pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
 
 /// The window size for an MSM of `len` pairs: the cheapest by the cost model
 /// n·W + 3·W·2^(c−1) (bucket additions; bucket reduction at ≈3 additions per
-/// bucket) among sizes whose scratch fits `budget_bytes`. Falls back to the
-/// smallest footprint when nothing fits.
+/// bucket) among sizes up to 20 whose scratch fits `budget_bytes`. Falls back
+/// to the smallest footprint when nothing fits. The H200 sweep (2026-11-30)
+/// agreed with the model at 2^20 (c = 16) and 2^24 (c = 20), within 1–2%.
 pub fn choose_window_bits(len: usize, xyzz_bytes: usize, budget_bytes: usize) -> u32 {
+    // Above MAX_AUTO_WINDOW_BITS the bucket counters (W·2^(c−1) u32) outgrow
+    // the L2 cache and the atomic sort slows sharply (H200, 2^26 at c = 22:
+    // sort 121 ms against 21 ms for 2^24 at c = 20).
+    const MAX_AUTO_WINDOW_BITS: u32 = 20;
     let cost = |c: u32| {
         let w = windows_for(c) as f64;
         len as f64 * w + 3.0 * w * (1u64 << (c - 1)) as f64
     };
     let fits = |c: u32| scratch_bytes(len, c, xyzz_bytes) <= budget_bytes;
-    (MIN_WINDOW_BITS..=MAX_WINDOW_BITS)
+    (MIN_WINDOW_BITS..=MAX_AUTO_WINDOW_BITS)
         .filter(|&c| fits(c))
         .min_by(|&a, &b| cost(a).total_cmp(&cost(b)))
         .unwrap_or_else(|| {
@@ -234,10 +267,17 @@ pub struct MsmPlan {
     pub accumulate_threads: u32,
     /// Buckets per reduction thread (a power of two dividing 2^(c−1)).
     pub segment_len: u32,
+    /// Which accumulation kernel (an index into the curve's variants).
+    pub accumulate_variant: usize,
 }
 
 impl MsmPlan {
-    fn new(max_len: usize, window_bits: u32, accumulate_capacity: u32) -> Self {
+    fn new(
+        max_len: usize,
+        window_bits: u32,
+        accumulate_capacity: u32,
+        accumulate_variant: usize,
+    ) -> Self {
         let windows = windows_for(window_bits);
         let entries = max_len.saturating_mul(windows as usize);
         let wanted = entries.div_ceil(MIN_ENTRIES_PER_THREAD).max(1);
@@ -254,6 +294,7 @@ impl MsmPlan {
             windows,
             accumulate_threads: threads,
             segment_len: buckets / segments,
+            accumulate_variant,
         }
     }
 
@@ -278,16 +319,10 @@ impl MsmPlan {
     }
 }
 
-/// Phase times of the last profiled MSM, in milliseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct MsmPhases {
-    /// Histogram, scan and scatter of the (bucket, point) pairs.
-    pub sort_ms: f32,
-    /// Bucket accumulation, including the merge levels.
-    pub accumulate_ms: f32,
-    /// Bucket reduction, window sums and Horner.
-    pub reduce_ms: f32,
-}
+/// Step times of the last profiled MSM: (step, milliseconds) in launch order
+/// ("histogram", "scan", "scatter", "accumulate", "merge", "reduce",
+/// "window sums", "horner").
+pub type MsmPhases = Vec<(&'static str, f32)>;
 
 /// A reusable Pippenger MSM for curve `C` on one stream, with its scratch.
 pub struct Msm<C: MsmCurve> {
@@ -306,7 +341,8 @@ pub struct Msm<C: MsmCurve> {
     window_sums: DeviceBuffer<u64>,
     result: DeviceBuffer<u64>,
     profile: bool,
-    last_phases: Option<[Event; 4]>,
+    /// Profiling marks: an event after each step, labelled by the step.
+    marks: Vec<(&'static str, Event)>,
     _curve: PhantomData<C>,
 }
 
@@ -330,7 +366,22 @@ impl<C: MsmCurve> Msm<C> {
 
     /// An MSM for up to `max_len` pairs with window size `window_bits`.
     pub fn with_window_bits(stream: &Stream, max_len: usize, window_bits: u32) -> Result<Self> {
+        Self::with_tuning(stream, max_len, window_bits, C::DEFAULT_ACCUMULATE_VARIANT)
+    }
+
+    /// As [`Msm::with_window_bits`], with a chosen accumulation kernel variant
+    /// (for tuning sweeps; see `MsmCurve::ACCUMULATE_VARIANTS`).
+    #[doc(hidden)]
+    pub fn with_tuning(
+        stream: &Stream,
+        max_len: usize,
+        window_bits: u32,
+        variant: usize,
+    ) -> Result<Self> {
         let kernel = C::KERNELS[K_ACCUMULATE];
+        ensure(kernel, variant < C::ACCUMULATE_VARIANTS.len(), || {
+            format!("no accumulation variant {variant}")
+        })?;
         ensure(
             kernel,
             (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&window_bits),
@@ -349,18 +400,9 @@ impl<C: MsmCurve> Msm<C> {
                 )
             },
         )?;
-        let gpu = stream.gpu();
-        let occupancy = gpu
-            .function(kernel)?
-            .occupancy_max_active_blocks_per_multiprocessor(ACCUMULATE_THREADS, 0, None)
-            .map_err(|source| Error::Driver {
-                call: "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-                what: format!("kernel {kernel}"),
-                source,
-            })?
-            .max(1);
-        let capacity = gpu.info().multiprocessors * occupancy * ACCUMULATE_THREADS;
-        let plan = MsmPlan::new(max_len, window_bits, capacity);
+        let kernel = C::ACCUMULATE_VARIANTS[variant];
+        let capacity = resident_threads(stream, kernel, ACCUMULATE_THREADS)?;
+        let plan = MsmPlan::new(max_len, window_bits, capacity, variant);
         Self::with_plan(stream, plan)
     }
 
@@ -385,7 +427,7 @@ impl<C: MsmCurve> Msm<C> {
             window_sums: stream.alloc(w * xw)?,
             result: stream.alloc(3 * xw / 4)?,
             profile: false,
-            last_phases: None,
+            marks: Vec::new(),
             plan,
             _curve: PhantomData,
         })
@@ -398,19 +440,28 @@ impl<C: MsmCurve> Msm<C> {
     /// Records phase events on later calls (see [`Msm::last_phases`]).
     pub fn set_profiling(&mut self, on: bool) {
         self.profile = on;
-        self.last_phases = None;
+        self.marks.clear();
     }
 
-    /// Phase times of the last call made with profiling on (waits for it).
+    /// Step times of the last call made with profiling on (waits for it).
     pub fn last_phases(&self) -> Result<Option<MsmPhases>> {
-        let Some(ev) = &self.last_phases else {
+        if self.marks.len() < 2 {
             return Ok(None);
-        };
-        Ok(Some(MsmPhases {
-            sort_ms: ev[0].elapsed_ms(&ev[1])?,
-            accumulate_ms: ev[1].elapsed_ms(&ev[2])?,
-            reduce_ms: ev[2].elapsed_ms(&ev[3])?,
-        }))
+        }
+        let mut out = Vec::with_capacity(self.marks.len() - 1);
+        for pair in self.marks.windows(2) {
+            out.push((pair[1].0, pair[0].1.elapsed_ms(&pair[1].1)?));
+        }
+        Ok(Some(out))
+    }
+
+    /// Records a profiling event labelled with the step that just ended.
+    fn mark(&mut self, step: &'static str) -> Result<()> {
+        if self.profile {
+            let e = self.stream.record()?;
+            self.marks.push((step, e));
+        }
+        Ok(())
     }
 
     /// Σ scalars[i]·bases[i] for i < scalars.len() (bases may be longer).
@@ -459,8 +510,10 @@ impl<C: MsmCurve> Msm<C> {
             })?,
         }
         let bound = bases.len().min(scalars.len()).min(u32::MAX as usize) as u32;
-        let s = &self.stream;
-        let start = self.profile.then(|| s.record()).transpose()?;
+        let s = self.stream.clone();
+        let s = &s;
+        self.marks.clear();
+        self.mark("start")?;
 
         // 1. Counting sort of (bucket, point) pairs.
         let keys = plan.keys() as u32;
@@ -493,6 +546,7 @@ impl<C: MsmCurve> Msm<C> {
         unsafe {
             s.launch("msm_digit_histogram", digit_grid, args, sizes)?;
         }
+        self.mark("histogram")?;
         exclusive_scan(
             s,
             &self.counts,
@@ -501,6 +555,7 @@ impl<C: MsmCurve> Msm<C> {
             &self.offsets,
             Some(&self.cursors),
         )?;
+        self.mark("scan")?;
         let args = KernelArgs::new()
             .device_ptr(scalars.device_ptr())
             .device_ptr(idx_ptr)
@@ -516,7 +571,7 @@ impl<C: MsmCurve> Msm<C> {
         unsafe {
             s.launch("msm_digit_scatter", digit_grid, args, sizes)?;
         }
-        let sorted = self.profile.then(|| s.record()).transpose()?;
+        self.mark("scatter")?;
 
         // 2. Bucket accumulation, then merge levels over the partial slots.
         let t = plan.accumulate_threads;
@@ -535,12 +590,13 @@ impl<C: MsmCurve> Msm<C> {
         // partial slots 2t, 2t+1 < 2·accumulate_threads; keys < bucket_sums.
         unsafe {
             s.launch(
-                C::KERNELS[K_ACCUMULATE],
+                C::ACCUMULATE_VARIANTS[plan.accumulate_variant],
                 grid(t / ACCUMULATE_THREADS, ACCUMULATE_THREADS),
                 args,
                 || format!("{len} pairs, {} keys, {t} threads", plan.keys()),
             )?;
         }
+        self.mark("accumulate")?;
         let mut len_parts = 2 * t;
         let mut src = 0;
         loop {
@@ -586,7 +642,7 @@ impl<C: MsmCurve> Msm<C> {
             len_parts = 2 * threads;
             src = 1 - src;
         }
-        let accumulated = self.profile.then(|| s.record()).transpose()?;
+        self.mark("merge")?;
 
         // 3. Bucket reduction, window sums, Horner.
         let segs = plan.segments();
@@ -640,13 +696,6 @@ impl<C: MsmCurve> Msm<C> {
             plan.window_bits,
             &self.result,
         )?;
-        if self.profile {
-            let end = s.record()?;
-            self.last_phases = match (start, sorted, accumulated) {
-                (Some(a), Some(b), Some(c)) => Some([a, b, c, end]),
-                _ => None,
-            };
-        }
         Ok(())
     }
 
@@ -655,6 +704,21 @@ impl<C: MsmCurve> Msm<C> {
         let words = self.stream.download_vec(&self.result)?;
         Ok(C::from_jacobian_words(&words))
     }
+}
+
+/// Threads of `kernel` (in blocks of `block`) resident on the whole device at once.
+fn resident_threads(stream: &Stream, kernel: &'static str, block: u32) -> Result<u32> {
+    let gpu = stream.gpu();
+    let occupancy = gpu
+        .function(kernel)?
+        .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+        .map_err(|source| Error::Driver {
+            call: "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+            what: format!("kernel {kernel}, {block} threads per block"),
+            source,
+        })?
+        .max(1);
+    Ok(gpu.info().multiprocessors * occupancy * block)
 }
 
 /// out[y·blocks + x] = Σ of block x's share of group y's `len` points.
@@ -816,6 +880,7 @@ fn exclusive_scan(
 pub struct BatchSum<C: MsmCurve> {
     stream: Stream,
     blocks: u32,
+    bitmap_kernel: &'static str,
     partials: DeviceBuffer<u64>,
     partials2: DeviceBuffer<u64>,
     result: DeviceBuffer<u64>,
@@ -833,22 +898,24 @@ impl<C: MsmCurve> fmt::Debug for BatchSum<C> {
 
 impl<C: MsmCurve> BatchSum<C> {
     pub fn new(stream: &Stream) -> Result<Self> {
-        let gpu = stream.gpu();
+        Self::with_variant(stream, C::DEFAULT_BITMAP_VARIANT)
+    }
+
+    /// With a chosen bitmap kernel variant (for tuning; see
+    /// `MsmCurve::BITMAP_VARIANTS`).
+    #[doc(hidden)]
+    pub fn with_variant(stream: &Stream, variant: usize) -> Result<Self> {
         let kernel = C::KERNELS[K_BITMAP];
-        let occupancy = gpu
-            .function(kernel)?
-            .occupancy_max_active_blocks_per_multiprocessor(BATCH_THREADS, 0, None)
-            .map_err(|source| Error::Driver {
-                call: "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-                what: format!("kernel {kernel}"),
-                source,
-            })?
-            .max(1);
-        let blocks = gpu.info().multiprocessors * occupancy;
+        ensure(kernel, variant < C::BITMAP_VARIANTS.len(), || {
+            format!("no bitmap variant {variant}")
+        })?;
+        let bitmap_kernel = C::BITMAP_VARIANTS[variant];
+        let blocks = resident_threads(stream, bitmap_kernel, BATCH_THREADS)? / BATCH_THREADS;
         let xw = C::XYZZ_WORDS;
         Ok(BatchSum {
             stream: stream.clone(),
             blocks,
+            bitmap_kernel,
             partials: stream.alloc(blocks as usize * xw)?,
             partials2: stream.alloc(SUM_MAX_BLOCKS as usize * xw)?,
             result: stream.alloc(3 * xw / 4)?,
@@ -885,7 +952,7 @@ impl<C: MsmCurve> BatchSum<C> {
         bitmap: &DeviceBuffer<u64>,
         n: usize,
     ) -> Result<()> {
-        let kernel = C::KERNELS[K_BITMAP];
+        let kernel = self.bitmap_kernel;
         ensure(kernel, n <= bases.len() && n < MAX_LEN, || {
             format!("{n} points selected from {} bases", bases.len())
         })?;
@@ -1197,13 +1264,13 @@ mod tests {
     #[test]
     fn plan_shapes_are_consistent() {
         for c in MIN_WINDOW_BITS..=MAX_WINDOW_BITS {
-            let p = MsmPlan::new(1 << 20, c, 132 * 5 * 64);
+            let p = MsmPlan::new(1 << 20, c, 132 * 5 * 64, 0);
             assert_eq!(p.segments() * p.segment_len, p.buckets_per_window());
             assert!(p.segment_len.is_power_of_two());
             assert_eq!(p.accumulate_threads % ACCUMULATE_THREADS, 0);
         }
         assert_eq!(
-            MsmPlan::new(1, 8, 1 << 16).accumulate_threads,
+            MsmPlan::new(1, 8, 1 << 16, 0).accumulate_threads,
             ACCUMULATE_THREADS
         );
     }
