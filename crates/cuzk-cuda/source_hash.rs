@@ -53,6 +53,11 @@ pub fn source_hash(kernels_dir: &Path) -> io::Result<String> {
     Ok(hex_lower(&hasher.finalize()))
 }
 
+/// Hex SHA-256 of a byte string (the fatbin's own hash in the stamp).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex_lower(&Sha256::digest(bytes))
+}
+
 fn hex_lower(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -33,8 +33,8 @@ using cuzk::fr_t;
 constexpr uint32_t MAX_LOG = 28;   // largest supported log n
 constexpr uint32_t HALF_LOG = 14;  // two-level tables: 2^14 entries each
 constexpr uint32_t BLK_LOG = 10;   // largest pass: 2^10 elements per column
-constexpr uint32_t TILE_LOG = 10;  // elements per block (shared memory: 32 KiB)
-constexpr uint32_t THREADS = 256;
+constexpr uint32_t MAX_THREADS = 512;  // the pass kernel runs 256 or 512 threads
+constexpr uint32_t THREADS = 256;      // the other kernels
 
 // Device pointers to the twiddle tables (filled by the host, see ntt.rs).
 struct Tables {
@@ -75,11 +75,13 @@ __device__ __forceinline__ uint32_t bit_reverse(uint32_t x, uint32_t bits) {
 }
 
 // One pass (see the file comment). The block handles 2^log_c consecutive
-// columns (column id = prefix·S + J) of 2^b elements each.
-__device__ __forceinline__ void pass(fr_t* __restrict__ data, uint32_t log_n, uint32_t b,
-                                     uint32_t log_s, uint32_t log_c, uint32_t flags, fr_t n_inv,
+// columns (column id = prefix·S + J) of 2^b elements each: a tile of
+// 2^(log_c + b) elements in dynamic shared memory (sized by the host).
+__device__ __forceinline__ void pass(fr_t* __restrict__ data, uint32_t b, uint32_t log_s,
+                                     uint32_t log_c, uint32_t flags, const fr_t& n_inv,
                                      const Tables& t) {
-    __shared__ fr_t s[1u << TILE_LOG];
+    extern __shared__ uint4 smem_raw[];
+    fr_t* s = reinterpret_cast<fr_t*>(smem_raw);
     const uint32_t C = 1u << log_c;
     const uint32_t S = 1u << log_s;
     const uint32_t tile = C << b;
@@ -87,6 +89,7 @@ __device__ __forceinline__ void pass(fr_t* __restrict__ data, uint32_t log_n, ui
     const uint32_t cw = 1u << cw_log;
     const uint32_t col_base = blockIdx.x << log_c;
     const bool inverse = flags & F_INVERSE;
+    const uint32_t blk_mask = (1u << BLK_LOG) - 1;
 
     // Global position of (column id, row).
     auto position = [&](uint32_t col, uint32_t row) -> uint32_t {
@@ -100,6 +103,12 @@ __device__ __forceinline__ void pass(fr_t* __restrict__ data, uint32_t log_n, ui
         row = rest & ((1u << b) - 1);
         col_local = ((rest >> b) << cw_log) + jlo;
     };
+    // ω_(2^b)^e from the ω10 table (inverse: ω^(−e)).
+    auto w = [&](uint32_t e) -> fr_t {
+        e <<= BLK_LOG - b;
+        if (inverse) e = (0u - e) & blk_mask;
+        return t.w_blk[e];
+    };
 
     for (uint32_t idx = threadIdx.x; idx < tile; idx += blockDim.x) {
         uint32_t row, col_local;
@@ -111,23 +120,56 @@ __device__ __forceinline__ void pass(fr_t* __restrict__ data, uint32_t log_n, ui
     }
     __syncthreads();
 
-    // Radix-2 decimation in frequency over each column: natural in, bit-reversed out.
-    const uint32_t butterflies = C << (b - 1);
-    for (uint32_t l = 0; l < b; l++) {
-        const uint32_t hlog = b - 1 - l;
+    // Decimation in frequency over each column (natural in, bit-reversed
+    // out), two levels per step where possible: each thread takes 4 elements
+    // i, i + h/2, i + h, i + 3h/2 through levels l (half-size h) and l + 1.
+    uint32_t l = 0;
+    for (; l + 1 < b; l += 2) {
+        const uint32_t hlog = b - 1 - l;  // h = 2^hlog ≥ 2
+        const uint32_t quads = C << (b - 2);
+        for (uint32_t qa = threadIdx.x; qa < quads; qa += blockDim.x) {
+            uint32_t col = qa & (C - 1);
+            uint32_t q = qa >> log_c;
+            uint32_t k = q & ((1u << (hlog - 1)) - 1);
+            uint32_t i0 = ((q >> (hlog - 1)) << (hlog + 1)) + k;
+            uint32_t quarter = 1u << (hlog - 1);
+            fr_t* p0 = &s[(i0 << log_c) + col];
+            fr_t* p1 = &s[((i0 + quarter) << log_c) + col];
+            fr_t* p2 = &s[((i0 + 2 * quarter) << log_c) + col];
+            fr_t* p3 = &s[((i0 + 3 * quarter) << log_c) + col];
+            fr_t x0 = *p0, x1 = *p1, x2 = *p2, x3 = *p3;
+            // Level l: (x0, x2) and (x1, x3), twiddles ω_(2h)^(i mod h).
+            uint32_t ea = k << l;
+            uint32_t eb = (k + quarter) << l;
+            fr_t y0 = x0 + x2, y2 = x0 - x2;
+            fr_t y1 = x1 + x3, y3 = x1 - x3;
+            if (ea) y2 = y2 * w(ea);
+            y3 = y3 * w(eb);
+            // Level l + 1: (y0, y1) and (y2, y3), twiddle ω_h^(i mod h/2).
+            uint32_t ec = k << (l + 1);
+            fr_t z1 = y0 - y1, z3 = y2 - y3;
+            *p0 = y0 + y1;
+            *p2 = y2 + y3;
+            if (ec) {
+                fr_t wc = w(ec);
+                z1 = z1 * wc;
+                z3 = z3 * wc;
+            }
+            *p1 = z1;
+            *p3 = z3;
+        }
+        __syncthreads();
+    }
+    if (l < b) {  // one radix-2 level left (the last, h = 1: twiddle 1)
+        const uint32_t butterflies = C << (b - 1);
         for (uint32_t qa = threadIdx.x; qa < butterflies; qa += blockDim.x) {
             uint32_t col = qa & (C - 1);
             uint32_t q = qa >> log_c;
-            uint32_t k = q & ((1u << hlog) - 1);
-            uint32_t i = ((q >> hlog) << (hlog + 1)) + k;
-            uint32_t e = (k << l) << (BLK_LOG - b);  // in units of ω10
-            if (inverse) e = (0u - e) & ((1u << BLK_LOG) - 1);
-            fr_t* pa = &s[(i << log_c) + col];
-            fr_t* pb = &s[((i + (1u << hlog)) << log_c) + col];
+            fr_t* pa = &s[((2 * q) << log_c) + col];
+            fr_t* pb = &s[((2 * q + 1) << log_c) + col];
             fr_t x = *pa, y = *pb;
             *pa = x + y;
-            fr_t d = x - y;
-            *pb = e ? d * t.w_blk[e] : d;
+            *pb = x - y;
         }
         __syncthreads();
     }
@@ -148,19 +190,20 @@ __device__ __forceinline__ void pass(fr_t* __restrict__ data, uint32_t log_n, ui
         if (flags & F_COSET_OUT) x = x * coset_pow(t.gi_lo, t.gi_hi, pos);
         data[pos] = x;
     }
-    (void)log_n;
 }
 
 }  // namespace ntt_unit
 
 using namespace ntt_unit;
 
-/// One NTT pass over `data` (2^log_n elements); grid = (2^log_n / 2^(b+log_c)) blocks
-/// of THREADS threads. See the file comment for the parameters.
-extern "C" __global__ void __launch_bounds__(THREADS)
+/// One NTT pass over `data` (2^log_n elements); grid = 2^(log_n − b − log_c)
+/// blocks of 256 or 512 threads, 32·2^(b + log_c) bytes of dynamic shared
+/// memory. See the file comment for the parameters.
+extern "C" __global__ void __launch_bounds__(MAX_THREADS)
     ntt_pass(fr_t* __restrict__ data, uint32_t log_n, uint32_t b, uint32_t log_s, uint32_t log_c,
              uint32_t flags, fr_t n_inv, Tables tables) {
-    pass(data, log_n, b, log_s, log_c, flags, n_inv, tables);
+    (void)log_n;
+    pass(data, b, log_s, log_c, flags, n_inv, tables);
 }
 
 /// Undo the digit reversal left by a multi-pass NTT whose pass sizes are

@@ -170,3 +170,35 @@ extern "C" __global__ void test_g2_op(uint32_t op, g2_affine_t* out_affine, fq2_
                                       const g2_affine_t* a, const g2_affine_t* b, uint32_t n) {
     curve_op(op, out_affine, out_jac, a, b, n);
 }
+
+// ---- throughput probes (benchmarks' floors) -------------------------------
+// Each thread runs CHAINS independent product chains of `iters` steps
+// (x_c ← x_c · y), so the multiplier, not latency, limits the rate. Rate =
+// n · iters · CHAINS / time, in field products per second.
+namespace field_ec_tests {
+constexpr int CHAINS = 4;
+template <class F>
+__device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F y = data[i];
+    F x[CHAINS];
+#pragma unroll
+    for (int c = 0; c < CHAINS; c++) x[c] = data[(i + c + 1) % n];
+    for (uint32_t k = 0; k < iters; k++) {
+#pragma unroll
+        for (int c = 0; c < CHAINS; c++) x[c] = x[c] * y;
+    }
+    F acc = x[0];
+#pragma unroll
+    for (int c = 1; c < CHAINS; c++) acc = acc + x[c];
+    data[i] = acc;
+}
+}  // namespace field_ec_tests
+
+extern "C" __global__ void bench_fr_mul(fr_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::mul_chains(data, n, iters);
+}
+extern "C" __global__ void bench_fq_mul(fq_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::mul_chains(data, n, iters);
+}

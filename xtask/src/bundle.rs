@@ -1,7 +1,231 @@
-//! `cargo xtask bundle`: see main.rs.
-use anyhow::Result;
-use std::path::Path;
+//! `cargo xtask bundle`: everything a GPU machine without cargo needs to run
+//! cuzk-cuda's device tests and benchmarks, in `bundle/`:
+//!
+//! * `bin/`: every test target of cuzk-cuda and every example in
+//!   [`BENCH_EXAMPLES`], release builds, stripped (the fatbin is embedded);
+//! * `kernels/`: the fatbin and its ptxas resource report;
+//! * `run.sh`: runs the tests, then the benchmarks, and prints a table last.
 
-pub fn build(_root: &Path, _opts: &crate::kernels::Options) -> Result<()> {
-    anyhow::bail!("bundle: not yet implemented")
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Benchmark executables (examples of cuzk-cuda) that go into the bundle.
+const BENCH_EXAMPLES: &[&str] = &["ntt_bench", "msm_bench"];
+
+pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
+    // Build from a snapshot of kernels/, and point cuzk-cuda's build script at
+    // that snapshot and its fatbin: edits to kernels/ during the (long) build
+    // then cannot leave the bundle without kernels.
+    let work = crate::target_dir(root).join("bundle-kernels");
+    let snapshot = work.join("src");
+    if snapshot.exists() {
+        std::fs::remove_dir_all(&snapshot)?;
+    }
+    copy_tree(&root.join("kernels"), &snapshot)?;
+    let fatbin = crate::kernels::build_from(&snapshot, &work, opts, root)?;
+    let cargo_env = [
+        ("CUZK_FATBIN", fatbin.clone()),
+        ("CUZK_KERNELS_DIR", snapshot.clone()),
+    ];
+    let bundle = root.join("bundle");
+    let bin = bundle.join("bin");
+    if bundle.exists() {
+        std::fs::remove_dir_all(&bundle)
+            .with_context(|| format!("clearing {}", bundle.display()))?;
+    }
+    std::fs::create_dir_all(&bin)?;
+    std::fs::create_dir_all(bundle.join("kernels"))?;
+
+    let mut tests = cargo_executables(
+        root,
+        &["test", "--release", "--no-run", "-p", "cuzk-cuda"],
+        "test",
+        &cargo_env,
+    )?;
+    tests.sort();
+    let mut bench_args = vec!["build", "--release", "-p", "cuzk-cuda"];
+    for b in BENCH_EXAMPLES {
+        bench_args.extend(["--example", b]);
+    }
+    let mut benches = cargo_executables(root, &bench_args, "example", &cargo_env)?;
+    benches.sort_by_key(|(name, _)| BENCH_EXAMPLES.iter().position(|b| b == name));
+
+    let mut total = 0u64;
+    for (name, exe) in tests.iter().chain(&benches) {
+        let dst = bin.join(name);
+        std::fs::copy(exe, &dst).with_context(|| format!("copying {}", exe.display()))?;
+        let status = Command::new("strip")
+            .arg("--strip-all")
+            .arg(&dst)
+            .status()
+            .context("running strip")?;
+        if !status.success() {
+            bail!("strip {} failed", dst.display());
+        }
+        let size = std::fs::metadata(&dst)?.len();
+        total += size;
+        println!(
+            "bundle/bin/{name}: {:.1} MiB",
+            size as f64 / (1 << 20) as f64
+        );
+    }
+    let kernels_dir = fatbin.parent().expect("fatbin in a folder");
+    for f in [
+        "cuzk.fatbin",
+        "cuzk.fatbin.sha256",
+        "cuzk.fatbin.archs",
+        "resource-usage.txt",
+    ] {
+        let dst = bundle.join("kernels").join(f);
+        std::fs::copy(kernels_dir.join(f), &dst)?;
+        total += std::fs::metadata(&dst)?.len();
+    }
+
+    let test_names: Vec<&str> = tests.iter().map(|(n, _)| n.as_str()).collect();
+    let bench_names: Vec<&str> = benches.iter().map(|(n, _)| n.as_str()).collect();
+    std::fs::write(bundle.join("run.sh"), run_script(&test_names, &bench_names))?;
+    println!(
+        "bundle/: {} test target(s), {} bench(es), {:.1} MiB in all (limit for a device run: 64 MiB)",
+        tests.len(),
+        benches.len(),
+        total as f64 / (1 << 20) as f64
+    );
+    if total > 60 << 20 {
+        bail!(
+            "bundle is {:.1} MiB: too large to carry (try --arch sm_90)",
+            total as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(())
+}
+
+/// Runs cargo with `--message-format=json` and returns (target name,
+/// executable) for every artifact whose target kind is `kind`.
+fn cargo_executables(
+    root: &Path,
+    args: &[&str],
+    kind: &str,
+    env: &[(&str, PathBuf)],
+) -> Result<Vec<(String, PathBuf)>> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    println!("cargo {}", args.join(" "));
+    let output = Command::new(cargo)
+        .current_dir(root)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+        .args(args)
+        .arg("--message-format=json")
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running cargo")?;
+    if !output.status.success() {
+        bail!("cargo {} failed", args.join(" "));
+    }
+    let want_kind = format!("\"kind\":[\"{kind}\"]");
+    let mut out = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        if !line.contains("\"reason\":\"compiler-artifact\"") || !line.contains(&want_kind) {
+            continue;
+        }
+        let (Some(name), Some(exe)) = (
+            json_string(line, "\"target\":{", "name"),
+            json_string(line, "", "executable"),
+        ) else {
+            continue;
+        };
+        out.push((name, PathBuf::from(exe)));
+    }
+    if out.is_empty() {
+        bail!("cargo {} produced no {kind} executables", args.join(" "));
+    }
+    Ok(out)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let path = entry?.path();
+        let dst = to.join(path.file_name().expect("entries have names"));
+        if path.is_dir() {
+            copy_tree(&path, &dst)?;
+        } else {
+            std::fs::copy(&path, &dst).with_context(|| format!("copying {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The string value of `"key":"…"` found after `after` in a JSON line (the
+/// values we read hold no escaped quotes: target names and paths).
+fn json_string(line: &str, after: &str, key: &str) -> Option<String> {
+    let start = line.find(after)? + after.len();
+    let pat = format!("\"{key}\":\"");
+    let at = line[start..].find(&pat)? + start + pat.len();
+    let end = line[at..].find('"')? + at;
+    Some(line[at..end].to_string())
+}
+
+fn run_script(tests: &[&str], benches: &[&str]) -> String {
+    format!(
+        r#"#!/usr/bin/env bash
+# Generated by `cargo xtask bundle`: runs cuzk-cuda's device tests, then its
+# benchmarks, and prints a table last. Builds nothing. Logs go to $OUT (when
+# set) or bundle/logs.
+#   bash bundle/run.sh [tests|benches|all] [extra bench args...]
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+logs="${{OUT:-$here/logs}}"
+mkdir -p "$logs"
+what="${{1:-all}}"; shift || true
+export CUZK_BENCH_OUT="$logs"
+rm -f "$logs/summary.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+date -u +"date: %Y-%m-%dT%H:%M:%SZ"
+rows=()
+if [ "$what" = all ] || [ "$what" = tests ]; then
+  for t in {tests}; do
+    start=$(date +%s)
+    "$here/bin/$t" --test-threads=1 2>&1 | tee "$logs/test-$t.log"
+    rc=${{PIPESTATUS[0]}}
+    secs=$(( $(date +%s) - start ))
+    while read -r name result; do
+      rows+=("$(printf '%-8s %-46s %s' "$t" "$name" "$result")")
+    done < <(sed -n 's/^test \(.*\) \.\.\. \(ok\|FAILED\|ignored\)$/\1 \2/p' "$logs/test-$t.log")
+    rows+=("$(printf '%-8s %-46s %s' "$t" "(exit $rc, ${{secs}} s)" "$([ $rc = 0 ] && echo PASS || echo FAIL)")")
+  done
+fi
+if [ "$what" = all ] || [ "$what" = benches ]; then
+  for b in {benches}; do
+    start=$(date +%s)
+    "$here/bin/$b" "$@" 2>&1 | tee "$logs/bench-$b.log"
+    rc=${{PIPESTATUS[0]}}
+    rows+=("$(printf '%-8s %-46s %s' bench "$b (exit $rc, $(( $(date +%s) - start )) s)" "$([ $rc = 0 ] && echo ok || echo FAILED)")")
+  done
+fi
+echo
+echo "================ summary ================"
+[ -f "$logs/summary.txt" ] && cat "$logs/summary.txt"
+printf '%s\n' "${{rows[@]}}"
+"#,
+        tests = tests.join(" "),
+        benches = benches.join(" ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_cargo_json_artifacts() {
+        let line = r#"{"reason":"compiler-artifact","package_id":"x","target":{"kind":["test"],"crate_types":["bin"],"name":"gpu","src_path":"/a/tests/gpu.rs"},"profile":{},"executable":"/t/release/deps/gpu-123","fresh":true}"#;
+        assert_eq!(
+            json_string(line, "\"target\":{", "name").as_deref(),
+            Some("gpu")
+        );
+        assert_eq!(
+            json_string(line, "", "executable").as_deref(),
+            Some("/t/release/deps/gpu-123")
+        );
+    }
 }

@@ -79,15 +79,20 @@ impl Options {
     }
 }
 
-/// What a build produced.
-#[derive(Debug)]
-pub struct Built {
-    pub fatbin: PathBuf,
+/// Builds the fatbin; returns its path.
+pub fn build(root: &Path, opts: &Options) -> Result<PathBuf> {
+    build_from(
+        &root.join("kernels"),
+        &crate::target_dir(root).join("kernels"),
+        opts,
+        root,
+    )
 }
 
-pub fn build(root: &Path, opts: &Options) -> Result<Built> {
-    let kernels = root.join("kernels");
-    let out_dir = crate::target_dir(root).join("kernels");
+/// Builds the fatbin from the sources in `kernels` into `out_dir`.
+pub fn build_from(kernels: &Path, out_dir: &Path, opts: &Options, root: &Path) -> Result<PathBuf> {
+    let kernels = kernels.to_path_buf();
+    let out_dir = out_dir.to_path_buf();
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
 
     let units = read_manifest(&kernels)?;
@@ -104,11 +109,14 @@ pub fn build(root: &Path, opts: &Options) -> Result<Built> {
     for unit in &units {
         writeln!(tu, "#include \"{}\"", kernels.join(unit).display())?;
     }
-    let tu_path = out_dir.join("cuzk_all.cu");
+    // Per-process names: two builds at once (a shared target dir) must not
+    // write each other's files; the final renames are atomic.
+    let pid = std::process::id();
+    let tu_path = out_dir.join(format!("cuzk_all.{pid}.cu"));
     std::fs::write(&tu_path, tu)?;
 
     let fatbin = out_dir.join("cuzk.fatbin");
-    let tmp = out_dir.join("cuzk.fatbin.tmp");
+    let tmp = out_dir.join(format!("cuzk.fatbin.{pid}.tmp"));
     let mut cmd = Command::new(&nvcc);
     cmd.args([
         "-std=c++17",
@@ -151,8 +159,11 @@ pub fn build(root: &Path, opts: &Options) -> Result<Built> {
         .with_context(|| format!("running {}", nvcc.display()))?;
     let report = String::from_utf8_lossy(&output.stderr).into_owned();
     let report_path = out_dir.join("resource-usage.txt");
-    std::fs::write(&report_path, &report)?;
+    let _ = std::fs::remove_file(&tu_path);
     if !output.status.success() {
+        let failed = out_dir.join(format!("nvcc-failed.{pid}.txt"));
+        std::fs::write(&failed, &report)?;
+        let report_path = failed;
         eprintln!("{}", String::from_utf8_lossy(&output.stdout));
         eprintln!(
             "{}",
@@ -168,24 +179,24 @@ pub fn build(root: &Path, opts: &Options) -> Result<Built> {
             report_path.display()
         );
     }
+    write_atomically(&report_path, report.as_bytes())?;
     std::fs::rename(&tmp, &fatbin)?;
 
     let hash_after = source_hash::source_hash(&kernels)?;
     if hash_after != hash_before {
         eprintln!("warning: kernels/ changed during the build; the fatbin will be reported stale");
     }
-    std::fs::write(
-        out_dir.join("cuzk.fatbin.sha256"),
-        format!("{hash_before}\n"),
-    )?;
-    std::fs::write(
-        out_dir.join("cuzk.fatbin.archs"),
-        format!(
-            "{}{}\n",
-            opts.archs.join(","),
-            if opts.ptx { "+ptx" } else { "" }
-        ),
-    )?;
+    // The stamp beside the fatbin: the sources' hash (first line), the
+    // fatbin's own hash (so that a fatbin and stamp from two concurrent builds
+    // never pass as a pair) and the architectures.
+    let fatbin_hash = source_hash::sha256_hex(&std::fs::read(&fatbin)?);
+    let archs = format!(
+        "{}{}",
+        opts.archs.join(","),
+        if opts.ptx { "+ptx" } else { "" }
+    );
+    let stamp = format!("{hash_before}\nfatbin {fatbin_hash}\narchs {archs}\n");
+    write_atomically(&out_dir.join("cuzk.fatbin.sha256"), stamp.as_bytes())?;
 
     let size = std::fs::metadata(&fatbin)?.len();
     println!(
@@ -196,7 +207,13 @@ pub fn build(root: &Path, opts: &Options) -> Result<Built> {
         report_path.display()
     );
     print_resource_summary(&report);
-    Ok(Built { fatbin })
+    Ok(fatbin)
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = PathBuf::from(format!("{}.{}.tmp", path.display(), std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
 fn arch_number(arch: &str) -> u32 {

@@ -171,6 +171,20 @@ impl Gpu {
             .cuda("cuMemGetInfo", || self.inner.info.to_string())
     }
 
+    /// The most shared memory one block may opt in to (bytes).
+    pub fn max_shared_per_block_optin(&self) -> Result<usize> {
+        let v = self
+            .inner
+            .ctx
+            .attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )
+            .cuda("cuDeviceGetAttribute", || {
+                "max shared memory per block (opt-in)".into()
+            })?;
+        Ok(v as usize)
+    }
+
     /// A new non-blocking stream (one per worker).
     pub fn new_stream(&self) -> Result<Stream> {
         let inner = self

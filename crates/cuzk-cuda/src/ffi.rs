@@ -124,3 +124,20 @@ pub(crate) fn driver_library_present() -> bool {
     // driver function is called.
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
+
+/// Lets `func` use up to `bytes` of dynamic shared memory per block (above
+/// the default 48 KiB needs this opt-in).
+pub(crate) fn set_max_dynamic_shared_bytes(
+    func: &CudaFunction,
+    bytes: usize,
+) -> Result<(), DriverError> {
+    // SAFETY: `func` is a live function handle of a loaded module (the
+    // CudaFunction keeps its module alive); the attribute only raises a limit.
+    unsafe {
+        cudarc::driver::result::function::set_function_attribute(
+            func.cu_function(),
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+    }
+}

@@ -5,7 +5,7 @@
 static FATBIN: &[u8] = include_bytes!(env!("CUZK_FATBIN_PATH"));
 
 #[cfg(cuzk_kernels)]
-static ARCHS: &str = include_str!(concat!(env!("CUZK_FATBIN_PATH"), ".archs"));
+static ARCHS: &str = env!("CUZK_FATBIN_ARCHS");
 
 /// The embedded fatbin, if this build has one.
 pub fn fatbin() -> Option<&'static [u8]> {

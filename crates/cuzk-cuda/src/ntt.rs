@@ -12,15 +12,36 @@ use cuzk_field::limbs::FrLimbs;
 use ff::{Field, PrimeField};
 
 use crate::device::{grid, DeviceBuffer, Gpu, Stream};
-use crate::error::{ensure, Result};
+use crate::error::{ensure, DriverContext, Result};
 use crate::ffi::{device_repr, KernelArgs};
+use cudarc::driver::LaunchConfig;
 
 /// Largest supported transform: 2^28 (kernels/ntt/ntt.cu MAX_LOG).
 pub const MAX_LOG_N: u32 = 28;
 const HALF_LOG: u32 = 14;
 const BLK_LOG: u32 = 10;
-const TILE_LOG: u32 = 10;
+/// Threads of the elementwise kernels (digit reversal, H step).
 const THREADS: u32 = 256;
+
+/// Launch shape of the NTT passes. The default is what measured best on the
+/// H200 (see kernels/ntt/NOTES.md); the benchmark sweeps the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NttConfig {
+    /// log₂ of the elements a block holds in shared memory (32 B each):
+    /// 10 (32 KiB), 11 (64 KiB) or 12 (128 KiB; needs a GPU that allows it).
+    pub tile_log: u32,
+    /// Threads per block of a pass: 256 or 512.
+    pub threads: u32,
+}
+
+impl Default for NttConfig {
+    fn default() -> Self {
+        NttConfig {
+            tile_log: 10,
+            threads: 256,
+        }
+    }
+}
 
 // Pass flags (kernels/ntt/ntt.cu).
 const F_INVERSE: u32 = 1;
@@ -69,10 +90,12 @@ struct TablesArg {
 }
 device_repr!(TablesArg);
 
-/// Resident twiddle tables of one device.
+/// Resident twiddle tables of one device, and the pass kernel's shared-memory limit.
 struct Tables {
     _buffers: Vec<DeviceBuffer<FrLimbs>>,
     arg: TablesArg,
+    /// Largest dynamic shared memory a pass block may use on this device.
+    max_shared: usize,
     // The stream the tables were allocated on: they are freed in order on it.
     _stream: Stream,
 }
@@ -120,9 +143,17 @@ fn build_tables(gpu: &Gpu) -> Result<Tables> {
         gi_lo: p(5),
         gi_hi: p(6),
     };
+    // Opt the pass kernel in to as much shared memory as the largest tile needs
+    // and the device allows.
+    let max_shared = gpu.max_shared_per_block_optin()?.min(32 << 12);
+    let f = gpu.function("ntt_pass")?;
+    crate::ffi::set_max_dynamic_shared_bytes(&f, max_shared).cuda("cuFuncSetAttribute", || {
+        format!("ntt_pass: {max_shared} B of dynamic shared memory")
+    })?;
     Ok(Tables {
         _buffers: buffers,
         arg,
+        max_shared,
         _stream: stream,
     })
 }
@@ -144,6 +175,16 @@ pub fn pass_plan(log_n: u32) -> Vec<u32> {
 /// Runs the transform `kind` in place on `data`, whose length must be a
 /// power of two ≤ 2^28. Queued on `stream`; nothing is waited for.
 pub fn ntt(stream: &Stream, data: &mut DeviceBuffer<FrLimbs>, kind: NttKind) -> Result<()> {
+    ntt_with(stream, data, kind, NttConfig::default())
+}
+
+/// [`ntt`] with an explicit launch shape (for tuning).
+pub fn ntt_with(
+    stream: &Stream,
+    data: &mut DeviceBuffer<FrLimbs>,
+    kind: NttKind,
+    config: NttConfig,
+) -> Result<()> {
     let n = data.len();
     ensure(
         "ntt_pass",
@@ -155,6 +196,12 @@ pub fn ntt(stream: &Stream, data: &mut DeviceBuffer<FrLimbs>, kind: NttKind) -> 
         return Ok(()); // every transform of one element is the identity
     }
     let tables = stream.gpu().extension("ntt_tables", build_tables)?;
+    let NttConfig { tile_log, threads } = config;
+    ensure(
+        "ntt_pass",
+        (10..=12).contains(&tile_log) && (threads == 256 || threads == 512),
+        || format!("config {config:?}: tile_log must be 10..=12 and threads 256 or 512"),
+    )?;
     let n_inv = FrLimbs::from(Fr::from(n as u64).invert().expect("n ≠ 0 in Fr"));
     let plan = pass_plan(log_n);
     let inverse = kind.is_inverse();
@@ -162,7 +209,14 @@ pub fn ntt(stream: &Stream, data: &mut DeviceBuffer<FrLimbs>, kind: NttKind) -> 
     for (p, &b) in plan.iter().enumerate() {
         after -= b;
         let log_s = after;
-        let log_c = (TILE_LOG - b).min(log_n - b);
+        let log_c = (tile_log - b).min(log_n - b);
+        let shared = 32usize << (b + log_c);
+        ensure("ntt_pass", shared <= tables.max_shared, || {
+            format!(
+                "a {shared}-byte tile exceeds this GPU's {} bytes of shared memory per block",
+                tables.max_shared
+            )
+        })?;
         let mut flags = if inverse { F_INVERSE } else { 0 };
         if p == 0 && kind == NttKind::CosetForward {
             flags |= F_COSET_IN;
@@ -192,10 +246,16 @@ pub fn ntt(stream: &Stream, data: &mut DeviceBuffer<FrLimbs>, kind: NttKind) -> 
         // u32 flags, fr_t n_inv, Tables)` in kernels/ntt/ntt.cu. The kernel
         // touches positions < 2^log_n = data.len() (grid covers exactly the
         // 2^(log_n − b) columns); the tables hold the sizes the kernel indexes
-        // (2^14, 2^14, 2^10, 2^14 ×4) and live as long as the Gpu.
+        // (2^14, 2^14, 2^10, 2^14 ×4) and live as long as the Gpu; the
+        // dynamic shared memory holds the 2^(b + log_c)-element tile.
         unsafe {
-            stream.launch("ntt_pass", grid(blocks, THREADS), args, || {
-                format!("n = 2^{log_n}, pass {p} of {plan:?}, {kind:?}")
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: shared as u32,
+            };
+            stream.launch("ntt_pass", cfg, args, || {
+                format!("n = 2^{log_n}, pass {p} of {plan:?}, {kind:?}, {config:?}")
             })?;
         }
     }

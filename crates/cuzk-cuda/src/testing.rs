@@ -202,3 +202,47 @@ pub fn curve_op<P: TestCurve>(
         )
     }
 }
+
+/// Products per thread chain in the multiply-throughput probes
+/// (`bench_fr_mul`, `bench_fq_mul`: 4 independent chains per thread).
+pub const MUL_PROBE_CHAINS: u64 = 4;
+
+/// A field whose Montgomery product rate can be probed.
+pub trait ProbeField: DeviceRepr {
+    const PROBE_KERNEL: &'static str;
+}
+impl ProbeField for FrLimbs {
+    const PROBE_KERNEL: &'static str = "bench_fr_mul";
+}
+impl ProbeField for FqLimbs {
+    const PROBE_KERNEL: &'static str = "bench_fq_mul";
+}
+
+/// Queues `data.len() · iters · MUL_PROBE_CHAINS` field products (the result
+/// overwrites `data`); time it with events to get the device's product rate.
+pub fn mul_throughput_probe<F: ProbeField>(
+    stream: &Stream,
+    data: &mut DeviceBuffer<F>,
+    iters: u32,
+) -> Result<()> {
+    let n = data.len();
+    ensure(F::PROBE_KERNEL, n > 0 && n <= u32::MAX as usize, || {
+        format!("n = {n}")
+    })?;
+    let threads = 256;
+    let args = KernelArgs::new()
+        .device_ptr(data.device_ptr())
+        .u32(n as u32)
+        .u32(iters);
+    #[allow(unsafe_code)]
+    // SAFETY: matches `bench_f*_mul(F* data, u32 n, u32 iters)`; threads ≥ n
+    // return and the rest index data modulo n.
+    unsafe {
+        stream.launch(
+            F::PROBE_KERNEL,
+            grid((n as u32).div_ceil(threads), threads),
+            args,
+            || format!("n = {n}, iters = {iters}"),
+        )
+    }
+}

@@ -4,7 +4,7 @@
 //! Without a CUDA device each test prints "skipped: no CUDA device" and passes.
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use cuzk_cuda::ntt::{h_step, ntt, NttKind};
+use cuzk_cuda::ntt::{h_step, ntt, ntt_with, NttConfig, NttKind};
 use cuzk_cuda::testing::{curve_op, field_op, CurveOp, FieldOp, TestCurve, TestField};
 use cuzk_cuda::{DeviceBuffer, Gpu, Stream};
 use cuzk_field::limbs::{
@@ -382,6 +382,18 @@ fn random_fr(rng: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
     (0..n).map(|_| Fr::random(&mut *rng)).collect()
 }
 
+/// Uniform random limbs below 2^254 < r (valid reduced Montgomery values),
+/// much faster than `Fr::random` for the 2^27 case.
+fn random_fr_fast(rng: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
+    (0..n)
+        .map(|_| {
+            let mut l: [u64; 4] = rng.gen();
+            l[3] &= (1 << 62) - 1;
+            Fr::from(FrLimbs(l))
+        })
+        .collect()
+}
+
 fn gpu_ntt(stream: &Stream, kind: NttKind, v: &[Fr]) -> Vec<Fr> {
     let mut buf = stream.upload_new(fr_as_limbs(v)).unwrap();
     ntt(stream, &mut buf, kind).unwrap();
@@ -420,6 +432,37 @@ fn ntt_matches_cpu_every_kind() {
 }
 
 #[test]
+fn ntt_every_launch_shape_matches_cpu() {
+    let test = "ntt_launch_shapes";
+    let Some((_gpu, stream)) = device(test) else {
+        return;
+    };
+    let mut rng = rng(test);
+    for log_n in [4u32, 11, 13, 16, 19, 20] {
+        let domain = Domain::new(log_n);
+        let n = 1usize << log_n;
+        for tile_log in 10..=12 {
+            for threads in [256, 512] {
+                let config = NttConfig { tile_log, threads };
+                for kind in NttKind::ALL {
+                    let input = random_fr(&mut rng, n);
+                    let mut want = input.clone();
+                    cpu_ntt(&domain, kind, &mut want);
+                    let mut buf = stream.upload_new(fr_as_limbs(&input)).unwrap();
+                    ntt_with(&stream, &mut buf, kind, config).unwrap();
+                    let got = stream.download_vec(&buf).unwrap();
+                    assert!(
+                        limbs_as_fr(&got) == &want[..],
+                        "{test}: 2^{log_n} {kind:?} {config:?}"
+                    );
+                }
+            }
+        }
+        println!("{test}: 2^{log_n}: every tile size and thread count matches the CPU");
+    }
+}
+
+#[test]
 fn ntt_round_trips_and_spot_checks_at_large_sizes() {
     let test = "ntt_large";
     let Some((_gpu, stream)) = device(test) else {
@@ -428,9 +471,9 @@ fn ntt_round_trips_and_spot_checks_at_large_sizes() {
     let mut rng = rng(test);
     for log_n in [22u32, 24, 27] {
         let n = 1usize << log_n;
-        let input = random_fr(&mut rng, n);
-        let domain = Domain::new(log_n);
-        let omega = domain.omega();
+        let input = random_fr_fast(&mut rng, n);
+        // ω of the domain, without building the CPU domain's 2^26-entry tables.
+        let omega = Fr::ROOT_OF_UNITY.pow_vartime([1u64 << (Fr::S - log_n)]);
         let g = Domain::coset_generator();
         let mut buf = stream.upload_new(fr_as_limbs(&input)).unwrap();
         // Forward, spot-check two evaluations by Horner, then inverse back.

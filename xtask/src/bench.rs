@@ -1,0 +1,31 @@
+//! `cargo xtask bench`: pipeline sweeps.
+//!
+//! xtask stays small, so the sweep itself is the `sweep` example of
+//! `cuzk-sched` (release build); this forwards the arguments to it. See
+//! `cargo xtask bench --help` for the options (circuit, jobs, partitions,
+//! the grid of synthesis workers × prover workers per device × partitions
+//! in flight × memory budget, output directory).
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+/// Runs `cargo run --release -p cuzk-sched --example sweep -- ARGS` from the
+/// workspace root.
+pub fn run(args: &[String]) -> Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask lives one level below the workspace root")?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args(["run", "--release", "-p", "cuzk-sched", "--example", "sweep", "--"])
+        .args(args)
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("the sweep failed ({status})");
+    }
+    Ok(())
+}
