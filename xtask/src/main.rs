@@ -7,6 +7,7 @@
 //! * `cargo xtask bundle`: release GPU test and bench executables plus the fatbin
 //!   into `bundle/`, with `run.sh` to run them all on a machine without cargo.
 
+mod bench;
 mod bundle;
 mod kernels;
 
@@ -33,6 +34,7 @@ fn main() -> Result<()> {
     match task.as_str() {
         "kernels" => kernels::build(&root, &kernels::Options::parse(&args[1..])?).map(|_| ()),
         "bundle" => bundle::build(&root, &kernels::Options::parse(&args[1..])?),
+        "bench" => bench::run(&args[1..]),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
