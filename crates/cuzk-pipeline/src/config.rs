@@ -12,29 +12,34 @@ use crate::memory::{format_bytes, PartitionFootprint};
 use crate::scheduler::StartError;
 use crate::timeline::Timeline;
 
-/// One proving device: a backend, how many workers drive it, and what admits
+/// One proving device: a backend for each of its workers, and what admits
 /// partitions to it. "Devices" are abstract: today CPU backends, later one
-/// per GPU (each worker then owning its own streams).
+/// per GPU, where each worker's backend owns its own CUDA streams while the
+/// device's admission (its VRAM arena) is shared by all of them.
 #[derive(Clone)]
 pub struct Device {
     /// A name for logs and timelines ("cpu-0", "cuda-0").
     pub name: String,
-    /// The backend computing the MSM sums.
-    pub backend: Arc<dyn Backend>,
-    /// Prover workers driving this device (partitions it may work on at once,
-    /// subject to admission).
-    pub workers: usize,
+    /// One backend per prover worker: as many workers as backends. On the
+    /// CPU every worker shares one backend.
+    pub backends: Vec<Arc<dyn Backend>>,
     /// Decides when a partition fits on the device.
     pub admission: Arc<dyn Admission>,
 }
 
 impl Device {
-    /// A device named `name` with `workers` workers that admits everything.
+    /// A device named `name` whose `workers` workers share `backend`, and
+    /// that admits everything.
     pub fn new(name: impl Into<String>, backend: Arc<dyn Backend>, workers: usize) -> Self {
+        Device::per_worker(name, vec![backend; workers])
+    }
+
+    /// A device with one worker per backend (a GPU: one backend per stream
+    /// set), admitting everything until [`Device::with_admission`].
+    pub fn per_worker(name: impl Into<String>, backends: Vec<Arc<dyn Backend>>) -> Self {
         Device {
             name: name.into(),
-            backend,
-            workers,
+            backends,
             admission: Arc::new(AlwaysAdmit),
         }
     }
@@ -49,16 +54,62 @@ impl Device {
         self.admission = admission;
         self
     }
+
+    /// Its number of prover workers.
+    pub fn workers(&self) -> usize {
+        self.backends.len()
+    }
+
+    /// What worker `worker` of this device (number `index` in the
+    /// configuration) proves with.
+    ///
+    /// # Panics
+    ///
+    /// If `worker >= self.workers()`.
+    pub fn worker(&self, index: usize, worker: usize) -> DeviceWorker {
+        DeviceWorker {
+            device: index,
+            device_name: self.name.clone(),
+            backend: Arc::clone(&self.backends[worker]),
+            admission: Arc::clone(&self.admission),
+        }
+    }
 }
 
 impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Device")
             .field("name", &self.name)
-            .field("backend", &self.backend.name())
-            .field("workers", &self.workers)
+            .field(
+                "backends",
+                &self.backends.iter().map(|b| b.name()).collect::<Vec<_>>(),
+            )
             .field("admission", &self.admission.usage())
             .finish()
+    }
+}
+
+/// One prover worker's view of its device: its own backend, the device's
+/// shared admission.
+#[derive(Clone)]
+pub struct DeviceWorker {
+    /// The device's index in the configuration.
+    pub device: usize,
+    /// The device's name.
+    pub device_name: String,
+    /// This worker's backend.
+    pub backend: Arc<dyn Backend>,
+    /// The device's admission.
+    pub admission: Arc<dyn Admission>,
+}
+
+impl fmt::Debug for DeviceWorker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceWorker")
+            .field("device", &self.device)
+            .field("device_name", &self.device_name)
+            .field("backend", &self.backend.name())
+            .finish_non_exhaustive()
     }
 }
 
@@ -121,7 +172,7 @@ impl Default for EngineConfig {
 impl EngineConfig {
     /// Total prover workers over all devices.
     pub fn prover_workers(&self) -> usize {
-        self.devices.iter().map(|d| d.workers).sum()
+        self.devices.iter().map(Device::workers).sum()
     }
 
     /// Refuses configurations an engine cannot run: no devices, a stage or
@@ -144,7 +195,7 @@ impl EngineConfig {
         zero("prover_queue", self.prover_queue)?;
         zero("epilogue_queue", self.epilogue_queue)?;
         for d in &self.devices {
-            if d.workers == 0 {
+            if d.workers() == 0 {
                 return Err(StartError::DeviceWithoutWorkers {
                     device: d.name.clone(),
                 });

@@ -604,7 +604,7 @@ pub fn invalid_configurations_are_refused<S: Scheduler>() {
     cfg.devices.clear();
     assert!(matches!(S::start(cfg), Err(StartError::NoDevices)));
     let mut cfg = config(1, 1);
-    cfg.devices[0].workers = 0;
+    cfg.devices[0].backends.clear();
     assert!(matches!(
         S::start(cfg),
         Err(StartError::DeviceWithoutWorkers { .. })

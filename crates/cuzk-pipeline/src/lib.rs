@@ -20,7 +20,7 @@ pub mod testing;
 
 pub use admission::{Admission, AdmissionError, AdmissionTicket, AlwaysAdmit, CountingAdmission};
 pub use channel::{priority_channel, PriorityReceiver, PrioritySender};
-pub use config::{Device, EngineConfig};
+pub use config::{Device, DeviceWorker, EngineConfig};
 pub use intake::{Admitted, Intake, Reservation};
 pub use job::{
     DemoSource, Job, JobError, JobId, JobOutput, JobResult, PartitionError, PartitionReport,

@@ -32,7 +32,7 @@ use cuzk_groth16::verifier::verify_proof;
 use cuzk_groth16::{Proof, ProvingKey};
 use cuzk_synth::Synthesized;
 
-use crate::config::{Device, EngineConfig};
+use crate::config::{DeviceWorker, EngineConfig};
 use crate::intake::{Admitted, Reservation};
 use crate::job::{PartitionError, PartitionReport, PartitionSource, Priority, Stage, Verification};
 use crate::memory::witness_bytes;
@@ -212,14 +212,13 @@ impl SynthesizedPartition {
         );
     }
 
-    /// The prove step on `device` (index `device_index` in the
-    /// configuration): waits for the device's admission, computes the MSM
-    /// sums, gives back the working set, and the witness too when nothing
-    /// will verify the proof.
+    /// The prove step on one worker of a device: waits for the device's
+    /// admission, computes the MSM sums on the worker's backend, gives back
+    /// the working set, and the witness too when nothing will verify the
+    /// proof.
     pub fn prove(
         self,
-        device: &Device,
-        device_index: usize,
+        on: &DeviceWorker,
         ctx: &StageContext,
         worker: &str,
     ) -> Option<ProvedPartition> {
@@ -236,11 +235,10 @@ impl SynthesizedPartition {
             return None;
         }
         let ticket = catch_panic(Stage::Prove, || {
-            device
-                .admission
+            on.admission
                 .admit(job.shape())
                 .map_err(|e| PartitionError::Admission {
-                    device: device.name.clone(),
+                    device: on.device_name.clone(),
                     message: e.message,
                 })
         });
@@ -260,7 +258,7 @@ impl SynthesizedPartition {
             .emit(job.id(), partition, EventKind::ProveStart, worker);
         let result = {
             let _busy = ctx.meters.stage(Stage::Prove).busy();
-            prove_partition(&*device.backend, job.key(), &witness)
+            prove_partition(&*on.backend, job.key(), &witness)
         };
         let (sums, timings) = match result {
             Ok(out) => out,
@@ -288,8 +286,8 @@ impl SynthesizedPartition {
             job,
             partition,
             sums,
-            backend: device.backend.name(),
-            device: device_index,
+            backend: on.backend.name(),
+            device: on.device,
             timings,
             synthesis,
             witness,

@@ -13,8 +13,8 @@ use cuzk_pipeline::{
 /// Every partition, one after the other, on one thread: synthesis, prove,
 /// epilogue, then the next most urgent partition.
 ///
-/// Of [`EngineConfig`] it uses the devices (partitions go to them in turn,
-/// whatever their worker counts), the memory budget (checked at
+/// Of [`EngineConfig`] it uses the devices (partitions go to every worker of
+/// every device in turn, one at a time), the memory budget (checked at
 /// submission; one partition at a time never exceeds it), verification, the
 /// fallback and the timeline; worker counts, queue bounds and the in-flight
 /// limit have no meaning here.
@@ -37,7 +37,13 @@ impl Scheduler for SerialScheduler {
         let thread = {
             let intake = Arc::clone(&intake);
             let ctx = ctx.clone();
-            let devices = config.devices.clone();
+            // Every worker of every device, used in turn.
+            let workers: Vec<_> = config
+                .devices
+                .iter()
+                .enumerate()
+                .flat_map(|(d, device)| (0..device.workers()).map(move |w| device.worker(d, w)))
+                .collect();
             std::thread::Builder::new()
                 .name("cuzk-serial".into())
                 .spawn(move || {
@@ -47,10 +53,9 @@ impl Scheduler for SerialScheduler {
                             continue;
                         };
                         witness.mark_queued(&ctx, "serial");
-                        let index = turn % devices.len();
+                        let on = &workers[turn % workers.len()];
                         turn += 1;
-                        let Some(proved) = witness.prove(&devices[index], index, &ctx, "serial")
-                        else {
+                        let Some(proved) = witness.prove(on, &ctx, "serial") else {
                             continue;
                         };
                         proved.finish(&ctx, "serial");

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cuzk_pipeline::{
-    priority_channel, Device, EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters,
+    priority_channel, DeviceWorker, EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters,
     MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition, Scheduler, StageContext,
     StartError, SubmitError, SynthesizedPartition, Timeline,
 };
@@ -60,15 +60,14 @@ impl Engine {
     }
 
     fn prover_worker(
-        device: Device,
-        device_index: usize,
+        on: DeviceWorker,
         ctx: StageContext,
         inbox: PriorityReceiver<SynthesizedPartition>,
         epilogue: PrioritySender<ProvedPartition>,
     ) -> impl FnOnce(String) + Send + 'static {
         move |name| {
             while let Some(witness) = inbox.recv() {
-                let Some(proved) = witness.prove(&device, device_index, &ctx, &name) else {
+                let Some(proved) = witness.prove(&on, &ctx, &name) else {
                     continue;
                 };
                 if let Err(lost) = epilogue.send(proved.priority(), proved) {
@@ -112,12 +111,11 @@ impl Scheduler for Engine {
             ));
         }
         for (d, device) in config.devices.iter().enumerate() {
-            for w in 0..device.workers {
+            for w in 0..device.workers() {
                 threads.push(Self::spawn(
                     format!("{}/w{w}", device.name),
                     Self::prover_worker(
-                        device.clone(),
-                        d,
+                        device.worker(d, w),
                         ctx.clone(),
                         to_provers.clone(),
                         to_epilogue_tx.clone(),
