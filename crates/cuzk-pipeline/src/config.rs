@@ -133,7 +133,9 @@ pub struct EngineConfig {
     /// Bound of each priority class's channel from the provers to the epilogue.
     pub epilogue_queue: usize,
     /// Host memory the engine may reserve for partitions, bytes (see
-    /// [`PartitionFootprint`]).
+    /// [`PartitionFootprint`]). It covers the partitions in flight only: the
+    /// proving keys (loaded or mapped by the caller) and the engine's own
+    /// few megabytes come on top.
     pub memory_budget: u64,
     /// Verify every proof before returning it (on by default). An invalid
     /// proof is proved once more on `fallback` and reported at error level.
