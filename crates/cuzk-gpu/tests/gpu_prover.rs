@@ -1,0 +1,113 @@
+//! The CUDA backend against the CPU backend: same key, same witness, same r
+//! and s ⇒ byte-identical proofs that verify. Skipped (and says so) where
+//! there is no CUDA device or no built kernels.
+//!
+//! Keys: the committed 2^10 fixture always; more sizes from
+//! `$CUZK_TEST_KEYS/demo-<k>-95.params` (as `cargo bench --bench prover`
+//! caches them in target/bench-keys) for k in `$CUZK_TEST_SIZES` (e.g. "16 18").
+
+use std::path::PathBuf;
+
+use cuzk_field::{Field, Fr};
+use cuzk_gpu::CudaBackend;
+use cuzk_groth16::encoding::PointCheck;
+use cuzk_groth16::prover::{prove_with, CpuBackend};
+use cuzk_groth16::verifier::{verify_proof, PreparedVerifyingKey};
+use cuzk_groth16::ProvingKey;
+use cuzk_synth::{synthesize, DemoCircuit};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+fn backend() -> Option<CudaBackend> {
+    match CudaBackend::first() {
+        Ok(Some(b)) => Some(b),
+        Ok(None) => {
+            eprintln!("skipped: no CUDA device");
+            None
+        }
+        Err(e) => {
+            eprintln!("skipped: CUDA unusable here: {e}");
+            None
+        }
+    }
+}
+
+fn keys() -> Vec<(u32, PathBuf)> {
+    let mut v = vec![(
+        10,
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo-k10-sha95.params"),
+    )];
+    if let (Ok(dir), Ok(sizes)) = (
+        std::env::var("CUZK_TEST_KEYS"),
+        std::env::var("CUZK_TEST_SIZES"),
+    ) {
+        for k in sizes.split_whitespace().filter_map(|s| s.parse().ok()) {
+            v.push((k, PathBuf::from(&dir).join(format!("demo-{k}-95.params"))));
+        }
+    }
+    v
+}
+
+#[test]
+fn gpu_proofs_are_byte_identical_to_cpu_proofs() {
+    let Some(gpu) = backend() else { return };
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!(
+        "backend {} on {}; seed {seed}",
+        gpu_name(&gpu),
+        gpu.device_name()
+    );
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    for (k, path) in keys() {
+        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
+            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
+        let pvk = PreparedVerifyingKey::new(&key.vk);
+        // Two witnesses per key: the second proof reuses the resident key.
+        for witness_seed in [seed, seed ^ 1] {
+            let circuit = DemoCircuit::new(k, 0.95, witness_seed);
+            let inputs = circuit.public_inputs();
+            let w = synthesize(circuit).unwrap();
+            let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+            let cpu = prove_with(&CpuBackend, &key, &w, r, s).unwrap();
+            let gpu_proof = prove_with(&gpu, &key, &w, r, s).unwrap();
+            assert_eq!(
+                gpu_proof.proof.to_bytes(),
+                cpu.proof.to_bytes(),
+                "2^{k}: GPU proof differs from CPU proof"
+            );
+            assert!(
+                verify_proof(&pvk, &gpu_proof.proof, &inputs).unwrap(),
+                "2^{k}: GPU proof invalid"
+            );
+            let stages: Vec<String> = gpu_proof
+                .timings
+                .stages
+                .iter()
+                .map(|(n, d)| format!("{n} {:.1}ms", d.as_secs_f64() * 1e3))
+                .collect();
+            eprintln!(
+                "2^{k}: identical; cpu {:.1} ms, gpu {:.1} ms [{}]",
+                cpu.timings.total().as_secs_f64() * 1e3,
+                gpu_proof.timings.total().as_secs_f64() * 1e3,
+                stages.join(", ")
+            );
+        }
+    }
+}
+
+fn gpu_name(b: &CudaBackend) -> &'static str {
+    use cuzk_groth16::prover::Backend;
+    b.name()
+}
+
+#[test]
+fn key_mismatch_fails_before_any_kernel() {
+    let Some(gpu) = backend() else { return };
+    let key = ProvingKey::read_from_path(&keys()[0].1, PointCheck::OnCurve).unwrap();
+    let w = synthesize(DemoCircuit::new(11, 0.95, 1)).unwrap();
+    let err = prove_with(&gpu, &key, &w, Fr::ONE, Fr::ONE).unwrap_err();
+    assert!(err.to_string().contains("h points"), "{err}");
+}
