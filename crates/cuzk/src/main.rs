@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use cuzk_field::{Fr, PrimeField};
+use cuzk_gpu::CudaBackend;
 use cuzk_groth16::encoding::PointCheck;
 use cuzk_groth16::params::KeySummary;
 use cuzk_groth16::proof::{proofs_from_bytes, proofs_to_bytes};
@@ -124,7 +125,7 @@ struct CircuitArgs {
 
 #[derive(Args, Debug, Clone)]
 struct BackendArgs {
-    /// Backend: `auto` (the GPU when there is one and its prover is built, else the CPU) or `cpu`.
+    /// Backend: `auto` (the first CUDA device when there is one and the kernels are built, else the CPU, saying why), `cuda` or `cpu`.
     #[arg(long, default_value = "auto")]
     backend: String,
 }
@@ -207,18 +208,50 @@ fn run(cli: Cli) -> Result<()> {
 
 fn select_backend(args: &BackendArgs) -> Result<Box<dyn Backend>> {
     match args.backend.as_str() {
-        "cpu" => Ok(Box::new(CpuBackend)),
-        "auto" => {
-            eprintln!("backend: cpu ({})", gpu_status());
+        "cpu" => {
+            eprintln!("backend: cpu (asked for)");
             Ok(Box::new(CpuBackend))
         }
-        other => bail!("unknown backend {other:?}: expected `auto` or `cpu`"),
+        "cuda" => match CudaBackend::first() {
+            Ok(Some(gpu)) => {
+                eprintln!("backend: {} ({})", gpu.name(), gpu.device_name());
+                Ok(Box::new(gpu))
+            }
+            Ok(None) => bail!("--backend cuda: no CUDA device on this machine"),
+            Err(e) => bail!("--backend cuda: {e}"),
+        },
+        "auto" => match CudaBackend::first() {
+            Ok(Some(gpu)) => {
+                eprintln!("backend: {} ({})", gpu.name(), gpu.device_name());
+                Ok(Box::new(gpu))
+            }
+            Ok(None) => {
+                eprintln!("backend: cpu (no CUDA device)");
+                Ok(Box::new(CpuBackend))
+            }
+            Err(e) => {
+                eprintln!("backend: cpu — a CUDA device is present but unusable: {e}");
+                Ok(Box::new(CpuBackend))
+            }
+        },
+        other => bail!("unknown backend {other:?}: expected `auto`, `cuda` or `cpu`"),
     }
 }
 
-/// Why `auto` chose the CPU: said out loud, never silently.
+/// What the GPU side of this machine looks like, for `cuzk info`.
 fn gpu_status() -> String {
-    "no CUDA prover in this build yet; the GPU backend is issue #4".to_string()
+    match cuzk_cuda::devices() {
+        Err(e) => e.to_string(),
+        Ok(devs) => {
+            let kernels = if cuzk_cuda::kernels::available() {
+                format!("kernels built for {}", cuzk_cuda::kernels::archs())
+            } else {
+                "kernels not built: run `cargo xtask kernels`".to_string()
+            };
+            let names: Vec<String> = devs.iter().map(|d| d.to_string()).collect();
+            format!("{}; {kernels}", names.join("; "))
+        }
+    }
 }
 
 fn setup(circuit: CircuitArgs, out: &Path, setup_seed: u64) -> Result<Duration> {
