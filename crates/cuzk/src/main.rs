@@ -391,7 +391,7 @@ fn write_outputs(report: &ProveReport, proofs: &Path, inputs: &Path) -> Result<(
     let json: Vec<Vec<String>> = report
         .partitions
         .iter()
-        .map(|p| p.inputs.iter().map(|x| hex_scalar(x)).collect())
+        .map(|p| p.inputs.iter().map(hex_scalar).collect())
         .collect();
     write_atomically(proofs, &bytes)?;
     write_atomically(inputs, serde_json::to_string_pretty(&json)?.as_bytes())?;
