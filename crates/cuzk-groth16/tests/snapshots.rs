@@ -30,7 +30,13 @@ fn seeded_demo_proofs() {
     let key = ProvingKey::read_from_path(&fixture(), PointCheck::Full).unwrap();
     let circuits: Vec<DemoCircuit> = (1..=3).map(|s| DemoCircuit::new(10, 0.95, s)).collect();
     let witnesses = synthesize_many(circuits.clone()).unwrap();
-    let proved = prove_batch(&CpuBackend, &key, &witnesses, &mut ChaCha20Rng::seed_from_u64(42)).unwrap();
+    let proved = prove_batch(
+        &CpuBackend,
+        &key,
+        &witnesses,
+        &mut ChaCha20Rng::seed_from_u64(42),
+    )
+    .unwrap();
     let pvk = PreparedVerifyingKey::new(&key.vk);
     for (p, c) in proved.iter().zip(&circuits) {
         assert!(verify_proof(&pvk, &p.proof, &c.public_inputs()).unwrap());
