@@ -106,7 +106,7 @@ __device__ __forceinline__ void block_sum_to(xyzz_t<F> acc, xyzz_t<F>* __restric
 /// Step 2. Thread t of `nthreads` owns entries [t·chunk, (t+1)·chunk) with
 /// chunk = ⌈total / nthreads⌉, total = offsets[nkeys] (read on the device, so
 /// the host need not wait for the sort). Writes part_keys/part_pts[2t, 2t+1].
-template <class F>
+template <class F, bool PREFETCH = true>
 __device__ __forceinline__ void accumulate_runs(const affine_t<F>* __restrict__ bases,
                                                 const uint32_t* __restrict__ entries,
                                                 const uint32_t* __restrict__ offsets,
@@ -139,11 +139,18 @@ __device__ __forceinline__ void accumulate_runs(const affine_t<F>* __restrict__ 
     uint32_t runs = 0;
 
     X acc = X::infinity();
-    affine_t<F> next = load_signed(bases, entries[start]);
+    affine_t<F> next;
+    if (PREFETCH) next = load_signed(bases, entries[start]);
     for (uint32_t pos = start; pos < end;) {
-        const affine_t<F> cur = next;
-        pos++;
-        if (pos < end) next = load_signed(bases, entries[pos]);  // in flight during the add
+        affine_t<F> cur;
+        if (PREFETCH) {
+            cur = next;
+            pos++;
+            if (pos < end) next = load_signed(bases, entries[pos]);  // in flight during the add
+        } else {
+            cur = load_signed(bases, entries[pos]);  // other warps hide the latency
+            pos++;
+        }
         acc = acc.add_affine(cur);
         if (pos == run_end) {
             if (runs == 0) {
@@ -427,13 +434,13 @@ __device__ __forceinline__ void chain_bases(const affine_t<F>* __restrict__ cons
 /// extern "C" kernels for one curve: SUFFIX is g1 or g2, F its base field.
 /// A bucket-accumulation kernel; NAME carries the launch bounds it was
 /// compiled with (occupancy variants are timed by the benchmark).
-#define CUZK_MSM_ACCUMULATE_KERNEL(NAME, F, BOUNDS)                                             \
+#define CUZK_MSM_ACCUMULATE_KERNEL(NAME, F, BOUNDS, PREFETCH)                                   \
     extern "C" __global__ void BOUNDS NAME(                                                      \
         const cuzk::affine_t<F>* bases, const uint32_t* entries, const uint32_t* offsets,       \
         uint32_t nkeys, uint32_t nthreads, cuzk::xyzz_t<F>* bucket_sums, uint32_t* part_keys,    \
         cuzk::xyzz_t<F>* part_pts) {                                                             \
-        cuzk::msm::accumulate_runs<F>(bases, entries, offsets, nkeys, nthreads, bucket_sums,     \
-                                      part_keys, part_pts);                                      \
+        cuzk::msm::accumulate_runs<F, PREFETCH>(bases, entries, offsets, nkeys, nthreads,        \
+                                                bucket_sums, part_keys, part_pts);               \
     }
 
 /// A bitmap batch-sum kernel with the given launch bounds (occupancy variants).
@@ -443,8 +450,11 @@ __device__ __forceinline__ void chain_bases(const affine_t<F>* __restrict__ cons
         cuzk::msm::batch_sum_bitmap<F>(bases, bitmap, n, out);                                   \
     }
 
-#define CUZK_MSM_CURVE_KERNELS(SUFFIX, F)                                                        \
-    CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_##SUFFIX, F, )                                     \
+/// ACC_BOUNDS / SUM_BOUNDS: launch bounds of the accumulation (64-thread
+/// blocks) and of the batch sums (128-thread blocks), chosen per curve by the
+/// benchmark's variant runs.
+#define CUZK_MSM_CURVE_KERNELS(SUFFIX, F, ACC_BOUNDS, SUM_BOUNDS)                                                        \
+    CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_##SUFFIX, F, ACC_BOUNDS, true)                     \
     extern "C" __global__ void msm_merge_##SUFFIX(                                               \
         const uint32_t* in_keys, const cuzk::xyzz_t<F>* in_pts, uint32_t len, uint32_t chunk,    \
         uint32_t nthreads, cuzk::xyzz_t<F>* bucket_sums, uint32_t* out_keys,                     \
@@ -467,8 +477,8 @@ __device__ __forceinline__ void chain_bases(const affine_t<F>* __restrict__ cons
                                                    uint32_t c, F* out) {                         \
         cuzk::msm::horner_to_jacobian<F>(sums, windows, c, out);                                 \
     }                                                                                            \
-    CUZK_MSM_BITMAP_KERNEL(msm_batch_sum_bitmap_##SUFFIX, F, )                                   \
-    extern "C" __global__ void msm_batch_sum_indices_##SUFFIX(                                   \
+    CUZK_MSM_BITMAP_KERNEL(msm_batch_sum_bitmap_##SUFFIX, F, SUM_BOUNDS)                         \
+    extern "C" __global__ void SUM_BOUNDS msm_batch_sum_indices_##SUFFIX(                        \
         const cuzk::affine_t<F>* bases, uint32_t nbases, const uint32_t* idx, uint32_t len,      \
         cuzk::xyzz_t<F>* out) {                                                                  \
         cuzk::msm::batch_sum_indices<F>(bases, nbases, idx, len, out);                           \

@@ -241,8 +241,9 @@ where
             target_ms: target,
         });
     }
-    // Accumulation kernel variants (launch bounds) at the largest main size.
-    if let Some(&log) = logs.last().filter(|_| C::ACCUMULATE_VARIANTS.len() > 1) {
+    // Accumulation kernel variants (launch bounds) at 2^24 (or the largest size).
+    let variant_log = logs.iter().copied().filter(|&l| l <= 24).max();
+    if let Some(log) = variant_log.filter(|_| C::ACCUMULATE_VARIANTS.len() > 1) {
         let n = 1usize << log;
         let c = choose_window_bits(n, C::XYZZ_WORDS * 8, usize::MAX);
         for (v, name) in C::ACCUMULATE_VARIANTS.iter().enumerate() {
@@ -412,12 +413,12 @@ fn main() -> BoxResult<()> {
         (logs(args.max_log_g1, 16), logs(args.max_log_g2, 16))
     };
     let g1_sweep = if args.sweep {
-        vec![(20, 12..=20), (24, 14..=22)]
+        vec![(24, 18..=21), (26, 18..=22)]
     } else {
         vec![]
     };
     let g2_sweep = if args.sweep {
-        vec![(22, 13..=20)]
+        vec![(24, 17..=21)]
     } else {
         vec![]
     };

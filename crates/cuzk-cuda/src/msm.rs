@@ -154,18 +154,17 @@ impl MsmCurve for G1 {
         "msm_batch_sum_indices_g1",
         "msm_chain_bases_g1",
     ];
+    // Residency variants (kernels/msm/g1.cu); the default kernel carries the
+    // launch bounds that won on the H200.
     const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
         "msm_accumulate_g1",
-        "msm_accumulate_g1_occ6",
-        "msm_accumulate_g1_occ8",
+        "msm_accumulate_g1_occ7",
+        "msm_accumulate_g1_occ6_np",
+        "msm_accumulate_g1_occ7_np",
     ];
     const DEFAULT_ACCUMULATE_VARIANT: usize = 0;
     const DEFAULT_BITMAP_VARIANT: usize = 0;
-    const BITMAP_VARIANTS: &'static [&'static str] = &[
-        "msm_batch_sum_bitmap_g1",
-        "msm_batch_sum_bitmap_g1_occ3",
-        "msm_batch_sum_bitmap_g1_occ4",
-    ];
+    const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g1"];
     fn from_jacobian_words(w: &[u64]) -> G1Projective {
         G1Projective::from_raw_unchecked(
             fq_from_words(&w[0..6]),
@@ -190,7 +189,8 @@ impl MsmCurve for G2 {
         "msm_batch_sum_indices_g2",
         "msm_chain_bases_g2",
     ];
-    const ACCUMULATE_VARIANTS: &'static [&'static str] = &["msm_accumulate_g2"];
+    const ACCUMULATE_VARIANTS: &'static [&'static str] =
+        &["msm_accumulate_g2", "msm_accumulate_g2_occ5"];
     const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g2"];
     const DEFAULT_ACCUMULATE_VARIANT: usize = 0;
     const DEFAULT_BITMAP_VARIANT: usize = 0;
@@ -672,6 +672,7 @@ impl<C: MsmCurve> Msm<C> {
                 },
             )?;
         }
+        self.mark("reduce")?;
         let blocks = plan.sum_blocks();
         sum_groups::<C>(
             s,
@@ -689,6 +690,7 @@ impl<C: MsmCurve> Msm<C> {
             1,
             &self.window_sums,
         )?;
+        self.mark("window sums")?;
         horner::<C>(
             s,
             &self.window_sums,
@@ -696,6 +698,7 @@ impl<C: MsmCurve> Msm<C> {
             plan.window_bits,
             &self.result,
         )?;
+        self.mark("horner")?;
         Ok(())
     }
 
