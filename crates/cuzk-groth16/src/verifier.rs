@@ -116,6 +116,20 @@ impl PreparedVerifyingKey {
     /// `Σ scalars[i] · ic[i]` over the whole IC (the ONE's scalar first).
     fn ic_combination(&self, scalars: &[Scalar]) -> G1Affine {
         debug_assert_eq!(scalars.len(), self.ic.len());
+        // Few inputs (Filecoin: tens to hundreds): plain scalar multiplications on
+        // this thread. blst's Pippenger would queue behind a prover's MSMs in its
+        // shared thread pool, stalling verification while proofs are being made.
+        const PIPPENGER_FROM: usize = 512;
+        if scalars.len() < PIPPENGER_FROM {
+            let sum = self
+                .ic
+                .iter()
+                .zip(scalars)
+                .fold(<G1Projective as group::Group>::identity(), |acc, (p, s)| {
+                    acc + p * s
+                });
+            return sum.to_affine();
+        }
         G1Projective::multi_exp(&self.ic, scalars).to_affine()
     }
 }
