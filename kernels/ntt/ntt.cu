@@ -21,8 +21,9 @@
 // Sizes up to 2^10 take one pass with nothing to reverse.
 //
 // Twiddles are universal, not per size: every root used is a power of
-// ω_(2^28), looked up as w_lo[e mod 2^14] · w_hi[e / 2^14], and the roots
-// inside a pass are powers of ω_(2^10) (w_blk). Coset powers g^j come from
+// ω_(2^28), looked up as w_lo[e mod 2^14] · w_hi[e / 2^14] (or directly in
+// w_mid, the powers of ω_(2^20), when the sub-transform has ≤ 2^20 points),
+// and the roots inside a pass are powers of ω_(2^10) (w_blk). Coset powers g^j come from
 // the same two-level scheme. The host fills these tables once per device.
 #include "../field/fr.cuh"
 
@@ -33,6 +34,7 @@ using cuzk::fr_t;
 constexpr uint32_t MAX_LOG = 28;   // largest supported log n
 constexpr uint32_t HALF_LOG = 14;  // two-level tables: 2^14 entries each
 constexpr uint32_t BLK_LOG = 10;   // largest pass: 2^10 elements per column
+constexpr uint32_t MID_LOG = 20;   // sub-transforms up to 2^20 take their twiddle from w_mid
 constexpr uint32_t MAX_THREADS = 512;  // the pass kernel runs 256 or 512 threads
 constexpr uint32_t THREADS = 256;      // the other kernels
 
@@ -45,6 +47,7 @@ struct Tables {
     const fr_t* g_hi;   // g^(i·2^14),      i < 2^14
     const fr_t* gi_lo;  // g^(−i),          i < 2^14
     const fr_t* gi_hi;  // g^(−i·2^14),     i < 2^14
+    const fr_t* w_mid;  // ω20^i,           i < 2^20   (ω20 = ω28^(2^8)): one lookup, no product
 };
 
 // Flags of one pass.
@@ -182,9 +185,16 @@ __device__ __forceinline__ void pass(fr_t* __restrict__ data, uint32_t b, uint32
         fr_t x = s[(bit_reverse(k, b) << log_c) + col_local];
         if (flags & F_TWIDDLE) {
             uint32_t J = col & (S - 1);
-            uint32_t e = (J * k) << (MAX_LOG - b - log_s);  // ω_m = ω28^(2^(28 − log m))
-            if (inverse) e = (0u - e) & ((1u << MAX_LOG) - 1);
-            if (e) x = x * root_pow(t, e);
+            const uint32_t log_m = b + log_s;  // this pass's sub-transform: 2^log_m points
+            if (log_m <= MID_LOG) {
+                uint32_t e = (J * k) << (MID_LOG - log_m);  // ω_m = ω20^(2^(20 − log m))
+                if (inverse) e = (0u - e) & ((1u << MID_LOG) - 1);
+                if (e) x = x * t.w_mid[e];
+            } else {
+                uint32_t e = (J * k) << (MAX_LOG - log_m);  // ω_m = ω28^(2^(28 − log m))
+                if (inverse) e = (0u - e) & ((1u << MAX_LOG) - 1);
+                if (e) x = x * root_pow(t, e);
+            }
         }
         if (flags & F_SCALE_N) x = x * n_inv;
         if (flags & F_COSET_OUT) x = x * coset_pow(t.gi_lo, t.gi_hi, pos);
@@ -235,6 +245,46 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     fr_t y = data[r];
     data[r] = scale(x, r);
     data[s] = scale(y, s);
+}
+
+/// Tiled form of ntt_digit_reverse (same effect), for b_out ≥ 4: for each
+/// middle digit (grid z) the (d_hi, d_lo) plane is a 2^b_out-square matrix
+/// (row stride 2^(b_out + b_mid)) to transpose in place; block (x, y) with
+/// x ≤ y swaps tile (x, y) with tile (y, x) through shared memory, so reads
+/// and writes move 16 consecutive elements (512 bytes) at a time instead of
+/// scattering single elements. 256 threads.
+constexpr uint32_t RT = 16;  // tile side
+extern "C" __global__ void __launch_bounds__(RT * RT)
+    ntt_digit_reverse_tiled(fr_t* __restrict__ data, uint32_t log_n, uint32_t b_out,
+                            uint32_t b_mid, uint32_t flags, fr_t n_inv, Tables tables) {
+    const uint32_t ti = blockIdx.x, tj = blockIdx.y, d2 = blockIdx.z;
+    if (ti > tj) return;
+    __shared__ fr_t a[RT][RT + 1];  // +1: rows fall on different banks
+    __shared__ fr_t b[RT][RT + 1];
+    const uint32_t r = threadIdx.x / RT, c = threadIdx.x % RT;
+    const uint32_t row_stride_log = b_out + b_mid;
+    auto pos = [&](uint32_t d1, uint32_t d3) {
+        return (d1 << row_stride_log) + (d2 << b_out) + d3;
+    };
+    auto scale = [&](fr_t x, uint32_t j) {
+        if (flags & F_SCALE_N) x = x * n_inv;
+        if (flags & F_COSET_OUT) x = x * coset_pow(tables.gi_lo, tables.gi_hi, j);
+        return x;
+    };
+    const uint32_t pa = pos(ti * RT + r, tj * RT + c);  // tile (ti, tj)
+    const uint32_t pb = pos(tj * RT + r, ti * RT + c);  // tile (tj, ti)
+    a[r][c] = data[pa];
+    if (ti != tj) b[r][c] = data[pb];
+    __syncthreads();
+    // After the reversal position (d1, d2, d3) holds what was at (d3, d2, d1);
+    // each position is its own natural index, which the scaling needs.
+    if (ti == tj) {
+        data[pa] = scale(a[c][r], pa);
+    } else {
+        data[pa] = scale(b[c][r], pa);
+        data[pb] = scale(a[c][r], pb);
+    }
+    (void)log_n;
 }
 
 /// The H step on the coset: a[i] = (a[i]·b[i] − c[i])·z_inv, where z_inv =

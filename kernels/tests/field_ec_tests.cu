@@ -59,10 +59,19 @@ enum : uint32_t {
     OP_INV = 8,
     OP_EQ = 9,        // one if a == b else zero
     OP_IS_ZERO = 10,  // one if a == 0 else zero
+    OP_MUL_RR = 11,   // the reduced-radix product (fq2: Karatsuba over it)
 };
 
 template <class F>
 __device__ __noinline__ F ni_to_mont(F a) { return a.to_mont(); }
+template <class F>
+__device__ __noinline__ F ni_mul_rr(F a, F b) { return F::mul_rr(a, b); }
+template <>
+__device__ __noinline__ fq2_t ni_mul_rr(fq2_t a, fq2_t b) {
+    fq_t t0 = fq_t::mul_rr(a.c0, b.c0), t1 = fq_t::mul_rr(a.c1, b.c1);
+    fq_t t2 = fq_t::mul_rr(a.c0 + a.c1, b.c0 + b.c1);
+    return {t0 - t1, t2 - t0 - t1};
+}
 template <class F>
 __device__ __noinline__ F ni_from_mont(F a) { return a.from_mont(); }
 
@@ -83,6 +92,7 @@ __device__ __forceinline__ void field_op(uint32_t op, F* out, const F* a, const 
         case OP_INV: r = ni_inv(x); break;
         case OP_EQ: r = x == y ? F::one() : F::zero(); break;
         case OP_IS_ZERO: r = x.is_zero() ? F::one() : F::zero(); break;
+        case OP_MUL_RR: r = ni_mul_rr(x, y); break;
         default: r = F::zero(); break;
     }
     out[i] = r;
@@ -177,7 +187,7 @@ extern "C" __global__ void test_g2_op(uint32_t op, g2_affine_t* out_affine, fq2_
 // n · iters · CHAINS / time, in field products per second.
 namespace field_ec_tests {
 constexpr int CHAINS = 4;
-template <class F>
+template <class F, bool RR>
 __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -187,7 +197,7 @@ __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) 
     for (int c = 0; c < CHAINS; c++) x[c] = data[(i + c + 1) % n];
     for (uint32_t k = 0; k < iters; k++) {
 #pragma unroll
-        for (int c = 0; c < CHAINS; c++) x[c] = x[c] * y;
+        for (int c = 0; c < CHAINS; c++) x[c] = RR ? F::mul_rr(x[c], y) : x[c] * y;
     }
     F acc = x[0];
 #pragma unroll
@@ -197,8 +207,14 @@ __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) 
 }  // namespace field_ec_tests
 
 extern "C" __global__ void bench_fr_mul(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains(data, n, iters);
+    field_ec_tests::mul_chains<fr_t, false>(data, n, iters);
 }
 extern "C" __global__ void bench_fq_mul(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains(data, n, iters);
+    field_ec_tests::mul_chains<fq_t, false>(data, n, iters);
+}
+extern "C" __global__ void bench_fr_mul_rr(fr_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::mul_chains<fr_t, true>(data, n, iters);
+}
+extern "C" __global__ void bench_fq_mul_rr(fq_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::mul_chains<fq_t, true>(data, n, iters);
 }

@@ -23,6 +23,9 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
         std::fs::remove_dir_all(&snapshot)?;
     }
     copy_tree(&root.join("kernels"), &snapshot)?;
+    for dir in &opts.exclude {
+        exclude_from_snapshot(&snapshot, dir)?;
+    }
     let fatbin = crate::kernels::build_from(&snapshot, &work, opts, root)?;
     let cargo_env = [
         ("CUZK_FATBIN", fatbin.clone()),
@@ -71,14 +74,10 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
         );
     }
     let kernels_dir = fatbin.parent().expect("fatbin in a folder");
-    for f in [
-        "cuzk.fatbin",
-        "cuzk.fatbin.sha256",
-        "cuzk.fatbin.archs",
-        "resource-usage.txt",
-    ] {
+    for f in ["cuzk.fatbin", "cuzk.fatbin.sha256", "resource-usage.txt"] {
         let dst = bundle.join("kernels").join(f);
-        std::fs::copy(kernels_dir.join(f), &dst)?;
+        std::fs::copy(kernels_dir.join(f), &dst)
+            .with_context(|| format!("copying {}", kernels_dir.join(f).display()))?;
         total += std::fs::metadata(&dst)?.len();
     }
 
@@ -141,6 +140,25 @@ fn cargo_executables(
     Ok(out)
 }
 
+/// Drops `kernels/<dir>` from the snapshot and its sub-manifest from the
+/// manifest's `include` list (a quick iteration bundle without, say, the
+/// slow-to-compile MSM kernels; their tests then fail to find their kernels).
+fn exclude_from_snapshot(snapshot: &Path, dir: &str) -> Result<()> {
+    let dir = dir.trim_matches('/');
+    let path = snapshot.join(dir);
+    if !path.is_dir() {
+        bail!("--exclude {dir}: kernels/{dir} is not a folder");
+    }
+    std::fs::remove_dir_all(&path)?;
+    let manifest = snapshot.join("manifest.toml");
+    let text = std::fs::read_to_string(&manifest)?;
+    let prefix = format!("\"{dir}/");
+    let kept: Vec<&str> = text.lines().filter(|l| !l.contains(&prefix)).collect();
+    std::fs::write(&manifest, kept.join("\n") + "\n")?;
+    println!("bundle: kernels/{dir} left out of this bundle's fatbin");
+    Ok(())
+}
+
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
@@ -172,6 +190,8 @@ fn run_script(tests: &[&str], benches: &[&str]) -> String {
 # benchmarks, and prints a table last. Builds nothing. Logs go to $OUT (when
 # set) or bundle/logs.
 #   bash bundle/run.sh [tests|benches|all] [extra bench args...]
+# Environment: TESTS / BENCHES (space-separated names) pick a subset;
+# TEST_TIMEOUT / BENCH_TIMEOUT (seconds, default 300) bound each binary.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 logs="${{OUT:-$here/logs}}"
@@ -179,13 +199,15 @@ mkdir -p "$logs"
 what="${{1:-all}}"; shift || true
 export CUZK_BENCH_OUT="$logs"
 rm -f "$logs/summary.txt"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+tests="${{TESTS:-{tests}}}"
+benches="${{BENCHES:-{benches}}}"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 date -u +"date: %Y-%m-%dT%H:%M:%SZ"
 rows=()
 if [ "$what" = all ] || [ "$what" = tests ]; then
-  for t in {tests}; do
+  for t in $tests; do
     start=$(date +%s)
-    "$here/bin/$t" --test-threads=1 2>&1 | tee "$logs/test-$t.log"
+    timeout "${{TEST_TIMEOUT:-300}}" "$here/bin/$t" --test-threads=1 2>&1 | tee "$logs/test-$t.log"
     rc=${{PIPESTATUS[0]}}
     secs=$(( $(date +%s) - start ))
     while read -r name result; do
@@ -195,9 +217,9 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   done
 fi
 if [ "$what" = all ] || [ "$what" = benches ]; then
-  for b in {benches}; do
+  for b in $benches; do
     start=$(date +%s)
-    "$here/bin/$b" "$@" 2>&1 | tee "$logs/bench-$b.log"
+    timeout "${{BENCH_TIMEOUT:-300}}" "$here/bin/$b" "$@" 2>&1 | tee "$logs/bench-$b.log"
     rc=${{PIPESTATUS[0]}}
     rows+=("$(printf '%-8s %-46s %s' bench "$b (exit $rc, $(( $(date +%s) - start )) s)" "$([ $rc = 0 ] && echo ok || echo FAILED)")")
   done

@@ -34,14 +34,22 @@ pub struct Options {
     pub archs: Vec<String>,
     /// Whether to add PTX for the lowest architecture (full builds only).
     pub ptx: bool,
+    /// Rebuild even when the fatbin's stamp matches the sources and archs.
+    pub force: bool,
+    /// `bundle` only: kernel folders to leave out (`--exclude msm`).
+    pub exclude: Vec<String>,
 }
 
 impl Options {
     pub fn parse(args: &[String]) -> Result<Self> {
         let mut archs: Option<String> = std::env::var("CUZK_ARCHS").ok().filter(|s| !s.is_empty());
+        let mut force = false;
+        let mut exclude = Vec::new();
         let mut it = args.iter();
         while let Some(arg) = it.next() {
             match arg.as_str() {
+                "--force" => force = true,
+                "--exclude" => exclude.push(it.next().context("--exclude needs a folder")?.clone()),
                 "--arch" | "--archs" => {
                     archs = Some(it.next().context("--arch needs a value")?.clone())
                 }
@@ -55,6 +63,8 @@ impl Options {
             None => Options {
                 archs: DEFAULT_ARCHS.iter().map(|s| s.to_string()).collect(),
                 ptx: true,
+                force,
+                exclude,
             },
             Some(list) => {
                 let archs: Vec<String> = list
@@ -73,7 +83,12 @@ impl Options {
                 if archs.is_empty() {
                     bail!("empty architecture list");
                 }
-                Options { archs, ptx: false }
+                Options {
+                    archs,
+                    ptx: false,
+                    force,
+                    exclude,
+                }
             }
         })
     }
@@ -99,6 +114,20 @@ pub fn build_from(kernels: &Path, out_dir: &Path, opts: &Options, root: &Path) -
     check_every_unit_listed(&kernels, &units)?;
     let hash_before = source_hash::source_hash(&kernels).context("hashing kernels/")?;
 
+    let fatbin = out_dir.join("cuzk.fatbin");
+    let archs = format!(
+        "{}{}",
+        opts.archs.join(","),
+        if opts.ptx { "+ptx" } else { "" }
+    );
+    if !opts.force && stamp_matches(&fatbin, &hash_before, &archs) {
+        println!(
+            "{} is up to date ({archs}; --force rebuilds)",
+            fatbin.display()
+        );
+        return Ok(fatbin);
+    }
+
     let nvcc = find_or_install_nvcc(root)?;
     println!("nvcc: {}", nvcc.display());
 
@@ -115,7 +144,6 @@ pub fn build_from(kernels: &Path, out_dir: &Path, opts: &Options, root: &Path) -
     let tu_path = out_dir.join(format!("cuzk_all.{pid}.cu"));
     std::fs::write(&tu_path, tu)?;
 
-    let fatbin = out_dir.join("cuzk.fatbin");
     let tmp = out_dir.join(format!("cuzk.fatbin.{pid}.tmp"));
     let mut cmd = Command::new(&nvcc);
     cmd.args([
@@ -208,6 +236,20 @@ pub fn build_from(kernels: &Path, out_dir: &Path, opts: &Options, root: &Path) -
     );
     print_resource_summary(&report);
     Ok(fatbin)
+}
+
+/// Whether `fatbin` exists, is the one its stamp describes, and was built
+/// from sources with hash `sources` for `archs`.
+fn stamp_matches(fatbin: &Path, sources: &str, archs: &str) -> bool {
+    let stamp = std::fs::read_to_string(format!("{}.sha256", fatbin.display())).unwrap_or_default();
+    let Ok(bytes) = std::fs::read(fatbin) else {
+        return false;
+    };
+    let want = format!(
+        "{sources}\nfatbin {}\narchs {archs}\n",
+        source_hash::sha256_hex(&bytes)
+    );
+    stamp == want
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {

@@ -18,10 +18,13 @@ const USAGE: &str = "\
 usage: cargo xtask <task>
 
 tasks:
-  kernels [--arch LIST]   build target/kernels/cuzk.fatbin from kernels/manifest.toml
-                          (LIST: comma-separated, e.g. sm_90; default: env CUZK_ARCHS,
-                          else sm_80,sm_86,sm_89,sm_90,sm_120 + PTX for compute_80)
-  bundle [--arch LIST]    kernels, then release GPU tests and benches into bundle/ with run.sh
+  kernels [--arch LIST] [--force]
+                          build target/kernels/cuzk.fatbin from kernels/manifest.toml unless
+                          it is up to date (LIST: comma-separated, e.g. sm_90; default: env
+                          CUZK_ARCHS, else sm_80,sm_86,sm_89,sm_90,sm_120 + PTX for compute_80)
+  bundle [--arch LIST] [--force] [--exclude DIR]
+                          kernels (from a snapshot of kernels/, optionally without kernels/DIR),
+                          then release GPU tests and benches into bundle/ with run.sh
 ";
 
 fn main() -> Result<()> {

@@ -5,7 +5,8 @@
 //! h = (a·b − c)/Z on the coset.
 //!
 //! Twiddle tables do not depend on the size: they are built once per device
-//! (≈ 1.5 MiB) on first use and stay resident.
+//! (≈ 34 MiB, most of it the 2^20 powers of ω_(2^20)) on first use and stay
+//! resident.
 
 use blstrs::Scalar as Fr;
 use cuzk_field::limbs::FrLimbs;
@@ -20,8 +21,13 @@ use cudarc::driver::LaunchConfig;
 pub const MAX_LOG_N: u32 = 28;
 const HALF_LOG: u32 = 14;
 const BLK_LOG: u32 = 10;
+/// Sub-transforms up to 2^MID_LOG points take their four-step twiddles from
+/// one table of ω_(2^20) powers (32 MiB) instead of a product of two lookups.
+const MID_LOG: u32 = 20;
 /// Threads of the elementwise kernels (digit reversal, H step).
 const THREADS: u32 = 256;
+/// log₂ of the tiled digit reversal's tile side (16: kernels/ntt/ntt.cu RT).
+const REVERSE_TILE_LOG: u32 = 4;
 
 /// Launch shape of the NTT passes. The default is what measured best on the
 /// H200 (see kernels/ntt/NOTES.md); the benchmark sweeps the others.
@@ -87,6 +93,7 @@ struct TablesArg {
     g_hi: u64,
     gi_lo: u64,
     gi_hi: u64,
+    w_mid: u64,
 }
 device_repr!(TablesArg);
 
@@ -126,6 +133,10 @@ fn build_tables(gpu: &Gpu) -> Result<Tables> {
         powers(g.pow_vartime(step), half),
         powers(g_inv, half),
         powers(g_inv.pow_vartime(step), half),
+        powers(
+            omega28.pow_vartime([1u64 << (MAX_LOG_N - MID_LOG)]),
+            1 << MID_LOG,
+        ),
     ];
     let stream = gpu.new_stream()?;
     let buffers = host
@@ -142,6 +153,7 @@ fn build_tables(gpu: &Gpu) -> Result<Tables> {
         g_hi: p(4),
         gi_lo: p(5),
         gi_hi: p(6),
+        w_mid: p(7),
     };
     // Opt the pass kernel in to as much shared memory as the largest tile needs
     // and the device allows.
@@ -246,7 +258,7 @@ pub fn ntt_with(
         // u32 flags, fr_t n_inv, Tables)` in kernels/ntt/ntt.cu. The kernel
         // touches positions < 2^log_n = data.len() (grid covers exactly the
         // 2^(log_n − b) columns); the tables hold the sizes the kernel indexes
-        // (2^14, 2^14, 2^10, 2^14 ×4) and live as long as the Gpu; the
+        // (2^14, 2^14, 2^10, 2^14 ×4, 2^20) and live as long as the Gpu; the
         // dynamic shared memory holds the 2^(b + log_c)-element tile.
         unsafe {
             let cfg = LaunchConfig {
@@ -269,7 +281,6 @@ pub fn ntt_with(
         if kind == NttKind::CosetInverse {
             flags |= F_COSET_OUT;
         }
-        let blocks = (n as u32).div_ceil(THREADS);
         let args = KernelArgs::new()
             .device_ptr(data.device_ptr())
             .u32(log_n)
@@ -278,12 +289,29 @@ pub fn ntt_with(
             .u32(flags)
             .value(&n_inv)
             .value(&tables.arg);
+        // The tiled transpose moves 16-element runs; it needs 16 | 2^b_out.
+        let (kernel, cfg) = if b_out >= REVERSE_TILE_LOG {
+            let tiles = 1u32 << (b_out - REVERSE_TILE_LOG);
+            let cfg = LaunchConfig {
+                grid_dim: (tiles, tiles, 1 << b_mid),
+                block_dim: (1 << (2 * REVERSE_TILE_LOG), 1, 1),
+                shared_mem_bytes: 0,
+            };
+            ("ntt_digit_reverse_tiled", cfg)
+        } else {
+            (
+                "ntt_digit_reverse",
+                grid((n as u32).div_ceil(THREADS), THREADS),
+            )
+        };
         #[allow(unsafe_code)]
-        // SAFETY: matches `ntt_digit_reverse(fr_t*, u32 log_n, u32 b_out, u32 b_mid,
-        // u32 flags, fr_t n_inv, Tables)`; threads with index ≥ 2^log_n return,
-        // and 2·b_out + b_mid = log_n so every reversed index is < n.
+        // SAFETY: matches `ntt_digit_reverse[_tiled](fr_t*, u32 log_n, u32 b_out,
+        // u32 b_mid, u32 flags, fr_t n_inv, Tables)`. 2·b_out + b_mid = log_n,
+        // so every position and its reverse are < n: the plain kernel's threads
+        // ≥ n return; the tiled one's grid is (2^b_out/16)² tiles × 2^b_mid
+        // with 16×16 threads, each block touching its two tiles only.
         unsafe {
-            stream.launch("ntt_digit_reverse", grid(blocks, THREADS), args, || {
+            stream.launch(kernel, cfg, args, || {
                 format!("n = 2^{log_n}, {plan:?}, {kind:?}")
             })?;
         }

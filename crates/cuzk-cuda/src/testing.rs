@@ -29,10 +29,12 @@ pub enum FieldOp {
     Eq = 9,
     /// One if a == 0, else zero.
     IsZero = 10,
+    /// The reduced-radix product (`mont_t::mul_rr`; Fq2: Karatsuba over it).
+    MulReducedRadix = 11,
 }
 
 impl FieldOp {
-    pub const ALL: [FieldOp; 11] = [
+    pub const ALL: [FieldOp; 12] = [
         FieldOp::Add,
         FieldOp::Sub,
         FieldOp::Mul,
@@ -44,6 +46,7 @@ impl FieldOp {
         FieldOp::Inv,
         FieldOp::Eq,
         FieldOp::IsZero,
+        FieldOp::MulReducedRadix,
     ];
 }
 
@@ -207,26 +210,37 @@ pub fn curve_op<P: TestCurve>(
 /// (`bench_fr_mul`, `bench_fq_mul`: 4 independent chains per thread).
 pub const MUL_PROBE_CHAINS: u64 = 4;
 
-/// A field whose Montgomery product rate can be probed.
+/// A field whose Montgomery product rate can be probed: the default product
+/// (word-wise CIOS) and the reduced-radix one.
 pub trait ProbeField: DeviceRepr {
     const PROBE_KERNEL: &'static str;
+    const PROBE_KERNEL_RR: &'static str;
 }
 impl ProbeField for FrLimbs {
     const PROBE_KERNEL: &'static str = "bench_fr_mul";
+    const PROBE_KERNEL_RR: &'static str = "bench_fr_mul_rr";
 }
 impl ProbeField for FqLimbs {
     const PROBE_KERNEL: &'static str = "bench_fq_mul";
+    const PROBE_KERNEL_RR: &'static str = "bench_fq_mul_rr";
 }
 
 /// Queues `data.len() · iters · MUL_PROBE_CHAINS` field products (the result
 /// overwrites `data`); time it with events to get the device's product rate.
+/// `reduced_radix` picks the reduced-radix product instead of the default one.
 pub fn mul_throughput_probe<F: ProbeField>(
     stream: &Stream,
     data: &mut DeviceBuffer<F>,
     iters: u32,
+    reduced_radix: bool,
 ) -> Result<()> {
     let n = data.len();
-    ensure(F::PROBE_KERNEL, n > 0 && n <= u32::MAX as usize, || {
+    let kernel = if reduced_radix {
+        F::PROBE_KERNEL_RR
+    } else {
+        F::PROBE_KERNEL
+    };
+    ensure(kernel, n > 0 && n <= u32::MAX as usize, || {
         format!("n = {n}")
     })?;
     let threads = 256;
@@ -239,7 +253,7 @@ pub fn mul_throughput_probe<F: ProbeField>(
     // return and the rest index data modulo n.
     unsafe {
         stream.launch(
-            F::PROBE_KERNEL,
+            kernel,
             grid((n as u32).div_ceil(threads), threads),
             args,
             || format!("n = {n}, iters = {iters}"),
