@@ -6,6 +6,7 @@
 //!   beside it.
 //! * `cargo xtask bundle`: release GPU test and bench executables plus the fatbin
 //!   into `bundle/`, with `run.sh` to run them all on a machine without cargo.
+//! * `cargo xtask bench`: the pipeline sweep (xtask/src/bench.rs).
 
 mod bench;
 mod bundle;
@@ -25,6 +26,7 @@ tasks:
   bundle [--arch LIST] [--force] [--exclude DIR]
                           kernels (from a snapshot of kernels/, optionally without kernels/DIR),
                           then release GPU tests and benches into bundle/ with run.sh
+  bench [ARGS]            pipeline sweep (cuzk-sched's sweep example; --help for options)
 ";
 
 fn main() -> Result<()> {
