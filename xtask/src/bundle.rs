@@ -1,8 +1,9 @@
 //! `cargo xtask bundle`: everything a GPU machine without cargo needs to run
 //! cuzk-cuda's device tests and benchmarks, in `bundle/`:
 //!
-//! * `bin/`: every test target of cuzk-cuda and every example in
-//!   [`BENCH_EXAMPLES`], release builds, stripped (the fatbin is embedded);
+//! * `bin/`: every test target of cuzk-cuda and cuzk-gpu, every example in
+//!   [`BENCH_EXAMPLES`] and the `cuzk` binary, release builds, stripped (the
+//!   fatbin is embedded);
 //! * `kernels/`: the fatbin and its ptxas resource report;
 //! * `run.sh`: runs the tests, then the benchmarks, and prints a table last.
 
@@ -42,7 +43,15 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
 
     let mut tests = cargo_executables(
         root,
-        &["test", "--release", "--no-run", "-p", "cuzk-cuda"],
+        &[
+            "test",
+            "--release",
+            "--no-run",
+            "-p",
+            "cuzk-cuda",
+            "-p",
+            "cuzk-gpu",
+        ],
         "test",
         &cargo_env,
     )?;
@@ -54,8 +63,16 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
     let mut benches = cargo_executables(root, &bench_args, "example", &cargo_env)?;
     benches.sort_by_key(|(name, _)| BENCH_EXAMPLES.iter().position(|b| b == name));
 
+    // The CLI, so the device can make keys (`cuzk setup`) and prove end to end.
+    let tools = cargo_executables(
+        root,
+        &["build", "--release", "-p", "cuzk"],
+        "bin",
+        &cargo_env,
+    )?;
+
     let mut total = 0u64;
-    for (name, exe) in tests.iter().chain(&benches) {
+    for (name, exe) in tests.iter().chain(&benches).chain(&tools) {
         let dst = bin.join(name);
         std::fs::copy(exe, &dst).with_context(|| format!("copying {}", exe.display()))?;
         let status = Command::new("strip")
@@ -204,6 +221,18 @@ benches="${{BENCHES:-{benches}}}"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 date -u +"date: %Y-%m-%dT%H:%M:%SZ"
 rows=()
+# Demo-circuit keys for cuzk-gpu's tests, made here with bellperson's generator
+# (KEY_SIZES, default "16 18"; the 2^10 key is in fixtures/).
+keys="${{KEYS_DIR:-/tmp/cuzk-keys}}"; mkdir -p "$keys"
+export CUZK_TEST_KEYS="$keys" CUZK_TEST_SIZES="${{KEY_SIZES-16 18}}" CUZK_FIXTURES="$here/../fixtures"
+if [ "$what" != benches ] && [ -x "$here/bin/cuzk" ]; then
+  for k in $CUZK_TEST_SIZES; do
+    [ -f "$keys/demo-$k-95.params" ] && continue
+    start=$(date +%s)
+    "$here/bin/cuzk" setup --log-size "$k" --out "$keys/demo-$k-95.params" --setup-seed "$k" >/dev/null 2>&1
+    rows+=("$(printf '%-8s %-46s %s' setup "2^$k key ($(( $(date +%s) - start )) s)" "$([ -f "$keys/demo-$k-95.params" ] && echo ok || echo FAILED)")")
+  done
+fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   for t in $tests; do
     start=$(date +%s)

@@ -2,7 +2,8 @@
 //! and s ⇒ byte-identical proofs that verify. Skipped (and says so) where
 //! there is no CUDA device or no built kernels.
 //!
-//! Keys: the committed 2^10 fixture always; more sizes from
+//! Keys: the committed 2^10 fixture always (`$CUZK_FIXTURES` overrides where
+//! fixtures/ is); more sizes from
 //! `$CUZK_TEST_KEYS/demo-<k>-95.params` (as `cargo bench --bench prover`
 //! caches them in target/bench-keys) for k in `$CUZK_TEST_SIZES` (e.g. "16 18").
 
@@ -33,10 +34,12 @@ fn backend() -> Option<CudaBackend> {
 }
 
 fn keys() -> Vec<(u32, PathBuf)> {
-    let mut v = vec![(
-        10,
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo-k10-sha95.params"),
-    )];
+    // CUZK_FIXTURES: where fixtures/ is when the test runs away from its source tree.
+    let fixtures = std::env::var("CUZK_FIXTURES").map_or_else(
+        |_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures"),
+        PathBuf::from,
+    );
+    let mut v = vec![(10, fixtures.join("demo-k10-sha95.params"))];
     if let (Ok(dir), Ok(sizes)) = (
         std::env::var("CUZK_TEST_KEYS"),
         std::env::var("CUZK_TEST_SIZES"),
