@@ -1,7 +1,8 @@
 // MSM, batch summation and benchmark-base kernels for G2 (over Fq2).
+//
+// No launch bounds: the accumulation already uses 255 registers (and
+// spills); forcing 5 blocks of 64 per SM made 2^24 slower (1336 ms against
+// 866 ms, H200, 2026-11-30).
 #include "pippenger.cuh"
 
 CUZK_MSM_CURVE_KERNELS(g2, cuzk::fq2_t, , )
-
-// A residency variant the benchmark times against the default.
-CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_g2_occ5, cuzk::fq2_t, __launch_bounds__(64, 5), true)

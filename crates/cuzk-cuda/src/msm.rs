@@ -156,12 +156,7 @@ impl MsmCurve for G1 {
     ];
     // Residency variants (kernels/msm/g1.cu); the default kernel carries the
     // launch bounds that won on the H200.
-    const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
-        "msm_accumulate_g1",
-        "msm_accumulate_g1_occ7",
-        "msm_accumulate_g1_occ6_np",
-        "msm_accumulate_g1_occ7_np",
-    ];
+    const ACCUMULATE_VARIANTS: &'static [&'static str] = &["msm_accumulate_g1"];
     const DEFAULT_ACCUMULATE_VARIANT: usize = 0;
     const DEFAULT_BITMAP_VARIANT: usize = 0;
     const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g1"];
@@ -189,8 +184,7 @@ impl MsmCurve for G2 {
         "msm_batch_sum_indices_g2",
         "msm_chain_bases_g2",
     ];
-    const ACCUMULATE_VARIANTS: &'static [&'static str] =
-        &["msm_accumulate_g2", "msm_accumulate_g2_occ5"];
+    const ACCUMULATE_VARIANTS: &'static [&'static str] = &["msm_accumulate_g2"];
     const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g2"];
     const DEFAULT_ACCUMULATE_VARIANT: usize = 0;
     const DEFAULT_BITMAP_VARIANT: usize = 0;
