@@ -7,9 +7,11 @@
 //! * `cargo xtask bundle`: release GPU test and bench executables plus the fatbin
 //!   into `bundle/`, with `run.sh` to run them all on a machine without cargo.
 //! * `cargo xtask bench`: the pipeline sweep (xtask/src/bench.rs).
+//! * `cargo xtask demo`: the README's main command (xtask/src/demo.rs).
 
 mod bench;
 mod bundle;
+mod demo;
 mod kernels;
 
 use anyhow::{bail, Result};
@@ -27,6 +29,8 @@ tasks:
                           kernels (from a snapshot of kernels/, optionally without kernels/DIR),
                           then release GPU tests and benches into bundle/ with run.sh
   bench [ARGS]            pipeline sweep (cuzk-sched's sweep example; --help for options)
+  demo [ARGS]             the main job: kernels for the local GPU if there is one (else the CPU),
+                          then `cuzk demo ARGS` (key, batch of proofs, verification, timings)
 ";
 
 fn main() -> Result<()> {
@@ -40,6 +44,7 @@ fn main() -> Result<()> {
         "kernels" => kernels::build(&root, &kernels::Options::parse(&args[1..])?).map(|_| ()),
         "bundle" => bundle::build(&root, &kernels::Options::parse(&args[1..])?),
         "bench" => bench::run(&args[1..]),
+        "demo" => demo::run(&root, &args[1..]),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
