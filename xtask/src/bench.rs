@@ -20,7 +20,15 @@ pub fn run(args: &[String]) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(root)
-        .args(["run", "--release", "-p", "cuzk-sched", "--example", "sweep", "--"])
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "cuzk-sched",
+            "--example",
+            "sweep",
+            "--",
+        ])
         .args(args)
         .status()
         .context("running cargo")?;
