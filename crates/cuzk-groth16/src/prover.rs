@@ -183,8 +183,44 @@ pub fn dense_scalars(
         None => out.extend_from_slice(inputs),
         Some(d) => out.extend(d.iter_ones().map(|i| inputs[i])),
     }
-    out.extend(aux_density.iter_ones().map(|i| aux[i]));
+    let head = out.len();
+    out.resize(head + aux_density.count_ones(), Fr::ZERO);
+    gather_set_bits(&mut out[head..], aux, aux_density);
     out
+}
+
+/// out[k] = values[i_k] for the k-th set bit i_k of `density`, in parallel:
+/// blocks of words are counted, their offsets summed, then filled independently.
+fn gather_set_bits(out: &mut [Fr], values: &[Fr], density: &Density) {
+    const WORDS: usize = 1 << 12;
+    let words = density.as_words();
+    let counts: Vec<usize> = words
+        .par_chunks(WORDS)
+        .map(|c| c.iter().map(|w| w.count_ones() as usize).sum())
+        .collect();
+    let mut parts = Vec::with_capacity(counts.len());
+    let mut rest = out;
+    for &c in &counts {
+        let (part, tail) = rest.split_at_mut(c);
+        parts.push(part);
+        rest = tail;
+    }
+    parts
+        .into_par_iter()
+        .zip(words.par_chunks(WORDS))
+        .enumerate()
+        .for_each(|(block, (part, chunk))| {
+            let mut k = 0;
+            for (j, &word) in chunk.iter().enumerate() {
+                let mut w = word;
+                while w != 0 {
+                    let bit = w.trailing_zeros() as usize;
+                    part[k] = values[(block * WORDS + j) * 64 + bit];
+                    k += 1;
+                    w &= w - 1;
+                }
+            }
+        });
 }
 
 /// The n − 1 coefficients of h = (a·b − c)/Z for a, b, c given as evaluations
@@ -344,6 +380,24 @@ mod tests {
             quotient_coefficients(&a, &b, &bad),
             Err(ProveError::Unsatisfied)
         ));
+    }
+
+    #[test]
+    fn dense_scalars_pick_set_bits_in_order() {
+        // Sizes around the parallel block (2^12 words of 64 bits) and odd tails.
+        for len in [0usize, 1, 63, 64, 65, 1000, (1 << 18) + 77, (1 << 19) + 3] {
+            let aux: Vec<Fr> = (0..len as u64).map(Fr::from).collect();
+            let density = Density::from_bools((0..len).map(|i| (i * 7 + i / 3) % 5 < 2));
+            let inputs = [Fr::ONE, Fr::from(9)];
+            let got = dense_scalars(&inputs, None, &aux, &density);
+            let mut expect = inputs.to_vec();
+            expect.extend((0..len).filter(|&i| density.get(i)).map(|i| aux[i]));
+            assert_eq!(got, expect, "len {len}");
+            let input_density = Density::from_bools([false, true]);
+            let got = dense_scalars(&inputs, Some(&input_density), &aux, &density);
+            assert_eq!(got[0], Fr::from(9));
+            assert_eq!(&got[1..], &expect[2..]);
+        }
     }
 
     #[test]
