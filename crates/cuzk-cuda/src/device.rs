@@ -297,6 +297,31 @@ impl Stream {
             })
     }
 
+    /// Copies `host` into the first `host.len()` elements of `dst` and leaves
+    /// the rest as it is (e.g. the zeros of a fresh [`Stream::alloc`]), so a
+    /// short vector can be padded on the device instead of on the host.
+    pub fn upload_prefix<T: DeviceRepr>(
+        &self,
+        host: &[T],
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        if host.len() > dst.len {
+            return Err(Error::BadArguments {
+                kernel: "upload_prefix",
+                message: format!("{} elements into a buffer of {}", host.len(), dst.len),
+            });
+        }
+        let bytes = std::mem::size_of_val(host);
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.inner
+            .memcpy_htod(as_bytes(host), &mut dst.slice.slice_mut(..bytes))
+            .cuda("cuMemcpyHtoDAsync", || {
+                format!("{bytes} bytes into a prefix")
+            })
+    }
+
     /// Copies `src` into `host` (same length) and waits for the copy.
     pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>, host: &mut [T]) -> Result<()> {
         check_len("download", host.len(), src.len)?;

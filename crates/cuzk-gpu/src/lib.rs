@@ -9,7 +9,7 @@ use cuzk_cuda::{DeviceBuffer, Gpu, Stream};
 use cuzk_field::limbs::{
     fr_as_limbs, g1_as_limbs, g2_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs,
 };
-use cuzk_field::{Field, Fr, G1Affine};
+use cuzk_field::{Fr, G1Affine};
 use cuzk_groth16::prover::{dense_scalars, Backend, MsmSums, ProveError, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
@@ -165,11 +165,11 @@ impl Inner {
 
         // H polynomial: iNTT, coset NTT, (a·b − c)/Z, coset iNTT, all on the device.
         let start = Instant::now();
+        // Zero padding happens on the device: a fresh allocation is zeroed.
         let upload_padded = |v: &[Fr]| -> cuzk_cuda::Result<DeviceBuffer<FrLimbs>> {
-            let mut p = Vec::with_capacity(n);
-            p.extend_from_slice(v);
-            p.resize(n, Fr::ZERO);
-            s.upload_new(fr_as_limbs(&p))
+            let mut d = s.alloc::<FrLimbs>(n)?;
+            s.upload_prefix(fr_as_limbs(v), &mut d)?;
+            Ok(d)
         };
         let mut da = upload_padded(&w.a)?;
         let mut db = upload_padded(&w.b)?;
