@@ -587,8 +587,9 @@ trait KeyPoint: Copy + Send + Sync + PartialEq + fmt::Debug {
     const LEN: usize;
     fn decode(bytes: &[u8], check: PointCheck) -> Result<Self, PointError>;
     fn encode_into(&self, out: &mut [u8]);
-    /// A placeholder stored where a point failed to decode; never returned.
-    fn placeholder() -> Self;
+    /// The value stored where a point failed to decode (the error is reported
+    /// instead; the vector holding it is never returned).
+    fn decode_failed() -> Self;
 }
 
 impl KeyPoint for G1Affine {
@@ -599,7 +600,7 @@ impl KeyPoint for G1Affine {
     fn encode_into(&self, out: &mut [u8]) {
         out.copy_from_slice(&self.to_uncompressed());
     }
-    fn placeholder() -> Self {
+    fn decode_failed() -> Self {
         G1Affine::default()
     }
 }
@@ -612,7 +613,7 @@ impl KeyPoint for G2Affine {
     fn encode_into(&self, out: &mut [u8]) {
         out.copy_from_slice(&self.to_uncompressed());
     }
-    fn placeholder() -> Self {
+    fn decode_failed() -> Self {
         G2Affine::default()
     }
 }
@@ -636,7 +637,7 @@ fn decode_points_into<P: KeyPoint>(
             .map(|(i, chunk)| {
                 P::decode(chunk, check).unwrap_or_else(|_| {
                     first_bad.fetch_min(i, Ordering::Relaxed);
-                    P::placeholder()
+                    P::decode_failed()
                 })
             }),
     );
