@@ -1,0 +1,394 @@
+//! `VramPlan`: how much device memory one partition needs, stage by stage,
+//! and whether the proving key fits beside it.
+//!
+//! The plan mirrors what `cuzk-gpu` allocates, in this order:
+//!
+//! | stage        | transient buffers (besides the worker's scratch)              |
+//! | ------------ | ------------------------------------------------------------- |
+//! | `h_poly`     | a, b, c: 3 × n scalars                                        |
+//! | `msm_h`      | the H coefficients: n scalars (+ chunk buffers when streamed) |
+//! | `msm_l`      | aux scalars (a chunk when streamed)                           |
+//! | `msm_a`      | A's dense scalars (a chunk when streamed)                     |
+//! | `msm_b`      | B's dense scalars, shared by G1 and G2 (a chunk when streamed)|
+//!
+//! The worker's scratch (the G1 and G2 Pippenger scratch, the classifier, the
+//! batch sums and the NTT tables) is sized once for the longest MSM it runs:
+//! the longest section when the key is resident, one chunk when streamed.
+//! The kernels' footprints come from the caller ([`Footprints`]), so this
+//! crate needs no CUDA.
+
+use std::fmt;
+
+use crate::alloc::human;
+
+/// Bytes of one Fr scalar, one affine G1 point and one affine G2 point.
+pub const SCALAR_BYTES: u64 = 32;
+pub const G1_BYTES: u64 = 96;
+pub const G2_BYTES: u64 = 192;
+
+/// The smallest streaming chunk the planner will consider.
+pub const MIN_CHUNK: usize = 1 << 16;
+
+/// What a partition and its key look like, in counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// The evaluation domain's size n (a power of two).
+    pub domain: usize,
+    /// Points per key section.
+    pub h: usize,
+    pub l: usize,
+    pub a: usize,
+    pub b_g1: usize,
+    pub b_g2: usize,
+    /// Aux variables of the witness (the L MSM's length).
+    pub aux: usize,
+}
+
+impl Shape {
+    /// Bytes of the key's points (the SRS).
+    pub fn srs_bytes(&self) -> u64 {
+        (self.h + self.l + self.a + self.b_g1) as u64 * G1_BYTES + self.b_g2 as u64 * G2_BYTES
+    }
+
+    /// The longest MSM of a partition.
+    pub fn longest_msm(&self) -> usize {
+        [self.h, self.l, self.a, self.b_g1, self.b_g2, self.aux]
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Device bytes the kernels' scratch needs, as the kernel bindings size it.
+pub trait Footprints {
+    /// A G1 Pippenger MSM of up to `len` pairs.
+    fn msm_g1(&self, len: usize) -> u64;
+    /// A G2 Pippenger MSM of up to `len` pairs.
+    fn msm_g2(&self, len: usize) -> u64;
+    /// The zero/one/other classifier for up to `len` scalars.
+    fn classifier(&self, len: usize) -> u64;
+    /// Fixed-size parts: batch sums, NTT tables, result slots.
+    fn fixed(&self) -> u64;
+    /// Alignment-rounding slack per worker (many small buffers round up).
+    fn slack(&self) -> u64 {
+        1 << 20
+    }
+}
+
+/// Where the proving key's points live during proving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SrsMode {
+    /// Uploaded once, kept in device memory, shared by every partition.
+    Resident,
+    /// Copied in per partition, `chunk` points at a time, through two staging
+    /// buffers, while the previous chunk's MSM runs.
+    Streamed { chunk: usize },
+}
+
+impl fmt::Display for SrsMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SrsMode::Resident => write!(f, "resident SRS"),
+            SrsMode::Streamed { chunk } => write!(f, "streamed SRS ({chunk} points per chunk)"),
+        }
+    }
+}
+
+/// One stage's transient device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageBytes {
+    pub name: &'static str,
+    pub bytes: u64,
+}
+
+/// The plan for one shape under one budget.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VramPlan {
+    pub budget: u64,
+    pub shape: Shape,
+    pub mode: SrsMode,
+    /// The key's points, all of them.
+    pub srs_bytes: u64,
+    /// Device bytes for the key under this plan: all of it when resident, the
+    /// two staging buffers when streamed.
+    pub srs_device_bytes: u64,
+    /// Pairs per MSM call the worker's scratch is sized for.
+    pub msm_len: usize,
+    /// The worker's scratch (MSMs, classifier, sums, tables, slack).
+    pub scratch_bytes: u64,
+    /// Transient bytes per stage.
+    pub stages: Vec<StageBytes>,
+    /// The largest stage.
+    pub partition_peak: u64,
+    /// Kept free against fragmentation.
+    pub margin: u64,
+}
+
+/// Why no plan fits.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "VRAM budget too small: one partition of domain 2^{log_n} needs at least {} \
+     (streaming the {} SRS in chunks of {MIN_CHUNK} points: scratch {}, largest stage {} ({stage}), \
+     margin {}), the budget has {}",
+    human(*need), human(*srs_bytes), human(*scratch_bytes), human(*stage_bytes), human(*margin), human(*budget)
+)]
+pub struct PlanError {
+    pub need: u64,
+    pub budget: u64,
+    pub log_n: u32,
+    pub srs_bytes: u64,
+    pub scratch_bytes: u64,
+    pub stage: &'static str,
+    pub stage_bytes: u64,
+    pub margin: u64,
+}
+
+impl VramPlan {
+    /// The plan for `shape` under `budget` bytes: the key resident when it
+    /// fits beside one partition, else streamed in the largest power-of-two
+    /// chunk that fits; an error with the numbers when not even the smallest
+    /// chunk fits.
+    pub fn new(shape: Shape, budget: u64, fp: &dyn Footprints) -> Result<VramPlan, PlanError> {
+        let resident = Self::with_mode(shape, budget, SrsMode::Resident, fp);
+        if resident.peak() <= budget {
+            return Ok(resident);
+        }
+        let longest = shape.longest_msm().max(MIN_CHUNK).next_power_of_two();
+        let mut chunk = longest;
+        while chunk >= MIN_CHUNK {
+            let plan = Self::with_mode(shape, budget, SrsMode::Streamed { chunk }, fp);
+            if plan.peak() <= budget {
+                return Ok(plan);
+            }
+            chunk /= 2;
+        }
+        let smallest = Self::with_mode(shape, budget, SrsMode::Streamed { chunk: MIN_CHUNK }, fp);
+        let worst = smallest.largest_stage();
+        Err(PlanError {
+            need: smallest.peak(),
+            budget,
+            log_n: shape.domain.max(1).trailing_zeros(),
+            srs_bytes: smallest.srs_bytes,
+            scratch_bytes: smallest.scratch_bytes,
+            stage: worst.name,
+            stage_bytes: worst.bytes,
+            margin: smallest.margin,
+        })
+    }
+
+    /// The plan in a given mode, whether or not it fits (see [`VramPlan::fits`]).
+    pub fn with_mode(shape: Shape, budget: u64, mode: SrsMode, fp: &dyn Footprints) -> VramPlan {
+        let n = shape.domain as u64;
+        let s = SCALAR_BYTES;
+        let (msm_len, srs_device_bytes, chunk_bufs) = match mode {
+            SrsMode::Resident => (shape.longest_msm(), shape.srs_bytes(), 0),
+            SrsMode::Streamed { chunk } => {
+                let c = chunk as u64;
+                // Two staging buffers of the widest point, one scalar chunk.
+                (chunk, 2 * c * G2_BYTES, c * s)
+            }
+        };
+        let scratch_bytes = fp.msm_g1(msm_len)
+            + fp.msm_g2(msm_len.min(shape.b_g2.max(1)))
+            + fp.classifier(msm_len)
+            + fp.fixed()
+            + fp.slack();
+        let (l, a, b) = match mode {
+            SrsMode::Resident => (
+                shape.aux as u64 * s,
+                shape.a as u64 * s,
+                shape.b_g1.max(shape.b_g2) as u64 * s,
+            ),
+            SrsMode::Streamed { .. } => (chunk_bufs, chunk_bufs, chunk_bufs),
+        };
+        let stages = vec![
+            StageBytes {
+                name: "h_poly",
+                bytes: 3 * n * s,
+            },
+            StageBytes {
+                name: "msm_h",
+                bytes: n * s + chunk_bufs,
+            },
+            StageBytes {
+                name: "msm_l",
+                bytes: l,
+            },
+            StageBytes {
+                name: "msm_a",
+                bytes: a,
+            },
+            StageBytes {
+                name: "msm_b",
+                bytes: b,
+            },
+        ];
+        let partition_peak = stages.iter().map(|s| s.bytes).max().unwrap_or(0);
+        VramPlan {
+            budget,
+            shape,
+            mode,
+            srs_bytes: shape.srs_bytes(),
+            srs_device_bytes,
+            msm_len,
+            scratch_bytes,
+            stages,
+            partition_peak,
+            margin: budget / 64 + (64 << 20),
+        }
+    }
+
+    /// Device bytes at the plan's peak, with the margin.
+    pub fn peak(&self) -> u64 {
+        self.srs_device_bytes + self.worker_bytes() + self.margin
+    }
+
+    /// One worker's bytes besides a resident key: scratch plus its largest stage.
+    pub fn worker_bytes(&self) -> u64 {
+        self.scratch_bytes + self.partition_peak
+    }
+
+    pub fn fits(&self) -> bool {
+        self.peak() <= self.budget
+    }
+
+    /// How many workers (each with its own scratch and one partition in
+    /// flight) fit the budget together, sharing a resident key; 1 or 0 when
+    /// streamed (each streaming worker needs its own staging).
+    pub fn workers_that_fit(&self) -> usize {
+        let shared = match self.mode {
+            SrsMode::Resident => self.srs_device_bytes,
+            SrsMode::Streamed { .. } => 0,
+        };
+        let per = match self.mode {
+            SrsMode::Resident => self.worker_bytes(),
+            SrsMode::Streamed { .. } => self.worker_bytes() + self.srs_device_bytes,
+        };
+        let avail = self.budget.saturating_sub(shared + self.margin);
+        (avail / per.max(1)) as usize
+    }
+
+    /// The stage with the most transient bytes.
+    pub fn largest_stage(&self) -> StageBytes {
+        *self
+            .stages
+            .iter()
+            .max_by_key(|s| s.bytes)
+            .expect("five stages")
+    }
+}
+
+impl fmt::Display for VramPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let big = self.largest_stage();
+        write!(
+            f,
+            "{} under a {} budget: key {} on the device ({} total), scratch {} for {} pairs, \
+             largest stage {} {}, peak {}",
+            self.mode,
+            human(self.budget),
+            human(self.srs_device_bytes),
+            human(self.srs_bytes),
+            human(self.scratch_bytes),
+            self.msm_len,
+            big.name,
+            human(big.bytes),
+            human(self.peak())
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Footprints shaped like the real kernels': linear in the length.
+    struct Linear;
+
+    impl Footprints for Linear {
+        fn msm_g1(&self, len: usize) -> u64 {
+            len as u64 * 60 + (200 << 20)
+        }
+        fn msm_g2(&self, len: usize) -> u64 {
+            len as u64 * 80 + (400 << 20)
+        }
+        fn classifier(&self, len: usize) -> u64 {
+            len as u64 * 8
+        }
+        fn fixed(&self) -> u64 {
+            8 << 20
+        }
+    }
+
+    fn demo_shape(log_n: u32) -> Shape {
+        let n = 1usize << log_n;
+        Shape {
+            domain: n,
+            h: n - 1,
+            l: n - 40,
+            a: n - 100,
+            b_g1: n / 4,
+            b_g2: n / 4,
+            aux: n - 40,
+        }
+    }
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn a_large_budget_keeps_the_key_resident() {
+        let plan = VramPlan::new(demo_shape(24), 140 * GIB, &Linear).unwrap();
+        assert_eq!(plan.mode, SrsMode::Resident);
+        assert_eq!(plan.srs_device_bytes, demo_shape(24).srs_bytes());
+        assert!(plan.fits());
+        assert_eq!(plan.largest_stage().name, "h_poly");
+        assert_eq!(plan.partition_peak, 3 * (1 << 24) * 32);
+        assert!(plan.workers_that_fit() >= 2, "{plan}");
+    }
+
+    #[test]
+    fn a_small_budget_streams_in_the_largest_chunk_that_fits() {
+        let shape = demo_shape(26);
+        assert!(shape.srs_bytes() > 16 * GIB, "the key alone exceeds 16 GiB");
+        let plan = VramPlan::new(shape, 16 * GIB, &Linear).unwrap();
+        let SrsMode::Streamed { chunk } = plan.mode else {
+            panic!("expected streaming: {plan}");
+        };
+        assert!(plan.fits());
+        assert!(chunk.is_power_of_two() && chunk >= MIN_CHUNK);
+        // Twice the chunk would not have fit.
+        let bigger =
+            VramPlan::with_mode(shape, 16 * GIB, SrsMode::Streamed { chunk: chunk * 2 }, &Linear);
+        assert!(chunk * 2 > shape.longest_msm() || !bigger.fits());
+        assert_eq!(plan.workers_that_fit(), 1);
+    }
+
+    #[test]
+    fn too_small_a_budget_names_both_numbers() {
+        let err = VramPlan::new(demo_shape(26), GIB, &Linear).unwrap_err();
+        assert_eq!(err.budget, GIB);
+        assert!(err.need > GIB);
+        assert_eq!(err.stage, "h_poly");
+        let msg = err.to_string();
+        assert!(msg.contains("needs at least"), "{msg}");
+        assert!(msg.contains("the budget has 1.00 GiB"), "{msg}");
+        assert!(msg.contains("2^26"), "{msg}");
+    }
+
+    #[test]
+    fn peak_adds_up() {
+        let plan = VramPlan::with_mode(demo_shape(20), 8 * GIB, SrsMode::Resident, &Linear);
+        assert_eq!(
+            plan.peak(),
+            plan.srs_device_bytes + plan.scratch_bytes + plan.partition_peak + plan.margin
+        );
+        let n = 1u64 << 20;
+        let expect_scratch = Linear.msm_g1(plan.msm_len)
+            + Linear.msm_g2(plan.shape.b_g2)
+            + Linear.classifier(plan.msm_len)
+            + Linear.fixed()
+            + Linear.slack();
+        assert_eq!(plan.scratch_bytes, expect_scratch);
+        assert_eq!(plan.stages[1].bytes, n * 32);
+    }
+}
