@@ -1,0 +1,222 @@
+//! The key-assembly constraint system: records every linear-combination term
+//! of a circuit, then evaluates each variable's A, B and C polynomials at τ.
+//!
+//! It behaves as bellperson 0.27's private `KeypairAssembly` does: `alloc`
+//! and `alloc_input` never call their value closures, namespaces are ignored,
+//! every term is kept (a zero coefficient included; it contributes zero), and
+//! the caller allocates ONE first and appends the `input_i * 0 = 0`
+//! constraints after synthesis ([`KeyAssembly::enforce_input_constraints`]).
+//!
+//! Unlike bellperson's per-variable vectors, the terms are stored flat, one
+//! vector per matrix, in the order they were enforced. Evaluation multiplies
+//! every term by its constraint's Lagrange coefficient in parallel, then sums
+//! the products per variable in one sequential pass per matrix (the three
+//! matrices on three threads). Field addition is exact, so the sums equal
+//! bellperson's whatever the order.
+
+use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use ff::Field;
+use rayon::prelude::*;
+
+/// Marks an input in [`Term::var`]; aux variables have it clear.
+const INPUT_BIT: u32 = 1 << 31;
+
+/// One term of one constraint's A, B or C combination (40 bytes).
+#[derive(Clone, Copy, Debug)]
+struct Term {
+    /// Variable index, [`INPUT_BIT`] set for inputs.
+    var: u32,
+    /// The constraint (row) the term belongs to.
+    constraint: u32,
+    /// The coefficient; after [`KeyAssembly::evaluate`]'s first pass, the
+    /// coefficient times the constraint's Lagrange coefficient.
+    coeff: Fr,
+}
+
+/// See the [module documentation](self).
+#[derive(Debug, Default)]
+pub struct KeyAssembly {
+    num_inputs: usize,
+    num_aux: usize,
+    num_constraints: usize,
+    /// Terms of A, B and C, in enforcement order.
+    terms: [Vec<Term>; 3],
+}
+
+/// Each variable's QAP polynomials at τ, inputs first, then aux variables.
+#[derive(Debug)]
+pub struct Evaluated {
+    /// Number of inputs (ONE included); the first `num_inputs` entries of
+    /// each vector.
+    pub num_inputs: usize,
+    /// A_i(τ).
+    pub at: Vec<Fr>,
+    /// B_i(τ).
+    pub bt: Vec<Fr>,
+    /// C_i(τ).
+    pub ct: Vec<Fr>,
+}
+
+impl KeyAssembly {
+    /// Inputs allocated so far (ONE included).
+    pub fn num_inputs(&self) -> usize {
+        self.num_inputs
+    }
+
+    /// Aux variables allocated so far.
+    pub fn num_aux(&self) -> usize {
+        self.num_aux
+    }
+
+    /// Constraints enforced so far.
+    pub fn num_constraints(&self) -> usize {
+        self.num_constraints
+    }
+
+    /// Appends `input_i * 0 = 0` for every input, as bellperson does after
+    /// synthesis, so every input has a nonzero A polynomial (the IC query is
+    /// dense).
+    pub fn enforce_input_constraints(&mut self) {
+        for i in 0..self.num_inputs {
+            self.enforce(
+                || "",
+                |lc| lc + Variable::new_unchecked(Index::Input(i)),
+                |lc| lc,
+                |lc| lc,
+            );
+        }
+    }
+
+    /// A_i(τ), B_i(τ), C_i(τ) for every variable, given the Lagrange
+    /// coefficients `lagrange[j] = L_j(τ)` of the evaluation domain (at least
+    /// one per constraint). Consumes the recorded terms.
+    pub fn evaluate(self, lagrange: &[Fr]) -> Evaluated {
+        assert!(
+            lagrange.len() >= self.num_constraints,
+            "{} Lagrange coefficients for {} constraints",
+            lagrange.len(),
+            self.num_constraints
+        );
+        let num_inputs = self.num_inputs;
+        let vars = self.num_inputs + self.num_aux;
+        let [a, b, c] = self.terms;
+        let sum = |mut terms: Vec<Term>| {
+            terms.par_chunks_mut(1 << 14).for_each(|chunk| {
+                for t in chunk {
+                    t.coeff *= lagrange[t.constraint as usize];
+                }
+            });
+            let mut out = vec![Fr::ZERO; vars];
+            for t in &terms {
+                let i = if t.var & INPUT_BIT != 0 {
+                    (t.var & !INPUT_BIT) as usize
+                } else {
+                    num_inputs + t.var as usize
+                };
+                out[i] += t.coeff;
+            }
+            out
+        };
+        let (at, (bt, ct)) = rayon::join(|| sum(a), || rayon::join(|| sum(b), || sum(c)));
+        Evaluated {
+            num_inputs,
+            at,
+            bt,
+            ct,
+        }
+    }
+}
+
+/// Variables and constraints are indexed by u32 (aux below 2^31); a circuit
+/// beyond that would need a key of hundreds of gigabytes and a domain beyond
+/// Fr's 2-adicity, so it is refused as too large.
+fn check_index(index: usize, limit: u64) -> Result<u32, SynthesisError> {
+    if index as u64 >= limit {
+        return Err(SynthesisError::PolynomialDegreeTooLarge);
+    }
+    Ok(index as u32)
+}
+
+impl ConstraintSystem<Fr> for KeyAssembly {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _annotation: A, _value: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        check_index(self.num_aux, INPUT_BIT as u64)?;
+        self.num_aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.num_aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(
+        &mut self,
+        _annotation: A,
+        _value: F,
+    ) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        check_index(self.num_inputs, INPUT_BIT as u64)?;
+        self.num_inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.num_inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _annotation: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        // Constraint indices past u32 cannot be recorded; such a circuit's
+        // domain would exceed 2^31 anyway, which `generate_key` refuses from
+        // the count kept here.
+        let constraint = self.num_constraints as u32;
+        self.num_constraints += 1;
+        if self.num_constraints > u32::MAX as usize {
+            return;
+        }
+        let lcs = [
+            a(LinearCombination::zero()),
+            b(LinearCombination::zero()),
+            c(LinearCombination::zero()),
+        ];
+        for (terms, lc) in self.terms.iter_mut().zip(&lcs) {
+            let inputs = lc.iter_inputs().map(|(&i, &coeff)| Term {
+                var: i as u32 | INPUT_BIT,
+                constraint,
+                coeff,
+            });
+            let aux = lc.iter_aux().map(|(&i, &coeff)| Term {
+                var: i as u32,
+                constraint,
+                coeff,
+            });
+            terms.extend(inputs.chain(aux));
+        }
+    }
+
+    fn push_namespace<NR, N>(&mut self, _name_fn: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
