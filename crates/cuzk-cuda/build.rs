@@ -1,68 +1,106 @@
-//! Embeds `target/kernels/cuzk.fatbin` when it exists and was built from the
-//! current `kernels/` sources (its `.sha256` matches the sources' content
-//! hash, computed by the same code as `cargo xtask kernels`). Otherwise the
-//! crate builds without kernels and every GPU call returns
-//! `Error::KernelsNotBuilt`, which says to run `cargo xtask kernels`.
+//! Embeds one fatbin per kernel unit (`target/kernels/<stem>.fatbin`, built
+//! by `cargo xtask kernels`) when every unit of `kernels/manifest.toml` has
+//! one built from its current sources (its `.sha256` stamp matches the
+//! unit's hash, computed by the same code as `cargo xtask kernels`).
+//! Otherwise the crate builds without kernels and every GPU call returns
+//! `Error::KernelsNotBuilt`; a missing or stale unit is named in a warning
+//! that says to run `cargo xtask kernels` (no warning when none is built:
+//! the normal state of a machine without CUDA).
 //!
-//! `CUZK_FATBIN=/path/to/cuzk.fatbin` overrides the location (its `.sha256`
-//! must sit beside it), and `CUZK_KERNELS_DIR` the sources it is checked
-//! against (`cargo xtask bundle` builds from a snapshot of `kernels/`).
+//! `CUZK_FATBIN_DIR` overrides the folder of the fatbins and stamps, and
+//! `CUZK_KERNELS_DIR` the sources they are checked against (`cargo xtask
+//! bundle` builds from a snapshot of `kernels/`). The embedded list goes to
+//! `$OUT_DIR/fatbins.rs`, included by `src/kernels.rs`.
 
 #[path = "source_hash.rs"]
 mod source_hash;
 
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(cuzk_kernels)");
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let root = manifest_dir.join("../..");
-    // CUZK_KERNELS_DIR: the sources the fatbin was built from, when not
-    // kernels/ (`cargo xtask bundle` builds from a snapshot).
     let kernels = match std::env::var_os("CUZK_KERNELS_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => root.join("kernels"),
     };
     println!("cargo::rerun-if-env-changed=CUZK_KERNELS_DIR");
-    println!("cargo::rerun-if-env-changed=CUZK_FATBIN");
+    println!("cargo::rerun-if-env-changed=CUZK_FATBIN_DIR");
     println!("cargo::rerun-if-env-changed=CARGO_TARGET_DIR");
     println!("cargo::rerun-if-changed={}", kernels.display());
     println!("cargo::rerun-if-changed=source_hash.rs");
 
-    let fatbin = match std::env::var_os("CUZK_FATBIN") {
+    let dir = match std::env::var_os("CUZK_FATBIN_DIR") {
         Some(p) => PathBuf::from(p),
         None => {
             let target = match std::env::var_os("CARGO_TARGET_DIR") {
                 Some(t) => root.join(t),
                 None => root.join("target"),
             };
-            let dir = target.join("kernels");
-            // Watch the folder (created if missing, so that cargo has something to
-            // watch): a new or rebuilt fatbin changes its contents.
-            let _ = std::fs::create_dir_all(&dir);
-            println!("cargo::rerun-if-changed={}", dir.display());
-            dir.join("cuzk.fatbin")
+            target.join("kernels")
         }
     };
-    let hash_file = PathBuf::from(format!("{}.sha256", fatbin.display()));
-    for f in [&fatbin, &hash_file] {
-        println!("cargo::rerun-if-changed={}", f.display());
-    }
+    // Watch the folder (created if missing, so that cargo has something to
+    // watch): a new or rebuilt fatbin changes its contents.
+    let _ = std::fs::create_dir_all(&dir);
+    println!("cargo::rerun-if-changed={}", dir.display());
 
-    match check(&kernels, &fatbin, &hash_file) {
-        Ok(archs) => {
-            println!("cargo::rustc-cfg=cuzk_kernels");
-            println!("cargo::rustc-env=CUZK_FATBIN_PATH={}", fatbin.display());
-            println!("cargo::rustc-env=CUZK_FATBIN_ARCHS={archs}");
+    let units = match source_hash::read_manifest(&kernels) {
+        Ok(units) => units,
+        Err(e) => {
+            println!("cargo::warning=cuzk-cuda built without CUDA kernels: {e}; fix the manifest and run `cargo xtask kernels`");
+            return write_units(&[], "none");
         }
-        // Not a build error: the crate builds without kernels (CI has no nvcc).
-        // Only a stale fatbin is worth a warning; a missing one is the normal
-        // state of a machine without CUDA.
-        Err(Missing::Stale(why)) => {
-            println!("cargo::warning=cuzk-cuda built without CUDA kernels: {why}; run `cargo xtask kernels`");
+    };
+    let mut built = Vec::new();
+    let mut archs = BTreeSet::new();
+    let mut problems = Vec::new();
+    for unit in &units {
+        let fatbin = dir.join(format!("{}.fatbin", source_hash::unit_stem(unit)));
+        match check(&kernels, unit, &fatbin) {
+            Ok(a) => {
+                archs.insert(a);
+                built.push((unit.clone(), fatbin));
+            }
+            Err(Missing::NotBuilt) => problems.push(format!("kernels/{unit} is not built")),
+            Err(Missing::Stale(why)) => problems.push(format!("kernels/{unit}: {why}")),
         }
-        Err(Missing::NotBuilt) => {}
     }
+    if problems.is_empty() {
+        println!("cargo::rustc-cfg=cuzk_kernels");
+        let archs: Vec<String> = archs.into_iter().collect();
+        write_units(&built, &archs.join(" / "));
+    } else {
+        // Not a build error: the crate builds without kernels (CI has no nvcc).
+        if !built.is_empty() || problems.iter().any(|p| !p.ends_with("is not built")) {
+            println!(
+                "cargo::warning=cuzk-cuda built without CUDA kernels: {}; run `cargo xtask kernels`",
+                problems.join("; ")
+            );
+        }
+        write_units(&[], "none");
+    }
+}
+
+/// Writes `$OUT_DIR/fatbins.rs`: the embedded `(unit, fatbin bytes)` list and
+/// the architectures they were built for.
+fn write_units(units: &[(String, PathBuf)], archs: &str) {
+    let mut src = String::from("/// Generated by build.rs: (unit, fatbin) for every kernel unit.\n");
+    src.push_str("static UNITS: &[(&str, &[u8])] = &[\n");
+    for (unit, fatbin) in units {
+        let path = std::fs::canonicalize(fatbin).unwrap_or_else(|_| fatbin.clone());
+        writeln!(src, "    ({unit:?}, include_bytes!({:?})),", path.display().to_string())
+            .expect("writing to a String");
+        println!("cargo::rerun-if-changed={}", fatbin.display());
+        println!("cargo::rerun-if-changed={}.sha256", fatbin.display());
+    }
+    src.push_str("];\n");
+    writeln!(src, "static ARCHS: &str = {archs:?};").expect("writing to a String");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo")).join("fatbins.rs");
+    std::fs::write(&out, src).expect("writing $OUT_DIR/fatbins.rs");
 }
 
 enum Missing {
@@ -70,15 +108,17 @@ enum Missing {
     Stale(String),
 }
 
-/// Checks the stamp written by `cargo xtask kernels` (`<sources hash>`,
-/// `fatbin <sha256 of the fatbin>`, `archs <list>`, one per line) against the
-/// sources and the fatbin; returns the architecture list.
-fn check(kernels: &Path, fatbin: &Path, hash_file: &Path) -> Result<String, Missing> {
+/// Checks the stamp written by `cargo xtask kernels` beside `fatbin`
+/// (`<unit hash>`, `fatbin <sha256 of the fatbin>`, `archs <list>`, one per
+/// line) against the unit's sources and the fatbin; returns the
+/// architecture list.
+fn check(kernels: &Path, unit: &str, fatbin: &Path) -> Result<String, Missing> {
     if !fatbin.is_file() {
         return Err(Missing::NotBuilt);
     }
-    let stamp = std::fs::read_to_string(hash_file)
-        .map_err(|e| Missing::Stale(format!("{}: {e}", hash_file.display())))?;
+    let stamp_path = PathBuf::from(format!("{}.sha256", fatbin.display()));
+    let stamp = std::fs::read_to_string(&stamp_path)
+        .map_err(|e| Missing::Stale(format!("{}: {e}", stamp_path.display())))?;
     let mut lines = stamp.lines();
     let recorded = lines.next().unwrap_or("").trim();
     let mut fatbin_hash = "";
@@ -90,11 +130,11 @@ fn check(kernels: &Path, fatbin: &Path, hash_file: &Path) -> Result<String, Miss
             archs = v.trim();
         }
     }
-    let current = source_hash::source_hash(kernels)
-        .map_err(|e| Missing::Stale(format!("hashing {}: {e}", kernels.display())))?;
+    let current = source_hash::unit_hash(kernels, unit)
+        .map_err(|e| Missing::Stale(format!("hashing it: {e}")))?;
     if recorded != current {
         return Err(Missing::Stale(
-            "kernels/ changed since the fatbin was built".into(),
+            "it or a header changed since its fatbin was built".into(),
         ));
     }
     let bytes =

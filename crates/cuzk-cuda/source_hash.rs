@@ -1,17 +1,25 @@
-//! The content hash of the CUDA sources, shared (by `#[path]`) between
-//! `cargo xtask kernels`, which writes it next to the fatbin, and cuzk-cuda's
-//! build script, which embeds the fatbin only when the hashes agree.
+//! The kernel sources as the build sees them, shared (by `#[path]`) between
+//! `cargo xtask kernels`, which writes each unit's hash next to its fatbin,
+//! and cuzk-cuda's build script, which embeds the fatbins only when every
+//! unit's hash agrees.
 //!
-//! Hashed: `kernels/manifest.toml` and every `.cu` / `.cuh` file under
-//! `kernels/`, in sorted order of their `/`-separated relative paths; each
-//! contributes its path, a NUL byte, its length (u64 little-endian) and its
-//! bytes to one SHA-256.
+//! * The manifest (`kernels/manifest.toml`, with its `include`d
+//!   sub-manifests) lists the compilation units; [`read_manifest`].
+//! * A unit's hash covers the unit's own file and every header (`.cuh`)
+//!   under `kernels/`: editing a header rebuilds every unit, editing or adding
+//!   a unit rebuilds only that unit; [`unit_hash`].
+//!
+//! Each hashed file contributes its `/`-separated path relative to
+//! `kernels/`, a NUL byte, its length (u64 little-endian) and its bytes to
+//! one SHA-256, headers in sorted path order after the unit.
 
 use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// Files that make up the kernel sources, relative to `kernels_dir`, sorted.
+/// Files that make up the kernel sources (`.cu`, `.cuh` and `manifest.toml`
+/// files), relative to `kernels_dir`, sorted.
 pub fn source_files(kernels_dir: &Path) -> io::Result<Vec<String>> {
     let mut out = Vec::new();
     collect(kernels_dir, kernels_dir, &mut out)?;
@@ -32,7 +40,8 @@ fn collect(base: &Path, dir: &Path, out: &mut Vec<String>) -> io::Result<()> {
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
             .collect();
         let rel = rel.join("/");
-        let is_source = rel.ends_with(".cu") || rel.ends_with(".cuh") || rel == "manifest.toml";
+        let is_source =
+            rel.ends_with(".cu") || rel.ends_with(".cuh") || rel.ends_with("manifest.toml");
         if is_source {
             out.push(rel);
         }
@@ -40,10 +49,14 @@ fn collect(base: &Path, dir: &Path, out: &mut Vec<String>) -> io::Result<()> {
     Ok(())
 }
 
-/// Hex SHA-256 over the kernel sources (see the module docs).
-pub fn source_hash(kernels_dir: &Path) -> io::Result<String> {
+/// Hex SHA-256 of `unit` (a path relative to `kernels_dir`, as the manifest
+/// lists it) and every header under `kernels_dir` (see the module docs).
+pub fn unit_hash(kernels_dir: &Path, unit: &str) -> io::Result<String> {
     let mut hasher = Sha256::new();
-    for rel in source_files(kernels_dir)? {
+    let headers = source_files(kernels_dir)?
+        .into_iter()
+        .filter(|f| f.ends_with(".cuh"));
+    for rel in std::iter::once(unit.to_string()).chain(headers) {
         let bytes = std::fs::read(kernels_dir.join(&rel))?;
         hasher.update(rel.as_bytes());
         hasher.update([0u8]);
@@ -53,11 +66,129 @@ pub fn source_hash(kernels_dir: &Path) -> io::Result<String> {
     Ok(hex_lower(&hasher.finalize()))
 }
 
-/// Hex SHA-256 of a byte string (the fatbin's own hash in the stamp).
+/// Hex SHA-256 of a byte string (a fatbin's own hash in its stamp).
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex_lower(&Sha256::digest(bytes))
 }
 
 fn hex_lower(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The file name stem of a unit's fatbin: its path with `/` as `_` and
+/// without `.cu` (`msm/g1.cu` → `msm_g1`, so `msm_g1.fatbin` and its stamp
+/// `msm_g1.fatbin.sha256`).
+pub fn unit_stem(unit: &str) -> String {
+    unit.trim_end_matches(".cu").replace('/', "_")
+}
+
+/// The units listed by `kernels_dir/manifest.toml` and its includes, relative
+/// to `kernels_dir`, in manifest order.
+///
+/// A manifest holds `units = ["a.cu", …]` (paths relative to the manifest's
+/// folder) and optionally `include = ["msm/manifest.toml", …]`, sub-manifests
+/// of the same form. Errors name the manifest and the entry.
+pub fn read_manifest(kernels_dir: &Path) -> Result<Vec<String>, String> {
+    let mut units = Vec::new();
+    read_manifest_into(kernels_dir, "manifest.toml", &mut units, 0)?;
+    let mut seen = BTreeSet::new();
+    for u in &units {
+        if !seen.insert(u) {
+            return Err(format!("kernels/{u} is listed twice in the manifests"));
+        }
+    }
+    Ok(units)
+}
+
+fn read_manifest_into(
+    kernels: &Path,
+    rel: &str,
+    units: &mut Vec<String>,
+    depth: u32,
+) -> Result<(), String> {
+    if depth > 4 {
+        return Err(format!("manifest includes nest too deep at kernels/{rel}"));
+    }
+    let path = kernels.join(rel);
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let dir = rel
+        .rsplit_once('/')
+        .map(|(d, _)| format!("{d}/"))
+        .unwrap_or_default();
+    for (key, values) in parse_arrays(&text).map_err(|e| format!("parsing kernels/{rel}: {e}"))? {
+        for v in values {
+            let full = format!("{dir}{v}");
+            match key.as_str() {
+                "units" => {
+                    if !full.ends_with(".cu") {
+                        return Err(format!("kernels/{rel}: unit `{v}` is not a .cu file"));
+                    }
+                    if !kernels.join(&full).is_file() {
+                        return Err(format!(
+                            "kernels/{rel} lists `{v}`, but kernels/{full} does not exist"
+                        ));
+                    }
+                    units.push(full);
+                }
+                "include" => read_manifest_into(kernels, &full, units, depth + 1)?,
+                other => {
+                    return Err(format!(
+                        "kernels/{rel}: unknown key `{other}` (expected units or include)"
+                    ))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The tiny TOML subset the manifests use: `key = [ "string", … ]` arrays of
+/// strings (over several lines if wanted) and `#` comments.
+pub fn parse_arrays(text: &str) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut open: Option<(String, Vec<String>)> = None;
+    for (no, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let mut rest = line;
+        if open.is_none() {
+            let (key, value) = rest
+                .split_once('=')
+                .ok_or_else(|| format!("line {}: expected `key = [`", no + 1))?;
+            let Some(after) = value.trim().strip_prefix('[') else {
+                return Err(format!("line {}: expected an array", no + 1));
+            };
+            open = Some((key.trim().to_string(), Vec::new()));
+            rest = after;
+        }
+        let (_, values) = open.as_mut().expect("set above");
+        let mut closed = false;
+        for part in rest.split(',') {
+            let mut part = part.trim();
+            if let Some(p) = part.strip_suffix(']') {
+                closed = true;
+                part = p.trim();
+            }
+            if part.is_empty() {
+                continue;
+            }
+            let s = part
+                .strip_prefix('"')
+                .and_then(|p| p.strip_suffix('"'))
+                .ok_or_else(|| {
+                    format!("line {}: expected a quoted string, got `{part}`", no + 1)
+                })?;
+            values.push(s.to_string());
+        }
+        if closed {
+            out.push(open.take().expect("open"));
+        }
+    }
+    if let Some((key, _)) = open {
+        return Err(format!("array `{key}` is not closed"));
+    }
+    Ok(out)
 }

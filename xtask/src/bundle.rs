@@ -4,7 +4,7 @@
 //! * `bin/`: every test target of cuzk-cuda and cuzk-gpu, every example in
 //!   [`BENCH_EXAMPLES`] and the `cuzk` binary, release builds, stripped (the
 //!   fatbin is embedded);
-//! * `kernels/`: the fatbin and its ptxas resource report;
+//! * `kernels/`: every unit's fatbin with its stamp and ptxas resource report;
 //! * `run.sh`: runs the tests, then the benchmarks, and prints a table last.
 
 use anyhow::{bail, Context, Result};
@@ -27,9 +27,12 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
     for dir in &opts.exclude {
         exclude_from_snapshot(&snapshot, dir)?;
     }
-    let fatbin = crate::kernels::build_from(&snapshot, &work, opts, root)?;
+    // Units already built for the same sources and archs by `cargo xtask
+    // kernels` are copied rather than compiled again.
+    let built = crate::target_dir(root).join("kernels");
+    let fatbins = crate::kernels::build_from(&snapshot, &work, opts, root, Some(&built))?;
     let cargo_env = [
-        ("CUZK_FATBIN", fatbin.clone()),
+        ("CUZK_FATBIN_DIR", fatbins.clone()),
         ("CUZK_KERNELS_DIR", snapshot.clone()),
     ];
     let bundle = root.join("bundle");
@@ -90,12 +93,20 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
             size as f64 / (1 << 20) as f64
         );
     }
-    let kernels_dir = fatbin.parent().expect("fatbin in a folder");
-    for f in ["cuzk.fatbin", "cuzk.fatbin.sha256", "resource-usage.txt"] {
-        let dst = bundle.join("kernels").join(f);
-        std::fs::copy(kernels_dir.join(f), &dst)
-            .with_context(|| format!("copying {}", kernels_dir.join(f).display()))?;
-        total += std::fs::metadata(&dst)?.len();
+    let units =
+        crate::kernels::source_hash::read_manifest(&snapshot).map_err(anyhow::Error::msg)?;
+    for unit in &units {
+        let stem = crate::kernels::source_hash::unit_stem(unit);
+        for f in [
+            format!("{stem}.fatbin"),
+            format!("{stem}.fatbin.sha256"),
+            format!("{stem}.resource-usage.txt"),
+        ] {
+            let dst = bundle.join("kernels").join(&f);
+            std::fs::copy(fatbins.join(&f), &dst)
+                .with_context(|| format!("copying {}", fatbins.join(&f).display()))?;
+            total += std::fs::metadata(&dst)?.len();
+        }
     }
 
     let test_names: Vec<&str> = tests.iter().map(|(n, _)| n.as_str()).collect();

@@ -95,7 +95,8 @@ pub struct Gpu {
 
 struct GpuInner {
     ctx: Arc<CudaContext>,
-    module: Arc<CudaModule>,
+    /// One module per kernel unit: (unit, module), in manifest order.
+    modules: Vec<(&'static str, Arc<CudaModule>)>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
     info: DeviceInfo,
     /// Per-device state of kernel families (e.g. NTT twiddle tables), created on first use.
@@ -119,25 +120,31 @@ impl Gpu {
                 "device {ordinal} asked for, {count} present"
             )));
         }
-        let fatbin = kernels::fatbin().ok_or(Error::KernelsNotBuilt)?;
+        if !kernels::available() {
+            return Err(Error::KernelsNotBuilt);
+        }
         let ctx = CudaContext::new(ordinal)
             .cuda("cuDevicePrimaryCtxRetain", || format!("device {ordinal}"))?;
         ffi::disable_event_tracking(&ctx);
         let info = info_of(&ctx)?;
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(fatbin.to_vec()))
-            .cuda("cuModuleLoadData", || {
-                format!(
-                    "loading the {} KiB fatbin on {info} (built for: {}; no SASS or PTX for this GPU?)",
-                    fatbin.len() / 1024,
-                    kernels::archs()
-                )
-            })?;
+        let mut modules = Vec::with_capacity(kernels::fatbins().len());
+        for &(unit, fatbin) in kernels::fatbins() {
+            let module = ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(fatbin.to_vec()))
+                .cuda("cuModuleLoadData", || {
+                    format!(
+                        "loading the {} KiB fatbin of kernels/{unit} on {info} (built for: {}; no SASS or PTX for this GPU?)",
+                        fatbin.len() / 1024,
+                        kernels::archs()
+                    )
+                })?;
+            modules.push((unit, module));
+        }
         tracing::debug!(%info, "loaded cuzk kernels");
         Ok(Gpu {
             inner: Arc::new(GpuInner {
                 ctx,
-                module,
+                modules,
                 functions: Mutex::new(HashMap::new()),
                 info,
                 extensions: Mutex::new(HashMap::new()),
@@ -198,21 +205,30 @@ impl Gpu {
         })
     }
 
-    /// A kernel by name, loaded from the module once and cached.
+    /// A kernel by name, found in whichever unit's module has it, loaded once
+    /// and cached.
     pub(crate) fn function(&self, name: &'static str) -> Result<CudaFunction> {
         let mut cache = self.inner.functions.lock().expect("kernel cache poisoned");
         if let Some(f) = cache.get(name) {
             return Ok(f.clone());
         }
-        let f = self
-            .inner
-            .module
-            .load_function(name)
+        // Kernel names are unique across units; the first module that has
+        // the name is the one.
+        let mut last = None;
+        for (_, module) in &self.inner.modules {
+            match module.load_function(name) {
+                Ok(f) => {
+                    cache.insert(name, f.clone());
+                    return Ok(f);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let units = self.inner.modules.len();
+        Err(last.expect("kernels are loaded only when some unit is built"))
             .cuda("cuModuleGetFunction", || {
-                format!("kernel {name} (fatbin older than this crate?)")
-            })?;
-        cache.insert(name, f.clone());
-        Ok(f)
+                format!("kernel {name} in none of the {units} kernel modules (fatbins older than this crate?)")
+            })
     }
 
     /// Per-device state of a kernel family, created by `make` on first use.

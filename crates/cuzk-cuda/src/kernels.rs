@@ -1,25 +1,24 @@
-//! The fatbin built by `cargo xtask kernels`, embedded when the build script
-//! found it current (cfg `cuzk_kernels`).
+//! The kernel fatbins built by `cargo xtask kernels`, one per unit of
+//! `kernels/manifest.toml`, embedded when the build script found every unit
+//! current (cfg `cuzk_kernels`). Each becomes its own CUDA module on a device.
 
 #[cfg(cuzk_kernels)]
-static FATBIN: &[u8] = include_bytes!(env!("CUZK_FATBIN_PATH"));
+include!(concat!(env!("OUT_DIR"), "/fatbins.rs"));
 
-#[cfg(cuzk_kernels)]
-static ARCHS: &str = env!("CUZK_FATBIN_ARCHS");
-
-/// The embedded fatbin, if this build has one.
-pub fn fatbin() -> Option<&'static [u8]> {
+/// The embedded fatbins as `(unit, bytes)` (`("msm/g1.cu", …)`), empty when
+/// this build has no kernels.
+pub fn fatbins() -> &'static [(&'static str, &'static [u8])] {
     #[cfg(cuzk_kernels)]
     {
-        Some(FATBIN)
+        UNITS
     }
     #[cfg(not(cuzk_kernels))]
     {
-        None
+        &[]
     }
 }
 
-/// The architectures the embedded fatbin was built for (e.g.
+/// The architectures the embedded fatbins were built for (e.g.
 /// `sm_80,sm_86,sm_89,sm_90,sm_120+ptx`), or `none`.
 pub fn archs() -> &'static str {
     #[cfg(cuzk_kernels)]
@@ -34,5 +33,5 @@ pub fn archs() -> &'static str {
 
 /// Whether this build embeds kernels.
 pub fn available() -> bool {
-    fatbin().is_some()
+    !fatbins().is_empty()
 }
