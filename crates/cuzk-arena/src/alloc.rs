@@ -131,10 +131,17 @@ impl Allocator {
         let size = self.rounded(bytes);
         let end = offset + size;
         assert!(end <= self.capacity, "region beyond the arena");
-        let before = self.free.range(..=offset).next_back().map(|(&o, &l)| (o, l));
+        let before = self
+            .free
+            .range(..=offset)
+            .next_back()
+            .map(|(&o, &l)| (o, l));
         let after = self.free.range(offset..).next().map(|(&o, &l)| (o, l));
         if let Some((o, l)) = before {
-            assert!(o + l <= offset, "double free or overlapping region at {offset}");
+            assert!(
+                o + l <= offset,
+                "double free or overlapping region at {offset}"
+            );
         }
         if let Some((o, _)) = after {
             assert!(o >= end, "double free or overlapping region at {offset}");

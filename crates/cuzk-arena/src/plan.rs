@@ -357,8 +357,12 @@ mod tests {
         assert!(plan.fits());
         assert!(chunk.is_power_of_two() && chunk >= MIN_CHUNK);
         // Twice the chunk would not have fit.
-        let bigger =
-            VramPlan::with_mode(shape, 16 * GIB, SrsMode::Streamed { chunk: chunk * 2 }, &Linear);
+        let bigger = VramPlan::with_mode(
+            shape,
+            16 * GIB,
+            SrsMode::Streamed { chunk: chunk * 2 },
+            &Linear,
+        );
         assert!(chunk * 2 > shape.longest_msm() || !bigger.fits());
         assert_eq!(plan.workers_that_fit(), 1);
     }

@@ -4,14 +4,14 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use cudarc::driver::{
-    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
-    LaunchConfig, PinnedHostSlice,
+    sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, LaunchConfig,
 };
 use cuzk_field::limbs::{as_bytes, DeviceRepr};
 
+use crate::arena::{self, Arena, Region, VramBudget};
 use crate::error::{DriverContext, Error, Result};
 use crate::ffi::{self, KernelArgs};
 use crate::kernels;
@@ -95,6 +95,8 @@ pub struct Gpu {
 
 struct GpuInner {
     ctx: Arc<CudaContext>,
+    /// The device's VRAM arena, reserved when the device was opened.
+    arena: Arena,
     /// One module per kernel unit: (unit, module), in manifest order.
     modules: Vec<(&'static str, Arc<CudaModule>)>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
@@ -111,9 +113,57 @@ impl fmt::Debug for Gpu {
     }
 }
 
+/// The devices opened in this process: one handle (and one arena) per device.
+static OPEN: Mutex<Vec<(usize, Weak<GpuInner>)>> = Mutex::new(Vec::new());
+
 impl Gpu {
-    /// Opens device `ordinal` and loads the embedded fatbin into it.
+    /// Opens device `ordinal` with the VRAM budget of `CUZK_VRAM_BUDGET`
+    /// (default: what is free less a margin), or returns the handle already
+    /// open in this process.
     pub fn open(ordinal: usize) -> Result<Gpu> {
+        let mut open = OPEN.lock().expect("device registry poisoned");
+        open.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(inner) = open
+            .iter()
+            .find(|(o, _)| *o == ordinal)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            return Ok(Gpu { inner });
+        }
+        let gpu = Self::open_new(ordinal, VramBudget::from_env()?)?;
+        open.push((ordinal, Arc::downgrade(&gpu.inner)));
+        Ok(gpu)
+    }
+
+    /// Opens device `ordinal` with an explicit VRAM budget. Fails when the
+    /// device is already open in this process with another budget (carve a
+    /// smaller arena with [`Arena::sub`] instead).
+    pub fn open_with(ordinal: usize, budget: VramBudget) -> Result<Gpu> {
+        let mut open = OPEN.lock().expect("device registry poisoned");
+        open.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(inner) = open
+            .iter()
+            .find(|(o, _)| *o == ordinal)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            let have = inner.arena.budget();
+            if have != budget {
+                return Err(Error::BadArguments {
+                    kernel: "Gpu::open_with",
+                    message: format!(
+                        "device {ordinal} is already open in this process with a VRAM budget of {have}, not {budget}"
+                    ),
+                });
+            }
+            return Ok(Gpu { inner });
+        }
+        let gpu = Self::open_new(ordinal, budget)?;
+        open.push((ordinal, Arc::downgrade(&gpu.inner)));
+        Ok(gpu)
+    }
+
+    /// Opens device `ordinal`, loads the embedded fatbin and reserves the arena.
+    fn open_new(ordinal: usize, budget: VramBudget) -> Result<Gpu> {
         let count = devices()?.len();
         if ordinal >= count {
             return Err(Error::NoDevice(format!(
@@ -141,8 +191,10 @@ impl Gpu {
             modules.push((unit, module));
         }
         tracing::debug!(%info, "loaded cuzk kernels");
+        let arena = Arena::reserve(&ctx, budget, &info.to_string())?;
         Ok(Gpu {
             inner: Arc::new(GpuInner {
+                arena,
                 ctx,
                 modules,
                 functions: Mutex::new(HashMap::new()),
@@ -165,17 +217,25 @@ impl Gpu {
         }
     }
 
+    /// As [`Gpu::first`], opening the device with an explicit VRAM budget.
+    pub fn first_with(budget: VramBudget) -> Result<Option<Gpu>> {
+        match devices() {
+            Err(Error::NoDevice(why)) => {
+                tracing::debug!("no CUDA device: {why}");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+            Ok(_) => Gpu::open_with(0, budget).map(Some),
+        }
+    }
+
     pub fn info(&self) -> &DeviceInfo {
         &self.inner.info
     }
 
-    /// Free and total device memory in bytes. Device-global: for start-up
-    /// sizing, not for the steady state (DESIGN.md §4).
-    pub fn memory_info(&self) -> Result<(usize, usize)> {
-        self.inner
-            .ctx
-            .mem_get_info()
-            .cuda("cuMemGetInfo", || self.inner.info.to_string())
+    /// The device's VRAM arena (reserved when it was opened).
+    pub fn arena(&self) -> &Arena {
+        &self.inner.arena
     }
 
     /// The most shared memory one block may opt in to (bytes).
@@ -192,8 +252,14 @@ impl Gpu {
         Ok(v as usize)
     }
 
-    /// A new non-blocking stream (one per worker).
+    /// A new non-blocking stream (one per worker) allocating from the device's arena.
     pub fn new_stream(&self) -> Result<Stream> {
+        self.new_stream_in(&self.inner.arena)
+    }
+
+    /// A new stream whose buffers come from `arena` (this device's arena or
+    /// one carved from it).
+    pub fn new_stream_in(&self, arena: &Arena) -> Result<Stream> {
         let inner = self
             .inner
             .ctx
@@ -202,7 +268,16 @@ impl Gpu {
         Ok(Stream {
             gpu: self.clone(),
             inner,
+            arena: arena.clone(),
         })
+    }
+
+    /// A stream and an arena of `bytes` carved out of the device's arena, for
+    /// a worker that must behave as if the card had only that much memory.
+    pub fn budgeted_stream(&self, bytes: u64) -> Result<Stream> {
+        let carve = self.new_stream()?;
+        let arena = self.inner.arena.sub(bytes, &carve)?;
+        self.new_stream_in(&arena)
     }
 
     /// A kernel by name, found in whichever unit's module has it, loaded once
@@ -250,13 +325,14 @@ impl Gpu {
 }
 
 /// A CUDA stream on one device. Work on one stream runs in order; order work
-/// across streams with [`Event`]s. Buffers allocated on a stream are freed in
-/// order on that stream: drop a buffer only after work on other streams that
-/// uses it has been waited for.
+/// across streams with [`Event`]s. Buffers allocated on a stream come from its
+/// arena and return to it in order on that stream: drop a buffer only after
+/// work on other streams that uses it has been waited for.
 #[derive(Clone)]
 pub struct Stream {
     gpu: Gpu,
     inner: Arc<CudaStream>,
+    arena: Arena,
 }
 
 impl fmt::Debug for Stream {
@@ -272,8 +348,17 @@ impl Stream {
         &self.gpu
     }
 
-    /// Allocates `len` elements of device memory (contents unspecified until
-    /// written: the first use should be an upload or a kernel that writes all).
+    /// The arena this stream's buffers come from.
+    pub fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    pub(crate) fn cu(&self) -> &Arc<CudaStream> {
+        &self.inner
+    }
+
+    /// `len` zeroed elements of device memory: a region of this stream's
+    /// arena (no device allocation), zeroed on the stream.
     pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         let bytes =
             len.checked_mul(std::mem::size_of::<T>())
@@ -281,14 +366,17 @@ impl Stream {
                     kernel: "alloc",
                     message: format!("{len} elements overflow"),
                 })?;
-        let slice = self
-            .inner
-            .alloc_zeros::<u8>(bytes.max(1))
-            .cuda("cuMemAllocAsync", || format!("{bytes} bytes"))?;
-        let ptr = slice.device_ptr(&self.inner).0;
+        let region = self.arena.region(bytes as u64, self).map_err(|e| match e {
+            Error::OutOfMemory(m) => Error::OutOfMemory(format!(
+                "{m} (allocating {len} × {})",
+                std::any::type_name::<T>()
+            )),
+            e => e,
+        })?;
+        arena::zero(&self.inner, region.ptr, bytes.max(1) as u64)?;
         Ok(DeviceBuffer {
-            slice,
-            ptr,
+            ptr: region.ptr,
+            _region: region,
             len,
             _t: PhantomData,
         })
@@ -306,11 +394,7 @@ impl Stream {
     /// full-rate asynchronous copies.
     pub fn upload<T: DeviceRepr>(&self, host: &[T], dst: &mut DeviceBuffer<T>) -> Result<()> {
         check_len("upload", host.len(), dst.len)?;
-        self.inner
-            .memcpy_htod(as_bytes(host), &mut dst.slice)
-            .cuda("cuMemcpyHtoDAsync", || {
-                format!("{} bytes", std::mem::size_of_val(host))
-            })
+        self.upload_prefix(host, dst)
     }
 
     /// Copies `host` into the first `host.len()` elements of `dst` and leaves
@@ -321,31 +405,53 @@ impl Stream {
         host: &[T],
         dst: &mut DeviceBuffer<T>,
     ) -> Result<()> {
-        if host.len() > dst.len {
+        self.upload_at(host, dst, 0)
+    }
+
+    /// Copies `host` into `dst[offset..offset + host.len()]`.
+    pub fn upload_at<T: DeviceRepr>(
+        &self,
+        host: &[T],
+        dst: &mut DeviceBuffer<T>,
+        offset: usize,
+    ) -> Result<()> {
+        if offset
+            .checked_add(host.len())
+            .is_none_or(|end| end > dst.len)
+        {
             return Err(Error::BadArguments {
-                kernel: "upload_prefix",
-                message: format!("{} elements into a buffer of {}", host.len(), dst.len),
+                kernel: "upload_at",
+                message: format!(
+                    "{} elements at offset {offset} into a buffer of {}",
+                    host.len(),
+                    dst.len
+                ),
             });
         }
-        let bytes = std::mem::size_of_val(host);
-        if bytes == 0 {
+        let bytes = as_bytes(host);
+        if bytes.is_empty() {
             return Ok(());
         }
-        self.inner
-            .memcpy_htod(as_bytes(host), &mut dst.slice.slice_mut(..bytes))
-            .cuda("cuMemcpyHtoDAsync", || {
-                format!("{bytes} bytes into a prefix")
-            })
+        let at = dst.ptr + (offset * std::mem::size_of::<T>()) as u64;
+        #[allow(unsafe_code)]
+        // SAFETY: `at..at+bytes` lies inside dst's live region (checked above);
+        // `host` is pageable, so the driver stages it before returning.
+        unsafe { ffi::copy_htod(&self.inner, at, bytes) }
+            .cuda("cuMemcpyHtoDAsync", || format!("{} bytes", bytes.len()))
     }
 
     /// Copies `src` into `host` (same length) and waits for the copy.
     pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>, host: &mut [T]) -> Result<()> {
         check_len("download", host.len(), src.len)?;
         let bytes = std::mem::size_of_val(host);
-        let dst = ffi::as_bytes_mut(host);
-        self.inner
-            .memcpy_dtoh(&src.slice.slice(..bytes), dst)
-            .cuda("cuMemcpyDtoHAsync", || format!("{bytes} bytes"))?;
+        if bytes > 0 {
+            let dst = ffi::as_bytes_mut(host);
+            #[allow(unsafe_code)]
+            // SAFETY: src's region holds `bytes`; we wait for the copy below
+            // before `host` can be touched again.
+            unsafe { ffi::copy_dtoh(&self.inner, dst, src.ptr) }
+                .cuda("cuMemcpyDtoHAsync", || format!("{bytes} bytes"))?;
+        }
         self.synchronize()
     }
 
@@ -356,6 +462,72 @@ impl Stream {
         Ok(v)
     }
 
+    /// Pinned host → device, asynchronous (ordered on this stream): the first
+    /// `count` elements of `host` into `dst[offset..]`. The pinned buffer must
+    /// not be written again before the copy has run: [`PinnedBuffer::write`]
+    /// waits for it.
+    pub fn upload_pinned_at<T: DeviceRepr>(
+        &self,
+        host: &PinnedBuffer<T>,
+        count: usize,
+        dst: &mut DeviceBuffer<T>,
+        offset: usize,
+    ) -> Result<()> {
+        if count > host.len || offset.checked_add(count).is_none_or(|e| e > dst.len) {
+            return Err(Error::BadArguments {
+                kernel: "upload_pinned_at",
+                message: format!(
+                    "{count} of {} pinned elements at offset {offset} into a buffer of {}",
+                    host.len, dst.len
+                ),
+            });
+        }
+        let bytes = count * std::mem::size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let at = dst.ptr + (offset * std::mem::size_of::<T>()) as u64;
+        #[allow(unsafe_code)]
+        // SAFETY: the range lies in dst's live region (checked above); the
+        // pinned memory stays alive (owned by `host`) and `host` records the
+        // copy's completion below, so it is not rewritten before the copy ran.
+        unsafe { ffi::copy_htod(&self.inner, at, &host.bytes.as_slice()[..bytes]) }
+            .cuda("cuMemcpyHtoDAsync", || format!("{bytes} pinned bytes"))?;
+        host.mark_used(self)
+    }
+
+    /// Pinned staging bytes → device: the first `count` values of type `T`
+    /// held in `host` (see [`PinnedBuffer::values_mut`]) into `dst[offset..]`,
+    /// asynchronous (ordered on this stream).
+    pub fn upload_staged<T: DeviceRepr>(
+        &self,
+        host: &PinnedBuffer<u8>,
+        count: usize,
+        dst: &mut DeviceBuffer<T>,
+        offset: usize,
+    ) -> Result<()> {
+        let bytes = count * std::mem::size_of::<T>();
+        if bytes > host.len || offset.checked_add(count).is_none_or(|e| e > dst.len) {
+            return Err(Error::BadArguments {
+                kernel: "upload_staged",
+                message: format!(
+                    "{count} values ({bytes} bytes) from {} staged bytes at offset {offset} into a buffer of {}",
+                    host.len, dst.len
+                ),
+            });
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        let at = dst.ptr + (offset * std::mem::size_of::<T>()) as u64;
+        #[allow(unsafe_code)]
+        // SAFETY: as upload_pinned_at: in-bounds (checked), pinned memory kept
+        // alive by `host`, whose next host access waits for this copy.
+        unsafe { ffi::copy_htod(&self.inner, at, &host.bytes.as_slice()[..bytes]) }
+            .cuda("cuMemcpyHtoDAsync", || format!("{bytes} staged bytes"))?;
+        host.mark_used(self)
+    }
+
     /// Pinned host → device, asynchronous (ordered on this stream).
     pub fn upload_pinned<T: DeviceRepr>(
         &self,
@@ -363,11 +535,7 @@ impl Stream {
         dst: &mut DeviceBuffer<T>,
     ) -> Result<()> {
         check_len("upload_pinned", host.len, dst.len)?;
-        let bytes = host.len * std::mem::size_of::<T>();
-        let mut view = dst.slice.slice_mut(..bytes);
-        self.inner
-            .memcpy_htod(&host.slice, &mut view)
-            .cuda("cuMemcpyHtoDAsync", || format!("{bytes} pinned bytes"))
+        self.upload_pinned_at(host, host.len, dst, 0)
     }
 
     /// Device → pinned host, asynchronous (ordered on this stream).
@@ -378,9 +546,22 @@ impl Stream {
     ) -> Result<()> {
         check_len("download_pinned", host.len, src.len)?;
         let bytes = host.len * std::mem::size_of::<T>();
-        self.inner
-            .memcpy_dtoh(&src.slice.slice(..bytes), &mut host.slice)
-            .cuda("cuMemcpyDtoHAsync", || format!("{bytes} pinned bytes"))
+        if bytes == 0 {
+            return Ok(());
+        }
+        host.wait_unused()?;
+        #[allow(unsafe_code)]
+        // SAFETY: src's region holds `bytes`; host's reads wait for the event
+        // recorded below before touching the memory.
+        unsafe {
+            ffi::copy_dtoh(
+                &self.inner,
+                &mut host.bytes.as_mut_slice()[..bytes],
+                src.ptr,
+            )
+        }
+        .cuda("cuMemcpyDtoHAsync", || format!("{bytes} pinned bytes"))?;
+        host.mark_used(self)
     }
 
     /// Device → device copy of equal-length buffers.
@@ -390,11 +571,68 @@ impl Stream {
         dst: &mut DeviceBuffer<T>,
     ) -> Result<()> {
         check_len("copy", src.len, dst.len)?;
-        let bytes = src.len * std::mem::size_of::<T>();
-        let mut view = dst.slice.slice_mut(..bytes);
-        self.inner
-            .memcpy_dtod(&src.slice.slice(..bytes), &mut view)
-            .cuda("cuMemcpyDtoDAsync", || format!("{bytes} bytes"))
+        self.copy_range(src, 0, dst, 0, src.len)
+    }
+
+    /// Copies `src[src_at..src_at + count]` to `dst[dst_at..]`.
+    pub fn copy_range<T: DeviceRepr>(
+        &self,
+        src: &DeviceBuffer<T>,
+        src_at: usize,
+        dst: &mut DeviceBuffer<T>,
+        dst_at: usize,
+        count: usize,
+    ) -> Result<()> {
+        let fits = |at: usize, len: usize| at.checked_add(count).is_some_and(|e| e <= len);
+        if !fits(src_at, src.len) || !fits(dst_at, dst.len) {
+            return Err(Error::BadArguments {
+                kernel: "copy_range",
+                message: format!(
+                    "{count} elements from {src_at} of {} to {dst_at} of {}",
+                    src.len, dst.len
+                ),
+            });
+        }
+        let size = std::mem::size_of::<T>();
+        let bytes = count * size;
+        if bytes == 0 {
+            return Ok(());
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: both ranges lie inside live regions (checked above).
+        unsafe {
+            ffi::copy_dtod(
+                &self.inner,
+                dst.ptr + (dst_at * size) as u64,
+                src.ptr + (src_at * size) as u64,
+                bytes,
+            )
+        }
+        .cuda("cuMemcpyDtoDAsync", || format!("{bytes} bytes"))
+    }
+
+    /// Sets `dst[at..at + count]` to zero bytes.
+    pub fn zero_range<T: DeviceRepr>(
+        &self,
+        dst: &mut DeviceBuffer<T>,
+        at: usize,
+        count: usize,
+    ) -> Result<()> {
+        if at.checked_add(count).is_none_or(|e| e > dst.len) {
+            return Err(Error::BadArguments {
+                kernel: "zero_range",
+                message: format!("{count} elements from {at} of {}", dst.len),
+            });
+        }
+        let size = std::mem::size_of::<T>();
+        if count == 0 {
+            return Ok(());
+        }
+        arena::zero(
+            &self.inner,
+            dst.ptr + (at * size) as u64,
+            (count * size) as u64,
+        )
     }
 
     /// Waits until all work queued on this stream has finished.
@@ -476,9 +714,11 @@ impl Event {
 }
 
 /// `len` values of `T` in device memory: a handle, never a Rust reference to
-/// device memory. Freed (in order on its stream) when dropped.
+/// device memory. A region of an arena, returned (in order on its stream)
+/// when dropped.
 pub struct DeviceBuffer<T: DeviceRepr> {
-    slice: CudaSlice<u8>,
+    /// The arena region (released, stream-ordered, on drop).
+    _region: Region,
     ptr: sys::CUdeviceptr,
     len: usize,
     _t: PhantomData<T>,
@@ -515,10 +755,13 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 }
 
-/// Page-locked host memory for full-rate asynchronous copies.
+/// Page-locked host memory for full-rate asynchronous copies. Remembers
+/// its last asynchronous copy, and waits for it before the host touches the
+/// memory again.
 pub struct PinnedBuffer<T: DeviceRepr> {
-    slice: PinnedHostSlice<u8>,
+    bytes: ffi::PinnedBytes,
     len: usize,
+    last_use: Mutex<Option<CudaEvent>>,
     _t: PhantomData<T>,
 }
 
@@ -534,14 +777,16 @@ impl<T: DeviceRepr> fmt::Debug for PinnedBuffer<T> {
 }
 
 impl<T: DeviceRepr> PinnedBuffer<T> {
-    /// Allocates `len` zeroed elements of pinned host memory on `gpu`'s context.
+    /// Allocates `len` zeroed elements of pinned host memory on `gpu`'s
+    /// context (a slow, host-side call: allocate staging once, at start).
     pub fn new(gpu: &Gpu, len: usize) -> Result<Self> {
         let bytes = len * std::mem::size_of::<T>();
-        let slice = ffi::alloc_pinned_bytes(&gpu.inner.ctx, bytes.max(1))
+        let pinned = ffi::PinnedBytes::new(&gpu.inner.ctx, bytes)
             .cuda("cuMemHostAlloc", || format!("{bytes} bytes"))?;
         Ok(PinnedBuffer {
-            slice,
+            bytes: pinned,
             len,
+            last_use: Mutex::new(None),
             _t: PhantomData,
         })
     }
@@ -554,30 +799,63 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
         self.len == 0
     }
 
+    fn mark_used(&self, stream: &Stream) -> Result<()> {
+        let e = stream
+            .inner
+            .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .cuda("cuEventRecord", || "pinned buffer use".into())?;
+        *self.last_use.lock().expect("pinned lock poisoned") = Some(e);
+        Ok(())
+    }
+
+    /// Waits for the last asynchronous copy that used this buffer.
+    pub fn wait_unused(&self) -> Result<()> {
+        if let Some(e) = self.last_use.lock().expect("pinned lock poisoned").take() {
+            e.synchronize()
+                .cuda("cuEventSynchronize", || "pinned buffer".into())?;
+        }
+        Ok(())
+    }
+
+    /// The memory as values, for filling it in place (after pending copies).
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.wait_unused()?;
+        let len = self.len;
+        let bytes = self.bytes.as_mut_slice();
+        Ok(&mut ffi::values_mut::<T>(bytes)[..len])
+    }
+
     /// Fills the buffer from `values` (same length). Waits for pending copies
     /// involving this buffer first.
     pub fn write(&mut self, values: &[T]) -> Result<()> {
         check_len("PinnedBuffer::write", values.len(), self.len)?;
-        let bytes = as_bytes(values);
-        let dst = self
-            .slice
-            .as_mut_slice()
-            .cuda("cuEventSynchronize", || "pinned buffer".into())?;
-        dst[..bytes.len()].copy_from_slice(bytes);
+        self.as_mut_slice()?.copy_from_slice(values);
         Ok(())
     }
 
     /// Copies the buffer into `out` (same length), after pending copies finish.
     pub fn read(&self, out: &mut [T]) -> Result<()> {
         check_len("PinnedBuffer::read", out.len(), self.len)?;
-        let src = self
-            .slice
-            .as_slice()
-            .cuda("cuEventSynchronize", || "pinned buffer".into())?;
+        self.wait_unused()?;
         let dst = ffi::as_bytes_mut(out);
         let n = dst.len();
-        dst.copy_from_slice(&src[..n]);
+        dst.copy_from_slice(&self.bytes.as_slice()[..n]);
         Ok(())
+    }
+}
+
+impl PinnedBuffer<u8> {
+    /// Staging bytes viewed as values of `T` (as many whole values as fit),
+    /// for filling in place; waits for the buffer's last copy first.
+    pub fn values_mut<T: DeviceRepr>(&mut self) -> Result<&mut [T]> {
+        self.wait_unused()?;
+        Ok(ffi::values_mut::<T>(self.bytes.as_mut_slice()))
+    }
+}
+
+impl<T: DeviceRepr> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        let _ = self.wait_unused();
     }
 }
 

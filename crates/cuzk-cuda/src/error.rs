@@ -24,6 +24,11 @@ pub enum Error {
         what: String,
         source: DriverError,
     },
+    /// Device memory could not be had: the arena is exhausted, or the device
+    /// has less free memory than the budget asks for. Says how much was asked
+    /// and how much there is.
+    #[error("out of device memory: {0}")]
+    OutOfMemory(String),
     /// Arguments that a launch wrapper rejected before launching.
     #[error("kernel {kernel}: {message}")]
     BadArguments {

@@ -6,8 +6,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaStream, DriverError, LaunchConfig, PinnedHostSlice,
-    PushKernelArg,
+    CudaContext, CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg,
 };
 use cuzk_field::limbs::DeviceRepr;
 
@@ -32,16 +31,125 @@ pub(crate) fn disable_event_tracking(ctx: &CudaContext) {
     unsafe { ctx.disable_event_tracking() }
 }
 
-/// Allocates `len` bytes of zeroed, page-locked host memory.
-pub(crate) fn alloc_pinned_bytes(
-    ctx: &Arc<CudaContext>,
+/// Values view of page-aligned bytes (pinned memory), rounded down to whole values.
+pub(crate) fn values_mut<T: DeviceRepr>(bytes: &mut [u8]) -> &mut [T] {
+    let size = std::mem::size_of::<T>().max(1);
+    assert_eq!(
+        bytes.as_ptr() as usize % std::mem::align_of::<T>(),
+        0,
+        "pinned memory is page-aligned"
+    );
+    // SAFETY: aligned (checked), in bounds (whole values only), and every bit
+    // pattern is a valid DeviceRepr value; the borrow is exclusive.
+    unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), bytes.len() / size) }
+}
+
+fn bind(stream: &CudaStream) -> Result<(), DriverError> {
+    stream.context().bind_to_thread()
+}
+
+/// Zeroes `bytes` of device memory at `ptr`, ordered on `stream`.
+pub(crate) fn memset_zero(stream: &CudaStream, ptr: u64, bytes: usize) -> Result<(), DriverError> {
+    bind(stream)?;
+    // SAFETY: callers pass a live region of at least `bytes` (an arena region
+    // they own); u8 zeros are valid for every DeviceRepr type.
+    unsafe { cudarc::driver::result::memset_d8_async(ptr, 0, bytes, stream.cu_stream()) }
+}
+
+/// Host → device copy of `src` to `dst`, ordered on `stream`.
+///
+/// # Safety
+/// `dst` must be a live device region of at least `src.len()` bytes. If `src`
+/// is page-locked the copy is asynchronous: `src` must stay alive and
+/// unchanged until the stream has passed this point.
+pub(crate) unsafe fn copy_htod(
+    stream: &CudaStream,
+    dst: u64,
+    src: &[u8],
+) -> Result<(), DriverError> {
+    bind(stream)?;
+    // SAFETY: forwarded to the caller.
+    unsafe { cudarc::driver::result::memcpy_htod_async(dst, src, stream.cu_stream()) }
+}
+
+/// Device → host copy of `src` into `dst`, ordered on `stream`.
+///
+/// # Safety
+/// `src` must be a live device region of at least `dst.len()` bytes; `dst`
+/// must stay alive and untouched until the stream has passed this point.
+pub(crate) unsafe fn copy_dtoh(
+    stream: &CudaStream,
+    dst: &mut [u8],
+    src: u64,
+) -> Result<(), DriverError> {
+    bind(stream)?;
+    // SAFETY: forwarded to the caller.
+    unsafe { cudarc::driver::result::memcpy_dtoh_async(dst, src, stream.cu_stream()) }
+}
+
+/// Device → device copy of `bytes`, ordered on `stream`.
+///
+/// # Safety
+/// Both must be live device regions of at least `bytes` bytes.
+pub(crate) unsafe fn copy_dtod(
+    stream: &CudaStream,
+    dst: u64,
+    src: u64,
+    bytes: usize,
+) -> Result<(), DriverError> {
+    bind(stream)?;
+    // SAFETY: forwarded to the caller.
+    unsafe { cudarc::driver::result::memcpy_dtod_async(dst, src, bytes, stream.cu_stream()) }
+}
+
+/// Page-locked host memory: the pointer and its length in bytes.
+#[derive(Debug)]
+pub(crate) struct PinnedBytes {
+    ctx: Arc<CudaContext>,
+    ptr: *mut u8,
     len: usize,
-) -> Result<PinnedHostSlice<u8>, DriverError> {
-    // SAFETY: the memory is uninitialized after allocation; we zero it below
-    // before anyone can read it (u8 has no invalid bit patterns).
-    let mut slice = unsafe { ctx.alloc_pinned_with_flags::<u8>(len, 0) }?;
-    slice.as_mut_slice()?.fill(0);
-    Ok(slice)
+}
+
+// SAFETY: the memory is owned by this value alone; access goes through &/&mut.
+unsafe impl Send for PinnedBytes {}
+// SAFETY: shared access only reads.
+unsafe impl Sync for PinnedBytes {}
+
+impl PinnedBytes {
+    /// `len` zeroed bytes of page-locked host memory.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, DriverError> {
+        ctx.bind_to_thread()?;
+        // SAFETY: a plain host allocation of len ≥ 1 bytes, freed in Drop.
+        let ptr = unsafe { cudarc::driver::result::malloc_host(len.max(1), 0) }? as *mut u8;
+        // SAFETY: freshly allocated, len bytes, exclusively ours.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        Ok(PinnedBytes {
+            ctx: ctx.clone(),
+            ptr,
+            len,
+        })
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr/len describe our live allocation; callers wait for
+        // pending device writes before reading (PinnedBuffer does).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, exclusive through &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for PinnedBytes {
+    fn drop(&mut self) {
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: allocated by malloc_host in `new`, freed once; the owner waited
+        // for pending copies before dropping.
+        let r = unsafe { cudarc::driver::result::free_host(self.ptr.cast()) };
+        self.ctx.record_err(r);
+    }
 }
 
 /// A kernel's arguments, each stored as the bytes the kernel expects (device

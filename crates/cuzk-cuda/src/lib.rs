@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
+pub mod arena;
 mod device;
 mod error;
 mod ffi;
@@ -9,6 +10,7 @@ pub mod msm;
 pub mod ntt;
 pub mod testing;
 
+pub use arena::{Arena, VramBudget};
 pub use device::{
     devices, driver_present, DeviceBuffer, DeviceInfo, Event, Gpu, PinnedBuffer, Stream,
 };

@@ -350,12 +350,27 @@ impl<C: MsmCurve> fmt::Debug for Msm<C> {
 }
 
 impl<C: MsmCurve> Msm<C> {
-    /// An MSM for up to `max_len` pairs, window size chosen for `max_len` within
-    /// half of the device's free memory.
+    /// An MSM for up to `max_len` pairs, window size chosen for `max_len` by
+    /// the cost model (at most 2^20 buckets per window; see
+    /// [`scratch_bytes`] for the memory it takes from the stream's arena).
     pub fn new(stream: &Stream, max_len: usize) -> Result<Self> {
-        let (free, _) = stream.gpu().memory_info()?;
-        let c = choose_window_bits(max_len.max(1), C::XYZZ_WORDS * 8, free / 2);
-        Self::with_window_bits(stream, max_len, c)
+        Self::with_window_bits(stream, max_len, Self::window_bits_for(max_len))
+    }
+
+    /// The window size [`Msm::new`] picks for `max_len` pairs.
+    pub fn window_bits_for(max_len: usize) -> u32 {
+        choose_window_bits(max_len.max(1), C::XYZZ_WORDS * 8, usize::MAX)
+    }
+
+    /// Device bytes [`Msm::new`]`(max_len)` takes from the arena (with
+    /// alignment slack).
+    pub fn bytes_for(max_len: usize) -> u64 {
+        scratch_bytes(
+            max_len.max(1),
+            Self::window_bits_for(max_len),
+            C::XYZZ_WORDS * 8,
+        ) as u64
+            + 16 * crate::arena::ALIGN
     }
 
     /// An MSM for up to `max_len` pairs with window size `window_bits`.
@@ -1049,6 +1064,13 @@ impl fmt::Debug for Classifier {
 }
 
 impl Classifier {
+    /// Device bytes [`Classifier::new`]`(max_len)` takes from the arena.
+    pub fn bytes_for(max_len: usize) -> u64 {
+        let tiles = max_len.div_ceil(CLASSIFY_TILE).max(1) as u64;
+        let words = 4 * (tiles + 1) + tiles.div_ceil(SCAN_TILE as u64) + 1 + 2;
+        (words + 2 * max_len.max(1) as u64) * 4 + 8 * crate::arena::ALIGN
+    }
+
     /// A classifier for up to `max_len` scalars (2 × 4 bytes per scalar of
     /// index space).
     pub fn new(stream: &Stream, max_len: usize) -> Result<Self> {

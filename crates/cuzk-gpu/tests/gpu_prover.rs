@@ -114,3 +114,61 @@ fn key_mismatch_fails_before_any_kernel() {
     let err = prove_with(&gpu, &key, &w, Fr::ONE, Fr::ONE).unwrap_err();
     assert!(err.to_string().contains("h points"), "{err}");
 }
+
+/// The key streamed in several chunks gives the same proof as the key
+/// resident, for every available size.
+#[test]
+fn streamed_key_gives_the_same_proofs_as_resident() {
+    use cuzk_gpu::{shape_of, SrsMode};
+    let Some(gpu) = backend() else { return };
+    let mut rng = ChaCha20Rng::seed_from_u64(7);
+    for (k, path) in keys() {
+        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve).unwrap();
+        let w = synthesize(DemoCircuit::new(k, 0.95, 3)).unwrap();
+        let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+        gpu.force_mode(None);
+        let resident = prove_with(&gpu, &key, &w, r, s).unwrap();
+        assert_eq!(gpu.last_plan().unwrap().mode, SrsMode::Resident);
+        // Four chunks or more (at least the planner's smallest chunk).
+        let longest = shape_of(&key, &w).longest_msm();
+        let chunk = (longest / 4).max(cuzk_gpu::MIN_CHUNK).next_power_of_two();
+        gpu.force_mode(Some(SrsMode::Streamed { chunk }));
+        let streamed = prove_with(&gpu, &key, &w, r, s).unwrap();
+        gpu.force_mode(None);
+        assert_eq!(
+            streamed.proof.to_bytes(),
+            resident.proof.to_bytes(),
+            "2^{k}: streamed (chunk {chunk}) and resident proofs differ"
+        );
+        eprintln!(
+            "2^{k}: streamed in chunks of {chunk} = resident; resident {:.1} ms, streamed {:.1} ms",
+            resident.timings.total().as_secs_f64() * 1e3,
+            streamed.timings.total().as_secs_f64() * 1e3
+        );
+    }
+}
+
+/// A budget too small for one partition fails before any kernel runs, and
+/// the error says what the plan needs and what the budget has.
+#[test]
+fn too_small_a_budget_fails_with_both_numbers() {
+    use cuzk_gpu::VramBudget;
+    let Some(first) = backend() else { return };
+    drop(first);
+    let gpu = cuzk_cuda::Gpu::first().unwrap().unwrap();
+    let small = CudaBackend::with_budget(gpu, VramBudget::Bytes(96 << 20)).unwrap();
+    assert_eq!(small.budget_bytes(), 96 << 20);
+    let key = ProvingKey::read_from_path(&keys()[0].1, PointCheck::OnCurve).unwrap();
+    let w = synthesize(DemoCircuit::new(10, 0.95, 1)).unwrap();
+    let before = small.arena_usage();
+    let err = prove_with(&small, &key, &w, Fr::ONE, Fr::ONE).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("VRAM budget too small"), "{msg}");
+    assert!(msg.contains("needs at least"), "{msg}");
+    assert!(msg.contains("the budget has 96.0 MiB"), "{msg}");
+    assert_eq!(
+        small.arena_usage().in_use,
+        before.in_use,
+        "nothing allocated by the refused partition"
+    );
+}

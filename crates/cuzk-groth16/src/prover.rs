@@ -116,6 +116,12 @@ pub trait Backend: Send + Sync {
         witness: &Synthesized,
         timings: &mut StageTimings,
     ) -> Result<MsmSums, ProveError>;
+
+    /// How the last partition ran, when the backend has more to say than its
+    /// name (e.g. the GPU's VRAM plan: resident or streamed key, peak bytes).
+    fn last_run(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The CPU backend: cuzk-field's NTT and split MSM, rayon and blst threads.

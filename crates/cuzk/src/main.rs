@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use cuzk_cuda::VramBudget;
 use cuzk_field::{Fr, PrimeField};
+use cuzk_gpu::keygen::GpuFixedBase;
 use cuzk_gpu::CudaBackend;
 use cuzk_groth16::encoding::PointCheck;
 use cuzk_groth16::params::KeySummary;
 use cuzk_groth16::proof::{proofs_from_bytes, proofs_to_bytes};
 use cuzk_groth16::prover::{check_key_shape, prove_with, Backend, CpuBackend, StageTimings};
-use cuzk_groth16::setup::generate_key;
+use cuzk_groth16::setup::{generate_key_with, CpuFixedBase, FixedBase};
 use cuzk_groth16::verifier::{verify_proof, PreparedVerifyingKey};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::{synthesize, DemoCircuit, Synthesized};
@@ -40,7 +42,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Generate a proving key for a demo circuit (bellperson's generator).
+    /// Generate a proving key for a demo circuit (cuzk's generator: bellperson's bytes).
     Setup {
         #[command(flatten)]
         circuit: CircuitArgs,
@@ -50,6 +52,9 @@ enum Command {
         /// Seed of the toxic waste. Test keys only: anyone with the seed can forge proofs.
         #[arg(long, default_value_t = 0)]
         setup_seed: u64,
+        /// Where the fixed-base multiplications run: `auto` (the first CUDA device when there is one and the kernels are built, else the CPU, saying why), `cuda` or `cpu`. Same key bytes either way.
+        #[arg(long, default_value = "auto")]
+        backend: String,
     },
     /// Prove partitions of a demo circuit; writes concatenated 192-byte proofs.
     Prove {
@@ -128,6 +133,21 @@ struct BackendArgs {
     /// Backend: `auto` (the first CUDA device when there is one and the kernels are built, else the CPU, saying why), `cuda` or `cpu`.
     #[arg(long, default_value = "auto")]
     backend: String,
+    /// Device memory the GPU backend may use: `auto` (what is free, less a margin) or a size such as `16GiB`; a budget smaller than the key streams the key from host memory.
+    #[arg(long, default_value = "auto", value_parser = parse_budget)]
+    vram_budget: VramBudget,
+}
+
+fn parse_budget(s: &str) -> Result<VramBudget, String> {
+    VramBudget::parse(s)
+}
+
+/// The CUDA backend on the first device with `budget`; `Ok(None)` without a device.
+fn cuda_backend(budget: VramBudget) -> Result<Option<CudaBackend>, cuzk_cuda::Error> {
+    match cuzk_cuda::Gpu::first_with(budget)? {
+        None => Ok(None),
+        Some(gpu) => CudaBackend::new(gpu).map(Some),
+    }
 }
 
 fn main() {
@@ -150,9 +170,18 @@ fn run(cli: Cli) -> Result<()> {
             circuit,
             out,
             setup_seed,
+            backend,
         } => {
-            let t = setup(circuit, &out, setup_seed)?;
-            println!("wrote {} in {}", out.display(), secs(t));
+            let fixed_base = select_fixed_base(&backend)?;
+            let t = setup_with(circuit, &out, setup_seed, fixed_base.as_ref())?;
+            println!(
+                "wrote {} in {} (key {}, write {}; fixed-base step on {})",
+                out.display(),
+                secs(t.generate + t.write),
+                secs(t.generate),
+                secs(t.write),
+                fixed_base.name()
+            );
             Ok(())
         }
         Command::Prove {
@@ -207,22 +236,30 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn select_backend(args: &BackendArgs) -> Result<Box<dyn Backend>> {
+    let announce = |gpu: &CudaBackend| {
+        eprintln!(
+            "backend: {} ({}, VRAM arena {})",
+            gpu.name(),
+            gpu.device_name(),
+            cuzk_gpu::human(gpu.budget_bytes())
+        );
+    };
     match args.backend.as_str() {
         "cpu" => {
             eprintln!("backend: cpu (asked for)");
             Ok(Box::new(CpuBackend))
         }
-        "cuda" => match CudaBackend::first() {
+        "cuda" => match cuda_backend(args.vram_budget) {
             Ok(Some(gpu)) => {
-                eprintln!("backend: {} ({})", gpu.name(), gpu.device_name());
+                announce(&gpu);
                 Ok(Box::new(gpu))
             }
             Ok(None) => bail!("--backend cuda: no CUDA device on this machine"),
             Err(e) => bail!("--backend cuda: {e}"),
         },
-        "auto" => match CudaBackend::first() {
+        "auto" => match cuda_backend(args.vram_budget) {
             Ok(Some(gpu)) => {
-                eprintln!("backend: {} ({})", gpu.name(), gpu.device_name());
+                announce(&gpu);
                 Ok(Box::new(gpu))
             }
             Ok(None) => {
@@ -254,26 +291,82 @@ fn gpu_status() -> String {
     }
 }
 
+/// The fixed-base step for `cuzk setup --backend`; says on stderr which one runs.
+fn select_fixed_base(backend: &str) -> Result<Box<dyn FixedBase>> {
+    let gpu = || -> Result<Option<GpuFixedBase>, cuzk_cuda::Error> {
+        match cuzk_cuda::Gpu::first()? {
+            None => Ok(None),
+            Some(gpu) => GpuFixedBase::new(&gpu).map(Some),
+        }
+    };
+    let chosen: Box<dyn FixedBase> = match backend {
+        "cpu" => Box::new(CpuFixedBase),
+        "cuda" => match gpu() {
+            Ok(Some(g)) => Box::new(g),
+            Ok(None) => bail!("--backend cuda: no CUDA device on this machine"),
+            Err(e) => bail!("--backend cuda: {e}"),
+        },
+        "auto" => match gpu() {
+            Ok(Some(g)) => Box::new(g),
+            Ok(None) => {
+                eprintln!("setup: no CUDA device, fixed-base step on the CPU");
+                Box::new(CpuFixedBase)
+            }
+            Err(e) => {
+                eprintln!("setup: CUDA unusable ({e}), fixed-base step on the CPU");
+                Box::new(CpuFixedBase)
+            }
+        },
+        other => bail!("--backend {other}: expected auto, cuda or cpu"),
+    };
+    eprintln!("setup backend: {}", chosen.name());
+    Ok(chosen)
+}
+
+/// Time to generate a key and to write it.
+struct SetupTimes {
+    generate: Duration,
+    write: Duration,
+}
+
+/// A key for the demo circuit with the fixed-base step on the CPU.
 fn setup(circuit: CircuitArgs, out: &Path, setup_seed: u64) -> Result<Duration> {
+    let t = setup_with(circuit, out, setup_seed, &CpuFixedBase)?;
+    Ok(t.generate + t.write)
+}
+
+fn setup_with(
+    circuit: CircuitArgs,
+    out: &Path,
+    setup_seed: u64,
+    fixed_base: &dyn FixedBase,
+) -> Result<SetupTimes> {
     check_share(circuit.sha_share)?;
     let spinner = spinner(format!(
-        "generating key for the 2^{} demo circuit (bellperson's generator)",
-        circuit.log_size
+        "generating key for the 2^{} demo circuit (fixed-base step on {})",
+        circuit.log_size,
+        fixed_base.name()
     ));
     let start = Instant::now();
     let mut rng = ChaCha20Rng::seed_from_u64(setup_seed);
-    let key = generate_key(
+    let key = generate_key_with(
         DemoCircuit::new(circuit.log_size, circuit.sha_share, 0),
         &mut rng,
+        fixed_base,
     )
     .context("generating the proving key")?;
+    let generate = start.elapsed();
     spinner.set_message(format!("writing {}", out.display()));
+    let start = Instant::now();
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     key.write_to_path(out)?;
     spinner.finish_and_clear();
-    Ok(start.elapsed())
+    Ok(SetupTimes {
+        generate,
+        write: start.elapsed(),
+    })
 }
 
 fn load_key(path: &Path) -> Result<ProvingKey> {
@@ -356,6 +449,9 @@ fn prove_partitions(
         let synthesis = t.elapsed();
         bar.set_message(format!("proving on {}", backend.name()));
         let proved = prove_with(backend, key, &w, r[i as usize], s[i as usize])?;
+        if let Some(how) = backend.last_run() {
+            bar.suspend(|| eprintln!("partition {i}: {how}"));
+        }
         out.push(PartitionReport {
             proof: proved.proof,
             inputs,

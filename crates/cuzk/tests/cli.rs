@@ -177,3 +177,27 @@ fn help_and_info() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("b_g2"));
 }
+
+#[test]
+fn a_bad_vram_budget_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = fixture_key();
+    let out_file = dir.path().join("x.bin");
+    for (budget, needle) in [("16XB", "unknown unit `xb`"), ("0GiB", "more than 0 bytes")] {
+        let o = cuzk(&[
+            "prove",
+            "--log-size",
+            "10",
+            "--key",
+            key.to_str().unwrap(),
+            "--vram-budget",
+            budget,
+            "--out",
+            out_file.to_str().unwrap(),
+        ]);
+        let out = text(&o);
+        assert!(!o.status.success(), "{budget}: {out}");
+        assert!(out.contains(needle), "{budget}: {out}");
+        assert!(!out_file.exists(), "nothing written on failure");
+    }
+}

@@ -1,0 +1,311 @@
+//! The VRAM arena: the ONE place in cuzk that reserves or releases device
+//! memory, or asks the device how much it has (DESIGN.md §4: those calls are
+//! device-global and serialize every stream). `tests/device_global_calls.rs`
+//! fails if such a call appears anywhere else in the source tree.
+//!
+//! When a [`Gpu`](crate::Gpu) is opened, its arena reserves one block (the
+//! configured budget, or what the device has free less a margin, asked once).
+//! Every [`DeviceBuffer`](crate::DeviceBuffer) afterwards is a region of it,
+//! handed out by `cuzk_arena::OrderedAllocator`: a dropped buffer's region is
+//! released behind an event recorded on its stream, and reused only once the
+//! work queued before the drop has finished. [`Arena::sub`] carves a smaller
+//! arena out of a larger one, so a large card can behave as a small one
+//! without another device allocation.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
+use cuzk_arena::{Exhausted, Fence, OrderedAllocator, Usage};
+
+use crate::error::{DriverContext, Error, Result};
+use crate::ffi;
+
+/// Every region starts on a 256-byte boundary (what the kernels' vector loads need).
+pub const ALIGN: u64 = 256;
+
+/// How much device memory a device's arena reserves at start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VramBudget {
+    /// What the device has free when it is opened, less a margin (1 GiB or
+    /// 3 %, whichever is larger) for the driver and other processes.
+    Auto,
+    /// Exactly this many bytes (a large card behaving as a small one).
+    Bytes(u64),
+}
+
+impl VramBudget {
+    /// `auto`, or a size such as `16GiB`, `16G`, `512MiB`, `1073741824`.
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("auto") {
+            return Ok(VramBudget::Auto);
+        }
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("`{s}`: expected `auto` or a size like 16GiB"))?;
+        let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1,
+            "k" | "kib" | "kb" => 1 << 10,
+            "m" | "mib" | "mb" => 1 << 20,
+            "g" | "gib" | "gb" => 1 << 30,
+            "t" | "tib" | "tb" => 1 << 40,
+            other => return Err(format!("`{s}`: unknown unit `{other}` (use GiB, MiB, …)")),
+        };
+        let bytes = (value * scale as f64) as u64;
+        if bytes == 0 {
+            return Err(format!("`{s}`: a budget must be more than 0 bytes"));
+        }
+        Ok(VramBudget::Bytes(bytes))
+    }
+
+    /// `CUZK_VRAM_BUDGET` when set (same syntax as [`VramBudget::parse`]), else `Auto`.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var("CUZK_VRAM_BUDGET") {
+            Ok(v) if !v.trim().is_empty() => {
+                VramBudget::parse(&v).map_err(|message| Error::BadArguments {
+                    kernel: "CUZK_VRAM_BUDGET",
+                    message,
+                })
+            }
+            _ => Ok(VramBudget::Auto),
+        }
+    }
+}
+
+impl fmt::Display for VramBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VramBudget::Auto => write!(f, "auto"),
+            VramBudget::Bytes(b) => write!(f, "{}", cuzk_arena::human(*b)),
+        }
+    }
+}
+
+/// A completion fence for a released region: an event on the region's stream.
+struct EventFence(CudaEvent);
+
+impl Fence for EventFence {
+    fn is_done(&self) -> bool {
+        self.0.is_complete()
+    }
+    fn wait(&self) {
+        // A failed wait means the context is broken; every later call reports
+        // that, so the region is simply considered free.
+        let _ = self.0.synchronize();
+    }
+}
+
+/// Where an arena's bytes come from.
+enum Backing {
+    /// The device reservation itself, released when the arena goes.
+    Reservation { ctx: Arc<CudaContext>, ptr: u64 },
+    /// A region of a parent arena (kept alive by holding it).
+    Carved(#[allow(dead_code)] Region),
+}
+
+pub(crate) struct ArenaInner {
+    base: u64,
+    capacity: u64,
+    budget: VramBudget,
+    ctx: Arc<CudaContext>,
+    alloc: Mutex<OrderedAllocator<EventFence>>,
+    backing: Backing,
+}
+
+impl Drop for ArenaInner {
+    fn drop(&mut self) {
+        // Every region holds the arena, so none is live; wait for the pending
+        // releases' work before handing the memory back.
+        if let Ok(mut a) = self.alloc.lock() {
+            a.drain();
+        }
+        if let Backing::Reservation { ctx, ptr } = &self.backing {
+            // Tear-down: the one place device memory is freed.
+            ctx.record_err(ctx.bind_to_thread());
+            #[allow(unsafe_code)]
+            // SAFETY: `ptr` came from malloc_sync in `reserve` and is freed once;
+            // no region (and so no queued work) refers to it any more.
+            let r = unsafe { cudarc::driver::result::free_sync(*ptr) };
+            ctx.record_err(r);
+        }
+    }
+}
+
+/// A VRAM arena: one block of device memory, sub-allocated. Clones share it.
+#[derive(Clone)]
+pub struct Arena {
+    inner: Arc<ArenaInner>,
+}
+
+impl fmt::Debug for Arena {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Arena({})", self.usage())
+    }
+}
+
+impl Arena {
+    /// Start-up: asks the device what it has free (once) and reserves the
+    /// budget in one allocation.
+    pub(crate) fn reserve(ctx: &Arc<CudaContext>, budget: VramBudget, what: &str) -> Result<Arena> {
+        ctx.bind_to_thread()
+            .cuda("cuCtxSetCurrent", || what.to_string())?;
+        let (free, total) = ctx
+            .mem_get_info()
+            .cuda("cuMemGetInfo", || what.to_string())?;
+        let (free, total) = (free as u64, total as u64);
+        let bytes = match budget {
+            VramBudget::Auto => free.saturating_sub((1u64 << 30).max(total / 33)),
+            VramBudget::Bytes(b) => {
+                if b > free {
+                    return Err(Error::OutOfMemory(format!(
+                        "VRAM budget {} asked for on {what}, but the device has only {} free of {}",
+                        cuzk_arena::human(b),
+                        cuzk_arena::human(free),
+                        cuzk_arena::human(total)
+                    )));
+                }
+                b
+            }
+        } & !(ALIGN - 1);
+        if bytes == 0 {
+            return Err(Error::OutOfMemory(format!(
+                "{what} has {} free of {}: nothing left for a VRAM arena",
+                cuzk_arena::human(free),
+                cuzk_arena::human(total)
+            )));
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: a plain device allocation; freed exactly once in ArenaInner::drop.
+        let ptr = unsafe { cudarc::driver::result::malloc_sync(bytes as usize) }.cuda(
+            "cuMemAlloc",
+            || {
+                format!(
+                    "reserving the {} VRAM arena on {what}",
+                    cuzk_arena::human(bytes)
+                )
+            },
+        )?;
+        tracing::debug!(
+            budget = %budget,
+            bytes,
+            free,
+            "reserved the VRAM arena on {what}"
+        );
+        Ok(Arena {
+            inner: Arc::new(ArenaInner {
+                base: ptr,
+                capacity: bytes,
+                budget,
+                ctx: ctx.clone(),
+                alloc: Mutex::new(OrderedAllocator::new(bytes, ALIGN)),
+                backing: Backing::Reservation {
+                    ctx: ctx.clone(),
+                    ptr,
+                },
+            }),
+        })
+    }
+
+    /// A smaller arena carved out of this one: `bytes` of it, sub-allocated
+    /// on its own (e.g. a 16 GiB budget on a 141 GB card). No device call.
+    pub fn sub(&self, bytes: u64, stream: &Stream) -> Result<Arena> {
+        let region = self.region(bytes, stream)?;
+        Ok(Arena {
+            inner: Arc::new(ArenaInner {
+                base: region.ptr,
+                capacity: region.bytes,
+                budget: VramBudget::Bytes(bytes),
+                ctx: self.inner.ctx.clone(),
+                alloc: Mutex::new(OrderedAllocator::new(region.bytes, ALIGN)),
+                backing: Backing::Carved(region),
+            }),
+        })
+    }
+
+    /// What is in use, the peak, the largest free block.
+    pub fn usage(&self) -> Usage {
+        self.inner
+            .alloc
+            .lock()
+            .expect("arena lock poisoned")
+            .usage()
+    }
+
+    /// The arena's size in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.inner.capacity
+    }
+
+    /// The budget it was made with.
+    pub fn budget(&self) -> VramBudget {
+        self.inner.budget
+    }
+
+    /// Forgets the peak (between benchmark runs).
+    pub fn reset_peak(&self) {
+        self.inner
+            .alloc
+            .lock()
+            .expect("arena lock poisoned")
+            .reset_peak();
+    }
+
+    /// A region of `bytes`, released (stream-ordered on `stream`) when dropped.
+    pub(crate) fn region(&self, bytes: u64, stream: &Stream) -> Result<Region> {
+        let offset = self
+            .inner
+            .alloc
+            .lock()
+            .expect("arena lock poisoned")
+            .alloc(bytes)
+            .map_err(|e: Exhausted| Error::OutOfMemory(e.to_string()))?;
+        Ok(Region {
+            arena: self.inner.clone(),
+            offset,
+            bytes,
+            ptr: self.inner.base + offset,
+            stream: stream.cu().clone(),
+        })
+    }
+}
+
+use crate::device::Stream;
+
+/// A live region of an arena. Dropping it records an event on its stream and
+/// releases the bytes behind that event.
+pub(crate) struct Region {
+    arena: Arc<ArenaInner>,
+    offset: u64,
+    bytes: u64,
+    pub(crate) ptr: u64,
+    stream: Arc<CudaStream>,
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        let fence = self
+            .stream
+            .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .ok()
+            .map(EventFence);
+        if fence.is_none() {
+            // Could not record: wait for the stream instead, so reuse is safe.
+            let _ = self.stream.synchronize();
+        }
+        if let Ok(mut a) = self.arena.alloc.lock() {
+            a.release(self.offset, self.bytes, fence);
+        }
+    }
+}
+
+/// Zeroes `bytes` at `ptr` on `stream` (fresh regions start as zeros).
+pub(crate) fn zero(stream: &Arc<CudaStream>, ptr: u64, bytes: u64) -> Result<()> {
+    ffi::memset_zero(stream, ptr, bytes as usize).cuda("cuMemsetD8Async", || {
+        format!("zeroing a fresh {bytes}-byte region")
+    })
+}
