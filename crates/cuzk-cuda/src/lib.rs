@@ -6,6 +6,7 @@ mod device;
 mod error;
 mod ffi;
 pub mod kernels;
+pub mod keygen;
 pub mod msm;
 pub mod ntt;
 pub mod testing;

@@ -1,0 +1,202 @@
+//! Fixed-base batch scalar multiplication for proving-key generation
+//! (kernels/keygen/): `[s_i]·G` for millions of scalars and one base G, in
+//! G1 or G2, returned as affine points.
+//!
+//! The host builds a signed-digit window table of G (`cuzk_groth16::setup::
+//! WindowTable` does) and uploads it once as a [`FixedBaseTable`]; every
+//! product is then one mixed addition per nonzero digit on the device,
+//! followed by a batch conversion to affine with one field inversion per
+//! [`AFFINE_RUN`] points. Scalars go up and points come back in chunks, so
+//! device memory stays bounded whatever the batch size.
+//!
+//! Table layout (what the kernels index): for a window of `w` bits and
+//! `windows` windows, `half = 2^(w-1)` and `table[j·half + d − 1] = d ·
+//! 2^(w·j) · G` for `j < windows`, `d` in `1..=half`, affine (infinity = all
+//! zero limbs, which a prime-order base never produces). `w · windows ≥ 256`
+//! so the top digit cannot carry out.
+
+use std::marker::PhantomData;
+
+use cuzk_field::limbs::FrLimbs;
+
+use crate::device::{grid, DeviceBuffer, Stream};
+use crate::error::{ensure, Result};
+use crate::ffi::KernelArgs;
+use crate::msm::{MsmCurve, G1, G2};
+
+/// Points one thread of the affine conversion handles with one inversion.
+pub const AFFINE_RUN: u32 = 32;
+/// Threads per block of the multiplication (register-heavy) and conversion.
+const MUL_THREADS: u32 = 128;
+const AFFINE_THREADS: u32 = 64;
+/// XYZZ scratch per chunk: 1 GiB (2^22 G1 or 2^21 G2 points).
+const CHUNK_XYZZ_BYTES: usize = 1 << 30;
+/// Widest window the kernels take (digits are read from two 32-bit limbs).
+pub const MAX_WINDOW_BITS: u32 = 24;
+
+/// A curve the keygen kernels are built for ([`G1`], [`G2`]).
+pub trait KeygenCurve: MsmCurve {
+    /// `keygen_fixed_base_mul_*` and `keygen_to_affine_*`.
+    #[doc(hidden)]
+    const KEYGEN_KERNELS: [&'static str; 2];
+}
+
+impl KeygenCurve for G1 {
+    const KEYGEN_KERNELS: [&'static str; 2] = ["keygen_fixed_base_mul_g1", "keygen_to_affine_g1"];
+}
+
+impl KeygenCurve for G2 {
+    const KEYGEN_KERNELS: [&'static str; 2] = ["keygen_fixed_base_mul_g2", "keygen_to_affine_g2"];
+}
+
+/// A fixed-base window table resident on the device (see the module docs for
+/// the layout).
+pub struct FixedBaseTable<C: KeygenCurve> {
+    points: DeviceBuffer<C::Affine>,
+    window_bits: u32,
+    windows: u32,
+    _curve: PhantomData<C>,
+}
+
+impl<C: KeygenCurve> std::fmt::Debug for FixedBaseTable<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FixedBaseTable")
+            .field("curve", &C::NAME)
+            .field("window_bits", &self.window_bits)
+            .field("windows", &self.windows)
+            .finish()
+    }
+}
+
+impl<C: KeygenCurve> FixedBaseTable<C> {
+    /// Uploads `points`, a table for windows of `window_bits` bits.
+    pub fn upload(
+        stream: &Stream,
+        points: &[C::Affine],
+        window_bits: u32,
+        windows: u32,
+    ) -> Result<Self> {
+        let what = "FixedBaseTable::upload";
+        ensure(what, (1..=MAX_WINDOW_BITS).contains(&window_bits), || {
+            format!("window of {window_bits} bits (1..={MAX_WINDOW_BITS})")
+        })?;
+        ensure(what, window_bits as u64 * windows as u64 >= 256, || {
+            format!("{windows} windows of {window_bits} bits cover less than 256 bits")
+        })?;
+        let want = (windows as usize) << (window_bits - 1);
+        ensure(what, points.len() == want, || {
+            format!(
+                "{} {} points for {windows} windows of {window_bits} bits (want {want})",
+                points.len(),
+                C::NAME
+            )
+        })?;
+        Ok(FixedBaseTable {
+            points: stream.upload_new(points)?,
+            window_bits,
+            windows,
+            _curve: PhantomData,
+        })
+    }
+
+    /// Bits per window.
+    pub fn window_bits(&self) -> u32 {
+        self.window_bits
+    }
+
+    /// Number of windows (digits per scalar).
+    pub fn windows(&self) -> u32 {
+        self.windows
+    }
+
+    /// `out[i] = [scalars[i]]·G` as affine limbs (zero gives infinity).
+    /// Scalars are Montgomery limbs, as `cuzk_field::limbs::fr_as_limbs`
+    /// views `Fr`. Returns when `out` is filled.
+    pub fn mul(&self, stream: &Stream, scalars: &[FrLimbs], out: &mut [C::Affine]) -> Result<()> {
+        self.mul_in_chunks(stream, scalars, out, Self::default_chunk())
+    }
+
+    /// Points per chunk that [`FixedBaseTable::mul`] uses: 1 GiB of XYZZ
+    /// scratch.
+    pub fn default_chunk() -> usize {
+        CHUNK_XYZZ_BYTES / (C::XYZZ_WORDS * 8)
+    }
+
+    /// [`FixedBaseTable::mul`] with `chunk` points per upload, launch pair and
+    /// download.
+    pub fn mul_in_chunks(
+        &self,
+        stream: &Stream,
+        scalars: &[FrLimbs],
+        out: &mut [C::Affine],
+        chunk: usize,
+    ) -> Result<()> {
+        let [mul_kernel, affine_kernel] = C::KEYGEN_KERNELS;
+        ensure(mul_kernel, scalars.len() == out.len(), || {
+            format!("{} scalars, {} outputs", scalars.len(), out.len())
+        })?;
+        ensure(mul_kernel, chunk > 0 && chunk <= u32::MAX as usize, || {
+            format!("chunk of {chunk} points")
+        })?;
+        if scalars.is_empty() {
+            return Ok(());
+        }
+        let chunk = chunk.min(scalars.len());
+        let mut scalar_buf: DeviceBuffer<FrLimbs> = stream.alloc(chunk)?;
+        let xyzz: DeviceBuffer<u64> = stream.alloc(chunk * C::XYZZ_WORDS)?;
+        let mut first = 0;
+        while first < scalars.len() {
+            let len = chunk.min(scalars.len() - first);
+            stream.upload_prefix(&scalars[first..first + len], &mut scalar_buf)?;
+            // A chunk's points in a buffer of exactly `len` (download takes whole buffers).
+            let points: DeviceBuffer<C::Affine> = stream.alloc(len)?;
+            let n = len as u32;
+            let args = KernelArgs::new()
+                .device_ptr(self.points.device_ptr())
+                .u32(self.window_bits)
+                .u32(self.windows)
+                .device_ptr(scalar_buf.device_ptr())
+                .u32(n)
+                .device_ptr(xyzz.device_ptr());
+            #[allow(unsafe_code)]
+            // SAFETY: keygen_fixed_base_mul_*(table, w, windows, scalars, n, out):
+            // reads scalars[0..n) (n ≤ chunk) and table rows j < windows at columns
+            // < 2^(w-1) (digits are bounded by the recoding; `upload` checked the
+            // table's length and w·windows ≥ 256); writes out[0..n) XYZZ points,
+            // n·XYZZ_WORDS words ≤ xyzz's length.
+            unsafe {
+                stream.launch(
+                    mul_kernel,
+                    grid(n.div_ceil(MUL_THREADS), MUL_THREADS),
+                    args,
+                    || {
+                        format!(
+                            "{len} scalars at {first}, {} windows of {} bits",
+                            self.windows, self.window_bits
+                        )
+                    },
+                )?;
+            }
+            let threads = n.div_ceil(AFFINE_RUN);
+            let args = KernelArgs::new()
+                .device_ptr(xyzz.device_ptr())
+                .u32(n)
+                .u32(AFFINE_RUN)
+                .device_ptr(points.device_ptr());
+            #[allow(unsafe_code)]
+            // SAFETY: keygen_to_affine_*(in, n, run, out): reads in[0..n) XYZZ
+            // points, writes out[0..n) affine points (points has n elements).
+            unsafe {
+                stream.launch(
+                    affine_kernel,
+                    grid(threads.div_ceil(AFFINE_THREADS), AFFINE_THREADS),
+                    args,
+                    || format!("{len} points at {first}"),
+                )?;
+            }
+            stream.download(&points, &mut out[first..first + len])?;
+            first += len;
+        }
+        Ok(())
+    }
+}

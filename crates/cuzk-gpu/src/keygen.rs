@@ -1,0 +1,125 @@
+//! Key generation's fixed-base step on the GPU: [`GpuFixedBase`] implements
+//! `cuzk_groth16::setup::FixedBase` with cuzk-cuda's keygen kernels, so
+//! `generate_key_with(circuit, rng, &GpuFixedBase::new(&gpu)?)` gives the
+//! same key bytes as the CPU generator (affine points are unique).
+//!
+//! Per call (one base, several batches of scalars): the window table is built
+//! on the host by `WindowTable` (the same table the CPU uses), uploaded once,
+//! and every batch goes through `FixedBaseTable::mul` in chunks.
+
+use cuzk_cuda::keygen::{FixedBaseTable, KeygenCurve, MAX_WINDOW_BITS};
+use cuzk_cuda::msm::{G1, G2};
+use cuzk_cuda::{Gpu, Stream};
+use cuzk_field::limbs::{fr_as_limbs, g1_as_limbs, g1_as_limbs_mut, g2_as_limbs, g2_as_limbs_mut};
+use cuzk_field::{Fr, G1Affine, G1Projective, G2Affine, G2Projective, PrimeCurveAffine};
+use cuzk_groth16::setup::{windows_for, FixedBase, FixedBaseError, KeyCurve, WindowTable};
+
+/// Widest table the GPU step uses: 13 windows of 2^19 points (640 MiB in
+/// G1, 1.25 GiB in G2), built on the host.
+const MAX_GPU_WINDOW: u32 = 20;
+/// Relative cost of one table addition (host, blst) to one product addition
+/// (device): the window minimizes `windows · (n + TABLE_WEIGHT · 2^(w−1))`.
+const TABLE_WEIGHT: u128 = 8;
+
+/// The window for `n` products on the GPU (see [`TABLE_WEIGHT`]).
+pub fn gpu_window_for(n: usize) -> u32 {
+    (1..=MAX_GPU_WINDOW.min(MAX_WINDOW_BITS))
+        .min_by_key(|&w| windows_for(w) as u128 * (n as u128 + TABLE_WEIGHT * (1u128 << (w - 1))))
+        .expect("nonempty range")
+}
+
+/// The fixed-base step on one CUDA device, on its own stream.
+#[derive(Debug)]
+pub struct GpuFixedBase {
+    stream: Stream,
+}
+
+impl GpuFixedBase {
+    /// The fixed-base step on `gpu`.
+    pub fn new(gpu: &Gpu) -> cuzk_cuda::Result<Self> {
+        Ok(GpuFixedBase {
+            stream: gpu.new_stream()?,
+        })
+    }
+
+    fn fail(&self, e: cuzk_cuda::Error) -> FixedBaseError {
+        FixedBaseError {
+            backend: self.name(),
+            source: Box::new(e),
+        }
+    }
+
+    fn run<C: KeygenCurve, G: KeyCurve>(
+        &self,
+        base: G,
+        batches: &[&[Fr]],
+        as_limbs: fn(&[G::Affine]) -> &[C::Affine],
+        as_limbs_mut: fn(&mut [G::Affine]) -> &mut [C::Affine],
+    ) -> Result<Vec<Vec<G::Affine>>, FixedBaseError>
+    where
+        G::Affine: Send + Sync,
+    {
+        let total: usize = batches.iter().map(|b| b.len()).sum();
+        if total == 0 {
+            return Ok(batches.iter().map(|_| Vec::new()).collect());
+        }
+        let w = gpu_window_for(total);
+        let host_table = WindowTable::new(base, w);
+        let table = FixedBaseTable::<C>::upload(
+            &self.stream,
+            as_limbs(host_table.points()),
+            w,
+            host_table.windows() as u32,
+        )
+        .map_err(|e| self.fail(e))?;
+        drop(host_table);
+        batches
+            .iter()
+            .map(|scalars| {
+                let mut out = vec![G::Affine::identity(); scalars.len()];
+                table
+                    .mul(&self.stream, fr_as_limbs(scalars), as_limbs_mut(&mut out))
+                    .map_err(|e| self.fail(e))?;
+                Ok(out)
+            })
+            .collect()
+    }
+}
+
+impl FixedBase for GpuFixedBase {
+    fn name(&self) -> String {
+        format!("cuda: {}", self.stream.gpu().info())
+    }
+
+    fn mul_g1(
+        &self,
+        base: G1Projective,
+        batches: &[&[Fr]],
+    ) -> Result<Vec<Vec<G1Affine>>, FixedBaseError> {
+        self.run::<G1, _>(base, batches, g1_as_limbs, g1_as_limbs_mut)
+    }
+
+    fn mul_g2(
+        &self,
+        base: G2Projective,
+        batches: &[&[Fr]],
+    ) -> Result<Vec<Vec<G2Affine>>, FixedBaseError> {
+        self.run::<G2, _>(base, batches, g2_as_limbs, g2_as_limbs_mut)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_grows_with_the_batch_and_stays_in_range() {
+        assert!(gpu_window_for(1) <= 4);
+        assert!(gpu_window_for(1 << 16) < gpu_window_for(1 << 26));
+        assert_eq!(gpu_window_for(1 << 30), MAX_GPU_WINDOW);
+        for n in [1usize, 1000, 1 << 20, 60_000_000] {
+            let w = gpu_window_for(n);
+            assert!(w as usize * windows_for(w) >= 256, "n {n}: w {w}");
+        }
+    }
+}
