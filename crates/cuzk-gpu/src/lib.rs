@@ -21,6 +21,8 @@ use cuzk_synth::Synthesized;
 use parking_lot::Mutex;
 use rayon::prelude::*;
 
+pub mod admission;
+
 pub use cuzk_arena::{human, PlanError, Shape, SrsMode, VramPlan, MIN_CHUNK};
 pub use cuzk_cuda::VramBudget;
 
@@ -166,6 +168,9 @@ struct Worker {
     sum_g1: BatchSum<G1>,
     sum_g2: BatchSum<G2>,
     srs: SrsSlot,
+    /// Give the MSM scratch back to the arena after each partition (when the
+    /// arena is shared by several workers and admission counts it per partition).
+    release_scratch: bool,
 }
 
 impl CudaBackend {
@@ -189,12 +194,29 @@ impl CudaBackend {
         Self::in_arena(gpu, arena, SrsSlot::default())
     }
 
-    /// `count` workers on one device sharing its arena and one resident key
-    /// (the scheduler's GPU workers).
-    pub fn workers(gpu: &Gpu, count: usize) -> Result<Vec<Self>, cuzk_cuda::Error> {
+    /// `count` workers on one device sharing an arena (the device's, or one
+    /// of `budget` carved from it) and one resident key: the scheduler's GPU
+    /// workers. Each gives its scratch back after every partition, so that
+    /// [`admission::VramAdmission`] can count memory per running partition.
+    pub fn workers(
+        gpu: &Gpu,
+        count: usize,
+        budget: VramBudget,
+    ) -> Result<Vec<Self>, cuzk_cuda::Error> {
+        let arena = match budget {
+            VramBudget::Bytes(b) if b < gpu.arena().capacity() => {
+                let s = gpu.new_stream()?;
+                gpu.arena().sub(b, &s)?
+            }
+            _ => gpu.arena().clone(),
+        };
         let slot = SrsSlot::default();
         (0..count)
-            .map(|_| Self::in_arena(gpu.clone(), gpu.arena().clone(), slot.clone()))
+            .map(|_| {
+                let b = Self::in_arena(gpu.clone(), arena.clone(), slot.clone())?;
+                b.inner.lock().release_scratch = true;
+                Ok(b)
+            })
             .collect()
     }
 
@@ -213,6 +235,7 @@ impl CudaBackend {
                 sum_g1: BatchSum::new(&stream)?,
                 sum_g2: BatchSum::new(&stream)?,
                 scratch: None,
+                release_scratch: false,
                 gpu,
                 arena,
                 stream,
@@ -406,6 +429,9 @@ impl Worker {
             SrsMode::Resident => self.resident_msms(w, da, &mut clock, t)?,
             SrsMode::Streamed { chunk } => self.streamed_msms(chunk, key, w, da, &mut clock, t)?,
         };
+        if self.release_scratch {
+            self.scratch = None;
+        }
         s.synchronize()?;
         clock.report(t)?;
         Ok(sums)

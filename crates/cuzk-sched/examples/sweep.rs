@@ -45,7 +45,9 @@ usage: sweep [options]
   --in-flight LIST      partitions admitted at once (default 4)
   --budget LIST         host-memory budget: auto (3/4 of RAM), Nx (N partition
                         footprints), N[KiB|MiB|GiB] or bytes (default auto)
-  --vram LIST           VRAM budget: recorded, no effect on the CPU backend
+  --backend B           cpu (default) or cuda: with cuda, --devices counts GPUs and
+                        --provers the CUDA workers per GPU (VRAM admission)
+  --vram LIST           VRAM budgets per GPU (auto or sizes such as 16GiB; cuda only)
   --repeats R           runs per point; the median wall time is reported (default 1)
   --no-verify           turn the epilogue's verification off
   --key PATH            proving key (default: target/bench-keys/demo-K-SHARE.params,
@@ -70,6 +72,7 @@ struct Options {
     verify: bool,
     key: Option<PathBuf>,
     out: Option<PathBuf>,
+    backend: String,
 }
 
 impl Options {
@@ -89,6 +92,7 @@ impl Options {
             verify: true,
             key: None,
             out: None,
+            backend: "cpu".into(),
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -111,6 +115,7 @@ impl Options {
                 "--repeats" => o.repeats = value()?.parse::<usize>()?.max(1),
                 "--no-verify" => o.verify = false,
                 "--key" => o.key = Some(value()?.into()),
+                "--backend" => o.backend = value()?,
                 "--out" => o.out = Some(value()?.into()),
                 "--smoke" | "--test" => {
                     o.log_size = 10;
@@ -255,8 +260,12 @@ struct Point {
 
 impl Point {
     fn label(&self) -> String {
+        let vram = self
+            .vram
+            .as_ref()
+            .map_or(String::new(), |v| format!(" vram {v}"));
         format!(
-            "s{} p{} f{} {}",
+            "s{} p{} f{} {}{vram}",
             self.synthesis, self.provers, self.in_flight, self.budget_spec
         )
     }
@@ -274,6 +283,25 @@ struct Outcome {
     stage_ms: Vec<(String, f64)>,
 }
 
+/// The devices of one grid point: CPU devices, or GPUs with CUDA workers
+/// sharing a VRAM arena (the point's budget) under VRAM admission.
+fn devices(o: &Options, p: &Point) -> Result<Vec<Device>> {
+    if o.backend == "cpu" {
+        return Ok((0..o.devices).map(|d| Device::cpu(d, p.provers)).collect());
+    }
+    let budget = match &p.vram {
+        None => cuzk_cuda::VramBudget::Auto,
+        Some(v) => cuzk_cuda::VramBudget::parse(v).map_err(anyhow::Error::msg)?,
+    };
+    (0..o.devices)
+        .map(|d| {
+            let gpu = cuzk_cuda::Gpu::open(d).with_context(|| format!("opening GPU {d}"))?;
+            cuzk_gpu::admission::pipeline_device(&gpu, p.provers, budget)
+                .with_context(|| format!("CUDA workers on GPU {d} (VRAM budget {budget})"))
+        })
+        .collect()
+}
+
 fn run_point(
     o: &Options,
     p: &Point,
@@ -285,7 +313,7 @@ fn run_point(
         let timeline = Arc::new(Timeline::recording());
         let config = EngineConfig {
             synthesis_workers: p.synthesis,
-            devices: (0..o.devices).map(|d| Device::cpu(d, p.provers)).collect(),
+            devices: devices(o, p)?,
             max_in_flight: p.in_flight,
             memory_budget: p.budget,
             verify: o.verify,
@@ -386,23 +414,47 @@ fn main() -> Result<()> {
     let footprint = PartitionFootprint::cpu(&shape);
     let key = Arc::new(load_key(&o)?);
     let pvk = Arc::new(PreparedVerifyingKey::new(&key.vk));
-    if !o.vram.is_empty() {
-        eprintln!("note: --vram has no effect on the CPU backend; recorded only");
+    match o.backend.as_str() {
+        "cpu" => {
+            if !o.vram.is_empty() {
+                eprintln!("note: --vram has no effect on the CPU backend; recorded only");
+            }
+        }
+        "cuda" => {
+            let gpus = cuzk_cuda::devices().context("--backend cuda")?;
+            anyhow::ensure!(
+                gpus.len() >= o.devices,
+                "--devices {} but this machine has {} GPU(s)",
+                o.devices,
+                gpus.len()
+            );
+            for g in gpus.iter().take(o.devices) {
+                eprintln!("backend: cuda on {g}");
+            }
+        }
+        other => bail!("--backend {other}: expected cpu or cuda"),
     }
+    let vrams: Vec<Option<String>> = if o.vram.is_empty() {
+        vec![None]
+    } else {
+        o.vram.iter().cloned().map(Some).collect()
+    };
 
     let mut points = Vec::new();
     for &synthesis in &o.synthesis {
         for &provers in &o.provers {
             for &in_flight in &o.in_flight {
                 for spec in &o.budgets {
-                    points.push(Point {
-                        synthesis,
-                        provers,
-                        in_flight,
-                        budget_spec: spec.clone(),
-                        budget: parse_budget(spec, footprint.total())?,
-                        vram: o.vram.first().cloned(),
-                    });
+                    for vram in &vrams {
+                        points.push(Point {
+                            synthesis,
+                            provers,
+                            in_flight,
+                            budget_spec: spec.clone(),
+                            budget: parse_budget(spec, footprint.total())?,
+                            vram: vram.clone(),
+                        });
+                    }
                 }
             }
         }
@@ -430,13 +482,14 @@ fn main() -> Result<()> {
 
     let proofs = (o.jobs * o.partitions) as f64;
     println!(
-        "\npipeline sweep on {}: demo 2^{} (share {}), {} job(s) x {} partition(s), {} CPU device(s), verify {}",
+        "\npipeline sweep on {}: demo 2^{} (share {}), {} job(s) x {} partition(s), {} {} device(s), verify {}",
         machine(),
         o.log_size,
         o.share,
         o.jobs,
         o.partitions,
         o.devices,
+        o.backend,
         if o.verify { "on" } else { "off" }
     );
     println!(
@@ -473,7 +526,10 @@ fn main() -> Result<()> {
             p.synthesis,
             p.provers,
             p.in_flight,
-            p.budget_spec,
+            match &p.vram {
+                Some(v) => format!("{}/{v}", p.budget_spec),
+                None => p.budget_spec.clone(),
+            },
             r.wall,
             per_hour,
             jobs_per_hour,
@@ -489,7 +545,10 @@ fn main() -> Result<()> {
     }
 
     let out_dir = o.out.clone().unwrap_or_else(|| {
-        workspace_root().join(format!("benches/results/sweep-k{}-cpu", o.log_size))
+        workspace_root().join(format!(
+            "benches/results/sweep-k{}-{}",
+            o.log_size, o.backend
+        ))
     });
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let stage_names = Stage::ALL.map(Stage::as_str);
@@ -500,7 +559,7 @@ fn main() -> Result<()> {
         "unix_time": std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
-        "backend": "cpu",
+        "backend": o.backend,
         "devices": o.devices,
         "verify": o.verify,
         "circuit": {
@@ -527,6 +586,7 @@ fn main() -> Result<()> {
                 "provers_per_device": p.provers,
                 "max_in_flight": p.in_flight,
                 "memory_budget": p.budget_spec,
+                "vram_budget": p.vram.clone().unwrap_or_else(|| "auto".into()),
                 "memory_budget_bytes": p.budget,
                 "vram_budget": p.vram,
                 "wall_s": r.wall,
@@ -556,10 +616,11 @@ fn main() -> Result<()> {
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)?;
     let svg_path = out_dir.join("sweep.svg");
     let title = format!(
-        "cuzk pipeline sweep: demo 2^{}, {} x {} partitions, CPU backend ({})",
+        "cuzk pipeline sweep: demo 2^{}, {} x {} partitions, {} backend ({})",
         o.log_size,
         o.jobs,
         o.partitions,
+        o.backend,
         machine()
     );
     let bars: Vec<(String, f64, [f64; 3])> = rows

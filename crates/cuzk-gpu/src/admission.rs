@@ -1,0 +1,179 @@
+//! Admission of partitions to one GPU from its VRAM plan: the scheduler's
+//! prover workers on a device share its arena, and a partition starts only
+//! when its plan's bytes fit beside what the other running partitions hold.
+//! Pure bookkeeping on the host: no CUDA call at all (DESIGN.md §4).
+
+use std::sync::Arc;
+
+use cuzk_arena::{Shape, SrsMode, VramPlan};
+use cuzk_pipeline::admission::{Admission, AdmissionError, AdmissionTicket};
+use cuzk_synth::CircuitShape;
+use parking_lot::{Condvar, Mutex};
+
+use crate::CudaFootprints;
+
+/// The key counts a circuit of this shape needs, as a plan shape.
+pub fn shape_of_circuit(c: &CircuitShape) -> Shape {
+    let n = 1usize << c.domain_log2;
+    let b = c.b_input_density + c.b_aux_density;
+    Shape {
+        domain: n,
+        h: n - 1,
+        l: c.num_aux,
+        a: c.num_inputs + c.a_aux_density,
+        b_g1: b,
+        b_g2: b,
+        aux: c.num_aux,
+    }
+}
+
+/// Admits partitions while their VRAM plans fit the device's arena together:
+/// a resident key is counted once, each running partition its worker bytes
+/// (scratch and largest stage; plus its staging when the key is streamed).
+#[derive(Debug)]
+pub struct VramAdmission {
+    capacity: u64,
+    state: Arc<(Mutex<u64>, Condvar)>,
+}
+
+impl VramAdmission {
+    /// Admission for an arena of `capacity` bytes.
+    pub fn new(capacity: u64) -> Self {
+        VramAdmission {
+            capacity,
+            state: Arc::new((Mutex::new(0), Condvar::new())),
+        }
+    }
+
+    /// The plan a partition of `shape` runs under on this device.
+    pub fn plan(&self, shape: &CircuitShape) -> Result<VramPlan, AdmissionError> {
+        VramPlan::new(shape_of_circuit(shape), self.capacity, &CudaFootprints).map_err(|e| {
+            AdmissionError {
+                message: e.to_string(),
+            }
+        })
+    }
+
+    /// Bytes one running partition holds, and the bytes shared by all.
+    fn split(plan: &VramPlan) -> (u64, u64) {
+        match plan.mode {
+            SrsMode::Resident => (plan.worker_bytes(), plan.srs_device_bytes),
+            SrsMode::Streamed { .. } => (plan.worker_bytes() + plan.srs_device_bytes, 0),
+        }
+    }
+}
+
+impl Admission for VramAdmission {
+    fn admit(&self, shape: &CircuitShape) -> Result<AdmissionTicket, AdmissionError> {
+        let plan = self.plan(shape)?;
+        let (need, shared) = Self::split(&plan);
+        let room = self.capacity.saturating_sub(shared + plan.margin);
+        if need > room {
+            // The planner said it fits alone; this guards the arithmetic.
+            return Err(AdmissionError {
+                message: format!(
+                    "partition needs {need} bytes of VRAM, the device has room for {room}: {plan}"
+                ),
+            });
+        }
+        let (lock, freed) = &*self.state;
+        let mut used = lock.lock();
+        while *used + need > room {
+            freed.wait(&mut used);
+        }
+        *used += need;
+        let state = Arc::clone(&self.state);
+        Ok(AdmissionTicket::new(move || {
+            let (lock, freed) = &*state;
+            *lock.lock() -= need;
+            freed.notify_all();
+        }))
+    }
+
+    fn usage(&self) -> (u64, u64) {
+        (*self.state.0.lock(), self.capacity)
+    }
+}
+
+/// A scheduler device on GPU `gpu`: `workers` CUDA workers sharing one arena
+/// (the device's, or `budget` carved from it) and one resident key, admitted
+/// by [`VramAdmission`] over that arena.
+pub fn pipeline_device(
+    gpu: &cuzk_cuda::Gpu,
+    workers: usize,
+    budget: cuzk_cuda::VramBudget,
+) -> Result<cuzk_pipeline::Device, cuzk_cuda::Error> {
+    let backends = crate::CudaBackend::workers(gpu, workers.max(1), budget)?;
+    let capacity = backends[0].budget_bytes();
+    let backends: Vec<Arc<dyn cuzk_groth16::prover::Backend>> = backends
+        .into_iter()
+        .map(|b| Arc::new(b) as Arc<dyn cuzk_groth16::prover::Backend>)
+        .collect();
+    Ok(
+        cuzk_pipeline::Device::per_worker(format!("cuda-{}", gpu.info().ordinal), backends)
+            .with_admission(Arc::new(VramAdmission::new(capacity))),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_synth::DemoCircuit;
+
+    #[test]
+    fn partitions_wait_for_room_and_give_it_back() {
+        let shape = DemoCircuit::shape_for(16, 0.95);
+        let probe = VramAdmission::new(u64::MAX / 4);
+        let plan = probe.plan(&shape).unwrap();
+        let (need, shared) = VramAdmission::split(&plan);
+        assert_eq!(plan.mode, SrsMode::Resident);
+        // Room for exactly two partitions beside the key.
+        let margin = |cap: u64| cap / 64 + (64 << 20);
+        let mut cap = shared + 2 * need + margin(shared + 2 * need);
+        while cap - shared - margin(cap) < 2 * need {
+            cap += 1 << 20;
+        }
+        let adm = Arc::new(VramAdmission::new(cap));
+        let a = adm.admit(&shape).unwrap();
+        let _b = adm.admit(&shape).unwrap();
+        assert_eq!(adm.usage().0, 2 * need);
+        let waiter = {
+            let adm = Arc::clone(&adm);
+            let shape = shape.clone();
+            std::thread::spawn(move || adm.admit(&shape).map(|_| ()))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!waiter.is_finished(), "a third partition must wait");
+        drop(a);
+        waiter.join().unwrap().unwrap();
+        assert_eq!(adm.usage().0, need, "the waiter's ticket was dropped");
+    }
+
+    #[test]
+    fn a_shape_that_never_fits_is_refused_with_numbers() {
+        let shape = DemoCircuit::shape_for(20, 0.95);
+        let adm = VramAdmission::new(64 << 20);
+        let err = adm.admit(&shape).unwrap_err();
+        assert!(
+            err.message.contains("VRAM budget too small"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message.contains("budget has 64.0 MiB"),
+            "{}",
+            err.message
+        );
+        assert_eq!(adm.usage().0, 0);
+    }
+
+    #[test]
+    fn circuit_shape_maps_to_key_counts() {
+        let c = DemoCircuit::shape_for(12, 0.95);
+        let s = shape_of_circuit(&c);
+        assert_eq!(s.domain, 1 << 12);
+        assert_eq!(s.h, (1 << 12) - 1);
+        assert_eq!(s.a, c.num_inputs + c.a_aux_density);
+        assert_eq!(s.b_g2, c.b_input_density + c.b_aux_density);
+    }
+}
