@@ -2,7 +2,7 @@
 //! cuzk-cuda's device tests and benchmarks, in `bundle/`:
 //!
 //! * `bin/`: every test target of cuzk-cuda and cuzk-gpu, every example in
-//!   [`BENCH_EXAMPLES`] and the `cuzk` binary, release builds, stripped (the
+//!   [`BENCH_EXAMPLES`], the `cuzk` binary and cuzk-sched's `sweep`, release builds, stripped (the
 //!   fatbin is embedded);
 //! * `kernels/`: every unit's fatbin with its stamp and ptxas resource report;
 //! * `run.sh`: runs the tests, then the benchmarks, and prints a table last.
@@ -67,12 +67,27 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
     benches.sort_by_key(|(name, _)| BENCH_EXAMPLES.iter().position(|b| b == name));
 
     // The CLI, so the device can make keys (`cuzk setup`) and prove end to end.
-    let tools = cargo_executables(
+    let mut tools = cargo_executables(
         root,
         &["build", "--release", "-p", "cuzk"],
         "bin",
         &cargo_env,
     )?;
+    // The pipeline sweep, for the CUDA backend's scheduler runs
+    // (benches/device/gpu-prover.sh pipeline).
+    tools.extend(cargo_executables(
+        root,
+        &[
+            "build",
+            "--release",
+            "-p",
+            "cuzk-sched",
+            "--example",
+            "sweep",
+        ],
+        "example",
+        &cargo_env,
+    )?);
 
     let mut total = 0u64;
     for (name, exe) in tests.iter().chain(&benches).chain(&tools) {

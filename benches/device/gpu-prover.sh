@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The GPU prover's device run: keys, tests, budgets, pipeline.
+# Run on the GPU machine from the repository root after `cargo xtask bundle
+# --arch sm_90` built bundle/ (carry it), e.g. through the device tool:
+#   bash benches/device/gpu-prover.sh prover     # keys 2^16/20/24, device tests, 16 GiB vs full card
+#   bash benches/device/gpu-prover.sh pipeline   # 10-partition 2^24 sweep on the CUDA backend
+#   bash benches/device/gpu-prover.sh big        # 2^26 under a 16 GiB budget and the full card
+# Outputs (logs, sweep JSON/SVG) go to $OUT; a table is printed last.
+set -u
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+bin="$here/bundle/bin"
+out="${OUT:-/tmp/cuzk-out}"; mkdir -p "$out"
+keys="${KEYS_DIR:-/tmp/cuzk-keys}"; mkdir -p "$keys"
+phase="${1:-prover}"
+rows=()
+row() { rows+=("$(printf '%-10s %-52s %s' "$1" "$2" "$3")"); }
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | sed 's/^/gpu: /'
+echo "cores: $(nproc)  date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+
+key() { # key K: the 2^K demo key (95% SHA), made on the GPU when missing
+  local k=$1 f="$keys/demo-$1-95.params"
+  if [ ! -f "$f" ]; then
+    local t0=$(date +%s.%N)
+    "$bin/cuzk" setup --backend cuda --log-size "$k" --setup-seed "$k" --out "$f" > "$out/setup-$k.log" 2>&1
+    local rc=$?
+    row setup "2^$k key, GPU fixed-base: $(tail -1 "$out/setup-$k.log" | sed 's/.* in //')" \
+      "$([ $rc = 0 ] && echo "ok ($(printf %.1f "$(echo "$(date +%s.%N) - $t0" | bc)") s wall)" || echo FAILED)"
+  fi
+}
+
+prove_cmp() { # prove_cmp K BUDGET: one partition with a fixed seed under two budgets, bytes compared
+  local k=$1 small=$2
+  for b in "$small" auto; do
+    local t0=$(date +%s.%N)
+    "$bin/cuzk" prove --backend cuda --log-size "$k" --key "$keys/demo-$k-95.params" --seed 1 \
+      --rng-seed 7 --vram-budget "$b" --out "$out/p$k-$b.bin" > "$out/prove-$k-$b.log" 2>&1
+    local rc=$?
+    grep -E "plan|partition 0|backend" "$out/prove-$k-$b.log" | head -5
+    row prove "2^$k budget $b: $(grep -o 'resident SRS\|streamed SRS ([0-9]* points per chunk)' "$out/prove-$k-$b.log" | head -1)" \
+      "$([ $rc = 0 ] && echo "ok $(printf %.1f "$(echo "$(date +%s.%N) - $t0" | bc)") s" || echo FAILED)"
+    sed -n '/partition .*backend/,$p' "$out/prove-$k-$b.log" | head -3
+  done
+  if cmp -s "$out/p$k-$small.bin" "$out/p$k-auto.bin"; then row prove "2^$k: $small and full-card proofs" identical
+  else row prove "2^$k: $small and full-card proofs" DIFFER; fi
+}
+
+case "$phase" in
+prover)
+  for k in 16 20 24; do key $k; done
+  export CUZK_TEST_KEYS="$keys" CUZK_TEST_SIZES="16 20 24" CUZK_FIXTURES="$here/fixtures"
+  for t in gpu_prover; do
+    timeout 420 "$bin/$t" --test-threads=1 --nocapture > "$out/test-$t.log" 2>&1
+    rc=$?
+    grep -E "identical|streamed|seed|backend" "$out/test-$t.log"
+    while read -r name result; do row "$t" "$name" "$result"; done \
+      < <(sed -n 's/^test \(.*\) \.\.\. \(ok\|FAILED\|ignored\)$/\1 \2/p' "$out/test-$t.log")
+    row "$t" "(exit $rc)" "$([ $rc = 0 ] && echo PASS || echo FAIL)"
+  done
+  prove_cmp 24 16GiB
+  ;;
+pipeline)
+  key 24
+  # No overlap (one partition at a time, one synthesis worker) against the
+  # pipeline (synthesis workers feeding two CUDA workers under VRAM admission).
+  for grid in "1 1 1 serial" "6 2 6 pipelined"; do
+    set -- $grid
+    timeout 300 "$bin/sweep" --backend cuda --log-size 24 --jobs 1 --partitions 10 \
+      --synthesis "$1" --provers "$2" --in-flight "$3" --key "$keys/demo-24-95.params" \
+      --out "$out/sweep-k24-cuda-$4" > "$out/sweep-$4.log" 2>&1
+    rc=$?
+    tail -4 "$out/sweep-$4.log"
+    row sweep "2^24 x 10 partitions, $4 (s$1 p$2 f$3)" "exit $rc: $(grep -E '^ +[0-9]+ +[0-9]+ +[0-9]+ ' "$out/sweep-$4.log" | tail -1 | awk '{print $5" s wall, "$6" proofs/h, syn "$10"% prv "$11"%"}')"
+  done
+  ;;
+big)
+  key 26
+  prove_cmp 26 16GiB
+  ;;
+esac
+echo
+echo "================ summary ($phase) ================"
+printf '%s\n' "${rows[@]}"
