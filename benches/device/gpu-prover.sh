@@ -48,7 +48,7 @@ case "$phase" in
 prover)
   for k in 16 20 24; do key $k; done
   export CUZK_TEST_KEYS="$keys" CUZK_TEST_SIZES="16 20 24" CUZK_FIXTURES="$here/fixtures"
-  for t in ${TESTS:-gpu keygen msm device_global_calls gpu_prover}; do
+  for t in ${TESTS:-gpu keygen msm gpu_prover}; do
     [ -x "$bin/$t" ] || { row "$t" "(not in the bundle)" MISSING; continue; }
     timeout 300 "$bin/$t" --test-threads=1 --nocapture > "$out/test-$t.log" 2>&1
     rc=$?
