@@ -111,6 +111,7 @@ pub fn generate_key_with<C: Circuit<Fr>, F: FixedBase + ?Sized>(
         constraints,
         num_inputs,
         num_aux,
+        terms = assembly.num_terms(),
         elapsed = ?start.elapsed(),
         "setup: circuit recorded"
     );

@@ -74,6 +74,11 @@ impl KeyAssembly {
         self.num_constraints
     }
 
+    /// Linear-combination terms recorded so far (A, B and C together).
+    pub fn num_terms(&self) -> usize {
+        self.terms.iter().map(Vec::len).sum()
+    }
+
     /// Appends `input_i * 0 = 0` for every input, as bellperson does after
     /// synthesis, so every input has a nonzero A polynomial (the IC query is
     /// dense).
