@@ -1,0 +1,92 @@
+//! The ways a PoRep C2 can fail, each naming what is wrong and, where a user
+//! can act, what to do about it.
+
+use std::path::PathBuf;
+
+/// Why a C1 output could not be proved.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input is not JSON at all.
+    #[error("the C1 file is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// JSON, but neither a C1 output nor Curio's wrapper of one.
+    #[error("the C1 file is JSON but not a commit phase 1 output: {0}")]
+    NotC1(String),
+    /// Curio's wrapper with a `Phase1Out` that is not base64.
+    #[error("Curio C1 wrapper: Phase1Out is not base64: {0}")]
+    Base64(#[source] base64::DecodeError),
+    /// The sector size stated somewhere disagrees with the proof type.
+    #[error(
+        "wrong sector size for {proof_type}: it proves {expected}-byte sectors, but {place} says {found} bytes"
+    )]
+    SectorSize {
+        proof_type: String,
+        expected: u64,
+        found: u64,
+        place: &'static str,
+    },
+    /// A proof type this crate cannot produce a C2 for.
+    #[error("{proof_type} is not supported: {why}")]
+    Unsupported { proof_type: String, why: String },
+    /// The C1 output contradicts itself: a commitment, the seed or the
+    /// replica id does not match its vanilla proofs.
+    #[error("the C1 output is inconsistent: {0}")]
+    Tampered(String),
+    /// The C1 output is fine, but not for the sector it was given as.
+    #[error("the C1 output belongs to another sector: {0}")]
+    OtherSector(String),
+    /// A key file is absent, truncated or unreadable.
+    #[error("{what} {path}: {problem}\n  looked for it in {dir} (FIL_PROOFS_PARAMETER_CACHE or --params-dir)\n  to get it: {hint}", path = path.display(), dir = dir.display())]
+    KeyFile {
+        what: &'static str,
+        path: PathBuf,
+        dir: PathBuf,
+        problem: String,
+        hint: String,
+    },
+    /// The proving key does not fit the circuit, or proving failed.
+    #[error("proving partition {partition}: {source}")]
+    Prove {
+        partition: usize,
+        #[source]
+        source: cuzk_groth16::prover::ProveError,
+    },
+    /// Synthesis of a partition circuit failed (the witness does not satisfy it).
+    #[error("synthesizing partition {partition}: {source}")]
+    Synthesis {
+        partition: usize,
+        #[source]
+        source: bellperson::SynthesisError,
+    },
+    /// The synthesized circuit's public inputs are not the ones Filecoin's
+    /// verifier derives: the circuit was not built as `seal_commit_phase2` builds it.
+    #[error("partition {partition}: synthesized public inputs differ from the ones the verifier derives")]
+    InputsMismatch { partition: usize },
+    /// The finished proof did not verify: never returned as output.
+    #[error("the proof does not verify ({0}); nothing was written")]
+    InvalidProof(&'static str),
+    /// An error from the Filecoin crates, with what was being done.
+    #[error("{context}: {message}")]
+    Filecoin {
+        context: &'static str,
+        message: String,
+    },
+    /// A file could not be read or written.
+    #[error("{context} {path}: {source}", path = path.display())]
+    Io {
+        context: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Wraps an error of the Filecoin crates (they return `anyhow` errors).
+    pub(crate) fn filecoin(context: &'static str, e: impl std::fmt::Display) -> Self {
+        Error::Filecoin {
+            context,
+            message: format!("{e:#}"),
+        }
+    }
+}

@@ -1,0 +1,46 @@
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
+
+mod c1;
+mod error;
+pub mod fetch;
+pub mod params;
+mod proof_type;
+mod prove;
+pub mod sample;
+
+pub use c1::{parse_c1, C1Input, CurioSector};
+pub use error::Error;
+pub use params::{ParamsDir, TestKeys};
+pub use proof_type::{parse_sector_size, sector_size_label, ProofType};
+pub use prove::{
+    check_c1, partition_circuits, prove_partitions, verify, PartitionReport, SectorIdentity,
+    Verified,
+};
+
+use cuzk_groth16::prover::Backend;
+use rand_core::RngCore;
+
+/// Commit phase 2 in one call: checks `c1` (and the sector identity when
+/// given), reads the keys from `params`, proves every partition on
+/// `backend`, and verifies the result with the Filecoin crates (unless
+/// `verify_proof` is false). Returns 192 bytes per partition, in order.
+pub fn prove_c1(
+    c1: &C1Input,
+    params: &ParamsDir,
+    backend: &dyn Backend,
+    sector: Option<&SectorIdentity>,
+    rng: &mut dyn RngCore,
+    verify_proof: bool,
+) -> Result<Vec<u8>, Error> {
+    params.check(c1.proof_type)?;
+    check_c1(c1, sector)?;
+    let key = params.load_proving_key(c1.proof_type)?;
+    let proof = prove_partitions(c1, &key, backend, rng, &mut |_| {})?;
+    drop(key);
+    if verify_proof {
+        let vk = params.load_verifying_key(c1.proof_type)?;
+        verify(c1, &proof, &vk, sector)?;
+    }
+    Ok(proof)
+}

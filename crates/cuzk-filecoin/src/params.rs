@@ -1,0 +1,235 @@
+//! Parameter files as Filecoin users have them: one directory (the
+//! "parameter cache", `FIL_PROOFS_PARAMETER_CACHE`, by default
+//! `/var/tmp/filecoin-proof-parameters/`) holding `v28-<circuit id>.params`
+//! (bellperson's proving key) and `v28-<circuit id>.vk` (its verifying key)
+//! for each circuit, named by the Filecoin crates' own identifier.
+//!
+//! Test keys for small sectors are generated here from a seed, through
+//! cuzk's key generator (byte-identical to bellperson's for the same RNG),
+//! from the crates' blank circuit, in that layout and under those names.
+
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use bellperson::groth16;
+use blstrs::Bls12;
+use cuzk_groth16::encoding::PointCheck;
+use cuzk_groth16::params::KeySummary;
+use cuzk_groth16::ProvingKey;
+use filecoin_proofs::{parameters::public_params, DefaultPieceHasher, MerkleTreeTrait};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+
+use crate::proof_type::{with_sector_shape, ProofType};
+use crate::Error;
+
+/// The largest sector size for which generating test keys on a developer
+/// machine is reasonable (its circuit has a few tens of millions of constraints).
+pub const MAX_TEST_KEY_SECTOR: u64 = 512 << 20;
+
+/// A parameter cache directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamsDir(PathBuf);
+
+impl ParamsDir {
+    /// A given directory.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        ParamsDir(path.into())
+    }
+
+    /// The directory filecoin-proofs itself uses: `FIL_PROOFS_PARAMETER_CACHE`
+    /// as read when the crates' settings were first used, else its default.
+    pub fn filecoin() -> Self {
+        ParamsDir(PathBuf::from(
+            &storage_proofs_core::settings::SETTINGS.parameter_cache,
+        ))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Where the proving key of `proof_type` is (or would be).
+    pub fn params_path(&self, proof_type: ProofType) -> Result<PathBuf, Error> {
+        Ok(self.0.join(proof_type.params_file_name()?))
+    }
+
+    /// Where the verifying key of `proof_type` is (or would be).
+    pub fn vk_path(&self, proof_type: ProofType) -> Result<PathBuf, Error> {
+        Ok(self.0.join(proof_type.vk_file_name()?))
+    }
+
+    /// Checks, cheaply, that both key files are present and whole: the
+    /// `.params` file's section counts must account for its exact length and
+    /// its public inputs must be the circuit's; the `.vk` must decode.
+    pub fn check(&self, proof_type: ProofType) -> Result<(), Error> {
+        let params = self.params_path(proof_type)?;
+        let summary = KeySummary::from_path(&params)
+            .map_err(|e| self.key_error("proving key", &params, proof_type, e))?;
+        let vk = self.load_verifying_key(proof_type)?;
+        if summary.ic.count != vk.ic.len() as u64 {
+            return Err(self.key_error(
+                "proving key",
+                &params,
+                proof_type,
+                format!(
+                    "has {} public inputs but the verifying key has {}: the two files are from different setups",
+                    summary.public_inputs(),
+                    vk.ic.len().saturating_sub(1)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Reads the proving key for cuzk's prover. Points are checked on the
+    /// curve, not for subgroup membership, as Filecoin does for files whose
+    /// digest it trusts (see `cargo xtask fixtures fetch`).
+    pub fn load_proving_key(&self, proof_type: ProofType) -> Result<ProvingKey, Error> {
+        let path = self.params_path(proof_type)?;
+        ProvingKey::read_mmap(&path, PointCheck::OnCurve)
+            .map_err(|e| self.key_error("proving key", &path, proof_type, e))
+    }
+
+    /// Reads the verifying key as the Filecoin crates do (bellperson's reader).
+    pub fn load_verifying_key(
+        &self,
+        proof_type: ProofType,
+    ) -> Result<groth16::VerifyingKey<Bls12>, Error> {
+        let path = self.vk_path(proof_type)?;
+        let file = File::open(&path)
+            .map_err(|e| self.key_error("verifying key", &path, proof_type, missing(e)))?;
+        groth16::VerifyingKey::<Bls12>::read(BufReader::new(file))
+            .map_err(|e| self.key_error("verifying key", &path, proof_type, e))
+    }
+
+    fn key_error(
+        &self,
+        what: &'static str,
+        path: &Path,
+        proof_type: ProofType,
+        problem: impl std::fmt::Display,
+    ) -> Error {
+        Error::KeyFile {
+            what,
+            path: path.to_path_buf(),
+            dir: self.0.clone(),
+            problem: problem.to_string(),
+            hint: fixtures_hint(proof_type, &self.0),
+        }
+    }
+
+    /// Generates test keys for `proof_type` from `seed` and writes both files
+    /// under their official names (each atomically). Anyone who knows the
+    /// seed can forge proofs: these keys are for tests only.
+    pub fn generate_test_keys(&self, proof_type: ProofType, seed: u64) -> Result<TestKeys, Error> {
+        if proof_type.sector_size() > MAX_TEST_KEY_SECTOR {
+            return Err(Error::Unsupported {
+                proof_type: proof_type.name(),
+                why: format!(
+                    "test keys are generated for sectors up to {} only; fetch the official files",
+                    crate::proof_type::sector_size_label(MAX_TEST_KEY_SECTOR)
+                ),
+            });
+        }
+        let params = self.params_path(proof_type)?;
+        let vk = self.vk_path(proof_type)?;
+        std::fs::create_dir_all(&self.0).map_err(|source| Error::Io {
+            context: "creating the parameter directory",
+            path: self.0.clone(),
+            source,
+        })?;
+        let key = with_sector_shape!(proof_type.sector_size(), generate_typed, proof_type, seed)?;
+        key.write_to_path(&params).map_err(|e| Error::Io {
+            context: "writing",
+            path: params.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        write_atomically(&vk, &key.vk.to_bytes())?;
+        Ok(TestKeys {
+            params,
+            vk,
+            summary: key.summary(),
+        })
+    }
+}
+
+/// What [`ParamsDir::generate_test_keys`] wrote.
+#[derive(Clone, Debug)]
+pub struct TestKeys {
+    /// The `.params` file.
+    pub params: PathBuf,
+    /// The `.vk` file.
+    pub vk: PathBuf,
+    /// The proving key's layout.
+    pub summary: KeySummary,
+}
+
+fn generate_typed<Tree: 'static + MerkleTreeTrait>(
+    proof_type: ProofType,
+    seed: u64,
+) -> Result<ProvingKey, Error> {
+    let vanilla = public_params::<Tree>(&proof_type.config())
+        .map_err(|e| Error::filecoin("setting up the PoRep parameters", e))?;
+    let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, Tree, DefaultPieceHasher>,
+        _,
+    >>::blank_circuit(&vanilla);
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    cuzk_groth16::setup::generate_key(circuit, &mut rng)
+        .map_err(|e| Error::filecoin("generating the test key", e))
+}
+
+/// How to get the key files of `proof_type` into `dir`.
+pub fn fixtures_hint(proof_type: ProofType, dir: &Path) -> String {
+    let size = proof_type.sector_size_label();
+    let fetch = format!(
+        "`cargo xtask fixtures fetch --sector-size {size} --dir {}` (the official files, checked against their published digests)",
+        dir.display()
+    );
+    if proof_type.sector_size() <= MAX_TEST_KEY_SECTOR {
+        format!(
+            "`cargo xtask fixtures keys --proof-type {} --dir {}` (test keys, generated offline from a seed), or {fetch}",
+            proof_type.name(),
+            dir.display()
+        )
+    } else {
+        fetch
+    }
+}
+
+fn missing(e: std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        "not found".into()
+    } else {
+        e.to_string()
+    }
+}
+
+/// Writes `bytes` to a temporary sibling of `path`, syncs it, and renames it
+/// over `path`, so a reader never sees a partial file.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let io = |source| Error::Io {
+        context: "writing",
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    tmp.write_all(bytes).map_err(io)?;
+    // Temporary files start owner-only; key files are public data.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(io)?;
+    }
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! The registered PoRep proof types: what each proves, how many partitions
+//! it has, and the names of its parameter files.
+
+use filecoin_proofs::PoRepConfig;
+use filecoin_proofs_api::{ApiFeature, RegisteredSealProof};
+use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
+
+use crate::Error;
+
+/// Calls `$f::<Tree>(args)` with the Merkle tree shape of a sector size.
+/// Only the five sector sizes that registered PoRep proof types use are
+/// listed; anything else is an error, never a panic.
+macro_rules! with_sector_shape {
+    ($size:expr, $f:ident $(, $arg:expr)* $(,)?) => {
+        match $size {
+            s if s == filecoin_proofs::SECTOR_SIZE_2_KIB => {
+                $f::<filecoin_proofs::SectorShape2KiB>($($arg),*)
+            }
+            s if s == filecoin_proofs::SECTOR_SIZE_8_MIB => {
+                $f::<filecoin_proofs::SectorShape8MiB>($($arg),*)
+            }
+            s if s == filecoin_proofs::SECTOR_SIZE_512_MIB => {
+                $f::<filecoin_proofs::SectorShape512MiB>($($arg),*)
+            }
+            s if s == filecoin_proofs::SECTOR_SIZE_32_GIB => {
+                $f::<filecoin_proofs::SectorShape32GiB>($($arg),*)
+            }
+            s if s == filecoin_proofs::SECTOR_SIZE_64_GIB => {
+                $f::<filecoin_proofs::SectorShape64GiB>($($arg),*)
+            }
+            other => Err($crate::Error::Unsupported {
+                proof_type: format!("sector size {other}"),
+                why: "no registered PoRep proof type has this sector size".into(),
+            }),
+        }
+    };
+}
+pub(crate) use with_sector_shape;
+
+/// A registered PoRep proof type that this crate proves: every
+/// `RegisteredSealProof` except the non-interactive ones, whose C2 output is
+/// a SnarkPack aggregate rather than one Groth16 proof per partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProofType(RegisteredSealProof);
+
+impl ProofType {
+    /// All registered PoRep proof types, supported or not, in registry order.
+    pub const ALL: [RegisteredSealProof; 20] = {
+        use RegisteredSealProof::*;
+        [
+            StackedDrg2KiBV1,
+            StackedDrg8MiBV1,
+            StackedDrg512MiBV1,
+            StackedDrg32GiBV1,
+            StackedDrg64GiBV1,
+            StackedDrg2KiBV1_1,
+            StackedDrg8MiBV1_1,
+            StackedDrg512MiBV1_1,
+            StackedDrg32GiBV1_1,
+            StackedDrg64GiBV1_1,
+            StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+            StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
+            StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
+            StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
+            StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+            StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+            StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
+            StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
+            StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+            StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
+        ]
+    };
+
+    /// The proof type, or why it is not supported.
+    pub fn new(proof: RegisteredSealProof) -> Result<Self, Error> {
+        if proof.feature_enabled(ApiFeature::NonInteractivePoRep) {
+            return Err(Error::Unsupported {
+                proof_type: format!("{proof:?}"),
+                why: "non-interactive PoRep's C2 output is a SnarkPack aggregate of the \
+                      partition proofs; cuzk produces the partition proofs only"
+                    .into(),
+            });
+        }
+        Ok(ProofType(proof))
+    }
+
+    /// Looks a proof type up by its registry name (`StackedDrg2KiBV1_1`).
+    pub fn from_name(name: &str) -> Result<Self, Error> {
+        let proof = Self::ALL
+            .into_iter()
+            .find(|p| format!("{p:?}") == name)
+            .ok_or_else(|| Error::Unsupported {
+                proof_type: name.to_string(),
+                why: "not a registered PoRep proof type".into(),
+            })?;
+        Self::new(proof)
+    }
+
+    /// The registered proof.
+    pub fn registered(self) -> RegisteredSealProof {
+        self.0
+    }
+
+    /// Its registry name.
+    pub fn name(self) -> String {
+        format!("{:?}", self.0)
+    }
+
+    /// Sector size in bytes.
+    pub fn sector_size(self) -> u64 {
+        u64::from(self.0.sector_size())
+    }
+
+    /// Partition circuits, hence 192-byte proofs, per sector.
+    pub fn partitions(self) -> usize {
+        usize::from(self.0.partitions())
+    }
+
+    /// filecoin-proofs' configuration for it.
+    pub fn config(self) -> PoRepConfig {
+        self.0.as_v1_config()
+    }
+
+    /// The circuit's identifier in the parameter cache (what the file names are made of).
+    pub fn circuit_identifier(self) -> Result<String, Error> {
+        self.0
+            .circuit_identifier()
+            .map_err(|e| Error::filecoin("computing the circuit identifier", e))
+    }
+
+    /// The official file name of the proving key (`v28-…​.params`).
+    pub fn params_file_name(self) -> Result<String, Error> {
+        Ok(parameter_id(&self.circuit_identifier()?))
+    }
+
+    /// The official file name of the verifying key (`v28-…​.vk`).
+    pub fn vk_file_name(self) -> Result<String, Error> {
+        Ok(verifying_key_id(&self.circuit_identifier()?))
+    }
+
+    /// The sector size as users write it (`2KiB`, `32GiB`).
+    pub fn sector_size_label(self) -> String {
+        sector_size_label(self.sector_size())
+    }
+}
+
+/// `2048` → `2KiB`, `34359738368` → `32GiB`.
+pub fn sector_size_label(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (unit, name) in UNITS {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{name}", bytes / unit);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// Parses `2KiB`, `8MiB`, `512MiB`, `32GiB`, `64GiB` (or a plain byte count).
+pub fn parse_sector_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    for (suffix, unit) in [("KiB", 1u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30)] {
+        if let Some(n) = t.strip_suffix(suffix) {
+            return n.trim().parse::<u64>().ok()?.checked_mul(unit);
+        }
+    }
+    t.parse().ok()
+}

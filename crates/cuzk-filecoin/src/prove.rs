@@ -1,0 +1,440 @@
+//! Commit phase 2 on cuzk: the partition circuits built as filecoin-proofs'
+//! `seal_commit_phase2` builds them, synthesized by cuzk-synth, proved by a
+//! cuzk `Backend`, and checked by the Filecoin crates' own verifier.
+//!
+//! The facts followed (filecoin-proofs 19.1, storage-proofs 19.1): the public
+//! inputs are `{replica_id, tau: {comm_d, comm_r}, seed, k: None}`; partition
+//! `k` is `StackedCompound::circuit(inputs, default, vanilla_proofs[k],
+//! vanilla_params, Some(k))`; partitions are proved in order, one Groth16
+//! proof each, r for every partition drawn before any s (bellperson's batch
+//! order); the output is the proofs' 192-byte encodings concatenated.
+
+use std::time::{Duration, Instant};
+
+use bellperson::groth16;
+use blstrs::{Bls12, Scalar as Fr};
+use cuzk_groth16::proof::PROOF_LEN;
+use cuzk_groth16::prover::{prove_with, Backend, StageTimings};
+use cuzk_groth16::ProvingKey;
+use cuzk_synth::CircuitShape;
+use ff::Field;
+use filecoin_hashers::{Domain, HashFunction, Hasher};
+use filecoin_proofs::{
+    as_safe_commitment, parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher,
+    MerkleTreeTrait, PoRepConfig, VanillaSealProof,
+};
+use filecoin_proofs_api::SectorId;
+use rand_core::RngCore;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::drgraph::Graph;
+use storage_proofs_core::merkle::MerkleProofTrait;
+use storage_proofs_core::multi_proof::MultiProof;
+use storage_proofs_core::proof::ProofScheme;
+use storage_proofs_porep::stacked::{
+    generate_replica_id, ChallengeRequirements, PublicInputs, StackedCircuit, StackedCompound,
+    StackedDrg, Tau,
+};
+
+use crate::proof_type::with_sector_shape;
+use crate::{C1Input, Error};
+
+/// What one proved partition cost.
+#[derive(Clone, Debug)]
+pub struct PartitionReport {
+    /// Partition index, 0-based.
+    pub partition: usize,
+    /// Partitions in the sector.
+    pub of: usize,
+    /// Building and synthesizing the circuit.
+    pub synthesis: Duration,
+    /// Proving (H polynomial, MSMs, epilogue).
+    pub proving: Duration,
+    /// The prover's own stage split.
+    pub timings: StageTimings,
+    /// The circuit's shape (constraints, inputs, aux, densities).
+    pub shape: CircuitShape,
+    /// Which backend proved it.
+    pub backend: &'static str,
+}
+
+/// The sector a C1 output is proved for, when the caller knows it: with it,
+/// the replica id is checked before proving and the proof is verified with
+/// filecoin-proofs' `verify_seal`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SectorIdentity {
+    /// The prover id (the miner actor's id address payload, zero-padded).
+    pub prover_id: [u8; 32],
+    /// The sector number.
+    pub sector_id: u64,
+}
+
+impl SectorIdentity {
+    /// The identity of sector `sector_id` of miner actor `f0<actor_id>`:
+    /// the prover id is the id address payload (the actor id as an unsigned
+    /// LEB128 varint), zero-padded to 32 bytes, as Lotus and Curio derive it.
+    pub fn from_actor(actor_id: u64, sector_id: u64) -> Self {
+        let mut prover_id = [0u8; 32];
+        let mut v = actor_id;
+        let mut i = 0;
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                prover_id[i] = byte;
+                break;
+            }
+            prover_id[i] = byte | 0x80;
+            i += 1;
+        }
+        SectorIdentity {
+            prover_id,
+            sector_id,
+        }
+    }
+}
+
+/// Checks a parsed C1 output against itself before any proving: the vanilla
+/// proofs must verify against its comm_r, comm_d, seed and replica id, as
+/// `seal_commit_phase2`'s circuits would otherwise be unsatisfiable. With a
+/// sector identity, the replica id must also be the one that identity and
+/// the C1's ticket and comm_d derive (and Curio's SectorNum must agree).
+pub fn check_c1(c1: &C1Input, sector: Option<&SectorIdentity>) -> Result<(), Error> {
+    if let (Some(s), Some(num)) = (sector, c1.sector_num()) {
+        if s.sector_id != num {
+            return Err(Error::OtherSector(format!(
+                "Curio's wrapper says sector {num}, the sector to prove is {}",
+                s.sector_id
+            )));
+        }
+    }
+    with_sector_shape!(c1.proof_type.sector_size(), check_typed, c1, sector)
+}
+
+/// Proves every partition of `c1` in order with `key` on `backend`, drawing
+/// the randomness from `rng` in bellperson's order. `on_partition` hears of
+/// each partition as it finishes. Returns 192 bytes per partition.
+///
+/// This does not verify: call [`verify`] (the CLI and [`crate::prove_c1`] do).
+pub fn prove_partitions(
+    c1: &C1Input,
+    key: &ProvingKey,
+    backend: &dyn Backend,
+    rng: &mut dyn RngCore,
+    on_partition: &mut dyn FnMut(&PartitionReport),
+) -> Result<Vec<u8>, Error> {
+    with_sector_shape!(
+        c1.proof_type.sector_size(),
+        prove_typed,
+        c1,
+        key,
+        backend,
+        rng,
+        on_partition
+    )
+}
+
+/// How a proof was verified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verified {
+    /// filecoin-proofs' `verify_seal`, with the prover and sector id.
+    VerifySeal,
+    /// storage-proofs' `StackedCompound::verify` on the C1's own replica id
+    /// (what `verify_seal` does after deriving the replica id), used when
+    /// the prover id is not known.
+    ReplicaId,
+}
+
+/// Verifies proof bytes for `c1` with the Filecoin crates' verifier. With a
+/// sector identity this is `verify_seal` (which reads the `.vk` from
+/// filecoin-proofs' parameter cache, `FIL_PROOFS_PARAMETER_CACHE`); without,
+/// `StackedCompound::verify` on the C1's replica id with `vk`. An invalid
+/// proof is an error.
+pub fn verify(
+    c1: &C1Input,
+    proof: &[u8],
+    vk: &groth16::VerifyingKey<Bls12>,
+    sector: Option<&SectorIdentity>,
+) -> Result<Verified, Error> {
+    let expected = c1.proof_type.partitions() * PROOF_LEN;
+    if proof.len() != expected {
+        return Err(Error::InvalidProof(if proof.len() < expected {
+            "too short for the proof type's partitions"
+        } else {
+            "too long for the proof type's partitions"
+        }));
+    }
+    match sector {
+        Some(s) => {
+            let o = &c1.output;
+            let valid = filecoin_proofs_api::seal::verify_seal(
+                c1.proof_type.registered(),
+                o.comm_r,
+                o.comm_d,
+                s.prover_id,
+                SectorId::from(s.sector_id),
+                o.ticket,
+                o.seed,
+                proof,
+            )
+            .map_err(|e| Error::filecoin("verify_seal", e))?;
+            if valid {
+                Ok(Verified::VerifySeal)
+            } else {
+                Err(Error::InvalidProof(
+                    "rejected by filecoin-proofs' verify_seal",
+                ))
+            }
+        }
+        None => {
+            let valid = with_sector_shape!(
+                c1.proof_type.sector_size(),
+                verify_replica_typed,
+                c1,
+                proof,
+                vk
+            )?;
+            if valid {
+                Ok(Verified::ReplicaId)
+            } else {
+                Err(Error::InvalidProof(
+                    "rejected by StackedCompound::verify on the C1's replica id",
+                ))
+            }
+        }
+    }
+}
+
+/// Everything the generic steps share: the configuration, the public
+/// inputs, and the compound public parameters.
+struct Sector<Tree: 'static + MerkleTreeTrait> {
+    config: PoRepConfig,
+    inputs: PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
+    params: compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
+}
+
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+
+fn sector<Tree: 'static + MerkleTreeTrait>(c1: &C1Input) -> Result<Sector<Tree>, Error> {
+    let config = c1.proof_type.config();
+    let o = &c1.output;
+    let comm_r: <Tree::Hasher as Hasher>::Domain = as_safe_commitment(&o.comm_r, "comm_r")
+        .map_err(|e| Error::Tampered(format!("comm_r: {e:#}")))?;
+    let comm_d = DefaultPieceDomain::try_from_bytes(&o.comm_d)
+        .map_err(|e| Error::Tampered(format!("comm_d: {e:#}")))?;
+    let replica_fr: Fr = o.replica_id.into();
+    let inputs = PublicInputs {
+        replica_id: replica_fr.into(),
+        tau: Some(Tau { comm_d, comm_r }),
+        k: None,
+        seed: Some(o.seed),
+    };
+    let setup = compound_proof::SetupParams {
+        vanilla_params: setup_params(&config)
+            .map_err(|e| Error::filecoin("setting up the PoRep parameters", e))?,
+        partitions: Some(c1.proof_type.partitions()),
+        priority: false,
+    };
+    let params = <Compound<Tree> as CompoundProof<_, _>>::setup(&setup)
+        .map_err(|e| Error::filecoin("setting up the PoRep parameters", e))?;
+    Ok(Sector {
+        config,
+        inputs,
+        params,
+    })
+}
+
+fn vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1Input,
+) -> Result<Vec<Vec<VanillaSealProof<Tree>>>, Error> {
+    c1.output
+        .vanilla_proofs
+        .clone()
+        .try_into()
+        .map_err(|e| Error::filecoin("reading the vanilla proofs", e))
+}
+
+fn check_typed<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1Input,
+    identity: Option<&SectorIdentity>,
+) -> Result<(), Error> {
+    let s = sector::<Tree>(c1)?;
+    let o = &c1.output;
+    if let Some(id) = identity {
+        let comm_d = DefaultPieceDomain::try_from_bytes(&o.comm_d)
+            .map_err(|e| Error::Tampered(format!("comm_d: {e:#}")))?;
+        let derived: <Tree::Hasher as Hasher>::Domain = generate_replica_id::<Tree::Hasher, _>(
+            &id.prover_id,
+            id.sector_id,
+            &o.ticket,
+            comm_d,
+            &s.config.porep_id,
+        );
+        if derived != s.inputs.replica_id {
+            return Err(Error::OtherSector(format!(
+                "its replica id is not the one prover {} and sector {} derive with its ticket \
+                 and comm_d (another sector's or another miner's C1, or a changed ticket)",
+                hex_prefix(&id.prover_id),
+                id.sector_id
+            )));
+        }
+    }
+    let vanilla = vanilla_proofs::<Tree>(c1)?;
+    let ok = <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme<'_>>::verify_all_partitions(
+        &s.params.vanilla_params,
+        &s.inputs,
+        &vanilla,
+    )
+    .map_err(|e| Error::filecoin("checking the vanilla proofs", e))?;
+    if ok {
+        Ok(())
+    } else {
+        Err(diagnose(&s, &vanilla))
+    }
+}
+
+/// Names what a C1 whose vanilla proofs do not verify got wrong.
+fn diagnose<Tree: 'static + MerkleTreeTrait>(
+    s: &Sector<Tree>,
+    vanilla: &[Vec<VanillaSealProof<Tree>>],
+) -> Error {
+    let tau = s.inputs.tau.as_ref().expect("set by sector()");
+    let first = &vanilla[0][0];
+    let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&first.comm_c(), &first.comm_r_last());
+    if comm_r != tau.comm_r {
+        return Error::Tampered(
+            "comm_r is not H(comm_c, comm_r_last) of its vanilla proofs (changed comm_r?)".into(),
+        );
+    }
+    if vanilla
+        .iter()
+        .flatten()
+        .any(|p| p.comm_d_proofs.root() != tau.comm_d)
+    {
+        return Error::Tampered(
+            "comm_d is not the data tree root its vanilla proofs open (changed comm_d?)".into(),
+        );
+    }
+    let nodes = s.params.vanilla_params.graph.size();
+    for (k, proofs) in vanilla.iter().enumerate() {
+        let challenges = s
+            .inputs
+            .challenges(&s.params.vanilla_params.challenges, nodes, Some(k));
+        let answered = challenges.len() == proofs.len()
+            && proofs
+                .iter()
+                .zip(&challenges)
+                .all(|(p, &c)| p.comm_d_proofs.proves_challenge(c));
+        if !answered {
+            return Error::Tampered(format!(
+                "partition {k}'s vanilla proofs open other nodes than the challenges its seed and \
+                 replica id select (changed seed or replica id?)"
+            ));
+        }
+    }
+    Error::Tampered(
+        "the vanilla proofs open the right nodes but do not verify against the replica id \
+         (changed replica id or proof contents?)"
+            .into(),
+    )
+}
+
+/// The partition circuits of `c1`, in partition order, exactly as
+/// `seal_commit_phase2` builds them, with the public inputs Filecoin's
+/// verifier derives for each. `Tree` must be the sector shape of
+/// `c1.proof_type` (filecoin-proofs' `SectorShape2KiB` and so on).
+pub fn partition_circuits<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1Input,
+) -> Result<Vec<(StackedCircuit<Tree, DefaultPieceHasher>, Vec<Fr>)>, Error> {
+    let s = sector::<Tree>(c1)?;
+    let vanilla = vanilla_proofs::<Tree>(c1)?;
+    vanilla
+        .iter()
+        .enumerate()
+        .map(|(k, partition)| {
+            let circuit = <Compound<Tree> as CompoundProof<_, _>>::circuit(
+                &s.inputs,
+                Default::default(),
+                partition,
+                &s.params.vanilla_params,
+                Some(k),
+            )
+            .map_err(|e| Error::filecoin("building the partition circuit", e))?;
+            let inputs = <Compound<Tree> as CompoundProof<_, _>>::generate_public_inputs(
+                &s.inputs,
+                &s.params.vanilla_params,
+                Some(k),
+            )
+            .map_err(|e| Error::filecoin("deriving the public inputs", e))?;
+            Ok((circuit, inputs))
+        })
+        .collect()
+}
+
+fn prove_typed<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1Input,
+    key: &ProvingKey,
+    backend: &dyn Backend,
+    rng: &mut dyn RngCore,
+    on_partition: &mut dyn FnMut(&PartitionReport),
+) -> Result<Vec<u8>, Error> {
+    let circuits = partition_circuits::<Tree>(c1)?;
+    let n = circuits.len();
+    // bellperson's batch order: every r, then every s.
+    let r: Vec<Fr> = (0..n).map(|_| Fr::random(&mut *rng)).collect();
+    let s: Vec<Fr> = (0..n).map(|_| Fr::random(&mut *rng)).collect();
+    let mut out = Vec::with_capacity(n * PROOF_LEN);
+    for (k, (circuit, expected)) in circuits.into_iter().enumerate() {
+        let start = Instant::now();
+        let witness = cuzk_synth::synthesize(circuit).map_err(|source| Error::Synthesis {
+            partition: k,
+            source,
+        })?;
+        let synthesis = start.elapsed();
+        if witness.input_assignment.get(1..) != Some(&expected[..]) {
+            return Err(Error::InputsMismatch { partition: k });
+        }
+        let start = Instant::now();
+        let proved =
+            prove_with(backend, key, &witness, r[k], s[k]).map_err(|source| Error::Prove {
+                partition: k,
+                source,
+            })?;
+        let proving = start.elapsed();
+        out.extend_from_slice(&proved.proof.to_bytes());
+        on_partition(&PartitionReport {
+            partition: k,
+            of: n,
+            synthesis,
+            proving,
+            timings: proved.timings,
+            shape: witness.shape(),
+            backend: proved.backend,
+        });
+    }
+    Ok(out)
+}
+
+fn verify_replica_typed<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1Input,
+    proof: &[u8],
+    vk: &groth16::VerifyingKey<Bls12>,
+) -> Result<bool, Error> {
+    let s = sector::<Tree>(c1)?;
+    let pvk = groth16::prepare_verifying_key(vk);
+    let multi = MultiProof::new_from_bytes(Some(c1.proof_type.partitions()), proof, &pvk)
+        .map_err(|e| Error::filecoin("reading the proof", e))?;
+    <Compound<Tree> as CompoundProof<_, _>>::verify(
+        &s.params,
+        &s.inputs,
+        &multi,
+        &ChallengeRequirements {
+            minimum_challenges: s.config.minimum_challenges(),
+        },
+    )
+    .map_err(|e| Error::filecoin("verifying the proof", e))
+}
+
+fn hex_prefix(bytes: &[u8]) -> String {
+    let used = bytes.iter().rposition(|&b| b != 0).map_or(1, |i| i + 1);
+    bytes[..used].iter().map(|b| format!("{b:02x}")).collect()
+}

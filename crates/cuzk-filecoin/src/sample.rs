@@ -1,0 +1,100 @@
+//! Sealing a sector of random data through filecoin-proofs (add piece,
+//! pre-commit phases 1 and 2, commit phase 1), to get a real C1 output for
+//! tests, demos and benchmarks without a storage provider's pipeline.
+//!
+//! filecoin-proofs reads its settings once per process: set
+//! `FIL_PROOFS_PARENT_CACHE` (where pre-commit phase 1 keeps the graph's
+//! parent cache; default `/var/tmp/filecoin-parents`) before the first call
+//! if the default is not wanted. No parameter file is needed to seal.
+
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+
+use filecoin_proofs::{PaddedBytesAmount, UnpaddedBytesAmount};
+use filecoin_proofs_api::seal::{
+    add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
+    SealCommitPhase1Output,
+};
+use filecoin_proofs_api::SectorId;
+use rand_core::RngCore;
+
+use crate::{Error, ProofType, SectorIdentity};
+
+/// The largest sector this is meant for (sealing is done in `work`, on disk).
+pub const MAX_SAMPLE_SECTOR: u64 = 512 << 20;
+
+/// Seals one sector of `proof_type` filled with random data from `rng` as
+/// sector `identity`, in the directory `work` (staged, sealed and cache
+/// files), with a random ticket and seed, and returns the C1 output.
+pub fn seal_random_sector(
+    proof_type: ProofType,
+    work: &Path,
+    identity: &SectorIdentity,
+    rng: &mut dyn RngCore,
+) -> Result<SealCommitPhase1Output, Error> {
+    if proof_type.sector_size() > MAX_SAMPLE_SECTOR {
+        return Err(Error::Unsupported {
+            proof_type: proof_type.name(),
+            why: "sample sectors are sealed for sizes up to 512MiB only".into(),
+        });
+    }
+    let proof = proof_type.registered();
+    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(proof_type.sector_size()));
+    let mut data = vec![0u8; u64::from(unpadded) as usize];
+    rng.fill_bytes(&mut data);
+    let staged = work.join("staged");
+    let sealed = work.join("sealed");
+    let cache = work.join("cache");
+    let io = |context, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io {
+            context,
+            path,
+            source,
+        }
+    };
+    std::fs::create_dir_all(&cache).map_err(io("creating", &cache))?;
+    File::create(&sealed).map_err(io("creating", &sealed))?;
+    let staged_file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged)
+        .map_err(io("creating", &staged))?;
+    let (piece, _) = add_piece(proof, &data[..], staged_file, unpadded, &[])
+        .map_err(|e| Error::filecoin("add_piece", e))?;
+    let pieces = [piece];
+    // Tickets and seeds are field elements on chain: clear the top two bits.
+    let mut ticket = [0u8; 32];
+    let mut seed = [0u8; 32];
+    rng.fill_bytes(&mut ticket);
+    rng.fill_bytes(&mut seed);
+    ticket[31] &= 0x3f;
+    seed[31] &= 0x3f;
+    let sector = SectorId::from(identity.sector_id);
+    let pc1 = seal_pre_commit_phase1(
+        proof,
+        &cache,
+        &staged,
+        &sealed,
+        identity.prover_id,
+        sector,
+        ticket,
+        &pieces,
+    )
+    .map_err(|e| Error::filecoin("seal_pre_commit_phase1", e))?;
+    let pc2 = seal_pre_commit_phase2(pc1, &cache, &sealed)
+        .map_err(|e| Error::filecoin("seal_pre_commit_phase2", e))?;
+    seal_commit_phase1(
+        &cache,
+        &sealed,
+        identity.prover_id,
+        sector,
+        ticket,
+        seed,
+        pc2,
+        &pieces,
+    )
+    .map_err(|e| Error::filecoin("seal_commit_phase1", e))
+}

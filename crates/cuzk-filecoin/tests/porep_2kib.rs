@@ -1,0 +1,327 @@
+//! End to end on the 2 KiB sector (StackedDrg2KiBV1_1): seal random data
+//! with filecoin-proofs (pre-commit phases 1 and 2, commit phase 1) in a
+//! temporary directory, with test keys generated from a seed into a
+//! parameter cache under their official names; prove the C1 with cuzk;
+//! check it with filecoin-proofs' `verify_seal`; compare it byte for byte
+//! with bellperson's prover on the same circuits and the same seeded RNG;
+//! and check that broken inputs are refused with the right reason.
+//!
+//! `seal_commit_phase2` itself draws its randomness from `OsRng` (in
+//! storage-proofs-core's `CompoundProof::circuit_proofs`), so its output
+//! cannot be reproduced; the comparison is with the same bellperson call it
+//! makes (`create_random_proof_batch`), on the circuits it builds, with the
+//! parameters it loads from the cache, and a seeded RNG.
+//!
+//! One sector is sealed per test process (filecoin-proofs reads its
+//! settings, the parameter cache included, once per process).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use bellperson::groth16;
+use blstrs::Bls12;
+use cuzk_filecoin::{
+    parse_c1, partition_circuits, prove_partitions, verify, C1Input, Error, ParamsDir, ProofType,
+    SectorIdentity, Verified,
+};
+use cuzk_groth16::prover::CpuBackend;
+use filecoin_proofs::{DefaultPieceHasher, SectorShape2KiB};
+use filecoin_proofs_api::{RegisteredSealProof, SectorId};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+
+const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
+/// Seed of the test keys' toxic waste (what `cargo xtask fixtures keys` uses by default).
+const KEY_SEED: u64 = 0;
+const ACTOR: u64 = 1000;
+const SECTOR: u64 = 7;
+
+struct Sealed {
+    params: ParamsDir,
+    c1_json: Vec<u8>,
+    c1: C1Input,
+    identity: SectorIdentity,
+    /// File names in the parameter cache after our own key generation.
+    cache_files: BTreeSet<String>,
+}
+
+/// The parameter cache: kept under the target directory between runs (the
+/// keys are deterministic), regenerated when absent or incomplete.
+fn params_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters")
+}
+
+fn sealed() -> &'static Sealed {
+    static SEALED: OnceLock<Sealed> = OnceLock::new();
+    SEALED.get_or_init(|| {
+        let dir = params_dir();
+        let work = tempfile::tempdir().unwrap().keep();
+        // Before filecoin-proofs reads its settings (once, on first use).
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+        std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.join("parents"));
+        let params = ParamsDir::new(&dir);
+        assert_eq!(
+            ParamsDir::filecoin(),
+            params,
+            "filecoin-proofs reads another cache"
+        );
+        let proof_type = ProofType::new(PROOF).unwrap();
+        if params.check(proof_type).is_err() {
+            let t = std::time::Instant::now();
+            let keys = params.generate_test_keys(proof_type, KEY_SEED).unwrap();
+            eprintln!(
+                "generated {} and {} in {:.1?}",
+                keys.params.display(),
+                keys.vk.display(),
+                t.elapsed()
+            );
+        }
+        params.check(proof_type).unwrap();
+        let cache_files = list(&dir);
+
+        let seed = 0x5eed_2c1d_u64;
+        eprintln!("sealing a 2 KiB sector of random data, seed {seed:#x}");
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let identity = SectorIdentity::from_actor(ACTOR, SECTOR);
+        let c1 = cuzk_filecoin::sample::seal_random_sector(proof_type, &work, &identity, &mut rng)
+            .unwrap();
+        let c1_json = serde_json::to_vec(&c1).unwrap();
+        let c1 = parse_c1(&c1_json).unwrap();
+        Sealed {
+            params,
+            c1_json,
+            c1,
+            identity,
+            cache_files,
+        }
+    })
+}
+
+fn list(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+fn prove(c1: &C1Input, params: &ParamsDir, rng_seed: u64) -> Vec<u8> {
+    let key = params.load_proving_key(c1.proof_type).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(rng_seed);
+    let mut shapes = Vec::new();
+    let proof = prove_partitions(c1, &key, &CpuBackend, &mut rng, &mut |p| {
+        shapes.push(p.shape.clone())
+    })
+    .unwrap();
+    // The 2 KiB circuit as DESIGN.md §4 measured it through a bellperson-compatible system.
+    assert_eq!(shapes.len(), 1);
+    let s = &shapes[0];
+    assert_eq!(
+        (s.num_constraints, s.num_inputs, s.num_aux, s.domain_log2),
+        (2_687_921, 40, 2_685_673, 22)
+    );
+    assert_eq!((s.a_aux_density, s.b_aux_density), (2_674_908, 685_521));
+    proof
+}
+
+#[test]
+fn cuzk_proof_is_filecoin_valid_and_matches_bellperson() {
+    let s = sealed();
+    let rng_seed = 20261130;
+    eprintln!("proof randomness seed {rng_seed}");
+    cuzk_filecoin::check_c1(&s.c1, Some(&s.identity)).unwrap();
+    let proof = prove(&s.c1, &s.params, rng_seed);
+    assert_eq!(proof.len(), 192);
+
+    // filecoin-proofs' verify_seal accepts it, and refuses it with one byte changed.
+    let vk = s.params.load_verifying_key(s.c1.proof_type).unwrap();
+    assert_eq!(
+        verify(&s.c1, &proof, &vk, Some(&s.identity)).unwrap(),
+        Verified::VerifySeal
+    );
+    assert_eq!(
+        verify(&s.c1, &proof, &vk, None).unwrap(),
+        Verified::ReplicaId
+    );
+    let o = &s.c1.output;
+    for at in [0, 100, 191] {
+        let mut bad = proof.clone();
+        bad[at] ^= 0x01;
+        let accepted = filecoin_proofs_api::seal::verify_seal(
+            PROOF,
+            o.comm_r,
+            o.comm_d,
+            s.identity.prover_id,
+            SectorId::from(s.identity.sector_id),
+            o.ticket,
+            o.seed,
+            &bad,
+        )
+        .unwrap_or(false);
+        assert!(
+            !accepted,
+            "verify_seal accepted the proof with byte {at} changed"
+        );
+        assert!(matches!(
+            verify(&s.c1, &bad, &vk, Some(&s.identity)),
+            Err(Error::InvalidProof(_) | Error::Filecoin { .. })
+        ));
+    }
+
+    // bellperson's prover, as seal_commit_phase2 calls it, on the same circuits,
+    // with the parameters filecoin-proofs finds in its cache, and the same RNG.
+    let public =
+        filecoin_proofs::parameters::public_params::<SectorShape2KiB>(&s.c1.proof_type.config())
+            .unwrap();
+    let groth_params = <StackedCompound<SectorShape2KiB, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, SectorShape2KiB, DefaultPieceHasher>,
+        _,
+    >>::groth_params::<rand::rngs::OsRng>(None, &public)
+    .unwrap();
+    let circuits = partition_circuits::<SectorShape2KiB>(&s.c1)
+        .unwrap()
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    let mut rng = ChaCha20Rng::seed_from_u64(rng_seed);
+    let theirs = groth16::create_random_proof_batch(circuits, &groth_params, &mut rng).unwrap();
+    let mut their_bytes = Vec::new();
+    for p in &theirs {
+        p.write(&mut their_bytes).unwrap();
+    }
+    assert_eq!(
+        proof, their_bytes,
+        "cuzk and bellperson differ for the same seed"
+    );
+
+    // filecoin-proofs found everything it needed and made nothing itself.
+    assert_eq!(list(&params_dir()), s.cache_files);
+    let _: &groth16::VerifyingKey<Bls12> = &vk;
+}
+
+fn expect_refused(c1_json: &[u8], identity: Option<&SectorIdentity>, want: &str) -> Error {
+    let err = match parse_c1(c1_json) {
+        Err(e) => e,
+        Ok(c1) => match cuzk_filecoin::check_c1(&c1, identity) {
+            Err(e) => e,
+            Ok(()) => panic!("accepted; wanted an error containing {want:?}"),
+        },
+    };
+    let text = err.to_string();
+    assert!(text.contains(want), "error {text:?} does not name {want:?}");
+    err
+}
+
+fn edited(json: &[u8], edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_slice(json).unwrap();
+    edit(&mut v);
+    serde_json::to_vec(&v).unwrap()
+}
+
+fn bump(v: &mut serde_json::Value, field: &str) {
+    let byte = &mut v[field][0];
+    *byte = (byte.as_u64().unwrap() ^ 1).into();
+}
+
+#[test]
+fn broken_c1_is_refused_with_its_reason() {
+    let s = sealed();
+    let json = &s.c1_json;
+    let id = Some(&s.identity);
+    expect_refused(b"not json", id, "not JSON");
+    expect_refused(b"{\"hello\": 1}", id, "not a commit phase 1 output");
+    expect_refused(
+        &edited(json, |v| bump(v, "comm_r")),
+        id,
+        "comm_r is not H(comm_c, comm_r_last)",
+    );
+    expect_refused(&edited(json, |v| bump(v, "comm_d")), None, "changed comm_d");
+    expect_refused(&edited(json, |v| bump(v, "seed")), id, "changed seed");
+    // Another sector's C1: the identity derives another replica id.
+    let other = SectorIdentity::from_actor(ACTOR, SECTOR + 1);
+    expect_refused(json, Some(&other), "belongs to another sector");
+    let other_miner = SectorIdentity::from_actor(ACTOR + 1, SECTOR);
+    expect_refused(json, Some(&other_miner), "belongs to another sector");
+    // The proof type of another sector size.
+    expect_refused(
+        &edited(json, |v| {
+            v["registered_proof"] = "StackedDrg8MiBV1_1".into()
+        }),
+        id,
+        "wrong sector size",
+    );
+    expect_refused(
+        &edited(json, |v| {
+            v["registered_proof"] = "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep".into()
+        }),
+        id,
+        "SnarkPack",
+    );
+    // Curio's wrapper: accepted as is; its SectorNum and SectorSize are checked.
+    let curio = |num: u64, size: u64| {
+        use base64::Engine as _;
+        serde_json::to_vec(&serde_json::json!({
+            "SectorNum": num,
+            "Phase1Out": base64::engine::general_purpose::STANDARD.encode(json),
+            "SectorSize": size,
+        }))
+        .unwrap()
+    };
+    let wrapped = parse_c1(&curio(SECTOR, 2048)).unwrap();
+    assert_eq!(wrapped.sector_num(), Some(SECTOR));
+    assert_eq!(wrapped.output.comm_r, s.c1.output.comm_r);
+    cuzk_filecoin::check_c1(&wrapped, id).unwrap();
+    expect_refused(&curio(SECTOR + 1, 2048), id, "belongs to another sector");
+    expect_refused(
+        &curio(SECTOR, 8 << 20),
+        id,
+        "Curio's SectorSize says 8388608",
+    );
+}
+
+#[test]
+fn key_files_have_the_official_names() {
+    let s = sealed();
+    let pt = s.c1.proof_type;
+    for name in [pt.params_file_name().unwrap(), pt.vk_file_name().unwrap()] {
+        assert!(
+            storage_proofs_core::parameter_cache::PARAMETERS.contains_key(&name),
+            "{name} is not in the crates' parameters.json"
+        );
+        assert!(s.cache_files.contains(&name));
+    }
+}
+
+#[test]
+fn missing_and_truncated_keys_name_the_file_and_the_fix() {
+    let s = sealed();
+    let pt = s.c1.proof_type;
+    let empty = tempfile::tempdir().unwrap();
+    let dir = ParamsDir::new(empty.path());
+    let text = dir.check(pt).unwrap_err().to_string();
+    let name = pt.params_file_name().unwrap();
+    for want in [name.as_str(), "looked for it in", "cargo xtask fixtures"] {
+        assert!(text.contains(want), "{text:?} lacks {want:?}");
+    }
+    // A truncated copy of the real key.
+    let real = s.params.params_path(pt).unwrap();
+    let mut prefix = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(&real).unwrap(), 10 << 20),
+        &mut prefix,
+    )
+    .unwrap();
+    std::fs::write(empty.path().join(&name), &prefix).unwrap();
+    std::fs::copy(
+        s.params.vk_path(pt).unwrap(),
+        empty.path().join(pt.vk_file_name().unwrap()),
+    )
+    .unwrap();
+    let text = dir.check(pt).unwrap_err().to_string();
+    assert!(
+        text.contains(&name) && text.contains("cargo xtask fixtures"),
+        "{text}"
+    );
+}

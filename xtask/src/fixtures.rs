@@ -1,0 +1,48 @@
+//! `cargo xtask fixtures <keys|fetch|seal> [ARGS]`: Filecoin fixtures, through
+//! `cuzk-filecoin`'s binary (built in release mode: key generation and
+//! sealing are heavy, and xtask itself stays free of the Filecoin crates).
+//!
+//! * `keys [--sector-size 2KiB | --proof-type NAME] [--seed N] [--dir DIR] [--force]`:
+//!   PoRep test keys (`.params` and `.vk`), generated offline and
+//!   deterministically from the seed, under their official names in the
+//!   parameter cache (DIR, else `FIL_PROOFS_PARAMETER_CACHE`, else
+//!   `/var/tmp/filecoin-proof-parameters`).
+//! * `fetch [--sector-size SIZE] [--porep-only] [--dir DIR] [--gateway URL]`:
+//!   the official files of the crates' `parameters.json`, each checked
+//!   against its published digest before it is put in the cache.
+//! * `seal [--proof-type NAME] [--actor ID] [--sector N] [--seed N] [--curio] --out FILE`:
+//!   seals a sector of random data and writes its C1 output.
+
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::process::Command;
+
+const TASKS: [&str; 3] = ["keys", "fetch", "seal"];
+
+pub fn run(root: &Path, args: &[String]) -> Result<()> {
+    match args.first().map(String::as_str) {
+        Some(task) if TASKS.contains(&task) => {}
+        Some(other) => bail!("unknown fixtures task `{other}` (expected one of {TASKS:?})"),
+        None => bail!("cargo xtask fixtures needs a task: one of {TASKS:?}"),
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args([
+            "run",
+            "--release",
+            "-q",
+            "-p",
+            "cuzk-filecoin",
+            "--bin",
+            "cuzk-filecoin",
+            "--",
+        ])
+        .args(args)
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("cargo xtask fixtures {} failed", args[0]);
+    }
+    Ok(())
+}
