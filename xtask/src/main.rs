@@ -8,10 +8,12 @@
 //!   into `bundle/`, with `run.sh` to run them all on a machine without cargo.
 //! * `cargo xtask bench`: the pipeline sweep (xtask/src/bench.rs).
 //! * `cargo xtask demo`: the README's main command (xtask/src/demo.rs).
+//! * `cargo xtask fixtures`: Filecoin test keys, official parameters, sample C1 (xtask/src/fixtures.rs).
 
 mod bench;
 mod bundle;
 mod demo;
+mod fixtures;
 mod kernels;
 
 use anyhow::{bail, Result};
@@ -31,6 +33,9 @@ tasks:
   bench [ARGS]            pipeline sweep (cuzk-sched's sweep example; --help for options)
   demo [ARGS]             the main job: kernels for the local GPU if there is one (else the CPU),
                           then `cuzk demo ARGS` (key, batch of proofs, verification, timings)
+  fixtures keys|fetch|seal [ARGS]
+                          Filecoin: PoRep test keys from a seed (keys), official parameter files
+                          checked against their digests (fetch), a sealed sample C1 (seal)
 ";
 
 fn main() -> Result<()> {
@@ -45,6 +50,7 @@ fn main() -> Result<()> {
         "bundle" => bundle::build(&root, &kernels::Options::parse(&args[1..])?),
         "bench" => bench::run(&args[1..]),
         "demo" => demo::run(&root, &args[1..]),
+        "fixtures" => fixtures::run(&root, &args[1..]),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())
