@@ -8,8 +8,8 @@
 //! | `h_poly`     | a, b, c: 3 × n scalars                                        |
 //! | `msm_h`      | the H coefficients: n scalars (+ chunk buffers when streamed) |
 //! | `msm_l`      | aux scalars (a chunk when streamed)                           |
-//! | `msm_a`      | A's dense scalars (a chunk when streamed)                     |
-//! | `msm_b`      | B's dense scalars, shared by G1 and G2 (a chunk when streamed)|
+//! | `msm_a`      | aux + A's dense scalars, gathered on the device (a chunk when streamed) |
+//! | `msm_b`      | aux + B's dense scalars, shared by G1 and G2 (a chunk when streamed) |
 //!
 //! The worker's scratch (the G1 and G2 Pippenger scratch, the classifier, the
 //! batch sums and the NTT tables) is sized once for the longest MSM it runs:
@@ -193,11 +193,14 @@ impl VramPlan {
             + fp.classifier(msm_len)
             + fp.fixed()
             + fp.slack();
+        // Resident: the aux values stay on the device through A and B, whose
+        // dense scalars are gathered from them there.
+        let aux = shape.aux as u64 * s;
         let (l, a, b) = match mode {
             SrsMode::Resident => (
-                shape.aux as u64 * s,
-                shape.a as u64 * s,
-                shape.b_g1.max(shape.b_g2) as u64 * s,
+                aux,
+                aux + shape.a as u64 * s,
+                aux + shape.b_g1.max(shape.b_g2) as u64 * s,
             ),
             SrsMode::Streamed { .. } => (chunk_bufs, chunk_bufs, chunk_bufs),
         };

@@ -5,6 +5,7 @@ pub mod arena;
 mod device;
 mod error;
 mod ffi;
+pub mod gather;
 pub mod kernels;
 pub mod keygen;
 pub mod msm;

@@ -71,7 +71,7 @@ const SUM_MAX_BLOCKS: u32 = 64;
 const DIGIT_THREADS: u32 = 256;
 const DIGIT_BLOCKS_PER_SM: u32 = 8;
 /// kernels/msm/scalars.cu SCAN_TILE and CLASSIFY_TILE.
-const SCAN_TILE: usize = 256 * 16;
+pub(crate) const SCAN_TILE: usize = 256 * 16;
 const CLASSIFY_TILE: usize = 256 * 8;
 const BATCH_THREADS: u32 = 128;
 /// Points per thread of the benchmark-base chain, and points per launch.
@@ -825,7 +825,7 @@ fn fill_u32(s: &Stream, buf: &DeviceBuffer<u32>, value: u32, len: u32) -> Result
 }
 
 /// out[i] = Σ_{k<i} input[k] for i ≤ len (out[len] = total); out2 likewise.
-fn exclusive_scan(
+pub(crate) fn exclusive_scan(
     s: &Stream,
     input: &DeviceBuffer<u32>,
     len: u32,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuzk_arena::Footprints;
+use cuzk_cuda::gather::BitmapGather;
 use cuzk_cuda::msm::{BatchSum, Classifier, Msm, MsmCurve, G1, G2};
 use cuzk_cuda::ntt::{h_step, ntt, NttKind};
 use cuzk_cuda::{Arena, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream};
@@ -41,7 +42,7 @@ impl Footprints for CudaFootprints {
         Msm::<G2>::bytes_for(len)
     }
     fn classifier(&self, len: usize) -> u64 {
-        Classifier::bytes_for(len)
+        Classifier::bytes_for(len) + BitmapGather::bytes_for(len)
     }
     fn fixed(&self) -> u64 {
         // Batch-sum partials (a few thousand XYZZ points per curve), the NTT
@@ -155,6 +156,7 @@ struct Scratch {
     g1: Msm<G1>,
     g2: Msm<G2>,
     classifier: Classifier,
+    gather: BitmapGather,
 }
 
 struct Worker {
@@ -426,7 +428,7 @@ impl Worker {
         clock.stop(&s)?;
 
         let sums = match plan.mode {
-            SrsMode::Resident => self.resident_msms(w, da, &mut clock, t)?,
+            SrsMode::Resident => self.resident_msms(w, da, &mut clock)?,
             SrsMode::Streamed { chunk } => self.streamed_msms(chunk, key, w, da, &mut clock, t)?,
         };
         if self.release_scratch {
@@ -442,7 +444,6 @@ impl Worker {
         w: &Synthesized,
         dh: DeviceBuffer<FrLimbs>,
         clock: &mut Clock,
-        t: &mut StageTimings,
     ) -> cuzk_cuda::Result<MsmSums> {
         let s = self.stream.clone();
         let srs = self.srs.0.lock().clone().expect("made resident above");
@@ -455,28 +456,41 @@ impl Worker {
         drop(dh);
         clock.stop(&s)?;
 
+        // The aux values go up once: L's scalars, and the source of A's and
+        // B's dense scalars, gathered on the device by density bitmap.
         clock.start(&s, "msm_l")?;
-        let mut dl = s.alloc::<FrLimbs>(w.aux_assignment.len())?;
+        let aux = w.aux_assignment.len();
+        let mut dl = s.alloc::<FrLimbs>(aux)?;
         self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut dl, 0)?;
         let l = self.split_g1(&srs.l, &dl)?;
-        drop(dl);
         clock.stop(&s)?;
 
-        let start = Instant::now();
-        let (a_scalars, b_scalars) = gather(w);
-        t.record("gather", start.elapsed());
-
         clock.start(&s, "msm_a")?;
-        let mut da = s.alloc::<FrLimbs>(a_scalars.len())?;
-        self.stage_upload(&s, fr_as_limbs(&a_scalars), &mut da, 0)?;
+        let mut da = s.alloc::<FrLimbs>(srs.a.len())?;
+        let inputs = fr_as_limbs(&w.input_assignment);
+        s.upload_at(inputs, &mut da, 0)?;
+        self.gather_aux(&dl, w.a_aux_density.as_words(), &mut da, inputs.len(), aux)?;
         let a = self.split_g1(&srs.a, &da)?;
         drop(da);
         clock.stop(&s)?;
 
         // B in G1 and G2 share one upload and one classification.
         clock.start(&s, "msm_b_g1")?;
-        let mut db = s.alloc::<FrLimbs>(b_scalars.len())?;
-        self.stage_upload(&s, fr_as_limbs(&b_scalars), &mut db, 0)?;
+        let mut db = s.alloc::<FrLimbs>(srs.b_g1.len())?;
+        let b_inputs: Vec<Fr> = w
+            .b_input_density
+            .iter_ones()
+            .map(|i| w.input_assignment[i])
+            .collect();
+        s.upload_at(fr_as_limbs(&b_inputs), &mut db, 0)?;
+        self.gather_aux(
+            &dl,
+            w.b_aux_density.as_words(),
+            &mut db,
+            b_inputs.len(),
+            aux,
+        )?;
+        drop(dl);
         let scratch = self.scratch.as_mut().expect("sized above");
         let counts = scratch.classifier.classify(&db)?;
         let b_g1 = self
@@ -501,6 +515,30 @@ impl Worker {
             b_g1,
             b_g2,
         })
+    }
+
+    /// Fills `out[head..]` with the aux values at the set bits of `density`
+    /// (on the device) and checks that this completes `out` exactly.
+    fn gather_aux(
+        &mut self,
+        aux: &DeviceBuffer<FrLimbs>,
+        density: &[u64],
+        out: &mut DeviceBuffer<FrLimbs>,
+        head: usize,
+        n: usize,
+    ) -> cuzk_cuda::Result<()> {
+        let scratch = self.scratch.as_mut().expect("sized above");
+        let count = scratch.gather.gather(aux, n, density, out, head)?;
+        if head + count != out.len() {
+            return Err(cuzk_cuda::Error::BadArguments {
+                kernel: "prover_gather_set_bits",
+                message: format!(
+                    "{head} inputs + {count} aux values by density, but the key section has {} points",
+                    out.len()
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// Σ scalars[i]·bases[i] with the scalars classified on the device: ones
@@ -757,6 +795,7 @@ impl Worker {
             g1: Msm::new(s, len)?,
             g2: Msm::new(s, g2_len)?,
             classifier: Classifier::new(s, len)?,
+            gather: BitmapGather::new(s, len)?,
         });
         Ok(())
     }

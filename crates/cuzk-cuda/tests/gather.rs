@@ -1,0 +1,91 @@
+//! Density gather on the device (kernels/prover/gather.cu) against the host
+//! gather, on fresh random values and bitmaps every run (the seed is printed;
+//! `CUZK_TEST_SEED=<seed>` repeats a run), plus the edge cases: n = 1, n not a
+//! multiple of 64, empty and full bitmaps, set bits beyond n (ignored), and a
+//! nonzero head offset.
+//!
+//! Without a CUDA device the test prints "skipped: no CUDA device" and passes.
+
+use cuzk_cuda::gather::BitmapGather;
+use cuzk_cuda::{Gpu, Stream};
+use cuzk_field::limbs::FrLimbs;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+fn stream() -> Option<Stream> {
+    match Gpu::first().expect("a CUDA driver is present but the GPU cannot be used") {
+        None => {
+            eprintln!("skipped: no CUDA device");
+            None
+        }
+        Some(gpu) => Some(gpu.new_stream().expect("stream")),
+    }
+}
+
+fn host_gather(values: &[FrLimbs], n: usize, bitmap: &[u64]) -> Vec<FrLimbs> {
+    (0..n)
+        .filter(|&i| (bitmap[i / 64] >> (i % 64)) & 1 == 1)
+        .map(|i| values[i])
+        .collect()
+}
+
+#[test]
+fn gather_matches_the_host() {
+    let Some(s) = stream() else { return };
+    let seed: u64 = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("gather: seed {seed} (CUZK_TEST_SEED={seed} repeats it)");
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let max = (1 << 20) + 77;
+    let mut g = BitmapGather::new(&s, max).unwrap();
+    // (n, density of set bits, head)
+    let cases: [(usize, f64, usize); 9] = [
+        (1, 1.0, 0),
+        (63, 0.5, 0),
+        (64, 0.5, 3),
+        (65, 0.5, 0),
+        (1000, 0.0, 0),
+        (1000, 1.0, 5),
+        (4097, 0.03, 0),
+        (max, 0.5, 40),
+        (max - 1, 0.9, 0),
+    ];
+    for (n, density, head) in cases {
+        let values: Vec<FrLimbs> = (0..n + 64)
+            .map(|_| FrLimbs(std::array::from_fn(|_| rng.gen())))
+            .collect();
+        // Bits beyond n are set on purpose: they must be ignored.
+        let mut bitmap: Vec<u64> = vec![0; n.div_ceil(64) + 1];
+        for i in 0..bitmap.len() * 64 {
+            if i >= n || rng.gen_bool(density) {
+                bitmap[i / 64] |= 1 << (i % 64);
+            }
+        }
+        let want = host_gather(&values, n, &bitmap);
+        let dv = s.upload_new(&values).unwrap();
+        let mut out = s.alloc::<FrLimbs>(head + want.len() + 1).unwrap();
+        let count = g.gather(&dv, n, &bitmap, &mut out, head).unwrap();
+        assert_eq!(count, want.len(), "n {n}: count");
+        let got = s.download_vec(&out).unwrap();
+        assert!(
+            got[..head].iter().all(|v| *v == FrLimbs::default()),
+            "n {n}: the head was written"
+        );
+        assert!(
+            got[head..head + count] == want[..],
+            "n {n}: gathered values differ"
+        );
+        assert_eq!(
+            got[head + count],
+            FrLimbs::default(),
+            "n {n}: wrote past the end"
+        );
+    }
+    // Too small an output is refused before launching.
+    let dv = s.upload_new(&[FrLimbs::default(); 8]).unwrap();
+    let mut out = s.alloc::<FrLimbs>(2).unwrap();
+    let err = g.gather(&dv, 8, &[0xff], &mut out, 0).unwrap_err();
+    assert!(err.to_string().contains("8 gathered values"), "{err}");
+}

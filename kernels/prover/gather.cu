@@ -1,0 +1,62 @@
+// Density gather on the device: the dense scalars of a density-indexed query
+// (A or B) are the witness values at the set bits of a bitmap, in order.
+// Done here instead of on the host, the aux values are read once from device
+// memory (they are already there for the L MSM) and nothing crosses PCIe.
+//
+//   prover_word_popcounts: counts[w] = set bits of word w (bits >= n masked)
+//   (the u32 exclusive scan of kernels/msm/scalars.cu turns them into offsets)
+//   prover_gather_set_bits: out[offsets[w] + rank] = values[64 w + bit]
+//
+// Host wrapper: crates/cuzk-cuda/src/gather.rs (the only caller).
+#include <cstdint>
+
+namespace cuzk_gather {
+
+/// Word `w` of the bitmap with the bits at positions >= n cleared.
+__device__ __forceinline__ uint64_t masked_word(const uint64_t* words, uint32_t w, uint32_t n) {
+    uint64_t word = words[w];
+    const uint64_t first = uint64_t(w) * 64;
+    if (first + 64 > n) {
+        const uint32_t keep = n > first ? uint32_t(n - first) : 0;
+        word = keep == 0 ? 0 : (word & (~0ull >> (64 - keep)));
+    }
+    return word;
+}
+
+}  // namespace cuzk_gather
+
+extern "C" __global__ void prover_word_popcounts(const uint64_t* __restrict__ words,
+                                                 uint32_t nwords, uint32_t n,
+                                                 uint32_t* __restrict__ counts) {
+    for (uint32_t w = blockIdx.x * blockDim.x + threadIdx.x; w < nwords;
+         w += gridDim.x * blockDim.x) {
+        counts[w] = __popcll(cuzk_gather::masked_word(words, w, n));
+    }
+}
+
+// One warp per bitmap word: lane l moves the values of bits l and l + 32.
+// Values are 32-byte field elements moved as two 16-byte halves.
+extern "C" __global__ void prover_gather_set_bits(const uint4* __restrict__ values,
+                                                  const uint64_t* __restrict__ words,
+                                                  uint32_t nwords, uint32_t n,
+                                                  const uint32_t* __restrict__ offsets,
+                                                  uint4* __restrict__ out) {
+    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t warps = (gridDim.x * blockDim.x) >> 5;
+    for (uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < nwords; w += warps) {
+        const uint64_t word = cuzk_gather::masked_word(words, w, n);
+        if (word == 0) continue;
+        const uint32_t base = offsets[w];
+#pragma unroll
+        for (uint32_t half = 0; half < 2; ++half) {
+            const uint32_t bit = lane + 32 * half;
+            if ((word >> bit) & 1) {
+                const uint32_t rank = __popcll(word & ((1ull << bit) - 1));
+                const uint64_t src = (uint64_t(w) * 64 + bit) * 2;
+                const uint64_t dst = uint64_t(base + rank) * 2;
+                out[dst] = values[src];
+                out[dst + 1] = values[src + 1];
+            }
+        }
+    }
+}
