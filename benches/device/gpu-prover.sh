@@ -63,9 +63,9 @@ pipeline)
   key 24
   # No overlap (one partition at a time, one synthesis worker) against the
   # pipeline (synthesis workers feeding two CUDA workers under VRAM admission).
-  for grid in "1 1 1 serial" "6 2 6 pipelined"; do
+  for grid in "1 1 1 serial 330" "5 1 8 pipelined 200"; do
     set -- $grid
-    timeout 300 "$bin/sweep" --backend cuda --log-size 24 --jobs 1 --partitions 10 \
+    timeout "$5" "$bin/sweep" --backend cuda --log-size 24 --jobs 1 --partitions 10 \
       --synthesis "$1" --provers "$2" --in-flight "$3" --key "$keys/demo-24-95.params" \
       --out "$out/sweep-k24-cuda-$4" > "$out/sweep-$4.log" 2>&1
     rc=$?
