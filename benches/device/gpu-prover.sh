@@ -44,20 +44,25 @@ prove_cmp() { # prove_cmp K BUDGET: one partition with a fixed seed under two bu
   else row prove "2^$k: $small and full-card proofs" DIFFER; fi
 }
 
-case "$phase" in
-prover)
-  for k in 16 20 24; do key $k; done
-  export CUZK_TEST_KEYS="$keys" CUZK_TEST_SIZES="16 20 24" CUZK_FIXTURES="$here/fixtures"
-  for t in ${TESTS:-gpu keygen msm gpu_prover}; do
+run_tests() { # run_tests NAME...: device test binaries from the bundle, one row per test
+  for t in "$@"; do
     [ -x "$bin/$t" ] || { row "$t" "(not in the bundle)" MISSING; continue; }
-    timeout 300 "$bin/$t" --test-threads=1 --nocapture > "$out/test-$t.log" 2>&1
-    rc=$?
-    grep -E "identical|streamed|seed|backend" "$out/test-$t.log"
+    timeout 300 "$bin/$t" --test-threads=1 --show-output > "$out/test-$t.log" 2>&1
+    local rc=$?
+    grep -E "identical|streamed|seed|backend" "$out/test-$t.log" | head -20
     while read -r name result; do row "$t" "$name" "$result"; done \
       < <(sed -n 's/^test \(.*\) \.\.\. \(ok\|FAILED\|ignored\)$/\1 \2/p' "$out/test-$t.log")
     row "$t" "(exit $rc)" "$([ $rc = 0 ] && echo PASS || echo FAIL)"
   done
+}
+
+case "$phase" in
+prover)
+  for k in 16 20 24; do key $k; done
+  export CUZK_TEST_KEYS="$keys" CUZK_TEST_SIZES="16 20 24" CUZK_FIXTURES="$here/fixtures"
+  run_tests ${TESTS:-gather keygen gpu_prover}
   prove_cmp 24 6GiB
+  run_tests ${TESTS2:-gpu msm}
   ;;
 pipeline)
   key 24
