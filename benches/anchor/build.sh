@@ -53,10 +53,12 @@ export PATH="$CUDA_HOME_DIR/bin:$PATH"
 
 # 3. Build. sppark embeds sm_80 SASS + compute_80 PTX (and newer PTX); add SASS for the H200
 #    (sm_90): a newer toolkit's PTX does not JIT on the GPU machine's driver, so SASS matters.
-#    libstdc++ is linked statically so the binary does not depend on the build host's C++ runtime;
+#    libstdc++ is linked statically so the binary does not depend on the build host's C++ runtime
+#    ("static:-bundle": rustc does not look for libstdc++.a itself, the final link finds it in
+#    gcc's own library dir; plain "static=stdc++" fails with "could not find native static library");
 #    cudart is static through the cc crate's default (cudart_static).
 export NVCC_APPEND_FLAGS="${NVCC_APPEND_FLAGS:--gencode arch=compute_90,code=sm_90}"
-export CXXSTDLIB=static=stdc++
+export CXXSTDLIB="static:-bundle=stdc++"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 cargo build --release --locked --manifest-path "$HERE/Cargo.toml" --bin anchor
 

@@ -55,9 +55,7 @@ fn parse_args() -> Result<Args, String> {
         if flag == "--help" || flag == "-h" {
             return Err(String::new());
         }
-        let value = it
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
         match flag.as_str() {
             "--key" => key = Some(PathBuf::from(&value)),
@@ -150,7 +148,7 @@ fn install_logger(verbose: bool) {
 fn synthesis_end_after(since: Instant) -> Option<Instant> {
     let stamps = STAMPS.get()?;
     let list = stamps.proof_timer_started.lock().ok()?;
-    list.iter().copied().filter(|t| *t >= since).last()
+    list.iter().copied().rev().find(|t| *t >= since)
 }
 
 fn secs(d: Duration) -> f64 {
