@@ -4,6 +4,7 @@
 # --arch sm_90` built bundle/ (carry it), e.g. through the device tool:
 #   bash benches/device/gpu-prover.sh prover     # keys 2^16/20/24, device tests, 2^24 under 6 GiB vs full card
 #   bash benches/device/gpu-prover.sh pipeline   # 10-partition 2^24 sweep on the CUDA backend
+#   bash benches/device/gpu-prover.sh compare    # supraseal-c2 (.device-carry/anchor) vs cuzk at 2^22/2^24, 95% and 50% SHA
 #   bash benches/device/gpu-prover.sh big        # 2^26 under a 16 GiB budget and the full card
 # Outputs (logs, sweep JSON/SVG) go to $OUT; a table is printed last.
 set -u
@@ -76,6 +77,27 @@ pipeline)
     rc=$?
     tail -4 "$out/sweep-$4.log"
     row sweep "2^24 x 10 partitions, $4 (s$1 p$2 f$3)" "exit $rc: $(grep -E '^ +[0-9]+ +[0-9]+ +[0-9]+ ' "$out/sweep-$4.log" | tail -1 | awk '{print $5" s wall, "$6" proofs/h, syn "$10"% prv "$11"%"}')"
+  done
+  ;;
+compare)
+  # Same circuits, same keys, same machine: supraseal-c2 (bellperson 0.27 with
+  # cuda-supraseal, .device-carry/anchor from benches/anchor) against cuzk's
+  # CUDA backend and its CPU backend. Times after synthesis, per partition.
+  anchor="$here/.device-carry/anchor"
+  for spec in ${COMPARE:-22:95 24:95 24:50}; do
+    k=${spec%:*}; share=${spec#*:}
+    f="$keys/demo-$k-$share.params"
+    if [ ! -f "$f" ]; then
+      "$bin/cuzk" setup --backend cuda --log-size "$k" --sha-share "0.$share" --setup-seed "$k" --out "$f" > "$out/setup-$k-$share.log" 2>&1
+      row setup "2^$k $share% SHA key: $(tail -1 "$out/setup-$k-$share.log" | sed 's/.* in //')" "rc $?"
+    fi
+    parts=3; [ "$share" = 50 ] && parts=2
+    timeout 240 "$anchor" --key "$f" --log-size "$k" --sha-share "0.$share" --partitions "$parts" --runs 2 > "$out/anchor-$k-$share.log" 2>&1
+    row anchor "2^$k $share%: $(grep '^anchor:' "$out/anchor-$k-$share.log" | tail -1 | sed 's/.*after synthesis //')" "rc $?"
+    "$bin/cuzk" prove --backend cuda --log-size "$k" --sha-share "0.$share" --key "$f" --partitions "$parts" \
+      --rng-seed 1 --out "$out/c-$k-$share.bin" > "$out/cuzk-$k-$share.log" 2>&1
+    row cuzk "2^$k $share%: prove per partition (s): $(awk '$2 ~ /cuda/ {printf "%s ", $4}' "$out/cuzk-$k-$share.log")" "rc $?"
+    grep -E "cuda:0" "$out/cuzk-$k-$share.log" | tail -1 | cut -c1-400
   done
   ;;
 big)
