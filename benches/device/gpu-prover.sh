@@ -9,7 +9,7 @@
 # Outputs (logs, sweep JSON/SVG) go to $OUT; a table is printed last.
 set -u
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-bin="$here/bundle/bin"
+bin="${BIN:-$here/.device-carry/bin}"; [ -d "$bin" ] || bin="$here/bundle/bin"
 out="${OUT:-/tmp/cuzk-out}"; mkdir -p "$out"
 keys="${KEYS_DIR:-/tmp/cuzk-keys}"; mkdir -p "$keys"
 phase="${1:-prover}"
