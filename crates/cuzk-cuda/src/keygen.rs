@@ -7,7 +7,10 @@
 //! product is then one mixed addition per nonzero digit on the device,
 //! followed by a batch conversion to affine with one field inversion per
 //! [`AFFINE_RUN`] points. Scalars go up and points come back in chunks, so
-//! device memory stays bounded whatever the batch size.
+//! device memory stays bounded whatever the batch size. With a [`Staging`]
+//! (pinned host buffers, two of each, allocated once) the copies run at
+//! pinned rates and the host's copy of chunk k − 1 into the caller's slice
+//! overlaps the device's work on chunk k.
 //!
 //! Table layout (what the kernels index): for a window of `w` bits and
 //! `windows` windows, `half = 2^(w-1)` and `table[j·half + d − 1] = d ·
@@ -18,8 +21,9 @@
 use std::marker::PhantomData;
 
 use cuzk_field::limbs::FrLimbs;
+use rayon::prelude::*;
 
-use crate::device::{grid, DeviceBuffer, Stream};
+use crate::device::{grid, DeviceBuffer, Gpu, PinnedBuffer, Stream};
 use crate::error::{ensure, Result};
 use crate::ffi::KernelArgs;
 use crate::msm::{MsmCurve, G1, G2};
@@ -131,7 +135,7 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
         out: &mut [C::Affine],
         chunk: usize,
     ) -> Result<()> {
-        let [mul_kernel, affine_kernel] = C::KEYGEN_KERNELS;
+        let [mul_kernel, _] = C::KEYGEN_KERNELS;
         ensure(mul_kernel, scalars.len() == out.len(), || {
             format!("{} scalars, {} outputs", scalars.len(), out.len())
         })?;
@@ -150,53 +154,178 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
             stream.upload_prefix(&scalars[first..first + len], &mut scalar_buf)?;
             // A chunk's points in a buffer of exactly `len` (download takes whole buffers).
             let points: DeviceBuffer<C::Affine> = stream.alloc(len)?;
-            let n = len as u32;
-            let args = KernelArgs::new()
-                .device_ptr(self.points.device_ptr())
-                .u32(self.window_bits)
-                .u32(self.windows)
-                .device_ptr(scalar_buf.device_ptr())
-                .u32(n)
-                .device_ptr(xyzz.device_ptr());
-            #[allow(unsafe_code)]
-            // SAFETY: keygen_fixed_base_mul_*(table, w, windows, scalars, n, out):
-            // reads scalars[0..n) (n ≤ chunk) and table rows j < windows at columns
-            // < 2^(w-1) (digits are bounded by the recoding; `upload` checked the
-            // table's length and w·windows ≥ 256); writes out[0..n) XYZZ points,
-            // n·XYZZ_WORDS words ≤ xyzz's length.
-            unsafe {
-                stream.launch(
-                    mul_kernel,
-                    grid(n.div_ceil(MUL_THREADS), MUL_THREADS),
-                    args,
-                    || {
-                        format!(
-                            "{len} scalars at {first}, {} windows of {} bits",
-                            self.windows, self.window_bits
-                        )
-                    },
-                )?;
-            }
-            let threads = n.div_ceil(AFFINE_RUN);
-            let args = KernelArgs::new()
-                .device_ptr(xyzz.device_ptr())
-                .u32(n)
-                .u32(AFFINE_RUN)
-                .device_ptr(points.device_ptr());
-            #[allow(unsafe_code)]
-            // SAFETY: keygen_to_affine_*(in, n, run, out): reads in[0..n) XYZZ
-            // points, writes out[0..n) affine points (points has n elements).
-            unsafe {
-                stream.launch(
-                    affine_kernel,
-                    grid(threads.div_ceil(AFFINE_THREADS), AFFINE_THREADS),
-                    args,
-                    || format!("{len} points at {first}"),
-                )?;
-            }
+            self.launch(stream, &scalar_buf, &xyzz, points.device_ptr(), first, len)?;
             stream.download(&points, &mut out[first..first + len])?;
             first += len;
         }
         Ok(())
+    }
+
+    /// [`FixedBaseTable::mul`] through `staging`: scalars are copied into a
+    /// pinned buffer and uploaded from there, points come back into a pinned
+    /// buffer, and while the device works on one chunk the host copies the
+    /// previous chunk's points into `out` (in parallel). Chunks are as large
+    /// as the staging buffers and the 1 GiB XYZZ scratch allow.
+    pub fn mul_staged(
+        &self,
+        stream: &Stream,
+        staging: &mut Staging,
+        scalars: &[FrLimbs],
+        out: &mut [C::Affine],
+    ) -> Result<()> {
+        let [mul_kernel, _] = C::KEYGEN_KERNELS;
+        ensure(mul_kernel, scalars.len() == out.len(), || {
+            format!("{} scalars, {} outputs", scalars.len(), out.len())
+        })?;
+        let point_bytes = std::mem::size_of::<C::Affine>();
+        let chunk = Self::default_chunk()
+            .min(staging.scalar_bytes() / std::mem::size_of::<FrLimbs>())
+            .min(staging.point_bytes() / point_bytes);
+        ensure(mul_kernel, chunk > 0, || {
+            format!("staging too small for one {} point", C::NAME)
+        })?;
+        if scalars.is_empty() {
+            return Ok(());
+        }
+        let chunk = chunk.min(scalars.len());
+        let mut dev_scalars: DeviceBuffer<FrLimbs> = stream.alloc(chunk)?;
+        let xyzz: DeviceBuffer<u64> = stream.alloc(chunk * C::XYZZ_WORDS)?;
+        // Whole staging buffers travel back (download_pinned copies equal
+        // lengths); only the first `len` points of each are used.
+        let dev_points: DeviceBuffer<u8> = stream.alloc(staging.point_bytes())?;
+        // (slot, first, len) of the chunk whose points are on their way back.
+        let mut pending: Option<(usize, usize, usize)> = None;
+        for (k, first) in (0..scalars.len()).step_by(chunk).enumerate() {
+            let len = chunk.min(scalars.len() - first);
+            let slot = k % 2;
+            // Waits for this slot's previous upload (two chunks ago).
+            staging.scalars[slot].values_mut::<FrLimbs>()?[..len]
+                .copy_from_slice(&scalars[first..first + len]);
+            stream.upload_staged(&staging.scalars[slot], len, &mut dev_scalars, 0)?;
+            self.launch(
+                stream,
+                &dev_scalars,
+                &xyzz,
+                dev_points.device_ptr(),
+                first,
+                len,
+            )?;
+            stream.download_pinned(&dev_points, &mut staging.points[slot])?;
+            if let Some((slot, first, len)) = pending.take() {
+                copy_out::<C>(&mut staging.points[slot], &mut out[first..first + len])?;
+            }
+            pending = Some((slot, first, len));
+        }
+        if let Some((slot, first, len)) = pending {
+            copy_out::<C>(&mut staging.points[slot], &mut out[first..first + len])?;
+        }
+        Ok(())
+    }
+
+    /// Launches the product and the affine conversion of `len` scalars from
+    /// `dev_scalars` into the affine points at device address `points`.
+    fn launch(
+        &self,
+        stream: &Stream,
+        dev_scalars: &DeviceBuffer<FrLimbs>,
+        xyzz: &DeviceBuffer<u64>,
+        points: u64,
+        first: usize,
+        len: usize,
+    ) -> Result<()> {
+        let [mul_kernel, affine_kernel] = C::KEYGEN_KERNELS;
+        let n = len as u32;
+        debug_assert!(len <= dev_scalars.len() && len * C::XYZZ_WORDS <= xyzz.len());
+        let args = KernelArgs::new()
+            .device_ptr(self.points.device_ptr())
+            .u32(self.window_bits)
+            .u32(self.windows)
+            .device_ptr(dev_scalars.device_ptr())
+            .u32(n)
+            .device_ptr(xyzz.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: as in `mul_in_chunks`: reads dev_scalars[0..n) and table rows
+        // j < windows at columns < 2^(w-1); writes n XYZZ points into xyzz
+        // (callers size it for at least n).
+        unsafe {
+            stream.launch(
+                mul_kernel,
+                grid(n.div_ceil(MUL_THREADS), MUL_THREADS),
+                args,
+                || {
+                    format!(
+                        "{len} scalars at {first}, {} windows of {} bits",
+                        self.windows, self.window_bits
+                    )
+                },
+            )?;
+        }
+        let threads = n.div_ceil(AFFINE_RUN);
+        let args = KernelArgs::new()
+            .device_ptr(xyzz.device_ptr())
+            .u32(n)
+            .u32(AFFINE_RUN)
+            .device_ptr(points);
+        #[allow(unsafe_code)]
+        // SAFETY: reads n XYZZ points from xyzz, writes n affine points at
+        // `points`, which callers size for at least n.
+        unsafe {
+            stream.launch(
+                affine_kernel,
+                grid(threads.div_ceil(AFFINE_THREADS), AFFINE_THREADS),
+                args,
+                || format!("{len} points at {first}"),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Copies the first `out.len()` points of a pinned staging buffer into `out`
+/// (waiting for its download first), in parallel.
+fn copy_out<C: KeygenCurve>(points: &mut PinnedBuffer<u8>, out: &mut [C::Affine]) -> Result<()> {
+    let staged = &points.values_mut::<C::Affine>()?[..out.len()];
+    out.par_chunks_mut(1 << 14)
+        .zip(staged.par_chunks(1 << 14))
+        .for_each(|(o, s)| o.copy_from_slice(s));
+    Ok(())
+}
+
+/// Pinned host buffers for [`FixedBaseTable::mul_staged`]: two for scalars
+/// and two for points, so one chunk's copies overlap the next chunk's work.
+/// Allocate once (pinning is slow) and reuse for G1 and G2.
+#[derive(Debug)]
+pub struct Staging {
+    scalars: [PinnedBuffer<u8>; 2],
+    points: [PinnedBuffer<u8>; 2],
+}
+
+impl Staging {
+    /// Room for one full chunk of either curve: 2^22 scalars (128 MiB) and
+    /// 384 MiB of points per buffer, 1 GiB pinned in all.
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        Self::with_sizes(gpu, 128 << 20, 384 << 20)
+    }
+
+    /// Buffers of `scalar_bytes` and `point_bytes` each (chunks shrink to fit).
+    pub fn with_sizes(gpu: &Gpu, scalar_bytes: usize, point_bytes: usize) -> Result<Self> {
+        Ok(Staging {
+            scalars: [
+                PinnedBuffer::new(gpu, scalar_bytes)?,
+                PinnedBuffer::new(gpu, scalar_bytes)?,
+            ],
+            points: [
+                PinnedBuffer::new(gpu, point_bytes)?,
+                PinnedBuffer::new(gpu, point_bytes)?,
+            ],
+        })
+    }
+
+    fn scalar_bytes(&self) -> usize {
+        self.scalars[0].len()
+    }
+
+    fn point_bytes(&self) -> usize {
+        self.points[0].len()
     }
 }

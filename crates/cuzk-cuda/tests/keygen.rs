@@ -6,7 +6,7 @@
 //!
 //! Without a CUDA device every test prints "skipped: no CUDA device" and passes.
 
-use cuzk_cuda::keygen::{FixedBaseTable, KeygenCurve, AFFINE_RUN};
+use cuzk_cuda::keygen::{FixedBaseTable, KeygenCurve, Staging, AFFINE_RUN};
 use cuzk_cuda::msm::{G1, G2};
 use cuzk_cuda::{Gpu, Stream};
 use cuzk_field::limbs::{fr_as_limbs, g1_as_limbs, g2_as_limbs};
@@ -105,7 +105,18 @@ fn scalars(rng: &mut ChaCha20Rng, w: u32, random: usize) -> Vec<Fr> {
     s
 }
 
-fn check<C: HostCurve>(test: &str, w: u32, random: usize, chunk: Option<usize>) {
+/// How the products are run.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// `mul`: default chunks, pageable copies.
+    Plain,
+    /// `mul_in_chunks` with this many points per chunk.
+    Chunks(usize),
+    /// `mul_staged` with pinned buffers holding this many points of either curve.
+    Staged(usize),
+}
+
+fn check<C: HostCurve>(test: &str, w: u32, random: usize, mode: Mode) {
     let Some(stream) = stream() else { return };
     let mut rng = rng(test);
     let base = C::Proj::random(&mut rng);
@@ -113,9 +124,13 @@ fn check<C: HostCurve>(test: &str, w: u32, random: usize, chunk: Option<usize>) 
     let table = FixedBaseTable::<C>::upload(&stream, &points, w, windows).unwrap();
     let s = scalars(&mut rng, w, random);
     let mut out = vec![C::Affine::default(); s.len()];
-    match chunk {
-        Some(c) => table.mul_in_chunks(&stream, fr_as_limbs(&s), &mut out, c),
-        None => table.mul(&stream, fr_as_limbs(&s), &mut out),
+    match mode {
+        Mode::Plain => table.mul(&stream, fr_as_limbs(&s), &mut out),
+        Mode::Chunks(c) => table.mul_in_chunks(&stream, fr_as_limbs(&s), &mut out, c),
+        Mode::Staged(points) => {
+            let mut staging = Staging::with_sizes(stream.gpu(), 32 * points, 192 * points).unwrap();
+            table.mul_staged(&stream, &mut staging, fr_as_limbs(&s), &mut out)
+        }
     }
     .unwrap();
     let got = C::from_limbs(&out);
@@ -130,21 +145,30 @@ fn check<C: HostCurve>(test: &str, w: u32, random: usize, chunk: Option<usize>) 
 
 #[test]
 fn g1_fixed_base_matches_cpu() {
-    check::<G1>("g1 w=16", 16, 2000, None);
-    check::<G1>("g1 w=7", 7, 300, None);
+    check::<G1>("g1 w=16", 16, 2000, Mode::Plain);
+    check::<G1>("g1 w=7", 7, 300, Mode::Plain);
 }
 
 #[test]
 fn g2_fixed_base_matches_cpu() {
-    check::<G2>("g2 w=13", 13, 700, None);
-    check::<G2>("g2 w=5", 5, 100, None);
+    check::<G2>("g2 w=13", 13, 700, Mode::Plain);
+    check::<G2>("g2 w=5", 5, 100, Mode::Plain);
 }
 
 #[test]
 fn chunk_boundaries() {
     // 97 points per chunk: runs and chunks end at unrelated places.
-    check::<G1>("g1 chunks of 97", 9, 400, Some(97));
-    check::<G2>("g2 chunks of 33", 9, 100, Some(33));
+    check::<G1>("g1 chunks of 97", 9, 400, Mode::Chunks(97));
+    check::<G2>("g2 chunks of 33", 9, 100, Mode::Chunks(33));
+}
+
+#[test]
+fn staged_through_pinned_buffers() {
+    // 61 points per chunk: several chunks, both staging slots, a short last one.
+    check::<G1>("g1 staged, 61 per chunk", 11, 500, Mode::Staged(61));
+    check::<G2>("g2 staged, 61 per chunk", 8, 200, Mode::Staged(61));
+    // One chunk holding everything.
+    check::<G1>("g1 staged, one chunk", 12, 300, Mode::Staged(1 << 12));
 }
 
 #[test]
