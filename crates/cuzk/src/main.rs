@@ -4,6 +4,8 @@
 //! of it, `verify` checks proofs, `info` describes a key file and the
 //! machine, and `demo` does all of it in one go, printing each stage's time.
 
+mod porep;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -99,6 +101,8 @@ enum Command {
         #[arg(long, short)]
         key: Option<PathBuf>,
     },
+    /// Filecoin PoRep commit phase 2: C1 output in, verified partition proofs out.
+    PorepC2(porep::PorepC2Args),
     /// One command end to end: key (cached), a batch of partitions, verification, timings.
     Demo {
         /// log2 of the constraint count.
@@ -217,6 +221,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Info { key } => info(key.as_deref()),
+        Command::PorepC2(args) => porep::run(args),
         Command::Demo {
             log_size,
             sha_share,
