@@ -1,0 +1,277 @@
+//! Synthesis of one PoRep partition circuit: cuzk's `ProvingAssignment`
+//! against bellperson 0.27's own (private) one, on the same circuit.
+//!
+//! ```sh
+//! # A real partition (from a C1 output, e.g. `cargo xtask fixtures seal --out c1.json`):
+//! cargo run --release -p cuzk-filecoin --example porep_synthesis -- --c1 c1.json
+//! # The blank circuit of a sector size, unassigned values read as zero (same constraints):
+//! cargo run --release -p cuzk-filecoin --example porep_synthesis -- --sector-size 32GiB
+//! ```
+//!
+//! Prints the circuit's shape (constraints with the `input_i * 0 = 0` ones,
+//! inputs with ONE, aux, the three density counts) and each synthesis's
+//! wall time. bellperson's synthesis is timed by running its prover with a
+//! parameter source that refuses every request: bellperson synthesizes
+//! first (with its own `ProvingAssignment`) and stops at its first key
+//! access, so the call's time is its synthesis (plus a negligible error path).
+//! `--skip-bellperson` measures cuzk only (half the peak memory).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::{create_random_proof_batch, ParameterSource, VerifyingKey};
+use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
+use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
+use cuzk_filecoin::{parse_c1, parse_sector_size, partition_circuits, ProofType};
+use cuzk_synth::{CircuitShape, ProvingAssignment};
+use ff::Field;
+use filecoin_proofs::{
+    parameters::public_params, DefaultPieceHasher, MerkleTreeTrait, SectorShape2KiB,
+    SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
+};
+use rand::SeedableRng;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
+
+/// A constraint system that reads every unassigned value as zero, around
+/// another one. The constraints and the variables are the wrapped system's
+/// own: only the missing values change, so shapes and densities are exact.
+struct ZeroFill<'a, CS>(&'a mut CS);
+
+fn or_zero(v: Result<Fr, SynthesisError>) -> Result<Fr, SynthesisError> {
+    match v {
+        Err(SynthesisError::AssignmentMissing) => Ok(Fr::ZERO),
+        other => other,
+    }
+}
+
+impl<CS: ConstraintSystem<Fr>> ConstraintSystem<Fr> for ZeroFill<'_, CS> {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, annotation: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.alloc(annotation, || or_zero(f()))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, annotation: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.alloc_input(annotation, || or_zero(f()))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, annotation: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        self.0.enforce(annotation, a, b, c)
+    }
+
+    fn push_namespace<NR, N>(&mut self, name_fn: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+        self.0.get_root().push_namespace(name_fn)
+    }
+
+    fn pop_namespace(&mut self) {
+        self.0.get_root().pop_namespace()
+    }
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// A circuit synthesized through [`ZeroFill`].
+struct Blank<C>(C);
+
+impl<C: Circuit<Fr>> Circuit<Fr> for Blank<C> {
+    fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        self.0.synthesize(&mut ZeroFill(cs))
+    }
+}
+
+/// A parameter source that has nothing: bellperson's prover stops at its first request.
+struct NoKey;
+
+fn no_key<T>() -> Result<T, SynthesisError> {
+    Err(SynthesisError::IoError(std::io::Error::other(
+        "no key: synthesis timing only",
+    )))
+}
+
+impl ParameterSource<Bls12> for NoKey {
+    type G1Builder = (Arc<Vec<G1Affine>>, usize);
+    type G2Builder = (Arc<Vec<G2Affine>>, usize);
+
+    fn get_vk(&self, _: usize) -> Result<&VerifyingKey<Bls12>, SynthesisError> {
+        no_key()
+    }
+    fn get_h(&self, _: usize) -> Result<Self::G1Builder, SynthesisError> {
+        no_key()
+    }
+    fn get_l(&self, _: usize) -> Result<Self::G1Builder, SynthesisError> {
+        no_key()
+    }
+    fn get_a(
+        &self,
+        _: usize,
+        _: usize,
+    ) -> Result<(Self::G1Builder, Self::G1Builder), SynthesisError> {
+        no_key()
+    }
+    fn get_b_g1(
+        &self,
+        _: usize,
+        _: usize,
+    ) -> Result<(Self::G1Builder, Self::G1Builder), SynthesisError> {
+        no_key()
+    }
+    fn get_b_g2(
+        &self,
+        _: usize,
+        _: usize,
+    ) -> Result<(Self::G2Builder, Self::G2Builder), SynthesisError> {
+        no_key()
+    }
+}
+
+fn cuzk_synthesis<C: Circuit<Fr>>(circuit: C) -> (CircuitShape, Duration) {
+    let t = Instant::now();
+    let mut cs = ProvingAssignment::new();
+    cs.alloc_input(|| "one", || Ok(Fr::ONE)).expect("ONE");
+    circuit.synthesize(&mut cs).expect("cuzk synthesis");
+    let w = cs.finish();
+    let elapsed = t.elapsed();
+    let shape = w.shape();
+    drop(w);
+    (shape, elapsed)
+}
+
+fn bellperson_synthesis<C: Circuit<Fr> + Send>(circuit: C) -> Duration {
+    let t = Instant::now();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0);
+    match create_random_proof_batch(vec![circuit], &NoKey, &mut rng) {
+        Err(SynthesisError::IoError(_)) => t.elapsed(),
+        Err(e) => panic!("bellperson synthesis failed: {e}"),
+        Ok(_) => unreachable!("NoKey has no key"),
+    }
+}
+
+fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
+    pt: ProofType,
+) -> Result<impl Circuit<Fr> + Send, cuzk_filecoin::Error> {
+    let vanilla =
+        public_params::<Tree>(&pt.config()).map_err(|e| cuzk_filecoin::Error::Unsupported {
+            proof_type: pt.name(),
+            why: format!("{e:#}"),
+        })?;
+    Ok(Blank(
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::blank_circuit(&vanilla),
+    ))
+}
+
+fn run<C: Circuit<Fr> + Send>(label: &str, make: &dyn Fn() -> C, skip_bellperson: bool) {
+    let (shape, cuzk) = cuzk_synthesis(make());
+    println!("circuit: {label}");
+    println!(
+        "  constraints {} (domain 2^{}), inputs {} (ONE included), aux {}",
+        shape.num_constraints, shape.domain_log2, shape.num_inputs, shape.num_aux
+    );
+    println!(
+        "  density: a_aux {}, b_input {}, b_aux {}",
+        shape.a_aux_density, shape.b_input_density, shape.b_aux_density
+    );
+    println!("  cuzk synthesis        {:>10.3} s", cuzk.as_secs_f64());
+    if !skip_bellperson {
+        let bp = bellperson_synthesis(make());
+        println!(
+            "  bellperson synthesis  {:>10.3} s  (cuzk / bellperson {:.2})",
+            bp.as_secs_f64(),
+            cuzk.as_secs_f64() / bp.as_secs_f64()
+        );
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let skip = args.iter().any(|a| a == "--skip-bellperson");
+    println!(
+        "machine: {} cores (rayon {}), {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        rayon::current_num_threads(),
+        std::env::consts::ARCH
+    );
+    if let Some(path) = value("--c1") {
+        let c1 = parse_c1(&std::fs::read(&path)?)?;
+        let label = format!("{} partition 0 of {path}", c1.proof_type.name());
+        macro_rules! real {
+            ($tree:ty) => {
+                run(
+                    &label,
+                    &|| {
+                        partition_circuits::<$tree>(&c1)
+                            .expect("partition circuits")
+                            .swap_remove(0)
+                            .0
+                    },
+                    skip,
+                )
+            };
+        }
+        match c1.proof_type.sector_size() {
+            s if s == 2 << 10 => real!(SectorShape2KiB),
+            s if s == 8 << 20 => real!(SectorShape8MiB),
+            s if s == 512 << 20 => real!(SectorShape512MiB),
+            s if s == 32 << 30 => real!(SectorShape32GiB),
+            _ => real!(SectorShape64GiB),
+        }
+        return Ok(());
+    }
+    let size_text = value("--sector-size").unwrap_or_else(|| "2KiB".into());
+    let size = parse_sector_size(&size_text).ok_or("bad --sector-size")?;
+    let proof = ProofType::ALL
+        .into_iter()
+        .find(|p| u64::from(p.sector_size()) == size && format!("{p:?}").ends_with("V1_1"))
+        .ok_or("no PoRep proof type of that sector size")?;
+    let pt = ProofType::new(proof)?;
+    let label = format!("{} blank partition, unassigned values as zero", pt.name());
+    macro_rules! blank {
+        ($tree:ty) => {{
+            blank_circuit::<$tree>(pt)?;
+            run(
+                &label,
+                &|| blank_circuit::<$tree>(pt).expect("blank circuit"),
+                skip,
+            )
+        }};
+    }
+    match size {
+        s if s == 2 << 10 => blank!(SectorShape2KiB),
+        s if s == 8 << 20 => blank!(SectorShape8MiB),
+        s if s == 512 << 20 => blank!(SectorShape512MiB),
+        s if s == 32 << 30 => blank!(SectorShape32GiB),
+        _ => blank!(SectorShape64GiB),
+    }
+    Ok(())
+}
