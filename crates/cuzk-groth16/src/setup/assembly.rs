@@ -9,10 +9,9 @@
 //!
 //! Unlike bellperson's per-variable vectors, the terms are stored flat, one
 //! vector per matrix, in the order they were enforced. Evaluation multiplies
-//! every term by its constraint's Lagrange coefficient in parallel, then sums
-//! the products per variable in one sequential pass per matrix (the three
-//! matrices on three threads). Field addition is exact, so the sums equal
-//! bellperson's whatever the order.
+//! every term by its constraint's Lagrange coefficient and sums the products
+//! per variable, both in parallel ([`sum_by_variable`]). Field addition is
+//! exact, so the sums equal bellperson's whatever the order.
 
 use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
@@ -29,8 +28,7 @@ struct Term {
     var: u32,
     /// The constraint (row) the term belongs to.
     constraint: u32,
-    /// The coefficient; after [`KeyAssembly::evaluate`]'s first pass, the
-    /// coefficient times the constraint's Lagrange coefficient.
+    /// The coefficient.
     coeff: Fr,
 }
 
@@ -106,24 +104,8 @@ impl KeyAssembly {
         let num_inputs = self.num_inputs;
         let vars = self.num_inputs + self.num_aux;
         let [a, b, c] = self.terms;
-        let sum = |mut terms: Vec<Term>| {
-            terms.par_chunks_mut(1 << 14).for_each(|chunk| {
-                for t in chunk {
-                    t.coeff *= lagrange[t.constraint as usize];
-                }
-            });
-            let mut out = vec![Fr::ZERO; vars];
-            for t in &terms {
-                let i = if t.var & INPUT_BIT != 0 {
-                    (t.var & !INPUT_BIT) as usize
-                } else {
-                    num_inputs + t.var as usize
-                };
-                out[i] += t.coeff;
-            }
-            out
-        };
-        let (at, (bt, ct)) = rayon::join(|| sum(a), || rayon::join(|| sum(b), || sum(c)));
+        let sum = |terms: Vec<Term>| sum_by_variable(terms, lagrange, num_inputs, vars);
+        let (at, bt, ct) = (sum(a), sum(b), sum(c));
         Evaluated {
             num_inputs,
             at,
@@ -131,6 +113,54 @@ impl KeyAssembly {
             ct,
         }
     }
+}
+
+/// Variables per bucket of [`sum_by_variable`]: 16 Ki sums (512 KiB) that one
+/// task owns, so the additions stay in cache.
+const BUCKET: usize = 1 << 14;
+
+/// Σ coeff · L_constraint(τ) per variable (inputs first, then aux), in
+/// parallel: each task takes a run of terms, multiplies them by their
+/// constraint's Lagrange coefficient and deals the products into buckets of
+/// [`BUCKET`] consecutive variables; then each bucket's sums are formed by one
+/// task. Field addition is exact, so the order does not matter.
+fn sum_by_variable(terms: Vec<Term>, lagrange: &[Fr], num_inputs: usize, vars: usize) -> Vec<Fr> {
+    let index = |t: &Term| {
+        if t.var & INPUT_BIT != 0 {
+            (t.var & !INPUT_BIT) as usize
+        } else {
+            num_inputs + t.var as usize
+        }
+    };
+    let buckets = vars.div_ceil(BUCKET).max(1);
+    let per_task = terms
+        .len()
+        .div_ceil(4 * rayon::current_num_threads())
+        .max(1 << 14);
+    let dealt: Vec<Vec<Vec<(u32, Fr)>>> = terms
+        .par_chunks(per_task)
+        .map(|run| {
+            let mut dealt = vec![Vec::new(); buckets];
+            for t in run {
+                let i = index(t);
+                dealt[i / BUCKET].push((i as u32, t.coeff * lagrange[t.constraint as usize]));
+            }
+            dealt
+        })
+        .collect();
+    drop(terms);
+    let mut out = vec![Fr::ZERO; vars];
+    out.par_chunks_mut(BUCKET)
+        .enumerate()
+        .for_each(|(bucket, sums)| {
+            let base = bucket * BUCKET;
+            for run in &dealt {
+                for &(i, v) in &run[bucket] {
+                    sums[i as usize - base] += v;
+                }
+            }
+        });
+    out
 }
 
 /// Variables and constraints are indexed by u32 (aux below 2^31); a circuit
@@ -223,5 +253,56 @@ impl ConstraintSystem<Fr> for KeyAssembly {
 
     fn get_root(&mut self) -> &mut Self::Root {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha20Rng;
+
+    /// The parallel sums against a plain loop, over several buckets, with
+    /// inputs, repeated variables, zero coefficients and empty buckets.
+    #[test]
+    fn parallel_sums_match_a_plain_loop() {
+        let seed = rand::random::<u64>();
+        println!("seed {seed}");
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let (num_inputs, num_aux, constraints) = (7usize, 3 * BUCKET + 123, 40_000usize);
+        let lagrange: Vec<Fr> = (0..constraints).map(|_| Fr::random(&mut rng)).collect();
+        let terms: Vec<Term> = (0..200_000)
+            .map(|k| {
+                let var = if k % 50 == 0 {
+                    rng.gen_range(0..num_inputs as u32) | INPUT_BIT
+                } else if k % 7 == 0 {
+                    // Leaves bucket 1 empty: aux below BUCKET or above 2·BUCKET.
+                    rng.gen_range(2 * BUCKET as u32..num_aux as u32)
+                } else {
+                    rng.gen_range(0..BUCKET as u32)
+                };
+                let coeff = if k % 11 == 0 {
+                    Fr::ZERO
+                } else {
+                    Fr::random(&mut rng)
+                };
+                Term {
+                    var,
+                    constraint: rng.gen_range(0..constraints as u32),
+                    coeff,
+                }
+            })
+            .collect();
+        let vars = num_inputs + num_aux;
+        let mut want = vec![Fr::ZERO; vars];
+        for t in &terms {
+            let i = if t.var & INPUT_BIT != 0 {
+                (t.var & !INPUT_BIT) as usize
+            } else {
+                num_inputs + t.var as usize
+            };
+            want[i] += t.coeff * lagrange[t.constraint as usize];
+        }
+        assert_eq!(sum_by_variable(terms, &lagrange, num_inputs, vars), want);
     }
 }
