@@ -21,24 +21,24 @@ echo "cores: $(nproc)  date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 key() { # key K: the 2^K demo key (95% SHA), made on the GPU when missing
   local k=$1 f="$keys/demo-$1-95.params"
   if [ ! -f "$f" ]; then
-    local t0=$(date +%s.%N)
+    local t0=$(date +%s%N)
     "$bin/cuzk" setup --backend cuda --log-size "$k" --setup-seed "$k" --out "$f" > "$out/setup-$k.log" 2>&1
     local rc=$?
     row setup "2^$k key, GPU fixed-base: $(tail -1 "$out/setup-$k.log" | sed 's/.* in //')" \
-      "$([ $rc = 0 ] && echo "ok ($(printf %.1f "$(echo "$(date +%s.%N) - $t0" | bc)") s wall)" || echo FAILED)"
+      "$([ $rc = 0 ] && echo "ok" || echo FAILED)"
   fi
 }
 
 prove_cmp() { # prove_cmp K BUDGET: one partition with a fixed seed under two budgets, bytes compared
   local k=$1 small=$2
   for b in "$small" auto; do
-    local t0=$(date +%s.%N)
+    local t0=$(date +%s%N)
     "$bin/cuzk" prove --backend cuda --log-size "$k" --key "$keys/demo-$k-95.params" --seed 1 \
       --rng-seed 7 --vram-budget "$b" --out "$out/p$k-$b.bin" > "$out/prove-$k-$b.log" 2>&1
     local rc=$?
     grep -E "plan|partition 0|backend" "$out/prove-$k-$b.log" | head -5
     row prove "2^$k budget $b: $(grep -o 'resident SRS\|streamed SRS ([0-9]* points per chunk)' "$out/prove-$k-$b.log" | head -1)" \
-      "$([ $rc = 0 ] && echo "ok $(printf %.1f "$(echo "$(date +%s.%N) - $t0" | bc)") s" || echo FAILED)"
+      "$([ $rc = 0 ] && echo "ok $(( ($(date +%s%N) - t0) / 1000000 )) ms wall" || echo FAILED)"
     sed -n '/partition .*backend/,$p' "$out/prove-$k-$b.log" | head -3
   done
   if cmp -s "$out/p$k-$small.bin" "$out/p$k-auto.bin"; then row prove "2^$k: $small and full-card proofs" identical
@@ -69,7 +69,9 @@ pipeline)
   key 24
   # No overlap (one partition at a time, one synthesis worker) against the
   # pipeline (synthesis workers feeding two CUDA workers under VRAM admission).
-  for grid in "1 1 1 serial 330" "5 1 8 pipelined 200"; do
+  # PIPE_GRIDS: "synthesis provers in-flight label timeout" entries, ';'-separated.
+  IFS=';' read -ra grids <<< "${PIPE_GRIDS:-1 1 1 serial 330;5 1 8 pipelined 200}"
+  for grid in "${grids[@]}"; do
     set -- $grid
     timeout "$5" "$bin/sweep" --backend cuda --log-size 24 --jobs 1 --partitions 10 \
       --synthesis "$1" --provers "$2" --in-flight "$3" --key "$keys/demo-24-95.params" \
@@ -103,6 +105,11 @@ compare)
 big)
   key 26
   prove_cmp 26 16GiB
+  if [ -x "$here/.device-carry/anchor" ]; then
+    timeout 200 "$here/.device-carry/anchor" --key "$keys/demo-26-95.params" --log-size 26 \
+      --partitions 1 --runs 1 > "$out/anchor-26-95.log" 2>&1
+    row anchor "2^26 95%: $(grep '^anchor:' "$out/anchor-26-95.log" | tail -1 | sed 's/.*after synthesis //')" "rc $?"
+  fi
   ;;
 esac
 echo
