@@ -138,14 +138,16 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
             p.shape.num_constraints, p.shape.num_inputs, p.shape.num_aux
         );
         bar.inc(1);
-        bar.println(format!(
-            "partition {}/{}: synthesis {}, proving {} ({})",
-            p.partition + 1,
-            p.of,
-            secs(p.synthesis),
-            secs(p.proving),
-            p.backend
-        ));
+        bar.suspend(|| {
+            eprintln!(
+                "partition {}/{}: synthesis {}, proving {} ({})",
+                p.partition + 1,
+                p.of,
+                secs(p.synthesis),
+                secs(p.proving),
+                p.backend
+            )
+        });
     })?;
     bar.finish_and_clear();
     drop(key);
