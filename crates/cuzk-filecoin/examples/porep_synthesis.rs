@@ -163,7 +163,7 @@ fn cuzk_synthesis<C: Circuit<Fr>>(circuit: C) -> (CircuitShape, Duration) {
 fn bellperson_synthesis<C: Circuit<Fr> + Send>(circuit: C) -> Duration {
     let t = Instant::now();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0);
-    match create_random_proof_batch(vec![circuit], &NoKey, &mut rng) {
+    match create_random_proof_batch(vec![circuit], NoKey, &mut rng) {
         Err(SynthesisError::IoError(_)) => t.elapsed(),
         Err(e) => panic!("bellperson synthesis failed: {e}"),
         Ok(_) => unreachable!("NoKey has no key"),
@@ -233,7 +233,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         partition_circuits::<$tree>(&c1)
                             .expect("partition circuits")
                             .swap_remove(0)
-                            .0
+                            .circuit
                     },
                     skip,
                 )

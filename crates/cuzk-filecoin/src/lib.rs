@@ -14,8 +14,8 @@ pub use error::Error;
 pub use params::{ParamsDir, TestKeys};
 pub use proof_type::{parse_sector_size, sector_size_label, ProofType};
 pub use prove::{
-    check_c1, partition_circuits, prove_partitions, verify, PartitionReport, SectorIdentity,
-    Verified,
+    check_c1, partition_circuits, prove_partitions, verify, Partition, PartitionReport,
+    SectorIdentity, Verified,
 };
 
 use cuzk_groth16::prover::Backend;

@@ -338,13 +338,29 @@ fn diagnose<Tree: 'static + MerkleTreeTrait>(
     )
 }
 
+/// One partition: its circuit and the public inputs the verifier derives for it.
+pub struct Partition<Tree: 'static + MerkleTreeTrait> {
+    /// The circuit, as `seal_commit_phase2` builds it.
+    pub circuit: StackedCircuit<Tree, DefaultPieceHasher>,
+    /// Its public inputs (without the leading ONE).
+    pub public_inputs: Vec<Fr>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> std::fmt::Debug for Partition<Tree> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Partition")
+            .field("public_inputs", &self.public_inputs.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The partition circuits of `c1`, in partition order, exactly as
 /// `seal_commit_phase2` builds them, with the public inputs Filecoin's
 /// verifier derives for each. `Tree` must be the sector shape of
 /// `c1.proof_type` (filecoin-proofs' `SectorShape2KiB` and so on).
 pub fn partition_circuits<Tree: 'static + MerkleTreeTrait>(
     c1: &C1Input,
-) -> Result<Vec<(StackedCircuit<Tree, DefaultPieceHasher>, Vec<Fr>)>, Error> {
+) -> Result<Vec<Partition<Tree>>, Error> {
     let s = sector::<Tree>(c1)?;
     let vanilla = vanilla_proofs::<Tree>(c1)?;
     vanilla
@@ -353,7 +369,7 @@ pub fn partition_circuits<Tree: 'static + MerkleTreeTrait>(
         .map(|(k, partition)| {
             let circuit = <Compound<Tree> as CompoundProof<_, _>>::circuit(
                 &s.inputs,
-                Default::default(),
+                (),
                 partition,
                 &s.params.vanilla_params,
                 Some(k),
@@ -365,7 +381,10 @@ pub fn partition_circuits<Tree: 'static + MerkleTreeTrait>(
                 Some(k),
             )
             .map_err(|e| Error::filecoin("deriving the public inputs", e))?;
-            Ok((circuit, inputs))
+            Ok(Partition {
+                circuit,
+                public_inputs: inputs,
+            })
         })
         .collect()
 }
@@ -383,7 +402,14 @@ fn prove_typed<Tree: 'static + MerkleTreeTrait>(
     let r: Vec<Fr> = (0..n).map(|_| Fr::random(&mut *rng)).collect();
     let s: Vec<Fr> = (0..n).map(|_| Fr::random(&mut *rng)).collect();
     let mut out = Vec::with_capacity(n * PROOF_LEN);
-    for (k, (circuit, expected)) in circuits.into_iter().enumerate() {
+    for (
+        k,
+        Partition {
+            circuit,
+            public_inputs: expected,
+        },
+    ) in circuits.into_iter().enumerate()
+    {
         let start = Instant::now();
         let witness = cuzk_synth::synthesize(circuit).map_err(|source| Error::Synthesis {
             partition: k,

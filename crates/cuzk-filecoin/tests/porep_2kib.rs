@@ -190,7 +190,7 @@ fn cuzk_proof_is_filecoin_valid_and_matches_bellperson() {
     let circuits = partition_circuits::<SectorShape2KiB>(&s.c1)
         .unwrap()
         .into_iter()
-        .map(|(c, _)| c)
+        .map(|p| p.circuit)
         .collect();
     let mut rng = ChaCha20Rng::seed_from_u64(rng_seed);
     let theirs = groth16::create_random_proof_batch(circuits, &groth_params, &mut rng).unwrap();
