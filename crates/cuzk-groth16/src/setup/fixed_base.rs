@@ -8,8 +8,10 @@
 //! The CPU method is a signed-digit window table ([`WindowTable`]): for a
 //! window of `w` bits the scalar is recoded into `windows_for(w)` digits in
 //! `[-2^(w-1), 2^(w-1)]`, and the table holds `d · 2^(w·j) · g` for every
-//! window `j` and `d` in `1..=2^(w-1)`, so a product costs one mixed addition
-//! per nonzero digit and no doubling at all.
+//! window `j` and `d` in `1..=2^(w-1)`, so a product costs one addition per
+//! nonzero digit and no doubling at all. [`CpuFixedBase`] runs a few thousand
+//! products side by side in affine coordinates ([`WindowTable::mul_batch`]),
+//! sharing one field inversion per window across them.
 
 use std::error::Error;
 
@@ -18,7 +20,8 @@ use ff::{Field, PrimeField};
 use group::prime::{PrimeCurve, PrimeCurveAffine};
 use rayon::prelude::*;
 
-/// Points per rayon task when multiplying or normalizing (one field inversion each).
+/// Points per rayon task when multiplying (one field inversion per window) or
+/// normalizing (one inversion).
 const CHUNK: usize = 1 << 12;
 
 /// Largest window the CPU table uses: 16 windows of 2^15 points, 48 MiB in
@@ -62,7 +65,8 @@ pub trait FixedBase: Sync {
 }
 
 /// The CPU implementation: one [`WindowTable`] per call, scalars split into
-/// chunks across rayon's pool, each chunk normalized with one inversion.
+/// chunks across rayon's pool, each chunk multiplied by
+/// [`WindowTable::mul_batch`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CpuFixedBase;
 
@@ -101,10 +105,7 @@ fn cpu_mul<G: KeyCurve>(base: G, batches: &[&[Fr]]) -> Vec<Vec<G::Affine>> {
             scalars
                 .par_chunks(CHUNK)
                 .zip(out.par_chunks_mut(CHUNK))
-                .for_each(|(s, o)| {
-                    let proj: Vec<G> = s.iter().map(|s| table.mul(s)).collect();
-                    batch_to_affine(&proj, o);
-                });
+                .for_each(|(s, o)| table.mul_batch(s, o));
             out
         })
         .collect()
@@ -237,6 +238,89 @@ impl<G: KeyCurve> WindowTable<G> {
         }
         acc
     }
+
+    /// `out[i] = [scalars[i]]·base` for a batch, in affine coordinates
+    /// throughout: window by window, every accumulator that gets a nonzero
+    /// digit takes one affine addition, and the batch shares one field
+    /// inversion per window (Montgomery's trick over the x differences). An
+    /// affine addition is ≈ 6 products against ≈ 11 for a mixed Jacobian one,
+    /// and the result needs no normalization. The rare addition of a point to
+    /// itself or to its negation is done exactly in projective form.
+    ///
+    /// # Panics
+    /// If the slices differ in length.
+    pub fn mul_batch(&self, scalars: &[Fr], out: &mut [G::Affine]) {
+        assert_eq!(scalars.len(), out.len(), "mul_batch: length mismatch");
+        let half = 1usize << (self.window - 1);
+        let windows = self.windows();
+        let digits: Vec<i32> = scalars
+            .iter()
+            .flat_map(|s| signed_digits(s, self.window))
+            .collect();
+        // None is the point at infinity.
+        let mut acc: Vec<Option<(G::Coord, G::Coord)>> = vec![None; scalars.len()];
+        // (index, q.x, q.y) of the accumulators that need a general addition.
+        let mut adds: Vec<(usize, G::Coord, G::Coord)> = Vec::with_capacity(scalars.len());
+        let mut dx: Vec<G::Coord> = Vec::with_capacity(scalars.len());
+        for j in 0..windows {
+            adds.clear();
+            dx.clear();
+            for (i, a) in acc.iter_mut().enumerate() {
+                let d = digits[i * windows + j];
+                if d == 0 {
+                    continue;
+                }
+                let q = &self.points[j * half + d.unsigned_abs() as usize - 1];
+                let (qx, qy) = G::affine_coords(q);
+                let qy = if d < 0 { -qy } else { qy };
+                match *a {
+                    None => *a = Some((qx, qy)),
+                    Some((ax, ay)) if ax == qx => {
+                        // P + P doubles; P + (−P) is infinity.
+                        *a = (ay == qy).then(|| {
+                            let p = G::affine_unchecked(qx, qy).to_curve().double();
+                            G::affine_coords(&p.to_affine())
+                        });
+                    }
+                    Some((ax, _)) => {
+                        adds.push((i, qx, qy));
+                        dx.push(qx - ax);
+                    }
+                }
+            }
+            invert_all::<G::Coord>(&mut dx);
+            for (&(i, qx, qy), inv) in adds.iter().zip(&dx) {
+                let (ax, ay) = acc[i].expect("only accumulators that hold a point are added to");
+                let lambda = (qy - ay) * inv;
+                let x = lambda.square() - ax - qx;
+                let y = lambda * (ax - x) - ay;
+                acc[i] = Some((x, y));
+            }
+        }
+        for (o, a) in out.iter_mut().zip(acc) {
+            *o = match a {
+                None => G::Affine::identity(),
+                Some((x, y)) => G::affine_unchecked(x, y),
+            };
+        }
+    }
+}
+
+/// Replaces every element of `values` (all nonzero) by its inverse with one
+/// field inversion (Montgomery's trick).
+fn invert_all<F: Field>(values: &mut [F]) {
+    let mut prefix = Vec::with_capacity(values.len());
+    let mut acc = F::ONE;
+    for v in values.iter() {
+        prefix.push(acc);
+        acc *= v;
+    }
+    let mut inv = acc.invert().expect("the values are nonzero");
+    for (v, before) in values.iter_mut().zip(prefix).rev() {
+        let v_inv = inv * before;
+        inv *= *v;
+        *v = v_inv;
+    }
 }
 
 /// The two curves of a key, with the coordinate access batch normalization
@@ -254,6 +338,9 @@ where
 
     /// The affine point (x, y), which must be on the curve.
     fn affine_unchecked(x: Self::Coord, y: Self::Coord) -> Self::Affine;
+
+    /// (x, y) of an affine point (meaningless for the point at infinity).
+    fn affine_coords(p: &Self::Affine) -> (Self::Coord, Self::Coord);
 }
 
 impl KeyCurve for G1Projective {
@@ -266,6 +353,10 @@ impl KeyCurve for G1Projective {
     fn affine_unchecked(x: Fp, y: Fp) -> G1Affine {
         G1Affine::from_raw_unchecked(x, y, false)
     }
+
+    fn affine_coords(p: &G1Affine) -> (Fp, Fp) {
+        (p.x(), p.y())
+    }
 }
 
 impl KeyCurve for G2Projective {
@@ -277,6 +368,10 @@ impl KeyCurve for G2Projective {
 
     fn affine_unchecked(x: Fp2, y: Fp2) -> G2Affine {
         G2Affine::from_raw_unchecked(x, y, false)
+    }
+
+    fn affine_coords(p: &G2Affine) -> (Fp2, Fp2) {
+        (p.x(), p.y())
     }
 }
 
@@ -363,6 +458,71 @@ mod tests {
             for s in edge_scalars(rng) {
                 assert_eq!(table.mul(&s), base * s, "window {w}");
             }
+        }
+    }
+
+    fn check_batch_mul<G: KeyCurve>(base: G, rng: &mut ChaCha20Rng) {
+        for w in [1u32, 4, 8, 13, 16] {
+            let table = WindowTable::new(base, w);
+            let mut scalars = edge_scalars(rng);
+            // Top digits only, and top digit plus one.
+            let top = Fr::from(2u64).pow_vartime([(w as u64) * (windows_for(w) as u64 - 1)]);
+            for d in [1u64, 2, 3, 7] {
+                scalars.push(top * Fr::from(2 * d));
+                scalars.push(top * Fr::from(d) + Fr::ONE);
+            }
+            // Repeats: equal accumulators in one batch.
+            let r = Fr::random(&mut *rng);
+            scalars.extend([r, r, -r]);
+            let mut out = vec![G::Affine::identity(); scalars.len()];
+            table.mul_batch(&scalars, &mut out);
+            for (s, o) in scalars.iter().zip(&out) {
+                assert_eq!(*o, (base * s).to_affine(), "window {w}, scalar {s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn batch_multiplication_matches_scalar_multiplication() {
+        let mut rng = rng();
+        check_batch_mul(G1Projective::random(&mut rng), &mut rng);
+        check_batch_mul(G2Projective::random(&mut rng), &mut rng);
+    }
+
+    /// The doubling branch of `mul_batch`: with the top window's point
+    /// c = d·2^(w·top)·base and a scalar s = 2c mod r, the lower digits of s
+    /// can sum to c − r ≡ c, so the accumulator equals the point added to it.
+    /// A search over w ≤ 16 and all top digits found d = 7 for these widths.
+    /// (The P − P branch would need s ≡ 0, whose digits are all zero: it is
+    /// there for exactness only.)
+    #[test]
+    fn batch_multiplication_doubles_when_the_accumulator_meets_the_table() {
+        let mut rng = rng();
+        let base = G1Projective::random(&mut rng);
+        for w in [4u32, 6, 7, 9, 12, 14] {
+            let top = windows_for(w) - 1;
+            let radix = |k: usize| Fr::from(2u64).pow_vartime([w as u64 * k as u64]);
+            let c = radix(top) * Fr::from(7u64);
+            let s = c + c;
+            let digits = signed_digits(&s, w);
+            assert_eq!(digits[top], 7, "w {w}");
+            let lower: Fr = digits[..top]
+                .iter()
+                .enumerate()
+                .map(|(k, &d)| {
+                    let v = radix(k) * Fr::from(d.unsigned_abs() as u64);
+                    if d < 0 {
+                        -v
+                    } else {
+                        v
+                    }
+                })
+                .sum();
+            assert_eq!(lower, c, "w {w}: no collision, the branch is not exercised");
+            let table = WindowTable::new(base, w);
+            let mut out = [G1Affine::identity(); 2];
+            table.mul_batch(&[s, Fr::random(&mut rng)], &mut out);
+            assert_eq!(out[0], (base * s).to_affine(), "w {w}");
         }
     }
 
