@@ -283,6 +283,13 @@ impl Gpu {
     /// A kernel by name, found in whichever unit's module has it, loaded once
     /// and cached.
     pub(crate) fn function(&self, name: &'static str) -> Result<CudaFunction> {
+        // Callers go on to use the function (launch, occupancy query, attribute)
+        // from this thread: the context must be current on it. A fresh worker
+        // thread has none until its first driver call that binds it.
+        self.inner
+            .ctx
+            .bind_to_thread()
+            .cuda("cuCtxSetCurrent", || self.inner.info.to_string())?;
         let mut cache = self.inner.functions.lock().expect("kernel cache poisoned");
         if let Some(f) = cache.get(name) {
             return Ok(f.clone());

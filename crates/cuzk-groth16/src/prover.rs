@@ -321,7 +321,11 @@ pub fn finish(key: &ProvingKey, sums: &MsmSums, r: Fr, s: Fr) -> Result<Proof, P
 pub struct Proved {
     pub proof: Proof,
     pub backend: &'static str,
+    /// Each stage's time (device stages as the backend measures them: CUDA
+    /// events on the GPU).
     pub timings: StageTimings,
+    /// Wall time of the whole call, shape check to proof (≥ the stages' sum).
+    pub wall: Duration,
 }
 
 /// Proves one partition with the given randomness.
@@ -332,6 +336,7 @@ pub fn prove_with(
     r: Fr,
     s: Fr,
 ) -> Result<Proved, ProveError> {
+    let start = Instant::now();
     check_key_shape(key, &witness.shape())?;
     let mut timings = StageTimings::default();
     let sums = backend.msm_sums(key, witness, &mut timings)?;
@@ -340,6 +345,7 @@ pub fn prove_with(
         proof,
         backend: backend.name(),
         timings,
+        wall: start.elapsed(),
     })
 }
 
