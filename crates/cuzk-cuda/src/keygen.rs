@@ -23,7 +23,7 @@ use std::marker::PhantomData;
 use cuzk_field::limbs::FrLimbs;
 use rayon::prelude::*;
 
-use crate::device::{grid, DeviceBuffer, Gpu, PinnedBuffer, Stream};
+use crate::device::{grid, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream};
 use crate::error::{ensure, Result};
 use crate::ffi::KernelArgs;
 use crate::msm::{MsmCurve, G1, G2};
@@ -165,14 +165,15 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
     /// pinned buffer and uploaded from there, points come back into a pinned
     /// buffer, and while the device works on one chunk the host copies the
     /// previous chunk's points into `out` (in parallel). Chunks are as large
-    /// as the staging buffers and the 1 GiB XYZZ scratch allow.
+    /// as the staging buffers and the 1 GiB XYZZ scratch allow. Returns the
+    /// kernels' device time (CUDA events around each launch).
     pub fn mul_staged(
         &self,
         stream: &Stream,
         staging: &mut Staging,
         scalars: &[FrLimbs],
         out: &mut [C::Affine],
-    ) -> Result<()> {
+    ) -> Result<KernelTimes> {
         let [mul_kernel, _] = C::KEYGEN_KERNELS;
         ensure(mul_kernel, scalars.len() == out.len(), || {
             format!("{} scalars, {} outputs", scalars.len(), out.len())
@@ -185,9 +186,10 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
             format!("staging too small for one {} point", C::NAME)
         })?;
         if scalars.is_empty() {
-            return Ok(());
+            return Ok(KernelTimes::default());
         }
         let chunk = chunk.min(scalars.len());
+        let mut events = Vec::new();
         let mut dev_scalars: DeviceBuffer<FrLimbs> = stream.alloc(chunk)?;
         let xyzz: DeviceBuffer<u64> = stream.alloc(chunk * C::XYZZ_WORDS)?;
         // Whole staging buffers travel back (download_pinned copies equal
@@ -202,7 +204,8 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
             staging.scalars[slot].values_mut::<FrLimbs>()?[..len]
                 .copy_from_slice(&scalars[first..first + len]);
             stream.upload_staged(&staging.scalars[slot], len, &mut dev_scalars, 0)?;
-            self.launch(
+            let before = stream.record()?;
+            let between = self.launch(
                 stream,
                 &dev_scalars,
                 &xyzz,
@@ -210,6 +213,7 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
                 first,
                 len,
             )?;
+            events.push((before, between, stream.record()?));
             stream.download_pinned(&dev_points, &mut staging.points[slot])?;
             if let Some((slot, first, len)) = pending.take() {
                 copy_out::<C>(&mut staging.points[slot], &mut out[first..first + len])?;
@@ -219,11 +223,17 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
         if let Some((slot, first, len)) = pending {
             copy_out::<C>(&mut staging.points[slot], &mut out[first..first + len])?;
         }
-        Ok(())
+        let mut times = KernelTimes::default();
+        for (before, between, after) in &events {
+            times.mul_ms += before.elapsed_ms(between)? as f64;
+            times.affine_ms += between.elapsed_ms(after)? as f64;
+        }
+        Ok(times)
     }
 
     /// Launches the product and the affine conversion of `len` scalars from
-    /// `dev_scalars` into the affine points at device address `points`.
+    /// `dev_scalars` into the affine points at device address `points`;
+    /// returns an event recorded between the two.
     fn launch(
         &self,
         stream: &Stream,
@@ -232,7 +242,7 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
         points: u64,
         first: usize,
         len: usize,
-    ) -> Result<()> {
+    ) -> Result<Event> {
         let [mul_kernel, affine_kernel] = C::KEYGEN_KERNELS;
         let n = len as u32;
         debug_assert!(len <= dev_scalars.len() && len * C::XYZZ_WORDS <= xyzz.len());
@@ -260,6 +270,7 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
                 },
             )?;
         }
+        let between = stream.record()?;
         let threads = n.div_ceil(AFFINE_RUN);
         let args = KernelArgs::new()
             .device_ptr(xyzz.device_ptr())
@@ -277,7 +288,7 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
                 || format!("{len} points at {first}"),
             )?;
         }
-        Ok(())
+        Ok(between)
     }
 }
 
@@ -289,6 +300,16 @@ fn copy_out<C: KeygenCurve>(points: &mut PinnedBuffer<u8>, out: &mut [C::Affine]
         .zip(staged.par_chunks(1 << 14))
         .for_each(|(o, s)| o.copy_from_slice(s));
     Ok(())
+}
+
+/// Device time of the keygen kernels in one [`FixedBaseTable::mul_staged`]
+/// call, summed over its chunks (CUDA events).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct KernelTimes {
+    /// The fixed-base products (`keygen_fixed_base_mul_*`).
+    pub mul_ms: f64,
+    /// The conversion to affine (`keygen_to_affine_*`).
+    pub affine_ms: f64,
 }
 
 /// Pinned host buffers for [`FixedBaseTable::mul_staged`]: two for scalars

@@ -129,7 +129,8 @@ fn check<C: HostCurve>(test: &str, w: u32, random: usize, mode: Mode) {
         Mode::Chunks(c) => table.mul_in_chunks(&stream, fr_as_limbs(&s), &mut out, c),
         Mode::Staged(points) => {
             let mut staging = Staging::with_sizes(stream.gpu(), 32 * points, 192 * points).unwrap();
-            table.mul_staged(&stream, &mut staging, fr_as_limbs(&s), &mut out)
+            let times = table.mul_staged(&stream, &mut staging, fr_as_limbs(&s), &mut out);
+            times.map(|t| assert!(t.mul_ms > 0.0 && t.affine_ms > 0.0, "{t:?}"))
         }
     }
     .unwrap();

@@ -8,7 +8,7 @@
 //! and every batch goes through `FixedBaseTable::mul_staged` in chunks, through
 //! pinned buffers allocated once per `GpuFixedBase`.
 
-use cuzk_cuda::keygen::{FixedBaseTable, KeygenCurve, Staging, MAX_WINDOW_BITS};
+use cuzk_cuda::keygen::{FixedBaseTable, KernelTimes, KeygenCurve, Staging, MAX_WINDOW_BITS};
 use cuzk_cuda::msm::{G1, G2};
 use cuzk_cuda::{Gpu, Stream};
 use cuzk_field::limbs::{fr_as_limbs, g1_as_limbs, g1_as_limbs_mut, g2_as_limbs, g2_as_limbs_mut};
@@ -87,13 +87,16 @@ impl GpuFixedBase {
         drop(host_table);
         let start = std::time::Instant::now();
         let mut staging = self.staging.lock();
+        let (mut fill, mut kernels) = (std::time::Duration::ZERO, KernelTimes::default());
         let out = batches
             .iter()
             .map(|scalars| {
                 // Filled in parallel: first touch of gigabytes is not free.
+                let t = std::time::Instant::now();
                 let mut out = Vec::with_capacity(scalars.len());
                 out.par_extend(rayon::iter::repeat_n(G::Affine::identity(), scalars.len()));
-                table
+                fill += t.elapsed();
+                let k = table
                     .mul_staged(
                         &self.stream,
                         &mut staging,
@@ -101,6 +104,8 @@ impl GpuFixedBase {
                         as_limbs_mut(&mut out),
                     )
                     .map_err(|e| self.fail(e))?;
+                kernels.mul_ms += k.mul_ms;
+                kernels.affine_ms += k.affine_ms;
                 Ok(out)
             })
             .collect();
@@ -111,6 +116,9 @@ impl GpuFixedBase {
             windows = table.windows(),
             table = ?table_time,
             device = ?start.elapsed(),
+            output_fill = ?fill,
+            mul_kernel_ms = kernels.mul_ms,
+            affine_kernel_ms = kernels.affine_ms,
             "keygen: fixed-base products on the GPU (table built on the host; device time includes transfers)"
         );
         out
