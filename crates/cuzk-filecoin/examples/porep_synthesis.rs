@@ -190,14 +190,21 @@ fn run<C: Circuit<Fr> + Send>(label: &str, make: &dyn Fn() -> C, skip_bellperson
     let (shape, cuzk) = cuzk_synthesis(make());
     println!("circuit: {label}");
     println!(
-        "  constraints {} (domain 2^{}), inputs {} (ONE included), aux {}",
-        shape.num_constraints, shape.domain_log2, shape.num_inputs, shape.num_aux
+        "  constraints {} (+ {} input_i * 0 = 0 = {}, domain 2^{}), inputs {} (ONE included), aux {}",
+        shape.num_constraints - shape.num_inputs,
+        shape.num_inputs,
+        shape.num_constraints,
+        shape.domain_log2,
+        shape.num_inputs,
+        shape.num_aux
     );
     println!(
         "  density: a_aux {}, b_input {}, b_aux {}",
         shape.a_aux_density, shape.b_input_density, shape.b_aux_density
     );
     println!("  cuzk synthesis        {:>10.3} s", cuzk.as_secs_f64());
+    // Flushed line by line so a run cut short still reports cuzk's figure.
+    let _ = std::io::Write::flush(&mut std::io::stdout());
     if !skip_bellperson {
         let bp = bellperson_synthesis(make());
         println!(
