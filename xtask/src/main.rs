@@ -1,7 +1,7 @@
 //! cuzk's developer tasks. Deliberately small: std, anyhow, sha2, hex.
 //!
 //! * `cargo xtask kernels [--arch sm_90[,sm_89…]]`: compile `kernels/manifest.toml`
-//!   into `target/kernels/cuzk.fatbin` (finding nvcc, or installing the pinned
+//!   into one fatbin per unit in `target/kernels/` (finding nvcc, or installing the pinned
 //!   PyPI wheels), with the ptxas resource report and the sources' content hash
 //!   beside it.
 //! * `cargo xtask bundle`: release GPU test and bench executables plus the fatbin
@@ -24,7 +24,7 @@ usage: cargo xtask <task>
 
 tasks:
   kernels [--arch LIST] [--force]
-                          build target/kernels/cuzk.fatbin from kernels/manifest.toml unless
+                          build one fatbin per unit of kernels/manifest.toml into target/kernels/ unless
                           it is up to date (LIST: comma-separated, e.g. sm_90; default: env
                           CUZK_ARCHS, else sm_80,sm_86,sm_89,sm_90,sm_120 + PTX for compute_80)
   bundle [--arch LIST] [--force] [--exclude DIR]
