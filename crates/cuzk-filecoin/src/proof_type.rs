@@ -165,3 +165,43 @@ pub fn parse_sector_size(text: &str) -> Option<u64> {
     }
     t.parse().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_interactive_type_is_supported_and_non_interactive_ones_are_not() {
+        for p in ProofType::ALL {
+            let name = format!("{p:?}");
+            let got = ProofType::from_name(&name);
+            if name.contains("NonInteractive") {
+                assert!(matches!(got, Err(Error::Unsupported { .. })), "{name}");
+            } else {
+                let pt = got.unwrap();
+                assert_eq!(pt.registered(), p);
+                let expected = if pt.sector_size() >= 32 << 30 { 10 } else { 1 };
+                assert_eq!(pt.partitions(), expected, "{name}");
+            }
+        }
+        assert!(ProofType::from_name("StackedDrg4KiBV1").is_err());
+    }
+
+    #[test]
+    fn sector_sizes_read_and_print() {
+        for (text, bytes) in [
+            ("2KiB", 2048u64),
+            ("8MiB", 8 << 20),
+            ("512MiB", 512 << 20),
+            ("32GiB", 32 << 30),
+            ("64GiB", 64 << 30),
+            ("2048", 2048),
+        ] {
+            assert_eq!(parse_sector_size(text), Some(bytes), "{text}");
+        }
+        assert_eq!(sector_size_label(2048), "2KiB");
+        assert_eq!(sector_size_label(32 << 30), "32GiB");
+        assert_eq!(sector_size_label(1000), "1000B");
+        assert_eq!(parse_sector_size("2 KB"), None);
+    }
+}

@@ -464,3 +464,26 @@ fn hex_prefix(bytes: &[u8]) -> String {
     let used = bytes.iter().rposition(|&b| b != 0).map_or(1, |i| i + 1);
     bytes[..used].iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prover_id_is_the_id_address_payload() {
+        // f01000: 1000 = 0b111_1101000 -> LEB128 e8 07.
+        let check = |actor, bytes: &[u8]| {
+            let id = SectorIdentity::from_actor(actor, 5).prover_id;
+            assert_eq!(&id[..bytes.len()], bytes, "f0{actor}");
+            assert!(id[bytes.len()..].iter().all(|&b| b == 0), "f0{actor}");
+        };
+        check(0, &[0]);
+        check(127, &[0x7f]);
+        check(128, &[0x80, 0x01]);
+        check(1000, &[0xe8, 0x07]);
+        check(
+            u64::MAX,
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01],
+        );
+    }
+}
