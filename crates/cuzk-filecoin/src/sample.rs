@@ -1,5 +1,6 @@
 //! Sealing a sector of random data through filecoin-proofs (add piece,
-//! pre-commit phases 1 and 2, commit phase 1), to get a real C1 output for
+//! pre-commit phases 1 and 2, the synthetic proofs for synthetic PoRep types,
+//! commit phase 1), to get a real C1 output for
 //! tests, demos and benchmarks without a storage provider's pipeline.
 //!
 //! filecoin-proofs reads its settings once per process: set
@@ -12,10 +13,10 @@ use std::path::Path;
 
 use filecoin_proofs::{PaddedBytesAmount, UnpaddedBytesAmount};
 use filecoin_proofs_api::seal::{
-    add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
-    SealCommitPhase1Output,
+    add_piece, generate_synth_proofs, seal_commit_phase1, seal_pre_commit_phase1,
+    seal_pre_commit_phase2, SealCommitPhase1Output,
 };
-use filecoin_proofs_api::SectorId;
+use filecoin_proofs_api::{ApiFeature, SectorId};
 use rand_core::RngCore;
 
 use crate::{Error, ProofType, SectorIdentity};
@@ -86,6 +87,19 @@ pub fn seal_random_sector(
     .map_err(|e| Error::filecoin("seal_pre_commit_phase1", e))?;
     let pc2 = seal_pre_commit_phase2(pc1, &cache, &sealed)
         .map_err(|e| Error::filecoin("seal_pre_commit_phase2", e))?;
+    if proof.feature_enabled(ApiFeature::SyntheticPoRep) {
+        // Synthetic PoRep proves its challenges ahead of the seed, from the layers.
+        generate_synth_proofs(
+            &cache,
+            &sealed,
+            identity.prover_id,
+            sector,
+            ticket,
+            pc2.clone(),
+            &pieces,
+        )
+        .map_err(|e| Error::filecoin("generate_synth_proofs", e))?;
+    }
     seal_commit_phase1(
         &cache,
         &sealed,

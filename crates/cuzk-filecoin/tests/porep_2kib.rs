@@ -1,4 +1,5 @@
-//! End to end on the 2 KiB sector (StackedDrg2KiBV1_1): seal random data
+//! End to end on the 2 KiB sector (StackedDrg2KiBV1_1, and its synthetic-PoRep
+//! variant): seal random data
 //! with filecoin-proofs (pre-commit phases 1 and 2, commit phase 1) in a
 //! temporary directory, with test keys generated from a seed into a
 //! parameter cache under their official names; prove the C1 with cuzk;
@@ -330,5 +331,34 @@ fn missing_and_truncated_keys_name_the_file_and_the_fix() {
     assert!(
         text.contains(&name) && text.contains("cargo xtask fixtures"),
         "{text}"
+    );
+}
+
+#[test]
+fn synthetic_porep_c1_is_proved_and_verified() {
+    let s = sealed();
+    let proof_type =
+        ProofType::new(RegisteredSealProof::StackedDrg2KiBV1_1_Feat_SyntheticPoRep).unwrap();
+    // One circuit per sector size: the synthetic type uses the same key files.
+    assert_eq!(
+        proof_type.params_file_name().unwrap(),
+        s.c1.proof_type.params_file_name().unwrap()
+    );
+    let work = tempfile::tempdir().unwrap();
+    let seed = 0x5e7_u64;
+    eprintln!("sealing a synthetic-PoRep 2 KiB sector, seed {seed:#x}");
+    let identity = SectorIdentity::from_actor(ACTOR, SECTOR + 100);
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let sealed =
+        cuzk_filecoin::sample::seal_random_sector(proof_type, work.path(), &identity, &mut rng)
+            .unwrap();
+    let c1 = parse_c1(&serde_json::to_vec(&sealed).unwrap()).unwrap();
+    assert_eq!(c1.proof_type, proof_type);
+    cuzk_filecoin::check_c1(&c1, Some(&identity)).unwrap();
+    let proof = prove(&c1, &s.params, 99);
+    let vk = s.params.load_verifying_key(proof_type).unwrap();
+    assert_eq!(
+        verify(&c1, &proof, &vk, Some(&identity)).unwrap(),
+        Verified::VerifySeal
     );
 }
