@@ -489,18 +489,7 @@ impl Stream {
                 ),
             });
         }
-        let bytes = count * std::mem::size_of::<T>();
-        if bytes == 0 {
-            return Ok(());
-        }
-        let at = dst.ptr + (offset * std::mem::size_of::<T>()) as u64;
-        #[allow(unsafe_code)]
-        // SAFETY: the range lies in dst's live region (checked above); the
-        // pinned memory stays alive (owned by `host`) and `host` records the
-        // copy's completion below, so it is not rewritten before the copy ran.
-        unsafe { ffi::copy_htod(&self.inner, at, &host.bytes.as_slice()[..bytes]) }
-            .cuda("cuMemcpyHtoDAsync", || format!("{bytes} pinned bytes"))?;
-        host.mark_used(self)
+        self.copy_pinned(host, count * std::mem::size_of::<T>(), dst, offset)
     }
 
     /// Pinned staging bytes → device: the first `count` values of type `T`
@@ -523,15 +512,29 @@ impl Stream {
                 ),
             });
         }
+        self.copy_pinned(host, bytes, dst, offset)
+    }
+
+    /// The first `bytes` of pinned `host` into `dst` from element `offset`,
+    /// asynchronous; the caller has checked both ranges.
+    fn copy_pinned<U: DeviceRepr, T: DeviceRepr>(
+        &self,
+        host: &PinnedBuffer<U>,
+        bytes: usize,
+        dst: &mut DeviceBuffer<T>,
+        offset: usize,
+    ) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
         let at = dst.ptr + (offset * std::mem::size_of::<T>()) as u64;
         #[allow(unsafe_code)]
-        // SAFETY: as upload_pinned_at: in-bounds (checked), pinned memory kept
-        // alive by `host`, whose next host access waits for this copy.
+        // SAFETY: the callers checked that `bytes` fit both `host` and dst's
+        // live region from `offset`; the pinned memory stays alive (owned by
+        // `host`) and `host` records the copy's completion below, so it is not
+        // rewritten before the copy ran.
         unsafe { ffi::copy_htod(&self.inner, at, &host.bytes.as_slice()[..bytes]) }
-            .cuda("cuMemcpyHtoDAsync", || format!("{bytes} staged bytes"))?;
+            .cuda("cuMemcpyHtoDAsync", || format!("{bytes} pinned bytes"))?;
         host.mark_used(self)
     }
 

@@ -4,9 +4,37 @@
 
 use cuzk_field::limbs::{DeviceRepr, Fq2Limbs, FqLimbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
 
-use crate::device::{grid, DeviceBuffer, Stream};
+use crate::device::{grid, DeviceBuffer, Gpu, Stream};
 use crate::error::{ensure, Result};
 use crate::ffi::KernelArgs;
+
+/// A stream on the first device for a device test, or `None` (after printing
+/// "skipped: no CUDA device") where there is none. Panics when a driver is
+/// present but the GPU cannot be used: that is a failure, not a skip.
+pub fn test_stream() -> Option<Stream> {
+    match Gpu::first().expect("a CUDA driver is present but the GPU cannot be used") {
+        None => {
+            eprintln!("skipped: no CUDA device");
+            None
+        }
+        Some(gpu) => Some(gpu.new_stream().expect("stream")),
+    }
+}
+
+/// A fresh random seed for test `test`, or `CUZK_TEST_SEED` when set; printed
+/// so that a failing run can be repeated.
+pub fn test_seed(test: &str) -> u64 {
+    let seed = std::env::var("CUZK_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            // std's randomly keyed hasher: fresh per process and per call.
+            use std::hash::BuildHasher;
+            std::collections::hash_map::RandomState::new().hash_one(test)
+        });
+    eprintln!("{test}: seed {seed} (CUZK_TEST_SEED={seed} repeats it)");
+    seed
+}
 
 const THREADS: u32 = 64;
 

@@ -7,20 +7,11 @@
 //! Without a CUDA device the test prints "skipped: no CUDA device" and passes.
 
 use cuzk_cuda::gather::BitmapGather;
-use cuzk_cuda::{Gpu, Stream};
 use cuzk_field::limbs::FrLimbs;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-fn stream() -> Option<Stream> {
-    match Gpu::first().expect("a CUDA driver is present but the GPU cannot be used") {
-        None => {
-            eprintln!("skipped: no CUDA device");
-            None
-        }
-        Some(gpu) => Some(gpu.new_stream().expect("stream")),
-    }
-}
+use cuzk_cuda::testing::{test_seed, test_stream as stream};
 
 fn host_gather(values: &[FrLimbs], n: usize, bitmap: &[u64]) -> Vec<FrLimbs> {
     (0..n)
@@ -32,12 +23,7 @@ fn host_gather(values: &[FrLimbs], n: usize, bitmap: &[u64]) -> Vec<FrLimbs> {
 #[test]
 fn gather_matches_the_host() {
     let Some(s) = stream() else { return };
-    let seed: u64 = std::env::var("CUZK_TEST_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(rand::random);
-    eprintln!("gather: seed {seed} (CUZK_TEST_SEED={seed} repeats it)");
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let mut rng = ChaCha20Rng::seed_from_u64(test_seed("gather"));
     let max = (1 << 20) + 77;
     let mut g = BitmapGather::new(&s, max).unwrap();
     // (n, density of set bits, head)

@@ -8,29 +8,15 @@
 
 use cuzk_cuda::keygen::{FixedBaseTable, KeygenCurve, Staging, AFFINE_RUN};
 use cuzk_cuda::msm::{G1, G2};
-use cuzk_cuda::{Gpu, Stream};
 use cuzk_field::limbs::{fr_as_limbs, g1_as_limbs, g2_as_limbs};
 use cuzk_field::{Curve, Field, Fr, G1Affine, G1Projective, G2Affine, G2Projective, Group};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-fn stream() -> Option<Stream> {
-    match Gpu::first().expect("a CUDA driver is present but the GPU cannot be used") {
-        None => {
-            eprintln!("skipped: no CUDA device");
-            None
-        }
-        Some(gpu) => Some(gpu.new_stream().expect("stream")),
-    }
-}
+use cuzk_cuda::testing::{test_seed, test_stream as stream};
 
 fn rng(test: &str) -> ChaCha20Rng {
-    let seed: u64 = std::env::var("CUZK_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
-    eprintln!("{test}: seed {seed} (CUZK_TEST_SEED={seed} repeats it)");
-    ChaCha20Rng::seed_from_u64(seed)
+    ChaCha20Rng::seed_from_u64(test_seed(test))
 }
 
 /// The host side of one curve: the reference product and the table, built

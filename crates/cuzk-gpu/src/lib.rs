@@ -16,7 +16,7 @@ use cuzk_field::limbs::{
     fr_as_limbs, g1_as_limbs, g2_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs, G2AffineLimbs,
 };
 use cuzk_field::{Fr, G1Affine, Group};
-use cuzk_groth16::prover::{dense_scalars, Backend, MsmSums, ProveError, StageTimings};
+use cuzk_groth16::prover::{dense_ab_scalars, Backend, MsmSums, ProveError, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 use parking_lot::Mutex;
@@ -582,7 +582,7 @@ impl Worker {
         clock.stop(&s)?;
 
         let start = Instant::now();
-        let (a_scalars, b_scalars) = gather(w);
+        let (a_scalars, b_scalars) = dense_ab_scalars(w);
         t.record("gather", start.elapsed());
 
         clock.start(&s, "msm_a")?;
@@ -799,26 +799,4 @@ impl Worker {
         });
         Ok(())
     }
-}
-
-/// A's and B's dense scalars (host gather, in parallel).
-fn gather(w: &Synthesized) -> (Vec<Fr>, Vec<Fr>) {
-    rayon::join(
-        || {
-            dense_scalars(
-                &w.input_assignment,
-                None,
-                &w.aux_assignment,
-                &w.a_aux_density,
-            )
-        },
-        || {
-            dense_scalars(
-                &w.input_assignment,
-                Some(&w.b_input_density),
-                &w.aux_assignment,
-                &w.b_aux_density,
-            )
-        },
-    )
 }

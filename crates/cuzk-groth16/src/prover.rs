@@ -143,26 +143,7 @@ impl Backend for CpuBackend {
         let sum_h = t.time("msm_h", || msm::msm_g1(&key.h, &h));
         drop(h);
         let sum_l = t.time("msm_l", || msm::msm_g1(&key.l, &w.aux_assignment));
-        let (a_scalars, b_scalars) = t.time("gather", || {
-            rayon::join(
-                || {
-                    dense_scalars(
-                        &w.input_assignment,
-                        None,
-                        &w.aux_assignment,
-                        &w.a_aux_density,
-                    )
-                },
-                || {
-                    dense_scalars(
-                        &w.input_assignment,
-                        Some(&w.b_input_density),
-                        &w.aux_assignment,
-                        &w.b_aux_density,
-                    )
-                },
-            )
-        });
+        let (a_scalars, b_scalars) = t.time("gather", || dense_ab_scalars(w));
         let sum_a = t.time("msm_a", || msm::msm_g1(&key.a, &a_scalars));
         let sum_b_g1 = t.time("msm_b_g1", || msm::msm_g1(&key.b_g1, &b_scalars));
         let sum_b_g2 = t.time("msm_b_g2", || msm::msm_g2(&key.b_g2, &b_scalars));
@@ -174,6 +155,29 @@ impl Backend for CpuBackend {
             b_g2: sum_b_g2,
         })
     }
+}
+
+/// A's and B's dense scalars (the a and b_g1/b_g2 queries' order), gathered
+/// in parallel.
+pub fn dense_ab_scalars(w: &Synthesized) -> (Vec<Fr>, Vec<Fr>) {
+    rayon::join(
+        || {
+            dense_scalars(
+                &w.input_assignment,
+                None,
+                &w.aux_assignment,
+                &w.a_aux_density,
+            )
+        },
+        || {
+            dense_scalars(
+                &w.input_assignment,
+                Some(&w.b_input_density),
+                &w.aux_assignment,
+                &w.b_aux_density,
+            )
+        },
+    )
 }
 
 /// The scalars of a density-indexed query, in key order: the inputs (all of
