@@ -480,16 +480,7 @@ impl Stream {
         dst: &mut DeviceBuffer<T>,
         offset: usize,
     ) -> Result<()> {
-        if count > host.len || offset.checked_add(count).is_none_or(|e| e > dst.len) {
-            return Err(Error::BadArguments {
-                kernel: "upload_pinned_at",
-                message: format!(
-                    "{count} of {} pinned elements at offset {offset} into a buffer of {}",
-                    host.len, dst.len
-                ),
-            });
-        }
-        self.copy_pinned(host, count * std::mem::size_of::<T>(), dst, offset)
+        self.copy_pinned("upload_pinned_at", host, count, dst, offset)
     }
 
     /// Pinned staging bytes → device: the first `count` values of type `T`
@@ -502,35 +493,37 @@ impl Stream {
         dst: &mut DeviceBuffer<T>,
         offset: usize,
     ) -> Result<()> {
-        let bytes = count * std::mem::size_of::<T>();
-        if bytes > host.len || offset.checked_add(count).is_none_or(|e| e > dst.len) {
-            return Err(Error::BadArguments {
-                kernel: "upload_staged",
-                message: format!(
-                    "{count} values ({bytes} bytes) from {} staged bytes at offset {offset} into a buffer of {}",
-                    host.len, dst.len
-                ),
-            });
-        }
-        self.copy_pinned(host, bytes, dst, offset)
+        self.copy_pinned("upload_staged", host, count, dst, offset)
     }
 
-    /// The first `bytes` of pinned `host` into `dst` from element `offset`,
-    /// asynchronous; the caller has checked both ranges.
+    /// The first `count` values of type `T` held in pinned `host` (of any
+    /// element type) into `dst[offset..]`, asynchronous; both ranges checked.
     fn copy_pinned<U: DeviceRepr, T: DeviceRepr>(
         &self,
+        op: &'static str,
         host: &PinnedBuffer<U>,
-        bytes: usize,
+        count: usize,
         dst: &mut DeviceBuffer<T>,
         offset: usize,
     ) -> Result<()> {
+        let bytes = count * std::mem::size_of::<T>();
+        let host_bytes = host.len * std::mem::size_of::<U>();
+        if bytes > host_bytes || offset.checked_add(count).is_none_or(|e| e > dst.len) {
+            return Err(Error::BadArguments {
+                kernel: op,
+                message: format!(
+                    "{count} values ({bytes} bytes) from {host_bytes} pinned bytes at offset {offset} into a buffer of {}",
+                    dst.len
+                ),
+            });
+        }
         if bytes == 0 {
             return Ok(());
         }
         let at = dst.ptr + (offset * std::mem::size_of::<T>()) as u64;
         #[allow(unsafe_code)]
-        // SAFETY: the callers checked that `bytes` fit both `host` and dst's
-        // live region from `offset`; the pinned memory stays alive (owned by
+        // SAFETY: `bytes` fit both `host` and dst's live region from `offset`
+        // (checked above); the pinned memory stays alive (owned by
         // `host`) and `host` records the copy's completion below, so it is not
         // rewritten before the copy ran.
         unsafe { ffi::copy_htod(&self.inner, at, &host.bytes.as_slice()[..bytes]) }
