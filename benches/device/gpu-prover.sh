@@ -3,7 +3,7 @@
 # Run on the GPU machine from the repository root after `cargo xtask bundle
 # --arch sm_90` built bundle/ (carry it), e.g. through the device tool:
 #   bash benches/device/gpu-prover.sh prover     # keys 2^16/20/24, device tests, 2^24 under 6 GiB vs full card
-#   bash benches/device/gpu-prover.sh pipeline   # 10-partition 2^24 sweep on the CUDA backend
+#   bash benches/device/gpu-prover.sh pipeline   # 10-partition 2^24 sweep on the CUDA backend (PIPE_POINTS=S:P:F,... for one sweep)
 #   bash benches/device/gpu-prover.sh compare    # supraseal-c2 (.device-carry/anchor) vs cuzk at 2^22/2^24, 95% and 50% SHA
 #   bash benches/device/gpu-prover.sh big        # 2^26 under a 16 GiB budget and the full card
 # Outputs (logs, sweep JSON/SVG) go to $OUT; a table is printed last.
@@ -67,19 +67,31 @@ prover)
   ;;
 pipeline)
   key 24
-  # No overlap (one partition at a time, one synthesis worker) against the
-  # pipeline (synthesis workers feeding two CUDA workers under VRAM admission).
-  # PIPE_GRIDS: "synthesis provers in-flight label timeout" entries, ';'-separated.
-  IFS=';' read -ra grids <<< "${PIPE_GRIDS:-1 1 1 serial 330;5 1 8 pipelined 200}"
-  for grid in "${grids[@]}"; do
-    set -- $grid
-    timeout "$5" "$bin/sweep" --backend cuda --log-size 24 --jobs 1 --partitions 10 \
-      --synthesis "$1" --provers "$2" --in-flight "$3" --key "$keys/demo-24-95.params" \
-      --out "$out/sweep-k24-cuda-$4" > "$out/sweep-$4.log" 2>&1
+  if [ -n "${PIPE_POINTS:-}" ]; then
+    # One sweep over explicit points S:P:F (one JSON, one chart, a TIMELINE per
+    # point); the s1 p1 f1 point is the no-overlap baseline.
+    timeout "${PIPE_TIMEOUT:-540}" "$bin/sweep" --backend cuda --log-size 24 --jobs 1 --partitions 10 \
+      --points "$PIPE_POINTS" --key "$keys/demo-24-95.params" \
+      --out "$out/sweep-k24-cuda" > "$out/sweep.log" 2>&1
     rc=$?
-    tail -4 "$out/sweep-$4.log"
-    row sweep "2^24 x 10 partitions, $4 (s$1 p$2 f$3)" "exit $rc: $(grep -E '^ +[0-9]+ +[0-9]+ +[0-9]+ ' "$out/sweep-$4.log" | tail -1 | awk '{print $5" s wall, "$6" proofs/h, syn "$10"% prv "$11"%"}')"
-  done
+    grep -E '^ +[0-9]+ +[0-9]+ +[0-9]+ |bottleneck' "$out/sweep.log"
+    row sweep "2^24 x 10 partitions, points $PIPE_POINTS" "exit $rc"
+    while read -r line; do row sweep "$line" ""; done < <(grep bottleneck "$out/sweep.log")
+  else
+    # No overlap (one partition at a time, one synthesis worker) against the
+    # pipeline (synthesis workers feeding two CUDA workers under VRAM admission).
+    # PIPE_GRIDS: "synthesis provers in-flight label timeout" entries, ';'-separated.
+    IFS=';' read -ra grids <<< "${PIPE_GRIDS:-1 1 1 serial 330;5 1 8 pipelined 200}"
+    for grid in "${grids[@]}"; do
+      set -- $grid
+      timeout "$5" "$bin/sweep" --backend cuda --log-size 24 --jobs 1 --partitions 10 \
+        --synthesis "$1" --provers "$2" --in-flight "$3" --key "$keys/demo-24-95.params" \
+        --out "$out/sweep-k24-cuda-$4" > "$out/sweep-$4.log" 2>&1
+      rc=$?
+      tail -4 "$out/sweep-$4.log"
+      row sweep "2^24 x 10 partitions, $4 (s$1 p$2 f$3)" "exit $rc: $(grep -E '^ +[0-9]+ +[0-9]+ +[0-9]+ ' "$out/sweep-$4.log" | tail -1 | awk '{print $5" s wall, "$6" proofs/h, syn "$10"% prv "$11"%"}')"
+    done
+  fi
   ;;
 compare)
   # Same circuits, same keys, same machine: supraseal-c2 (bellperson 0.27 with

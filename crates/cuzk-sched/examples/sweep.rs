@@ -9,7 +9,9 @@
 //! ```
 //!
 //! Every list option takes comma-separated values; the grid is their
-//! product. `--smoke` runs one tiny point (2^10, the committed key).
+//! product, or the explicit `--points` list. `--smoke` runs one tiny point
+//! (2^10, the committed key). Each point's TIMELINE is written next to the
+//! JSON (`timeline-<label>.jsonl`), so its busy fractions can be recomputed.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -43,6 +45,9 @@ usage: sweep [options]
   --synthesis LIST      synthesis workers (default 1,2)
   --provers LIST        prover workers per device (default 1,2)
   --in-flight LIST      partitions admitted at once (default 4)
+  --points LIST         explicit points S:P:F (synthesis:provers:in-flight),
+                        comma-separated, instead of the product of the three
+                        lists above; budgets and VRAM budgets still multiply
   --budget LIST         host-memory budget: auto (3/4 of RAM), Nx (N partition
                         footprints), N[KiB|MiB|GiB] or bytes (default auto)
   --backend B           cpu (default) or cuda: with cuda, --devices counts GPUs and
@@ -56,6 +61,9 @@ usage: sweep [options]
   --smoke               one tiny point (2^10, committed key), for CI
 ";
 
+/// The budget label of the warm-up run, whose timeline is not kept.
+const WARM_UP: &str = "warm-up";
+
 #[derive(Debug, Clone)]
 struct Options {
     log_size: u32,
@@ -66,6 +74,8 @@ struct Options {
     synthesis: Vec<usize>,
     provers: Vec<usize>,
     in_flight: Vec<usize>,
+    /// Explicit (synthesis, provers, in-flight) points; empty: the product.
+    points: Vec<(usize, usize, usize)>,
     budgets: Vec<String>,
     vram: Vec<String>,
     repeats: usize,
@@ -86,6 +96,7 @@ impl Options {
             synthesis: vec![1, 2],
             provers: vec![1, 2],
             in_flight: vec![4],
+            points: Vec::new(),
             budgets: vec!["auto".into()],
             vram: Vec::new(),
             repeats: 1,
@@ -110,6 +121,7 @@ impl Options {
                 "--synthesis" => o.synthesis = list(&value()?)?,
                 "--provers" => o.provers = list(&value()?)?,
                 "--in-flight" => o.in_flight = list(&value()?)?,
+                "--points" => o.points = triples(&value()?)?,
                 "--budget" => o.budgets = value()?.split(',').map(str::to_string).collect(),
                 "--vram" => o.vram = value()?.split(',').map(str::to_string).collect(),
                 "--repeats" => o.repeats = value()?.parse::<usize>()?.max(1),
@@ -124,6 +136,7 @@ impl Options {
                     o.synthesis = vec![1];
                     o.provers = vec![1];
                     o.in_flight = vec![2];
+                    o.points = Vec::new();
                     o.key = Some(workspace_root().join("fixtures/demo-k10-sha95.params"));
                     if o.out.is_none() {
                         o.out = Some(workspace_root().join("target/bench-results/sweep-smoke"));
@@ -142,6 +155,23 @@ impl Options {
         }
         Ok(o)
     }
+}
+
+/// `S:P:F,...` into (synthesis, provers, in-flight) triples, each at least 1.
+fn triples(s: &str) -> Result<Vec<(usize, usize, usize)>> {
+    s.split(',')
+        .map(|t| {
+            let v = t
+                .trim()
+                .split(':')
+                .map(|n| n.trim().parse::<usize>().ok().filter(|&n| n > 0))
+                .collect::<Option<Vec<_>>>();
+            match v.as_deref() {
+                Some(&[s, p, f]) => Ok((s, p, f)),
+                _ => bail!("--points: `{t}` is not S:P:F (three positive integers)"),
+            }
+        })
+        .collect()
 }
 
 fn list(s: &str) -> Result<Vec<usize>> {
@@ -283,6 +313,16 @@ struct Outcome {
     stage_ms: Vec<(String, f64)>,
 }
 
+impl Outcome {
+    /// The busiest stage and its busy fraction.
+    fn bottleneck(&self) -> (&'static str, f64) {
+        let i = (0..3)
+            .max_by(|&a, &b| self.busy[a].total_cmp(&self.busy[b]))
+            .unwrap_or(0);
+        (Stage::ALL[i].as_str(), self.busy[i])
+    }
+}
+
 /// The devices of one grid point: CPU devices, or GPUs with CUDA workers
 /// sharing a VRAM arena (the point's budget) under VRAM admission.
 fn devices(o: &Options, p: &Point) -> Result<Vec<Device>> {
@@ -307,6 +347,7 @@ fn run_point(
     p: &Point,
     key: &Arc<ProvingKey>,
     pvk: &Arc<PreparedVerifyingKey>,
+    out_dir: &Path,
 ) -> Result<Outcome> {
     let mut runs = Vec::new();
     for repeat in 0..o.repeats {
@@ -358,6 +399,9 @@ fn run_point(
         let wall = started.elapsed().as_secs_f64();
         let metrics = engine.metrics();
         engine.shutdown();
+        if p.budget_spec != WARM_UP {
+            write_timeline(&out_dir.join(timeline_file(p, repeat)), &timeline)?;
+        }
         let peak_rss = rss.peak();
         let workers = [
             p.synthesis as f64,
@@ -440,33 +484,49 @@ fn main() -> Result<()> {
         o.vram.iter().cloned().map(Some).collect()
     };
 
-    let mut points = Vec::new();
-    for &synthesis in &o.synthesis {
-        for &provers in &o.provers {
-            for &in_flight in &o.in_flight {
-                for spec in &o.budgets {
-                    for vram in &vrams {
-                        points.push(Point {
-                            synthesis,
-                            provers,
-                            in_flight,
-                            budget_spec: spec.clone(),
-                            budget: parse_budget(spec, footprint.total())?,
-                            vram: vram.clone(),
-                        });
-                    }
+    let workers: Vec<(usize, usize, usize)> = if o.points.is_empty() {
+        let mut product = Vec::new();
+        for &synthesis in &o.synthesis {
+            for &provers in &o.provers {
+                for &in_flight in &o.in_flight {
+                    product.push((synthesis, provers, in_flight));
                 }
+            }
+        }
+        product
+    } else {
+        o.points.clone()
+    };
+    let mut points = Vec::new();
+    for &(synthesis, provers, in_flight) in &workers {
+        for spec in &o.budgets {
+            for vram in &vrams {
+                points.push(Point {
+                    synthesis,
+                    provers,
+                    in_flight,
+                    budget_spec: spec.clone(),
+                    budget: parse_budget(spec, footprint.total())?,
+                    vram: vram.clone(),
+                });
             }
         }
     }
 
+    let out_dir = o.out.clone().unwrap_or_else(|| {
+        workspace_root().join(format!(
+            "benches/results/sweep-k{}-{}",
+            o.log_size, o.backend
+        ))
+    });
+    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     // Warm-up: page in the key and start rayon's pool outside the measurements.
     {
         let warm = Point {
             synthesis: 1,
             provers: 1,
             in_flight: 1,
-            budget_spec: "warm-up".into(),
+            budget_spec: WARM_UP.into(),
             budget: EngineConfig::default().memory_budget,
             vram: None,
         };
@@ -477,7 +537,7 @@ fn main() -> Result<()> {
             devices: 1,
             ..o.clone()
         };
-        run_point(&one, &warm, &key, &pvk)?;
+        run_point(&one, &warm, &key, &pvk, &out_dir)?;
     }
 
     let proofs = (o.jobs * o.partitions) as f64;
@@ -516,8 +576,21 @@ fn main() -> Result<()> {
         "peak rsv"
     );
     let mut rows = Vec::new();
+    let mut failures: Vec<(String, String)> = Vec::new();
     for p in &points {
-        let r = run_point(&o, p, &key, &pvk)?;
+        // A point that fails (say, a device error) is reported and the sweep
+        // goes on: the other points' results are still worth having.
+        let r = match run_point(&o, p, &key, &pvk, &out_dir) {
+            Ok(r) => r,
+            Err(e) => {
+                println!(
+                    "{:>5} {:>8} {:>8}  FAILED: {e:#}",
+                    p.synthesis, p.provers, p.in_flight
+                );
+                failures.push((p.label(), format!("{e:#}")));
+                continue;
+            }
+        };
         let per_hour = proofs / r.wall * 3600.0;
         let jobs_per_hour = o.jobs as f64 / r.wall * 3600.0;
         let lat_max = r.latencies.iter().copied().fold(0.0, f64::max);
@@ -543,15 +616,23 @@ fn main() -> Result<()> {
         );
         rows.push((p.clone(), r, per_hour, jobs_per_hour));
     }
-
-    let out_dir = o.out.clone().unwrap_or_else(|| {
-        workspace_root().join(format!(
-            "benches/results/sweep-k{}-{}",
-            o.log_size, o.backend
-        ))
-    });
-    std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
-    let stage_names = Stage::ALL.map(Stage::as_str);
+    // Against the no-overlap point (one synthesis worker, one prover, one
+    // partition in flight), when the grid has it.
+    let baseline = rows
+        .iter()
+        .find(|(p, ..)| p.synthesis == 1 && p.provers == 1 && p.in_flight == 1)
+        .map(|(_, r, ..)| r.wall);
+    for (p, r, ..) in &rows {
+        let (stage, busy) = r.bottleneck();
+        let speedup = baseline.map_or(String::new(), |b| {
+            format!(", {:.2}x the no-overlap point's throughput", b / r.wall)
+        });
+        println!(
+            "{}: bottleneck {stage} busy {:.1}%{speedup}",
+            p.label(),
+            100.0 * busy
+        );
+    }
     let report = json!({
         "bench": "pipeline-sweep",
         "args": args,
@@ -577,9 +658,7 @@ fn main() -> Result<()> {
         "repeats": o.repeats,
         "process_peak_rss_bytes": proc_status_kib("VmHWM:"),
         "points": rows.iter().map(|(p, r, per_hour, jobs_per_hour)| {
-            let bottleneck = (0..3)
-                .max_by(|&a, &b| r.busy[a].total_cmp(&r.busy[b]))
-                .map_or("none", |i| stage_names[i]);
+            let (bottleneck, bottleneck_busy) = r.bottleneck();
             json!({
                 "label": p.label(),
                 "synthesis_workers": p.synthesis,
@@ -588,7 +667,6 @@ fn main() -> Result<()> {
                 "memory_budget": p.budget_spec,
                 "vram_budget": p.vram.clone().unwrap_or_else(|| "auto".into()),
                 "memory_budget_bytes": p.budget,
-                "vram_budget": p.vram,
                 "wall_s": r.wall,
                 "wall_s_repeats": r.walls,
                 "proofs_per_hour": per_hour,
@@ -604,6 +682,9 @@ fn main() -> Result<()> {
                     "epilogue": r.busy[2],
                 },
                 "bottleneck": bottleneck,
+                "bottleneck_busy_fraction": bottleneck_busy,
+                "throughput_vs_no_overlap": baseline.map(|b| b / r.wall),
+                "timeline": timeline_file(p, 0),
                 "peak_rss_bytes": r.peak_rss,
                 "peak_reserved_bytes": r.peak_reserved,
                 "partition_stage_ms": r.stage_ms.iter()
@@ -611,6 +692,9 @@ fn main() -> Result<()> {
                     .collect::<serde_json::Map<_, _>>(),
             })
         }).collect::<Vec<_>>(),
+        "failed_points": failures.iter()
+            .map(|(label, error)| json!({ "label": label, "error": error }))
+            .collect::<Vec<_>>(),
     });
     let json_path = out_dir.join("sweep.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)?;
@@ -645,7 +729,48 @@ fn main() -> Result<()> {
         json_path.display(),
         svg_path.display()
     );
+    if !failures.is_empty() {
+        bail!(
+            "{} of {} point(s) failed: {}",
+            failures.len(),
+            points.len(),
+            failures
+                .iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
     Ok(())
+}
+
+/// The file a point's TIMELINE (repeat `repeat`) is written to, in the
+/// results directory: one JSON object per event.
+fn timeline_file(p: &Point, repeat: usize) -> String {
+    let label: String = p
+        .label()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("timeline-{label}-r{repeat}.jsonl")
+}
+
+fn write_timeline(path: &Path, timeline: &Timeline) -> Result<()> {
+    let mut text = String::new();
+    for e in timeline.events() {
+        let _ = writeln!(
+            text,
+            "{}",
+            json!({
+                "t_us": u64::try_from(e.at.as_micros()).unwrap_or(u64::MAX),
+                "job": e.job.0,
+                "partition": e.partition,
+                "event": e.kind.as_str(),
+                "worker": e.worker,
+            })
+        );
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 /// A bar chart of proofs per hour per grid point, with each point's busy
