@@ -113,6 +113,14 @@ fn half_sha_2_16_matches_bellperson() {
     check(16, 0.5, &[4]);
 }
 
+/// Two multiplication lanes: both provers synthesize them in parallel and
+/// join them with `extend`, while the key generator ran them in sequence.
+#[test]
+fn parallel_lanes_2_17_match_bellperson() {
+    assert_eq!(DemoCircuit::plan_for(17, 0.0).chain_lanes(), 2);
+    check(17, 0.0, &[5]);
+}
+
 #[test]
 fn key_mismatch_is_refused_before_proving() {
     let f = fixture(10, 0.95);

@@ -11,6 +11,7 @@ use std::fmt;
 use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use ff::Field;
+use rayon::prelude::*;
 
 use crate::density::Density;
 
@@ -260,13 +261,30 @@ impl ConstraintSystem<Fr> for ProvingAssignment {
         self.a_aux_density.extend(&other.a_aux_density, false);
         self.b_input_density.extend(&other.b_input_density, true);
         self.b_aux_density.extend(&other.b_aux_density, false);
-        self.a.extend_from_slice(&other.a);
-        self.b.extend_from_slice(&other.b);
-        self.c.extend_from_slice(&other.c);
+        // The copies run on the rayon pool, in place (a 2^24 partition's
+        // pieces hold ~2 GB): one thread's memcpy would be the serial tail of
+        // a parallel synthesis.
+        let (a, (b, (c, aux))) = (
+            &mut self.a,
+            (&mut self.b, (&mut self.c, &mut self.aux_assignment)),
+        );
+        rayon::join(
+            || a.par_extend(other.a.par_iter().copied()),
+            || {
+                rayon::join(
+                    || b.par_extend(other.b.par_iter().copied()),
+                    || {
+                        rayon::join(
+                            || c.par_extend(other.c.par_iter().copied()),
+                            || aux.par_extend(other.aux_assignment.par_iter().copied()),
+                        )
+                    },
+                )
+            },
+        );
         // bellperson slices here too, so an `other` without ONE panics there as well.
         self.input_assignment
             .extend_from_slice(&other.input_assignment[1..]);
-        self.aux_assignment.extend_from_slice(&other.aux_assignment);
     }
 }
 

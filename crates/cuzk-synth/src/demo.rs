@@ -1,31 +1,45 @@
 //! Demo circuits of an exact power-of-two size, built from real bellperson
 //! gadgets, for tests and benchmarks.
 //!
-//! A [`DemoCircuit`] of size `2^k` is:
+//! A [`DemoCircuit`] of size `2^k` is a sequence of independent *lanes*:
 //!
-//! 1. a chain of SHA-256 compression blocks
+//! 1. SHA-256 lanes: each a chain of at most [`SHA_LANE_BLOCKS`]
+//!    compression blocks
 //!    (`bellperson::gadgets::sha256::sha256_compression_function`) over
 //!    random 512-bit message blocks allocated as boolean witnesses, starting
-//!    from the SHA-256 IV; the final 256-bit state is exposed as two public
-//!    inputs with `multipack::pack_into_inputs`. This is the "mostly bits"
-//!    witness PoRep produces.
-//! 2. a multiplication chain `x_{i+1} = x_i * y_i` (one constraint per step)
-//!    over full-width random field elements; the last product is a public
-//!    input. Its length fills the circuit to exactly `2^k` constraints,
-//!    counting the `input_i * 0 = 0` constraints the prover appends.
+//!    from the SHA-256 IV; the lane's final 256-bit state is exposed as two
+//!    public inputs with `multipack::pack_into_inputs`. This is the "mostly
+//!    bits" witness PoRep produces.
+//! 2. multiplication lanes: each a chain `x_{i+1} = x_i * y_i` (one
+//!    constraint per step) of at most [`CHAIN_LANE_STEPS`] steps over
+//!    full-width random field elements; the lane's last product is a public
+//!    input. Their total length fills the circuit to exactly `2^k`
+//!    constraints, counting the `input_i * 0 = 0` constraints the prover
+//!    appends.
 //!
 //! The SHA part gets as many whole blocks as fit in `sha_share * 2^k`
-//! constraints. The first block costs 26,352 constraints (the constant IV
+//! constraints. A lane's first block costs 26,352 constraints (the constant IV
 //! makes it cheaper), each further one 26,704, packing the state 2 more; so
 //! below `2^15` (at the default share of 0.95) there is no SHA block and the
-//! circuit is only the multiplication chain, with one public input. At
-//! `2^27` and 0.95 it is 4,774 blocks and a chain of 6,733,178 steps.
+//! circuit is only the multiplication chain. At `2^24` and 0.95 it is 597
+//! blocks in 38 SHA lanes and 13 multiplication lanes.
 //!
-//! Witnesses come from ChaCha20 seeded with `seed` (stream 0 for the message
-//! bits, stream 1 for the chain), drawn while synthesizing, so a circuit
-//! object is a few bytes even at `2^27`. Different seeds give different
-//! witnesses of the same shape, hence one proving key serves them all.
-//! Values are always supplied; the key generator simply ignores them.
+//! Lanes share no variable, so a constraint system that is extensible
+//! (`ConstraintSystem::is_extensible`, as cuzk's and bellperson's proving
+//! assignments are) gets each lane synthesized on its own rayon task and joined
+//! in order with `ConstraintSystem::extend`; any other (a key generator)
+//! synthesizes them one after the other. Both give the same circuit: that is
+//! the contract of `extend`, and `parallel_and_sequential_synthesis_agree`
+//! checks it. A circuit with one lane of each kind (up to 16 blocks and 65,536
+//! steps, so every size up to `2^18` at the default share) is the single-chain
+//! circuit of cuzk's first sessions, bit for bit.
+//!
+//! Witnesses come from ChaCha20 seeded with `seed`, one stream per lane (SHA
+//! lane `l` on stream `2l`, multiplication lane `l` on stream `2l + 1`),
+//! drawn while synthesizing, so a circuit object is a few bytes even at
+//! `2^27`. Different seeds give different witnesses of the same shape, hence
+//! one proving key serves them all. Values are always supplied; the key
+//! generator simply ignores them.
 
 use std::sync::OnceLock;
 
@@ -38,6 +52,7 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
+use rayon::prelude::*;
 
 use crate::assignment::{domain_log2, CircuitShape};
 
@@ -53,10 +68,20 @@ const SHA256_IV: [u32; 8] = [
     0x5be0_cd19,
 ];
 
-/// ChaCha20 stream for the SHA message blocks.
-const SHA_STREAM: u64 = 0;
-/// ChaCha20 stream for the multiplication chain.
-const CHAIN_STREAM: u64 = 1;
+/// Most compression blocks in one SHA-256 lane.
+pub const SHA_LANE_BLOCKS: usize = 16;
+/// Most steps in one multiplication lane.
+pub const CHAIN_LANE_STEPS: usize = 1 << 16;
+
+/// ChaCha20 stream of SHA lane `lane`'s message blocks.
+fn sha_stream(lane: usize) -> u64 {
+    2 * lane as u64
+}
+
+/// ChaCha20 stream of multiplication lane `lane`.
+fn chain_stream(lane: usize) -> u64 {
+    2 * lane as u64 + 1
+}
 
 /// A SHA-256 + multiplication-chain circuit with exactly `2^log_size`
 /// constraints; see the [module documentation](self).
@@ -71,10 +96,70 @@ pub struct DemoCircuit {
 /// How a [`DemoCircuit`] of a given size and SHA share is made up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DemoPlan {
-    /// SHA-256 compression blocks (0 when none fits).
+    /// SHA-256 compression blocks (0 when none fits), over
+    /// `ceil(sha_blocks / SHA_LANE_BLOCKS)` lanes.
     pub sha_blocks: usize,
-    /// Multiplication steps, one constraint each (at least 1).
+    /// Multiplication steps, one constraint each (at least 1), over
+    /// `ceil(chain_len / CHAIN_LANE_STEPS)` lanes.
     pub chain_len: usize,
+}
+
+impl DemoPlan {
+    /// SHA-256 lanes.
+    pub fn sha_lanes(&self) -> usize {
+        self.sha_blocks.div_ceil(SHA_LANE_BLOCKS)
+    }
+
+    /// Multiplication lanes.
+    pub fn chain_lanes(&self) -> usize {
+        self.chain_len.div_ceil(CHAIN_LANE_STEPS)
+    }
+
+    /// The lanes in synthesis order: every SHA lane, then every
+    /// multiplication lane; all full but the last of each kind.
+    fn lanes(&self) -> Vec<Lane> {
+        let split = |total: usize, per: usize| {
+            (0..total.div_ceil(per)).map(move |l| (l, per.min(total - l * per)))
+        };
+        split(self.sha_blocks, SHA_LANE_BLOCKS)
+            .map(|(lane, blocks)| Lane::Sha { lane, blocks })
+            .chain(
+                split(self.chain_len, CHAIN_LANE_STEPS)
+                    .map(|(lane, steps)| Lane::Chain { lane, steps }),
+            )
+            .collect()
+    }
+}
+
+/// One independent piece of a demo circuit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// `blocks >= 1` compression blocks from the IV, the state packed into
+    /// two inputs.
+    Sha { lane: usize, blocks: usize },
+    /// `steps >= 1` multiplications, the last product an input.
+    Chain { lane: usize, steps: usize },
+}
+
+impl Lane {
+    fn synthesize<CS: ConstraintSystem<Fr>>(
+        self,
+        cs: &mut CS,
+        seed: u64,
+    ) -> Result<(), SynthesisError> {
+        match self {
+            Lane::Sha { lane, blocks } => synthesize_sha_lane(
+                cs.namespace(|| format!("sha {lane}")),
+                blocks,
+                stream_rng(seed, sha_stream(lane)),
+            ),
+            Lane::Chain { lane, steps } => synthesize_mul_lane(
+                cs.namespace(|| format!("mul {lane}")),
+                steps,
+                ChainWitness::new(seed, lane),
+            ),
+        }
+    }
 }
 
 impl DemoCircuit {
@@ -124,13 +209,13 @@ impl DemoCircuit {
         let total = 1usize << log_size;
         // Truncation is the intent: SHA gets at most this many constraints.
         let budget = (sha_share * total as f64) as usize;
-        // Constraints outside the chain: SHA's, plus one `input_i * 0 = 0`
-        // per input (ONE, SHA's, the chain's product).
-        let fixed = |sha: PartCounts| sha.constraints + (1 + sha.inputs + 1);
-        // The chain fills the rest and needs at least one step.
+        // Constraints outside the multiplication lanes: SHA's, plus one
+        // `input_i * 0 = 0` per input (ONE and SHA's).
+        let fixed = |sha: PartCounts| sha.constraints + 1 + sha.inputs;
+        // The multiplication lanes fill the rest and need at least one step.
         let fits = |blocks: usize| {
             let sha = sha_counts(blocks);
-            sha.constraints <= budget && fixed(sha) < total
+            sha.constraints <= budget && fixed(sha) + 2 <= total
         };
         let mut sha_blocks = 0;
         while fits(sha_blocks + 1) {
@@ -138,7 +223,7 @@ impl DemoCircuit {
         }
         DemoPlan {
             sha_blocks,
-            chain_len: total - fixed(sha_counts(sha_blocks)),
+            chain_len: chain_len_filling(total - fixed(sha_counts(sha_blocks))),
         }
     }
 
@@ -191,33 +276,58 @@ impl DemoCircuit {
         self.plan
     }
 
-    /// The public inputs a verifier needs, ONE excluded: the packed SHA-256
-    /// state (two elements, only when there are SHA blocks), then the chain's
-    /// product. Computed natively; costs one field multiplication and one
-    /// random draw per chain step.
+    /// The public inputs a verifier needs, ONE excluded, in lane order: the
+    /// packed SHA-256 state of every SHA lane (two elements each), then the
+    /// last product of every multiplication lane. Computed natively; costs
+    /// one field multiplication and one random draw per chain step.
     pub fn public_inputs(&self) -> Vec<Fr> {
-        let mut inputs = Vec::with_capacity(3);
-        if self.plan.sha_blocks > 0 {
-            let state = native_sha_state(self.plan.sha_blocks, self.seed);
-            let bytes: Vec<u8> = state.iter().flat_map(|w| w.to_be_bytes()).collect();
-            inputs.extend(multipack::compute_multipacking::<Fr>(
-                &multipack::bytes_to_bits(&bytes),
-            ));
-        }
-        let mut chain = ChainWitness::new(self.seed);
-        let mut product = chain.x;
-        for _ in 0..self.plan.chain_len {
-            product = chain.step().1;
-        }
-        inputs.push(product);
-        inputs
+        self.plan
+            .lanes()
+            .par_iter()
+            .flat_map_iter(|&lane| match lane {
+                Lane::Sha { lane, blocks } => {
+                    let state = native_sha_state(blocks, stream_rng(self.seed, sha_stream(lane)));
+                    let bytes: Vec<u8> = state.iter().flat_map(|w| w.to_be_bytes()).collect();
+                    multipack::compute_multipacking::<Fr>(&multipack::bytes_to_bits(&bytes))
+                }
+                Lane::Chain { lane, steps } => {
+                    let mut chain = ChainWitness::new(self.seed, lane);
+                    let mut product = chain.x;
+                    for _ in 0..steps {
+                        product = chain.step().1;
+                    }
+                    vec![product]
+                }
+            })
+            .collect()
     }
 }
 
 impl Circuit<Fr> for DemoCircuit {
     fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
-        synthesize_sha_chain(cs.namespace(|| "sha"), self.plan.sha_blocks, self.seed)?;
-        synthesize_mul_chain(cs.namespace(|| "mul"), self.plan.chain_len, self.seed)
+        let lanes = self.plan.lanes();
+        if !CS::Root::is_extensible() || lanes.len() == 1 {
+            for lane in lanes {
+                lane.synthesize(cs, self.seed)?;
+            }
+            return Ok(());
+        }
+        // Each lane on its own system (ONE first, as `extend` expects), in
+        // parallel; joined in lane order, each dropped once it is copied.
+        let parts = lanes
+            .into_par_iter()
+            .map(|lane| {
+                let mut part = CS::Root::new();
+                part.alloc_input(|| "one", || Ok(Fr::ONE))?;
+                lane.synthesize(&mut part, self.seed)?;
+                Ok(part)
+            })
+            .collect::<Result<Vec<_>, SynthesisError>>()?;
+        let root = cs.get_root();
+        for part in parts {
+            root.extend(&part);
+        }
+        Ok(())
     }
 }
 
@@ -233,16 +343,16 @@ fn next_message_block(rng: &mut ChaCha20Rng) -> [u8; 64] {
     block
 }
 
-/// `blocks` compression blocks from the IV, state exposed with multipack.
-fn synthesize_sha_chain<CS: ConstraintSystem<Fr>>(
+/// `blocks` compression blocks from the IV with message blocks drawn from
+/// `rng`, the state exposed with multipack.
+fn synthesize_sha_lane<CS: ConstraintSystem<Fr>>(
     mut cs: CS,
     blocks: usize,
-    seed: u64,
+    mut rng: ChaCha20Rng,
 ) -> Result<(), SynthesisError> {
     if blocks == 0 {
         return Ok(());
     }
-    let mut rng = stream_rng(seed, SHA_STREAM);
     let mut state: Vec<UInt32> = SHA256_IV.iter().map(|&w| UInt32::constant(w)).collect();
     for block in 0..blocks {
         let mut cs = cs.namespace(|| format!("block {block}"));
@@ -268,8 +378,8 @@ struct ChainWitness {
 }
 
 impl ChainWitness {
-    fn new(seed: u64) -> Self {
-        let mut rng = stream_rng(seed, CHAIN_STREAM);
+    fn new(seed: u64, lane: usize) -> Self {
+        let mut rng = stream_rng(seed, chain_stream(lane));
         let x = Fr::random(&mut rng);
         Self { rng, x }
     }
@@ -282,12 +392,11 @@ impl ChainWitness {
 }
 
 /// `x_{i+1} = x_i * y_i` for `len >= 1` steps; the last product is an input.
-fn synthesize_mul_chain<CS: ConstraintSystem<Fr>>(
+fn synthesize_mul_lane<CS: ConstraintSystem<Fr>>(
     mut cs: CS,
     len: usize,
-    seed: u64,
+    mut witness: ChainWitness,
 ) -> Result<(), SynthesisError> {
-    let mut witness = ChainWitness::new(seed);
     let mut x = cs.alloc(|| "x 0", || Ok(witness.x))?;
     for step in 0..len {
         let (y_value, product) = witness.step();
@@ -308,8 +417,7 @@ fn synthesize_mul_chain<CS: ConstraintSystem<Fr>>(
     Ok(())
 }
 
-fn native_sha_state(blocks: usize, seed: u64) -> [u32; 8] {
-    let mut rng = stream_rng(seed, SHA_STREAM);
+fn native_sha_state(blocks: usize, mut rng: ChaCha20Rng) -> [u32; 8] {
     let mut state = SHA256_IV;
     for _ in 0..blocks {
         let message = next_message_block(&mut rng);
@@ -368,13 +476,14 @@ impl PartCounts {
     }
 }
 
-/// The multiplication chain of `len >= 1` steps: `x_0`, the `y_i` and the
-/// inner `x_i` are aux (`2 len`); each `x_i` (i < len) is in one A, each `y_i`
-/// in one B; the last product is an input, only in C.
+/// The multiplication lanes of `len >= 1` steps in all: per lane, `x_0`, the
+/// `y_i` and the inner `x_i` are aux (`2 len` in all); each `x_i` (i < len)
+/// is in one A, each `y_i` in one B; each lane's last product is an input,
+/// only in C.
 fn chain_counts(len: usize) -> PartCounts {
     PartCounts {
         constraints: len,
-        inputs: 1,
+        inputs: len.div_ceil(CHAIN_LANE_STEPS),
         aux: 2 * len,
         a_aux: len,
         b_input: 0,
@@ -382,14 +491,42 @@ fn chain_counts(len: usize) -> PartCounts {
     }
 }
 
-/// The SHA part of `blocks` blocks, packing included.
+/// The number of multiplication steps whose constraints plus appended input
+/// constraints (one per lane) are exactly `room >= 2`.
+fn chain_len_filling(room: usize) -> usize {
+    let used = |len: usize| len + len.div_ceil(CHAIN_LANE_STEPS);
+    // Every lane but the last holds CHAIN_LANE_STEPS + 1 constraints.
+    let mut len = room - room.div_ceil(CHAIN_LANE_STEPS + 1);
+    while used(len) > room {
+        len -= 1;
+    }
+    while used(len + 1) <= room {
+        len += 1;
+    }
+    debug_assert_eq!(used(len), room, "a lane of one step always fits");
+    len
+}
+
+/// The SHA lanes of `blocks` blocks in all, packing included.
+fn sha_counts(blocks: usize) -> PartCounts {
+    let full = blocks / SHA_LANE_BLOCKS;
+    let rest = blocks % SHA_LANE_BLOCKS;
+    let mut counts = sha_lane_counts(SHA_LANE_BLOCKS)
+        .times(full)
+        .plus(sha_lane_counts(rest));
+    // A lane's only B-input bit is ONE's, which every lane shares.
+    counts.b_input = sha_lane_counts(blocks.min(1)).b_input;
+    counts
+}
+
+/// One SHA lane of `blocks <= SHA_LANE_BLOCKS` blocks, packing included.
 ///
 /// Measured by synthesis for up to 3 blocks, then extrapolated: the first
 /// block is cheaper (its state is the constant IV, which the gadgets fold),
 /// the last one's outputs feed the packing, and every block in between is
 /// identical, so from 2 blocks on each extra block adds exactly what the third
 /// did. `demo_shape_for_matches_synthesis` checks this against synthesis.
-fn sha_counts(blocks: usize) -> PartCounts {
+fn sha_lane_counts(blocks: usize) -> PartCounts {
     static MEASURED: OnceLock<[PartCounts; 4]> = OnceLock::new();
     let measured = MEASURED.get_or_init(|| {
         [0, 1, 2, 3].map(|blocks| {
@@ -398,7 +535,7 @@ fn sha_counts(blocks: usize) -> PartCounts {
             }
             let mut cs = crate::ProvingAssignment::new();
             cs.alloc_input(|| "one", || Ok(Fr::ONE))
-                .and_then(|_| synthesize_sha_chain(&mut cs, blocks, 0))
+                .and_then(|_| synthesize_sha_lane(&mut cs, blocks, stream_rng(0, 0)))
                 .expect("the SHA gadgets synthesize with supplied values");
             let shape = cs.finish().shape();
             PartCounts {
@@ -426,7 +563,7 @@ mod tests {
         let measure = |blocks| {
             let mut cs = crate::ProvingAssignment::new();
             cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
-            synthesize_sha_chain(&mut cs, blocks, 7).unwrap();
+            synthesize_sha_lane(&mut cs, blocks, stream_rng(7, 0)).unwrap();
             cs.finish().shape()
         };
         let [two, three, four] = [2, 3, 4].map(measure);
@@ -450,7 +587,7 @@ mod tests {
             four.num_constraints - three.num_constraints,
             "constraints"
         );
-        let extrapolated = sha_counts(4);
+        let extrapolated = sha_lane_counts(4);
         assert_eq!(extrapolated.aux, four.num_aux);
         assert_eq!(extrapolated.constraints + 3, four.num_constraints);
     }

@@ -73,3 +73,18 @@ fn sha_blocks_appear_from_two_to_the_fifteen() {
     );
     assert_eq!(DemoCircuit::new(14, 0.95, 1).public_inputs().len(), 1);
 }
+
+#[test]
+fn shapes_with_several_lanes_of_each_kind_are_exact() {
+    // 2^19 all SHA: 19 blocks in two lanes; 2^18 no SHA: four chain lanes;
+    // 2^20 at the default share: three SHA lanes and one chain lane.
+    let plan = DemoCircuit::plan_for(19, 1.0);
+    assert_eq!((plan.sha_lanes(), plan.chain_lanes()), (2, 1));
+    check(19, 1.0);
+    let plan = DemoCircuit::plan_for(18, 0.0);
+    assert_eq!((plan.sha_lanes(), plan.chain_lanes()), (0, 4));
+    check(18, 0.0);
+    let plan = DemoCircuit::plan_for(20, DemoCircuit::DEFAULT_SHA_SHARE);
+    assert_eq!((plan.sha_lanes(), plan.chain_lanes()), (3, 1));
+    check(20, DemoCircuit::DEFAULT_SHA_SHARE);
+}

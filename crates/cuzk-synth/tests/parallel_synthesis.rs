@@ -1,0 +1,97 @@
+//! A demo circuit synthesized lane by lane in parallel (the proving
+//! assignment is extensible) equals the same circuit synthesized in one
+//! sequence, which is what a key generator sees.
+
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use cuzk_synth::{synthesize, DemoCircuit, ProvingAssignment, Synthesized};
+use ff::Field;
+
+/// A proving assignment that says it is not extensible, so circuits take
+/// their sequential path.
+struct Sequential(ProvingAssignment);
+
+impl ConstraintSystem<Fr> for Sequential {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, a: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.alloc(a, f)
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, a: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.0.alloc_input(a, f)
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, a: A, la: LA, lb: LB, lc: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+        self.0.enforce(a, la, lb, lc)
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+fn sequential(circuit: DemoCircuit) -> Synthesized {
+    let mut cs = Sequential(ProvingAssignment::new());
+    assert!(!Sequential::is_extensible());
+    let one = cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+    assert_eq!(one, Variable::new_unchecked(Index::Input(0)));
+    circuit.synthesize(&mut cs).unwrap();
+    cs.0.finish()
+}
+
+#[test]
+fn parallel_and_sequential_synthesis_agree() {
+    assert!(ProvingAssignment::is_extensible());
+    // Several SHA lanes (the last one short) and one chain lane; then no SHA
+    // and four chain lanes (the last one short); then one lane of each.
+    for (log_size, share, seed) in [(19, 1.0, 3), (18, 0.0, 4), (16, 0.95, 5)] {
+        let circuit = DemoCircuit::new(log_size, share, seed);
+        let inputs = circuit.public_inputs();
+        let parallel = synthesize(circuit.clone()).unwrap();
+        let sequential = sequential(circuit);
+        assert!(
+            parallel == sequential,
+            "2^{log_size} at {share}: the parallel synthesis differs"
+        );
+        assert_eq!(&parallel.input_assignment[1..], &inputs[..]);
+        assert_eq!(parallel.shape(), DemoCircuit::shape_for(log_size, share));
+    }
+}
+
+#[test]
+fn lanes_draw_different_witnesses() {
+    // Two SHA lanes of the same length must not repeat each other's blocks.
+    let circuit = DemoCircuit::new(19, 1.0, 9);
+    let inputs = circuit.public_inputs();
+    let plan = circuit.plan();
+    assert_eq!(plan.sha_lanes(), 2);
+    assert_ne!(inputs[0..2], inputs[2..4]);
+    assert_eq!(inputs.len(), 2 * plan.sha_lanes() + plan.chain_lanes());
+}
