@@ -128,6 +128,7 @@ pub struct DemoSource {
     first_seed: u64,
     partitions: usize,
     shape: CircuitShape,
+    in_sequence: bool,
 }
 
 impl DemoSource {
@@ -143,27 +144,45 @@ impl DemoSource {
             first_seed,
             partitions,
             shape: DemoCircuit::shape_for(log_size, sha_share),
+            in_sequence: false,
         }
+    }
+
+    /// The same partitions, each synthesized on one thread
+    /// ([`DemoCircuit::in_sequence`]): a PoRep-like synthesis profile.
+    pub fn in_sequence(mut self) -> Self {
+        self.in_sequence = true;
+        self
     }
 
     /// The circuit of partition `index`.
     pub fn circuit(&self, index: usize) -> DemoCircuit {
-        DemoCircuit::new(
+        let circuit = DemoCircuit::new(
             self.log_size,
             self.sha_share,
             self.first_seed + index as u64,
-        )
+        );
+        if self.in_sequence {
+            circuit.in_sequence()
+        } else {
+            circuit
+        }
     }
 }
 
 impl PartitionSource for DemoSource {
     fn describe(&self) -> String {
         format!(
-            "demo 2^{} sha {} seeds {}..{}",
+            "demo 2^{} sha {} seeds {}..{}{}",
             self.log_size,
             self.sha_share,
             self.first_seed,
-            self.first_seed + self.partitions as u64
+            self.first_seed + self.partitions as u64,
+            if self.in_sequence {
+                ", synthesized in sequence"
+            } else {
+                ""
+            }
         )
     }
 

@@ -55,6 +55,10 @@ usage: sweep [options]
   --vram LIST           VRAM budgets per GPU (auto or sizes such as 16GiB; cuda only)
   --repeats R           runs per point; the median wall time is reported (default 1)
   --no-verify           turn the epilogue's verification off
+  --sequential-synthesis
+                        synthesize each partition's lanes on one thread (the
+                        profile of a single-threaded circuit such as PoRep's);
+                        by default they run in parallel on rayon
   --key PATH            proving key (default: target/bench-keys/demo-K-SHARE.params,
                         generated with bellperson's generator when missing)
   --out DIR             results directory (default benches/results/sweep-kK-cpu)
@@ -80,6 +84,7 @@ struct Options {
     vram: Vec<String>,
     repeats: usize,
     verify: bool,
+    sequential: bool,
     key: Option<PathBuf>,
     out: Option<PathBuf>,
     backend: String,
@@ -101,6 +106,7 @@ impl Options {
             vram: Vec::new(),
             repeats: 1,
             verify: true,
+            sequential: false,
             key: None,
             out: None,
             backend: "cpu".into(),
@@ -126,6 +132,7 @@ impl Options {
                 "--vram" => o.vram = value()?.split(',').map(str::to_string).collect(),
                 "--repeats" => o.repeats = value()?.parse::<usize>()?.max(1),
                 "--no-verify" => o.verify = false,
+                "--sequential-synthesis" => o.sequential = true,
                 "--key" => o.key = Some(value()?.into()),
                 "--backend" => o.backend = value()?,
                 "--out" => o.out = Some(value()?.into()),
@@ -368,8 +375,12 @@ fn run_point(
         let handles = (0..o.jobs)
             .map(|j| {
                 let seed = 1000 * (repeat * o.jobs + j) as u64;
-                let source: Arc<dyn PartitionSource> =
-                    Arc::new(DemoSource::new(o.log_size, o.share, seed, o.partitions));
+                let source = DemoSource::new(o.log_size, o.share, seed, o.partitions);
+                let source: Arc<dyn PartitionSource> = Arc::new(if o.sequential {
+                    source.in_sequence()
+                } else {
+                    source
+                });
                 engine.submit(
                     Job::new(source, Arc::clone(key))
                         .with_verifying_key(Arc::clone(pvk))
@@ -647,6 +658,7 @@ fn main() -> Result<()> {
             "kind": "demo",
             "log_size": o.log_size,
             "sha_share": o.share,
+            "synthesis": if o.sequential { "sequential" } else { "parallel lanes" },
             "constraints": shape.num_constraints,
             "aux": shape.num_aux,
             "footprint_bytes": footprint.total(),

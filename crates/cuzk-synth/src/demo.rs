@@ -91,6 +91,8 @@ pub struct DemoCircuit {
     sha_share: f64,
     seed: u64,
     plan: DemoPlan,
+    /// Lanes on rayon tasks when the system is extensible.
+    parallel: bool,
 }
 
 /// How a [`DemoCircuit`] of a given size and SHA share is made up.
@@ -186,7 +188,22 @@ impl DemoCircuit {
             sha_share,
             seed,
             plan: Self::plan_for(log_size, sha_share),
+            parallel: true,
         }
+    }
+
+    /// The same circuit, whose lanes are synthesized one after the other on
+    /// the calling thread even on an extensible system: the cost profile of a
+    /// circuit whose synthesis is single-threaded, such as Filecoin's PoRep
+    /// (one partition per core). The witness is the same.
+    pub fn in_sequence(mut self) -> Self {
+        self.parallel = false;
+        self
+    }
+
+    /// Whether an extensible system synthesizes the lanes in parallel.
+    pub fn parallel(&self) -> bool {
+        self.parallel
     }
 
     /// How a circuit of this size and share is made up (cheap: after the
@@ -306,28 +323,17 @@ impl DemoCircuit {
 impl Circuit<Fr> for DemoCircuit {
     fn synthesize<CS: ConstraintSystem<Fr>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
         let lanes = self.plan.lanes();
-        if !CS::Root::is_extensible() || lanes.len() == 1 {
+        if !self.parallel || !CS::Root::is_extensible() || lanes.len() == 1 {
             for lane in lanes {
                 lane.synthesize(cs, self.seed)?;
             }
             return Ok(());
         }
-        // Each lane on its own system (ONE first, as `extend` expects), in
-        // parallel; joined in lane order, each dropped once it is copied.
-        let parts = lanes
-            .into_par_iter()
-            .map(|lane| {
-                let mut part = CS::Root::new();
-                part.alloc_input(|| "one", || Ok(Fr::ONE))?;
-                lane.synthesize(&mut part, self.seed)?;
-                Ok(part)
-            })
-            .collect::<Result<Vec<_>, SynthesisError>>()?;
-        let root = cs.get_root();
-        for part in parts {
-            root.extend(&part);
-        }
-        Ok(())
+        // Each lane on its own system, in parallel, joined in lane order.
+        let seed = self.seed;
+        crate::synthesize_in_parallel(cs.get_root(), lanes, |lane, part| {
+            lane.synthesize(part, seed)
+        })
     }
 }
 

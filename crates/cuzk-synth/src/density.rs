@@ -144,12 +144,6 @@ impl Density {
         }
     }
 
-    /// Reserves room for `additional` more bits.
-    pub(crate) fn reserve(&mut self, additional: usize) {
-        let words = (self.len + additional).div_ceil(WORD_BITS);
-        self.words.reserve(words.saturating_sub(self.words.len()));
-    }
-
     /// Appends `other` (bellperson's `DensityTracker::extend`).
     ///
     /// With `coalesce_first` (input densities), `other`'s bit 0 stands for the

@@ -4,6 +4,7 @@
 mod assignment;
 pub mod demo;
 mod density;
+mod parallel;
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
@@ -13,6 +14,7 @@ use rayon::prelude::*;
 pub use assignment::{CircuitShape, ProvingAssignment, Synthesized};
 pub use demo::DemoCircuit;
 pub use density::Density;
+pub use parallel::synthesize_in_parallel;
 
 /// Synthesizes one circuit (one partition) the way bellperson's prover does:
 /// allocate the ONE input, run the circuit, append `input_i * 0 = 0` for every

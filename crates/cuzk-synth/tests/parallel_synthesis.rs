@@ -95,3 +95,51 @@ fn lanes_draw_different_witnesses() {
     assert_ne!(inputs[0..2], inputs[2..4]);
     assert_eq!(inputs.len(), 2 * plan.sha_lanes() + plan.chain_lanes());
 }
+
+#[test]
+fn in_sequence_is_the_same_witness_on_one_thread() {
+    let circuit = DemoCircuit::new(18, 0.0, 6);
+    assert!(circuit.parallel());
+    let sequential_circuit = circuit.clone().in_sequence();
+    assert!(!sequential_circuit.parallel());
+    assert!(synthesize(sequential_circuit).unwrap() == synthesize(circuit).unwrap());
+}
+
+#[test]
+fn a_one_thread_pool_joins_the_same_witness() {
+    // The joining task helps run the lanes: nothing waits on a busy pool.
+    let circuit = DemoCircuit::new(19, 1.0, 8);
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let single = one.install(|| synthesize(circuit.clone())).unwrap();
+    assert!(single == synthesize(circuit).unwrap());
+}
+
+#[test]
+fn the_first_error_in_piece_order_is_returned() {
+    use cuzk_synth::synthesize_in_parallel;
+    let piece = |i: u64, cs: &mut ProvingAssignment| -> Result<(), SynthesisError> {
+        match i {
+            3 => Err(SynthesisError::AssignmentMissing),
+            5 => Err(SynthesisError::DivisionByZero),
+            _ => {
+                let x = cs.alloc(|| "x", || Ok(Fr::from(i)))?;
+                cs.enforce(|| "x = x", |lc| lc + x, |lc| lc + CS::one(), |lc| lc + x);
+                Ok(())
+            }
+        }
+    };
+    type CS = ProvingAssignment;
+    let mut root = ProvingAssignment::new();
+    root.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+    let err = synthesize_in_parallel(&mut root, (0..8).collect(), piece).unwrap_err();
+    assert!(matches!(err, SynthesisError::AssignmentMissing), "{err:?}");
+    // Without failures the pieces are appended in order.
+    let mut root = ProvingAssignment::new();
+    root.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+    synthesize_in_parallel(&mut root, vec![1u64, 2, 4, 6], piece).unwrap();
+    let done = root.finish();
+    assert_eq!(done.aux_assignment, [1u64, 2, 4, 6].map(Fr::from).to_vec());
+}
