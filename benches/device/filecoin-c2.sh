@@ -3,6 +3,10 @@
 # filecoin-proofs' `seal_commit_phase2` with `cuda-supraseal` (benches/anchor-c2), on the same C1
 # files and the same test keys, plus bellperson's own synthesis of one 32 GiB partition.
 #
+# Options (environment): SIZES (default "2KiB 8MiB 512MiB", those with a C1 file), RUNS (runs of
+# each prover per size, default 1), SKIP_BP=1 (no 32 GiB synthesis), SEAL_ON_DEVICE, SEAL_TIMEOUT,
+# CUZK_LOG (cuzk's RUST_LOG, e.g. cuzk_gpu=info for the GPU stage times).
+#
 # Run from the repository root with a carried folder ($CARRY, default .fil-carry) holding
 # xz-compressed stripped binaries (cuzk, cuzk-filecoin, anchor-c2, porep_synthesis), the C1 files
 # c1-*.json (Curio's wrapper; sector number inside) and keys-2KiB.sha256 (the digest of the CPU
@@ -27,7 +31,8 @@ rows=()
 row() { rows+=("$(printf '%-44s %s' "$1" "$2")"); }
 ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 timev=(); [ -x /usr/bin/time ] && timev=(/usr/bin/time -v)   # peak RSS where GNU time exists
-sizes=(); for s in 2KiB 8MiB 512MiB; do [ -f "$carry/c1-$s.json" ] && sizes+=("$s"); done
+sizes=(); for s in ${SIZES:-2KiB 8MiB 512MiB}; do [ -f "$carry/c1-$s.json" ] && sizes+=("$s"); done
+runs="${RUNS:-1}"   # runs of each prover per size (the anchor's in one process: key cached after the first)
 
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader
@@ -43,8 +48,11 @@ done
 
 # 1. bellperson's 32 GiB synthesis, in the background (one thread; ~17 GiB of host memory).
 t_bp=$(date +%s%N)
-/usr/bin/time -v "${timev[@]}" "$bin/porep_synthesis" --sector-size 32GiB --skip-cuzk > "$o/bp-synthesis-32GiB.log" 2>&1 &
-bp_pid=$!
+bp_pid=
+if [ -z "${SKIP_BP:-}" ]; then
+  "${timev[@]}" "$bin/porep_synthesis" --sector-size 32GiB --skip-cuzk > "$o/bp-synthesis-32GiB.log" 2>&1 &
+  bp_pid=$!
+fi
 
 # 1b. A C1 for each size in $SEAL_ON_DEVICE that was not carried (sealing 512 MiB on the shared
 #     2-core development machine is too slow): `cuzk-filecoin seal` here, in the background too,
@@ -83,36 +91,42 @@ for size in ${SEAL_ON_DEVICE:-}; do
 done
 
 # Nothing timed on the GPU while bellperson's synthesis runs.
-wait "$bp_pid"
-bp_rc=$?
-row "bellperson synthesis 32GiB (waited $(ms_since "$t_bp") ms)" \
-  "$([ $bp_rc = 0 ] && grep 'bellperson synthesis' "$o/bp-synthesis-32GiB.log" | sed 's/^ *//' || echo "FAILED rc $bp_rc")"
+if [ -n "$bp_pid" ]; then
+  wait "$bp_pid"
+  bp_rc=$?
+  row "bellperson synthesis 32GiB (waited $(ms_since "$t_bp") ms)" \
+    "$([ $bp_rc = 0 ] && grep 'bellperson synthesis' "$o/bp-synthesis-32GiB.log" | sed 's/^ *//' || echo "FAILED rc $bp_rc")"
+fi
 
 # 3. Each C1: cuzk, then supraseal-c2 through filecoin-proofs.
 for size in "${sizes[@]}"; do
   c1="$carry/c1-$size.json"
   [ -f "$c1" ] || { row "$size" "no C1 file: skipped"; continue; }
-  t0=$(date +%s%N)
-  "${timev[@]}" "$bin/cuzk" porep-c2 --backend cuda --c1 "$c1" --out "$o/proof-cuzk-$size.bin" \
-    --prover-id "f0$actor" > "$o/cuzk-$size.log" 2>&1
-  rc=$?
-  row "cuzk porep-c2 $size" "$([ $rc = 0 ] && echo "ok $(ms_since "$t0") ms wall" || echo "FAILED rc $rc")"
+  for r in $(seq "$runs"); do
+    t0=$(date +%s%N)
+    RUST_LOG="${CUZK_LOG:-warn}" "${timev[@]}" "$bin/cuzk" porep-c2 --backend cuda --c1 "$c1" \
+      --out "$o/proof-cuzk-$size.bin" --prover-id "f0$actor" > "$o/cuzk-$size-run$r.log" 2>&1
+    rc=$?
+    row "cuzk porep-c2 $size, run $r" "$([ $rc = 0 ] && echo "ok $(ms_since "$t0") ms wall" || echo "FAILED rc $rc")"
+  done
   t0=$(date +%s%N)
   "${timev[@]}" "$bin/anchor-c2" --c1 "$c1" --out "$o/proof-supraseal-$size.bin" \
-    --prover-id "f0$actor" --verbose > "$o/anchor-$size.log" 2>&1
+    --prover-id "f0$actor" --runs "$runs" --verbose > "$o/anchor-$size.log" 2>&1
   rc=$?
-  row "supraseal seal_commit_phase2 $size" "$([ $rc = 0 ] && echo "ok $(ms_since "$t0") ms wall" || echo "FAILED rc $rc")"
+  row "supraseal seal_commit_phase2 $size, $runs run(s)" "$([ $rc = 0 ] && echo "ok $(ms_since "$t0") ms wall" || echo "FAILED rc $rc")"
   "$bin/anchor-c2" --c1 "$c1" --prover-id "f0$actor" --verify "$o/proof-cuzk-$size.bin" \
     > "$o/cross-verify-$size.log" 2>&1
   row "cuzk's $size proof, anchor's verify_seal" "$(tail -1 "$o/cross-verify-$size.log")"
   for f in cuzk anchor; do
     echo "== $f $size"
-    grep -E '^(backend|partition|parse|check|key|synthesis|proving|verification|wrote|anchor-c2|run [0-9]|error)|Maximum resident|Elapsed' "$o/$f-$size.log"
+    for log in "$o/$f-$size"*.log; do
+      grep -E '^(backend|partition|parse|check|key|synthesis|proving|verification|wrote|anchor-c2|run [0-9]|error)|Maximum resident|Elapsed' "$log"
+    done
   done
 done
 
 # bellperson's figure and the machine again, then the table.
-grep -E 'circuit|bellperson|Maximum resident|Elapsed' "$o/bp-synthesis-32GiB.log"
+[ -f "$o/bp-synthesis-32GiB.log" ] && grep -E 'circuit|bellperson|Maximum resident|Elapsed' "$o/bp-synthesis-32GiB.log"
 tar -czf "$out/logs.tgz" -C "$o" .
 echo
 echo "== Filecoin C2 on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $(nproc) cores"
