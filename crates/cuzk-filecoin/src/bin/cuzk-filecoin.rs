@@ -174,12 +174,12 @@ fn run(cli: Cli) -> Result<()> {
                 );
                 return Ok(());
             }
+            let fixed_base = select_fixed_base(&backend)?;
             eprintln!(
                 "generating test keys for {} (seed {seed}) in {}",
                 proof_type.name(),
                 dir.path().display()
             );
-            let fixed_base = select_fixed_base(&backend)?;
             let t = Instant::now();
             let keys = dir.generate_test_keys_with(proof_type, seed, fixed_base.as_ref())?;
             println!(
