@@ -4,8 +4,10 @@
 # files and the same test keys, plus bellperson's own synthesis of one 32 GiB partition.
 #
 # Options (environment): SIZES (default "2KiB 8MiB 512MiB", those with a C1 file), RUNS (runs of
-# each prover per size, default 1), SKIP_BP=1 (no 32 GiB synthesis), SEAL_ON_DEVICE, SEAL_TIMEOUT,
-# CUZK_LOG (cuzk's RUST_LOG, e.g. cuzk_gpu=info for the GPU stage times).
+# each prover per size, default 1), SKIP_BP=1 (no 32 GiB synthesis), SEAL_ON_DEVICE (sizes to seal
+# there when no C1 was carried; 512 MiB did not finish in 240 s on 2026-11-30: sealing is mostly
+# one thread), SEAL_TIMEOUT (s, default 300), CUZK_LOG (cuzk's RUST_LOG, default warn). cuzk's
+# GPU stage split and VRAM plan are on its "partition" line.
 #
 # Run from the repository root with a carried folder ($CARRY, default .fil-carry) holding
 # xz-compressed stripped binaries (cuzk, cuzk-filecoin, anchor-c2, porep_synthesis), the C1 files
