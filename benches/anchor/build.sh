@@ -50,6 +50,8 @@ export CUDA_HOME="$CUDA_HOME_DIR" CUDA_PATH="$CUDA_HOME_DIR"
 export NVCC="$CUDA_HOME_DIR/bin/nvcc"
 export PATH="$CUDA_HOME_DIR/bin:$PATH"
 "$NVCC" --version | tail -2
+# ../anchor-c2/build.sh reuses steps 1-2 only.
+if [[ -n "${ANCHOR_SETUP_ONLY:-}" ]]; then exit 0; fi
 
 # 3. Build. sppark embeds sm_80 SASS + compute_80 PTX (and newer PTX); add SASS for the H200
 #    (sm_90): a newer toolkit's PTX does not JIT on the GPU machine's driver, so SASS matters.

@@ -14,7 +14,8 @@
 //! parameter source that refuses every request: bellperson synthesizes
 //! first (with its own `ProvingAssignment`) and stops at its first key
 //! access, so the call's time is its synthesis (plus a negligible error path).
-//! `--skip-bellperson` measures cuzk only (half the peak memory).
+//! `--skip-bellperson` measures cuzk only, `--skip-cuzk` bellperson only
+//! (either halves the peak memory; without cuzk's run no shape is printed).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -186,31 +187,47 @@ fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
     ))
 }
 
-fn run<C: Circuit<Fr> + Send>(label: &str, make: &dyn Fn() -> C, skip_bellperson: bool) {
-    let (shape, cuzk) = cuzk_synthesis(make());
+/// Which sides to measure.
+#[derive(Clone, Copy)]
+struct Sides {
+    cuzk: bool,
+    bellperson: bool,
+}
+
+fn run<C: Circuit<Fr> + Send>(label: &str, make: &dyn Fn() -> C, sides: Sides) {
     println!("circuit: {label}");
-    println!(
-        "  constraints {} (+ {} input_i * 0 = 0 = {}, domain 2^{}), inputs {} (ONE included), aux {}",
-        shape.num_constraints - shape.num_inputs,
-        shape.num_inputs,
-        shape.num_constraints,
-        shape.domain_log2,
-        shape.num_inputs,
-        shape.num_aux
-    );
-    println!(
-        "  density: a_aux {}, b_input {}, b_aux {}",
-        shape.a_aux_density, shape.b_input_density, shape.b_aux_density
-    );
-    println!("  cuzk synthesis        {:>10.3} s", cuzk.as_secs_f64());
-    // Flushed line by line so a run cut short still reports cuzk's figure.
-    let _ = std::io::Write::flush(&mut std::io::stdout());
-    if !skip_bellperson {
-        let bp = bellperson_synthesis(make());
+    let mut cuzk = None;
+    if sides.cuzk {
+        let (shape, elapsed) = cuzk_synthesis(make());
         println!(
-            "  bellperson synthesis  {:>10.3} s  (cuzk / bellperson {:.2})",
-            bp.as_secs_f64(),
-            cuzk.as_secs_f64() / bp.as_secs_f64()
+            "  constraints {} (+ {} input_i * 0 = 0 = {}, domain 2^{}), inputs {} (ONE included), aux {}",
+            shape.num_constraints - shape.num_inputs,
+            shape.num_inputs,
+            shape.num_constraints,
+            shape.domain_log2,
+            shape.num_inputs,
+            shape.num_aux
+        );
+        println!(
+            "  density: a_aux {}, b_input {}, b_aux {}",
+            shape.a_aux_density, shape.b_input_density, shape.b_aux_density
+        );
+        println!("  cuzk synthesis        {:>10.3} s", elapsed.as_secs_f64());
+        // Flushed line by line so a run cut short still reports cuzk's figure.
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        cuzk = Some(elapsed);
+    }
+    if sides.bellperson {
+        let bp = bellperson_synthesis(make());
+        let ratio = cuzk.map_or_else(String::new, |c| {
+            format!(
+                "  (cuzk / bellperson {:.2})",
+                c.as_secs_f64() / bp.as_secs_f64()
+            )
+        });
+        println!(
+            "  bellperson synthesis  {:>10.3} s{ratio}",
+            bp.as_secs_f64()
         );
     }
 }
@@ -222,7 +239,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .position(|a| a == flag)
             .and_then(|i| args.get(i + 1).cloned())
     };
-    let skip = args.iter().any(|a| a == "--skip-bellperson");
+    let skip = Sides {
+        cuzk: !args.iter().any(|a| a == "--skip-cuzk"),
+        bellperson: !args.iter().any(|a| a == "--skip-bellperson"),
+    };
+    if !skip.cuzk && !skip.bellperson {
+        return Err("--skip-cuzk and --skip-bellperson leave nothing to measure".into());
+    }
     println!(
         "machine: {} cores (rayon {}), {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),

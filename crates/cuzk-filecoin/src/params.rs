@@ -16,6 +16,7 @@ use bellperson::groth16;
 use blstrs::Bls12;
 use cuzk_groth16::encoding::PointCheck;
 use cuzk_groth16::params::KeySummary;
+use cuzk_groth16::setup::{CpuFixedBase, FixedBase};
 use cuzk_groth16::ProvingKey;
 use filecoin_proofs::{parameters::public_params, DefaultPieceHasher, MerkleTreeTrait};
 use rand::SeedableRng;
@@ -127,6 +128,18 @@ impl ParamsDir {
     /// under their official names (each atomically). Anyone who knows the
     /// seed can forge proofs: these keys are for tests only.
     pub fn generate_test_keys(&self, proof_type: ProofType, seed: u64) -> Result<TestKeys, Error> {
+        self.generate_test_keys_with(proof_type, seed, &CpuFixedBase)
+    }
+
+    /// [`ParamsDir::generate_test_keys`] with the key generator's fixed-base
+    /// step done by `fixed_base` (the GPU's, `cuzk_gpu::keygen::GpuFixedBase`,
+    /// or the CPU's): the same bytes either way.
+    pub fn generate_test_keys_with(
+        &self,
+        proof_type: ProofType,
+        seed: u64,
+        fixed_base: &dyn FixedBase,
+    ) -> Result<TestKeys, Error> {
         if proof_type.sector_size() > MAX_TEST_KEY_SECTOR {
             return Err(Error::Unsupported {
                 proof_type: proof_type.name(),
@@ -143,7 +156,13 @@ impl ParamsDir {
             path: self.0.clone(),
             source,
         })?;
-        let key = with_sector_shape!(proof_type.sector_size(), generate_typed, proof_type, seed)?;
+        let key = with_sector_shape!(
+            proof_type.sector_size(),
+            generate_typed,
+            proof_type,
+            seed,
+            fixed_base
+        )?;
         key.write_to_path(&params).map_err(|e| Error::Io {
             context: "writing",
             path: params.clone(),
@@ -172,6 +191,7 @@ pub struct TestKeys {
 fn generate_typed<Tree: 'static + MerkleTreeTrait>(
     proof_type: ProofType,
     seed: u64,
+    fixed_base: &dyn FixedBase,
 ) -> Result<ProvingKey, Error> {
     let vanilla = public_params::<Tree>(&proof_type.config())
         .map_err(|e| Error::filecoin("setting up the PoRep parameters", e))?;
@@ -180,7 +200,7 @@ fn generate_typed<Tree: 'static + MerkleTreeTrait>(
         _,
     >>::blank_circuit(&vanilla);
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    cuzk_groth16::setup::generate_key(circuit, &mut rng)
+    cuzk_groth16::setup::generate_key_with(circuit, &mut rng, fixed_base)
         .map_err(|e| Error::filecoin("generating the test key", e))
 }
 

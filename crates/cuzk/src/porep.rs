@@ -138,14 +138,24 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
             p.shape.num_constraints, p.shape.num_inputs, p.shape.num_aux
         );
         bar.inc(1);
+        let stages: Vec<String> = p
+            .timings
+            .stages
+            .iter()
+            .map(|(name, d)| format!("{name} {}", secs(*d)))
+            .collect();
+        let plan = backend
+            .last_run()
+            .map_or_else(String::new, |how| format!("; {how}"));
         bar.suspend(|| {
             eprintln!(
-                "partition {}/{}: synthesis {}, proving {} ({})",
+                "partition {}/{}: synthesis {}, proving {} ({}: {}{plan})",
                 p.partition + 1,
                 p.of,
                 secs(p.synthesis),
                 secs(p.proving),
-                p.backend
+                p.backend,
+                stages.join(", ")
             )
         });
     })?;

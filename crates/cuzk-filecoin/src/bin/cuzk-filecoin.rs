@@ -1,6 +1,6 @@
 //! `cuzk-filecoin`: Filecoin fixtures for cuzk, run by `cargo xtask
 //! fixtures`. `keys` makes PoRep test keys for a small sector size offline
-//! from a seed; `fetch` downloads the official files listed in the Filecoin
+//! from a seed (the fixed-base step on a CUDA device when there is one); `fetch` downloads the official files listed in the Filecoin
 //! crates' manifest and checks each against its digest; `seal` seals a
 //! sector of random data and writes its C1 output (what `cuzk porep-c2` reads).
 
@@ -12,6 +12,8 @@ use clap::{Parser, Subcommand};
 use cuzk_filecoin::fetch::{self, Fetched};
 use cuzk_filecoin::sample::seal_random_sector;
 use cuzk_filecoin::{parse_sector_size, ParamsDir, ProofType, SectorIdentity};
+use cuzk_gpu::keygen::GpuFixedBase;
+use cuzk_groth16::setup::{CpuFixedBase, FixedBase};
 use rand::SeedableRng;
 
 #[derive(Parser, Debug)]
@@ -47,6 +49,11 @@ enum Command {
         /// Regenerate even if both files are present and whole.
         #[arg(long)]
         force: bool,
+        /// Where the key generator's fixed-base step runs: `auto` (the first
+        /// CUDA device when there is one, else the CPU), `cuda` or `cpu`. The
+        /// bytes are the same.
+        #[arg(long, default_value = "auto")]
+        backend: String,
     },
     /// Download the official parameter files and check their digests.
     Fetch {
@@ -97,6 +104,39 @@ fn dir_or_default(dir: Option<PathBuf>) -> ParamsDir {
     dir.map_or_else(ParamsDir::filecoin, ParamsDir::new)
 }
 
+/// The key generator's fixed-base step for `keys --backend`; says on stderr
+/// which one runs and, for `auto`, why the CPU's when it falls back.
+fn select_fixed_base(backend: &str) -> Result<Box<dyn FixedBase>> {
+    let gpu = || -> Result<Option<GpuFixedBase>, cuzk_cuda::Error> {
+        match cuzk_cuda::Gpu::first()? {
+            None => Ok(None),
+            Some(gpu) => GpuFixedBase::new(&gpu).map(Some),
+        }
+    };
+    let chosen: Box<dyn FixedBase> = match backend {
+        "cpu" => Box::new(CpuFixedBase),
+        "cuda" => match gpu() {
+            Ok(Some(g)) => Box::new(g),
+            Ok(None) => bail!("--backend cuda: no CUDA device on this machine"),
+            Err(e) => bail!("--backend cuda: {e}"),
+        },
+        "auto" => match gpu() {
+            Ok(Some(g)) => Box::new(g),
+            Ok(None) => {
+                eprintln!("keys: no CUDA device, fixed-base step on the CPU");
+                Box::new(CpuFixedBase)
+            }
+            Err(e) => {
+                eprintln!("keys: CUDA unusable ({e}), fixed-base step on the CPU");
+                Box::new(CpuFixedBase)
+            }
+        },
+        other => bail!("--backend {other}: expected auto, cuda or cpu"),
+    };
+    eprintln!("keys backend: {}", chosen.name());
+    Ok(chosen)
+}
+
 fn size_arg(text: &str) -> Result<u64> {
     parse_sector_size(text)
         .with_context(|| format!("{text:?} is not a sector size (like 2KiB, 32GiB)"))
@@ -110,6 +150,7 @@ fn run(cli: Cli) -> Result<()> {
             seed,
             dir,
             force,
+            backend,
         } => {
             let proof_type = match proof_type {
                 Some(name) => ProofType::from_name(&name)?,
@@ -133,19 +174,21 @@ fn run(cli: Cli) -> Result<()> {
                 );
                 return Ok(());
             }
+            let fixed_base = select_fixed_base(&backend)?;
             eprintln!(
                 "generating test keys for {} (seed {seed}) in {}",
                 proof_type.name(),
                 dir.path().display()
             );
             let t = Instant::now();
-            let keys = dir.generate_test_keys(proof_type, seed)?;
+            let keys = dir.generate_test_keys_with(proof_type, seed, fixed_base.as_ref())?;
             println!(
-                "wrote {} ({} bytes) and {} in {:.1}s",
+                "wrote {} ({} bytes) and {} in {:.1}s (fixed-base step: {})",
                 keys.params.display(),
                 keys.summary.file_len,
                 keys.vk.display(),
-                t.elapsed().as_secs_f64()
+                t.elapsed().as_secs_f64(),
+                fixed_base.name()
             );
             Ok(())
         }
