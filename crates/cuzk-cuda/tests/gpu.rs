@@ -230,7 +230,7 @@ fn check_field<F: HostField>(name: &str, n_random: usize) {
                 FieldOp::Inv => x.invert().unwrap_or(F::ZERO).limbs(),
                 FieldOp::Eq => bool_field(x == y).limbs(),
                 FieldOp::IsZero => bool_field(bool::from(x.is_zero())).limbs(),
-                FieldOp::MulReducedRadix => (x * y).limbs(),
+                FieldOp::MulReducedRadix | FieldOp::MulCios => (x * y).limbs(),
             };
             if got[i] != want {
                 if bad < 3 {
