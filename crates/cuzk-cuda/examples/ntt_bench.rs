@@ -171,8 +171,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let n = 1usize << log_n;
         let mut buf = stream.upload_new(&random_fr_limbs(n, &mut seed))?;
         for tile_log in 10..=12 {
-            for threads in [256, 512] {
-                let config = NttConfig { tile_log, threads };
+            for (threads, max_regs) in [256, 512]
+                .into_iter()
+                .flat_map(|t| [0, 80, 64].map(|r| (t, r)))
+            {
+                let config = NttConfig {
+                    tile_log,
+                    threads,
+                    max_regs,
+                };
                 let mut run = || -> Result<f64, Box<dyn std::error::Error>> {
                     ntt_with(&stream, &mut buf, NttKind::Forward, config)?;
                     let mut samples = Vec::new();
@@ -231,6 +238,29 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             r.plan
         )?;
     }
+    // Launch shapes, fastest first per size (ntt() uses NttConfig::for_log_n).
+    for log_n in [24u32.min(args.max_log), args.max_log] {
+        let mut shapes: Vec<_> = sweep.iter().filter(|(l, _, _)| *l == log_n).collect();
+        if shapes.is_empty() {
+            continue;
+        }
+        shapes.sort_by(|a, b| a.2.total_cmp(&b.2));
+        write!(
+            table,
+            "2^{log_n} forward by launch shape (tile_log/threads/max_regs):"
+        )?;
+        for (_, c, ms) in shapes {
+            write!(
+                table,
+                " {}/{}/{} {ms:.3}",
+                c.tile_log, c.threads, c.max_regs
+            )?;
+        }
+        writeln!(table)?;
+        if args.max_log == 24 {
+            break;
+        }
+    }
     if let Some(r) = rows.iter().find(|r| r.log_n == 27) {
         let verdict = if r.ms[0] <= TARGET_2_27_MS {
             "meets"
@@ -275,6 +305,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 r.ms[3],
                 r.bytes_floor_ms,
                 r.mul_floor_ms
+            )?;
+        }
+        json.push_str("],\"launch_shapes\":[");
+        for (i, (log_n, c, ms)) in sweep.iter().enumerate() {
+            write!(
+                json,
+                "{}{{\"log_n\":{log_n},\"tile_log\":{},\"threads\":{},\"max_regs\":{},\"forward_ms\":{ms:.4}}}",
+                if i > 0 { "," } else { "" },
+                c.tile_log,
+                c.threads,
+                c.max_regs
             )?;
         }
         json.push_str("]}\n");
