@@ -216,6 +216,23 @@ extern "C" __global__ void __launch_bounds__(MAX_THREADS)
     pass(data, b, log_s, log_c, flags, n_inv, tables);
 }
 
+/// The same pass with fewer registers per thread, for residency: with the
+/// carry-chain product the pass needs 86 registers, so only 2 blocks of 256
+/// threads fit an SM; at ≤80 registers 3 fit, at ≤64 4 (small spills, to the
+/// stack). NttConfig::max_regs picks one; the benchmark sweeps them.
+extern "C" __global__ void __maxnreg__(80)
+    ntt_pass_r80(fr_t* __restrict__ data, uint32_t log_n, uint32_t b, uint32_t log_s,
+                 uint32_t log_c, uint32_t flags, fr_t n_inv, Tables tables) {
+    (void)log_n;
+    pass(data, b, log_s, log_c, flags, n_inv, tables);
+}
+extern "C" __global__ void __maxnreg__(64)
+    ntt_pass_r64(fr_t* __restrict__ data, uint32_t log_n, uint32_t b, uint32_t log_s,
+                 uint32_t log_c, uint32_t flags, fr_t n_inv, Tables tables) {
+    (void)log_n;
+    pass(data, b, log_s, log_c, flags, n_inv, tables);
+}
+
 /// Undo the digit reversal left by a multi-pass NTT whose pass sizes are
 /// (b_out, b_mid, b_out) (b_mid = 0 for two passes): swap each position with
 /// its digit-reverse, multiplying the value that lands at natural position j

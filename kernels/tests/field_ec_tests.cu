@@ -60,6 +60,7 @@ enum : uint32_t {
     OP_EQ = 9,        // one if a == b else zero
     OP_IS_ZERO = 10,  // one if a == 0 else zero
     OP_MUL_RR = 11,   // the reduced-radix product (fq2: Karatsuba over it)
+    OP_MUL_CIOS = 12, // the C-level CIOS product (fq2: Karatsuba over it)
 };
 
 template <class F>
@@ -70,6 +71,14 @@ template <>
 __device__ __noinline__ fq2_t ni_mul_rr(fq2_t a, fq2_t b) {
     fq_t t0 = fq_t::mul_rr(a.c0, b.c0), t1 = fq_t::mul_rr(a.c1, b.c1);
     fq_t t2 = fq_t::mul_rr(a.c0 + a.c1, b.c0 + b.c1);
+    return {t0 - t1, t2 - t0 - t1};
+}
+template <class F>
+__device__ __noinline__ F ni_mul_cios(F a, F b) { return F::mul_cios(a, b); }
+template <>
+__device__ __noinline__ fq2_t ni_mul_cios(fq2_t a, fq2_t b) {
+    fq_t t0 = fq_t::mul_cios(a.c0, b.c0), t1 = fq_t::mul_cios(a.c1, b.c1);
+    fq_t t2 = fq_t::mul_cios(a.c0 + a.c1, b.c0 + b.c1);
     return {t0 - t1, t2 - t0 - t1};
 }
 template <class F>
@@ -93,6 +102,7 @@ __device__ __forceinline__ void field_op(uint32_t op, F* out, const F* a, const 
         case OP_EQ: r = x == y ? F::one() : F::zero(); break;
         case OP_IS_ZERO: r = x.is_zero() ? F::one() : F::zero(); break;
         case OP_MUL_RR: r = ni_mul_rr(x, y); break;
+        case OP_MUL_CIOS: r = ni_mul_cios(x, y); break;
         default: r = F::zero(); break;
     }
     out[i] = r;
@@ -187,7 +197,8 @@ extern "C" __global__ void test_g2_op(uint32_t op, g2_affine_t* out_affine, fq2_
 // n · iters · CHAINS / time, in field products per second.
 namespace field_ec_tests {
 constexpr int CHAINS = 4;
-template <class F, bool RR>
+enum Product { CHAIN, CIOS, RR };
+template <class F, Product K>
 __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -197,7 +208,8 @@ __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) 
     for (int c = 0; c < CHAINS; c++) x[c] = data[(i + c + 1) % n];
     for (uint32_t k = 0; k < iters; k++) {
 #pragma unroll
-        for (int c = 0; c < CHAINS; c++) x[c] = RR ? F::mul_rr(x[c], y) : x[c] * y;
+        for (int c = 0; c < CHAINS; c++)
+            x[c] = K == RR ? F::mul_rr(x[c], y) : K == CIOS ? F::mul_cios(x[c], y) : F::mul_chain(x[c], y);
     }
     F acc = x[0];
 #pragma unroll
@@ -207,14 +219,20 @@ __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) 
 }  // namespace field_ec_tests
 
 extern "C" __global__ void bench_fr_mul(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fr_t, false>(data, n, iters);
+    field_ec_tests::mul_chains<fr_t, field_ec_tests::CHAIN>(data, n, iters);
 }
 extern "C" __global__ void bench_fq_mul(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fq_t, false>(data, n, iters);
+    field_ec_tests::mul_chains<fq_t, field_ec_tests::CHAIN>(data, n, iters);
+}
+extern "C" __global__ void bench_fr_mul_cios(fr_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::mul_chains<fr_t, field_ec_tests::CIOS>(data, n, iters);
+}
+extern "C" __global__ void bench_fq_mul_cios(fq_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::mul_chains<fq_t, field_ec_tests::CIOS>(data, n, iters);
 }
 extern "C" __global__ void bench_fr_mul_rr(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fr_t, true>(data, n, iters);
+    field_ec_tests::mul_chains<fr_t, field_ec_tests::RR>(data, n, iters);
 }
 extern "C" __global__ void bench_fq_mul_rr(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fq_t, true>(data, n, iters);
+    field_ec_tests::mul_chains<fq_t, field_ec_tests::RR>(data, n, iters);
 }

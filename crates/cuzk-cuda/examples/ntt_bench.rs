@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use cuzk_cuda::ntt::{h_step, ntt, ntt_with, pass_plan, NttConfig, NttKind};
-use cuzk_cuda::testing::{mul_throughput_probe, MUL_PROBE_CHAINS};
+use cuzk_cuda::testing::{mul_throughput_probe, ProbeProduct, MUL_PROBE_CHAINS};
 use cuzk_cuda::{DeviceBuffer, Gpu, PinnedBuffer, Stream};
 use cuzk_field::limbs::{FqLimbs, FrLimbs};
 
@@ -98,12 +98,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         if args.smoke { 1 << 24 } else { 1 << 30 },
         if args.smoke { 1 } else { 5 },
     )?;
-    let fr_rate = measure_mul_rate::<FrLimbs>(&gpu, &stream, args.smoke, false)?;
-    let fq_rate = measure_mul_rate::<FqLimbs>(&gpu, &stream, args.smoke, false)?;
-    let fr_rate_rr = measure_mul_rate::<FrLimbs>(&gpu, &stream, args.smoke, true)?;
-    let fq_rate_rr = measure_mul_rate::<FqLimbs>(&gpu, &stream, args.smoke, true)?;
+    let rate = |fq: bool, product| {
+        if fq {
+            measure_mul_rate::<FqLimbs>(&gpu, &stream, args.smoke, product)
+        } else {
+            measure_mul_rate::<FrLimbs>(&gpu, &stream, args.smoke, product)
+        }
+    };
+    let fr_rate = rate(false, ProbeProduct::Default)?;
+    let fq_rate = rate(true, ProbeProduct::Default)?;
+    let fr_rate_cios = rate(false, ProbeProduct::Cios)?;
+    let fq_rate_cios = rate(true, ProbeProduct::Cios)?;
+    let fr_rate_rr = rate(false, ProbeProduct::ReducedRadix)?;
+    let fq_rate_rr = rate(true, ProbeProduct::ReducedRadix)?;
     let products = format!(
-        "Fr product {fr_rate:.3e}/s (reduced-radix form {fr_rate_rr:.3e}/s), Fq product {fq_rate:.3e}/s (reduced-radix form {fq_rate_rr:.3e}/s)"
+        "Fr product {fr_rate:.3e}/s (CIOS form {fr_rate_cios:.3e}/s, reduced radix {fr_rate_rr:.3e}/s), Fq product {fq_rate:.3e}/s (CIOS form {fq_rate_cios:.3e}/s, reduced radix {fq_rate_rr:.3e}/s)"
     );
     println!(
         "ceilings: device copy {:.0} GB/s (read + write), pinned H2D {:.1} GB/s, D2H {:.1} GB/s; {products}",
@@ -162,8 +171,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let n = 1usize << log_n;
         let mut buf = stream.upload_new(&random_fr_limbs(n, &mut seed))?;
         for tile_log in 10..=12 {
-            for threads in [256, 512] {
-                let config = NttConfig { tile_log, threads };
+            for (threads, max_regs) in [256, 512]
+                .into_iter()
+                .flat_map(|t| [0, 80, 64].map(|r| (t, r)))
+            {
+                let config = NttConfig {
+                    tile_log,
+                    threads,
+                    max_regs,
+                };
                 let mut run = || -> Result<f64, Box<dyn std::error::Error>> {
                     ntt_with(&stream, &mut buf, NttKind::Forward, config)?;
                     let mut samples = Vec::new();
@@ -222,6 +238,29 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             r.plan
         )?;
     }
+    // Launch shapes, fastest first per size (ntt() uses NttConfig::for_log_n).
+    for log_n in [24u32.min(args.max_log), args.max_log] {
+        let mut shapes: Vec<_> = sweep.iter().filter(|(l, _, _)| *l == log_n).collect();
+        if shapes.is_empty() {
+            continue;
+        }
+        shapes.sort_by(|a, b| a.2.total_cmp(&b.2));
+        write!(
+            table,
+            "2^{log_n} forward by launch shape (tile_log/threads/max_regs):"
+        )?;
+        for (_, c, ms) in shapes {
+            write!(
+                table,
+                " {}/{}/{} {ms:.3}",
+                c.tile_log, c.threads, c.max_regs
+            )?;
+        }
+        writeln!(table)?;
+        if args.max_log == 24 {
+            break;
+        }
+    }
     if let Some(r) = rows.iter().find(|r| r.log_n == 27) {
         let verdict = if r.ms[0] <= TARGET_2_27_MS {
             "meets"
@@ -246,7 +285,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let mut json = String::from("{\"bench\":\"ntt\",");
         write!(
             json,
-            "\"device\":\"{}\",\"copy_gbps\":{:.1},\"h2d_gbps\":{:.2},\"d2h_gbps\":{:.2},\"fr_mul_per_s\":{:.4e},\"fq_mul_per_s\":{:.4e},\"fr_mul_rr_per_s\":{fr_rate_rr:.4e},\"fq_mul_rr_per_s\":{fq_rate_rr:.4e},\"h_pipeline_log\":{h_log},\"h_pipeline_ms\":{h_ms:.4},\"rows\":[",
+            "\"device\":\"{}\",\"copy_gbps\":{:.1},\"h2d_gbps\":{:.2},\"d2h_gbps\":{:.2},\"fr_mul_per_s\":{:.4e},\"fq_mul_per_s\":{:.4e},\"fr_mul_cios_per_s\":{fr_rate_cios:.4e},\"fq_mul_cios_per_s\":{fq_rate_cios:.4e},\"fr_mul_rr_per_s\":{fr_rate_rr:.4e},\"fq_mul_rr_per_s\":{fq_rate_rr:.4e},\"h_pipeline_log\":{h_log},\"h_pipeline_ms\":{h_ms:.4},\"rows\":[",
             gpu.info().name,
             d2d_bw / 1e9,
             h2d_bw / 1e9,
@@ -266,6 +305,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 r.ms[3],
                 r.bytes_floor_ms,
                 r.mul_floor_ms
+            )?;
+        }
+        json.push_str("],\"launch_shapes\":[");
+        for (i, (log_n, c, ms)) in sweep.iter().enumerate() {
+            write!(
+                json,
+                "{}{{\"log_n\":{log_n},\"tile_log\":{},\"threads\":{},\"max_regs\":{},\"forward_ms\":{ms:.4}}}",
+                if i > 0 { "," } else { "" },
+                c.tile_log,
+                c.threads,
+                c.max_regs
             )?;
         }
         json.push_str("]}\n");
@@ -380,7 +430,7 @@ fn measure_mul_rate<F>(
     gpu: &Gpu,
     stream: &Stream,
     smoke: bool,
-    reduced_radix: bool,
+    product: ProbeProduct,
 ) -> Result<f64, Box<dyn std::error::Error>>
 where
     F: cuzk_cuda::testing::ProbeField + Default + Clone,
@@ -394,11 +444,11 @@ where
         .map(|_| F::from(FrOrFq(random_fr_limbs(1, &mut seed)[0])))
         .collect();
     let mut buf = stream.upload_new(&host)?;
-    mul_throughput_probe(stream, &mut buf, iters, reduced_radix)?; // warm-up
+    mul_throughput_probe(stream, &mut buf, iters, product)?; // warm-up
     let mut samples = Vec::new();
     for _ in 0..if smoke { 1 } else { 5 } {
         let a = stream.record()?;
-        mul_throughput_probe(stream, &mut buf, iters, reduced_radix)?;
+        mul_throughput_probe(stream, &mut buf, iters, product)?;
         let b = stream.record()?;
         samples.push(a.elapsed_ms(&b)? as f64);
     }

@@ -173,10 +173,18 @@ impl MsmCurve for G1 {
     ];
     // Residency variants (kernels/msm/g1.cu); the default kernel carries the
     // launch bounds that won on the H200.
-    const ACCUMULATE_VARIANTS: &'static [&'static str] = &["msm_accumulate_g1"];
+    const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
+        "msm_accumulate_g1",
+        "msm_accumulate_g1_8x64",
+        "msm_accumulate_g1_unbounded",
+    ];
     const DEFAULT_ACCUMULATE_VARIANT: usize = 0;
     const DEFAULT_BITMAP_VARIANT: usize = 0;
-    const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g1"];
+    const BITMAP_VARIANTS: &'static [&'static str] = &[
+        "msm_batch_sum_bitmap_g1",
+        "msm_batch_sum_bitmap_g1_4x128",
+        "msm_batch_sum_bitmap_g1_unbounded",
+    ];
     fn from_jacobian_words(w: &[u64]) -> G1Projective {
         G1Projective::from_raw_unchecked(
             fq_from_words(&w[0..6]),

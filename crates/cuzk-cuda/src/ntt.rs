@@ -29,8 +29,8 @@ const THREADS: u32 = 256;
 /// log₂ of the tiled digit reversal's tile side (16: kernels/ntt/ntt.cu RT).
 const REVERSE_TILE_LOG: u32 = 4;
 
-/// Launch shape of the NTT passes. The default is what measured best on the
-/// H200 (see kernels/ntt/NOTES.md); the benchmark sweeps the others.
+/// Launch shape of the NTT passes. [`NttConfig::for_log_n`] is what measured
+/// best on the H200 (see kernels/ntt/NOTES.md); the benchmark sweeps the others.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NttConfig {
     /// log₂ of the elements a block holds in shared memory (32 B each):
@@ -38,13 +38,35 @@ pub struct NttConfig {
     pub tile_log: u32,
     /// Threads per block of a pass: 256 or 512.
     pub threads: u32,
+    /// Register cap of the pass kernel: 0 (the compiler's choice, ≤ 128),
+    /// 80 or 64 (more blocks resident per SM; see [`PASS_KERNELS`]).
+    pub max_regs: u32,
 }
 
-impl Default for NttConfig {
-    fn default() -> Self {
-        NttConfig {
-            tile_log: 10,
-            threads: 256,
+/// The pass kernel for each register cap (kernels/ntt/ntt.cu).
+pub const PASS_KERNELS: [(u32, &str); 3] =
+    [(0, "ntt_pass"), (80, "ntt_pass_r80"), (64, "ntt_pass_r64")];
+
+impl NttConfig {
+    /// The launch shape [`ntt`] uses for 2^log_n points. H200, 2026-11-30
+    /// (kernels/ntt/NOTES.md, runs 5 and 6): from 2^19 up, 64 KiB tiles with
+    /// the ≤80-register pass (3 blocks per SM): 2^27 forward 42.9 ms against
+    /// 50.6 for the first default, 2^24 4.80 against 5.37; up to 2^18 the
+    /// first default (32 KiB tiles, no cap), whose smaller blocks spread over
+    /// more SMs: 2^16 0.050 ms against 0.080, 2^18 0.090 against 0.096.
+    pub fn for_log_n(log_n: u32) -> Self {
+        if log_n <= 18 {
+            NttConfig {
+                tile_log: 10,
+                threads: 256,
+                max_regs: 0,
+            }
+        } else {
+            NttConfig {
+                tile_log: 11,
+                threads: 256,
+                max_regs: 80,
+            }
         }
     }
 }
@@ -158,10 +180,13 @@ fn build_tables(gpu: &Gpu) -> Result<Tables> {
     // Opt the pass kernel in to as much shared memory as the largest tile needs
     // and the device allows.
     let max_shared = gpu.max_shared_per_block_optin()?.min(32 << 12);
-    let f = gpu.function("ntt_pass")?;
-    crate::ffi::set_max_dynamic_shared_bytes(&f, max_shared).cuda("cuFuncSetAttribute", || {
-        format!("ntt_pass: {max_shared} B of dynamic shared memory")
-    })?;
+    for (_, name) in PASS_KERNELS {
+        let f = gpu.function(name)?;
+        crate::ffi::set_max_dynamic_shared_bytes(&f, max_shared)
+            .cuda("cuFuncSetAttribute", || {
+                format!("{name}: {max_shared} B of dynamic shared memory")
+            })?;
+    }
     Ok(Tables {
         _buffers: buffers,
         arg,
@@ -187,7 +212,8 @@ pub fn pass_plan(log_n: u32) -> Vec<u32> {
 /// Runs the transform `kind` in place on `data`, whose length must be a
 /// power of two ≤ 2^28. Queued on `stream`; nothing is waited for.
 pub fn ntt(stream: &Stream, data: &mut DeviceBuffer<FrLimbs>, kind: NttKind) -> Result<()> {
-    ntt_with(stream, data, kind, NttConfig::default())
+    let log_n = data.len().max(1).trailing_zeros();
+    ntt_with(stream, data, kind, NttConfig::for_log_n(log_n))
 }
 
 /// [`ntt`] with an explicit launch shape (for tuning).
@@ -208,9 +234,21 @@ pub fn ntt_with(
         return Ok(()); // every transform of one element is the identity
     }
     let tables = stream.gpu().extension("ntt_tables", build_tables)?;
-    let NttConfig { tile_log, threads } = config;
+    let NttConfig {
+        tile_log,
+        threads,
+        max_regs,
+    } = config;
+    let pass_kernel = PASS_KERNELS
+        .iter()
+        .find(|(r, _)| *r == max_regs)
+        .map(|&(_, name)| name);
+    ensure("ntt_pass", pass_kernel.is_some(), || {
+        format!("config {config:?}: max_regs must be 0, 80 or 64")
+    })?;
+    let pass_kernel = pass_kernel.expect("checked above");
     ensure(
-        "ntt_pass",
+        pass_kernel,
         (10..=12).contains(&tile_log) && (threads == 256 || threads == 512),
         || format!("config {config:?}: tile_log must be 10..=12 and threads 256 or 512"),
     )?;
@@ -223,7 +261,7 @@ pub fn ntt_with(
         let log_s = after;
         let log_c = (tile_log - b).min(log_n - b);
         let shared = 32usize << (b + log_c);
-        ensure("ntt_pass", shared <= tables.max_shared, || {
+        ensure(pass_kernel, shared <= tables.max_shared, || {
             format!(
                 "a {shared}-byte tile exceeds this GPU's {} bytes of shared memory per block",
                 tables.max_shared
@@ -254,7 +292,7 @@ pub fn ntt_with(
             .value(&n_inv)
             .value(&tables.arg);
         #[allow(unsafe_code)]
-        // SAFETY: matches `ntt_pass(fr_t*, u32 log_n, u32 b, u32 log_s, u32 log_c,
+        // SAFETY: matches `ntt_pass*(fr_t*, u32 log_n, u32 b, u32 log_s, u32 log_c,
         // u32 flags, fr_t n_inv, Tables)` in kernels/ntt/ntt.cu. The kernel
         // touches positions < 2^log_n = data.len() (grid covers exactly the
         // 2^(log_n − b) columns); the tables hold the sizes the kernel indexes
@@ -266,7 +304,7 @@ pub fn ntt_with(
                 block_dim: (threads, 1, 1),
                 shared_mem_bytes: shared as u32,
             };
-            stream.launch("ntt_pass", cfg, args, || {
+            stream.launch(pass_kernel, cfg, args, || {
                 format!("n = 2^{log_n}, pass {p} of {plan:?}, {kind:?}, {config:?}")
             })?;
         }

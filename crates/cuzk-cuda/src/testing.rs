@@ -59,10 +59,13 @@ pub enum FieldOp {
     IsZero = 10,
     /// The reduced-radix product (`mont_t::mul_rr`; Fq2: Karatsuba over it).
     MulReducedRadix = 11,
+    /// The C-level CIOS product (`mont_t::mul_cios`, the default before the
+    /// carry-chain form; Fq2: Karatsuba over it).
+    MulCios = 12,
 }
 
 impl FieldOp {
-    pub const ALL: [FieldOp; 12] = [
+    pub const ALL: [FieldOp; 13] = [
         FieldOp::Add,
         FieldOp::Sub,
         FieldOp::Mul,
@@ -75,6 +78,7 @@ impl FieldOp {
         FieldOp::Eq,
         FieldOp::IsZero,
         FieldOp::MulReducedRadix,
+        FieldOp::MulCios,
     ];
 }
 
@@ -238,35 +242,48 @@ pub fn curve_op<P: TestCurve>(
 /// (`bench_fr_mul`, `bench_fq_mul`: 4 independent chains per thread).
 pub const MUL_PROBE_CHAINS: u64 = 4;
 
-/// A field whose Montgomery product rate can be probed: the default product
-/// (word-wise CIOS) and the reduced-radix one.
+/// Which Montgomery product a throughput probe runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeProduct {
+    /// The default `*` (`mont_t::mul_chain`, PTX carry chains).
+    Default,
+    /// `mont_t::mul_cios` (multiply-adds in C; the default before).
+    Cios,
+    /// `mont_t::mul_rr` (26-bit limbs in 64-bit accumulators).
+    ReducedRadix,
+}
+
+/// A field whose Montgomery product rate can be probed, one kernel per
+/// [`ProbeProduct`].
 pub trait ProbeField: DeviceRepr {
     const PROBE_KERNEL: &'static str;
+    const PROBE_KERNEL_CIOS: &'static str;
     const PROBE_KERNEL_RR: &'static str;
 }
 impl ProbeField for FrLimbs {
     const PROBE_KERNEL: &'static str = "bench_fr_mul";
+    const PROBE_KERNEL_CIOS: &'static str = "bench_fr_mul_cios";
     const PROBE_KERNEL_RR: &'static str = "bench_fr_mul_rr";
 }
 impl ProbeField for FqLimbs {
     const PROBE_KERNEL: &'static str = "bench_fq_mul";
+    const PROBE_KERNEL_CIOS: &'static str = "bench_fq_mul_cios";
     const PROBE_KERNEL_RR: &'static str = "bench_fq_mul_rr";
 }
 
 /// Queues `data.len() · iters · MUL_PROBE_CHAINS` field products (the result
 /// overwrites `data`); time it with events to get the device's product rate.
-/// `reduced_radix` picks the reduced-radix product instead of the default one.
 pub fn mul_throughput_probe<F: ProbeField>(
     stream: &Stream,
     data: &mut DeviceBuffer<F>,
     iters: u32,
-    reduced_radix: bool,
+    product: ProbeProduct,
 ) -> Result<()> {
     let n = data.len();
-    let kernel = if reduced_radix {
-        F::PROBE_KERNEL_RR
-    } else {
-        F::PROBE_KERNEL
+    let kernel = match product {
+        ProbeProduct::Default => F::PROBE_KERNEL,
+        ProbeProduct::Cios => F::PROBE_KERNEL_CIOS,
+        ProbeProduct::ReducedRadix => F::PROBE_KERNEL_RR,
     };
     ensure(kernel, n > 0 && n <= u32::MAX as usize, || {
         format!("n = {n}")

@@ -230,7 +230,7 @@ fn check_field<F: HostField>(name: &str, n_random: usize) {
                 FieldOp::Inv => x.invert().unwrap_or(F::ZERO).limbs(),
                 FieldOp::Eq => bool_field(x == y).limbs(),
                 FieldOp::IsZero => bool_field(bool::from(x.is_zero())).limbs(),
-                FieldOp::MulReducedRadix => (x * y).limbs(),
+                FieldOp::MulReducedRadix | FieldOp::MulCios => (x * y).limbs(),
             };
             if got[i] != want {
                 if bad < 3 {
@@ -443,8 +443,15 @@ fn ntt_every_launch_shape_matches_cpu() {
         let domain = Domain::new(log_n);
         let n = 1usize << log_n;
         for tile_log in 10..=12 {
-            for threads in [256, 512] {
-                let config = NttConfig { tile_log, threads };
+            for (threads, max_regs) in [256, 512]
+                .into_iter()
+                .flat_map(|t| [0, 80, 64].map(|r| (t, r)))
+            {
+                let config = NttConfig {
+                    tile_log,
+                    threads,
+                    max_regs,
+                };
                 for kind in NttKind::ALL {
                     let input = random_fr(&mut rng, n);
                     let mut want = input.clone();

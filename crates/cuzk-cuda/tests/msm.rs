@@ -392,6 +392,66 @@ fn batch_sum_g2_matches_cpu() {
     batch_suite::<G2>("batch_sum_g2_matches_cpu");
 }
 
+/// Every launch-bound variant the benchmark may time (same code, other
+/// residency) against the CPU: accumulation on random and special scalars,
+/// bitmap sums over bases with infinities and a repeated point.
+fn variants_suite<C: HostCurve>(name: &str) {
+    let Some(s) = stream() else { return };
+    let mut rng = rng(name);
+    let n = 20_011;
+    let mut b = bases::<C>(&mut rng, n);
+    for _ in 0..10 {
+        let i = rng.gen_range(0..n);
+        b[i] = C::identity_aff();
+    }
+    b[11] = b[10];
+    let db = upload_bases::<C>(&s, &b);
+    let random = random_scalars(&mut rng, n);
+    let special = special_scalars(&mut rng, n);
+    for v in 0..C::ACCUMULATE_VARIANTS.len() {
+        for (scalars, what) in [(&random, "random"), (&special, "special")] {
+            let mut msm = Msm::<C>::with_tuning(&s, n, 11, v).expect("msm plan");
+            let sc = upload_scalars(&s, scalars);
+            let got = msm.run(&db, &sc).unwrap();
+            assert_eq!(
+                got,
+                C::msm_ref(&b, scalars),
+                "{} {} on {what} scalars",
+                C::NAME,
+                C::ACCUMULATE_VARIANTS[v]
+            );
+        }
+    }
+    let mut bitmap = vec![0u64; n.div_ceil(64)];
+    let mut idx = Vec::new();
+    for i in 0..n {
+        if rng.gen_bool(0.5) {
+            bitmap[i / 64] |= 1 << (i % 64);
+            idx.push(i as u32);
+        }
+    }
+    let expected = C::sum_ref(&b, &idx);
+    let dm = s.upload_new(&bitmap).unwrap();
+    for v in 0..C::BITMAP_VARIANTS.len() {
+        let mut sum = BatchSum::<C>::with_variant(&s, v).unwrap();
+        for round in 0..2 {
+            let got = sum.sum_bitmap(&db, &dm, n).unwrap();
+            assert_eq!(
+                got,
+                expected,
+                "{} {} round {round}",
+                C::NAME,
+                C::BITMAP_VARIANTS[v]
+            );
+        }
+    }
+}
+
+#[test]
+fn kernel_variants_g1_match_cpu() {
+    variants_suite::<G1>("kernel_variants_g1_match_cpu");
+}
+
 /// Classification against the CPU, then the prover's route: ones by batch
 /// sum, others by indexed Pippenger, zeros skipped; the total must equal the
 /// plain MSM.
