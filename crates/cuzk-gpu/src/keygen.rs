@@ -35,6 +35,41 @@ pub fn gpu_window_for(n: usize) -> u32 {
         .expect("nonempty range")
 }
 
+/// The fixed-base step a key generator's `--backend auto|cuda|cpu` names.
+/// `cuda` needs a usable GPU; `auto` takes the first GPU and falls back to
+/// the CPU when there is none or CUDA is unusable, and then also returns a
+/// line that says why (for the caller to print: the fallback is never
+/// silent). An unknown name is an error naming the three.
+pub fn select_fixed_base(backend: &str) -> Result<(Box<dyn FixedBase>, Option<String>), String> {
+    let gpu = || -> Result<Option<GpuFixedBase>, cuzk_cuda::Error> {
+        match Gpu::first()? {
+            None => Ok(None),
+            Some(gpu) => GpuFixedBase::new(&gpu).map(Some),
+        }
+    };
+    let cpu = || Box::new(cuzk_groth16::setup::CpuFixedBase) as Box<dyn FixedBase>;
+    match backend {
+        "cpu" => Ok((cpu(), None)),
+        "cuda" => match gpu() {
+            Ok(Some(g)) => Ok((Box::new(g), None)),
+            Ok(None) => Err("--backend cuda: no CUDA device on this machine".into()),
+            Err(e) => Err(format!("--backend cuda: {e}")),
+        },
+        "auto" => match gpu() {
+            Ok(Some(g)) => Ok((Box::new(g), None)),
+            Ok(None) => Ok((
+                cpu(),
+                Some("no CUDA device, fixed-base step on the CPU".into()),
+            )),
+            Err(e) => Ok((
+                cpu(),
+                Some(format!("CUDA unusable ({e}), fixed-base step on the CPU")),
+            )),
+        },
+        other => Err(format!("--backend {other}: expected auto, cuda or cpu")),
+    }
+}
+
 /// The fixed-base step on one CUDA device, on its own stream, with its
 /// pinned staging (1 GiB, allocated once).
 #[derive(Debug)]

@@ -14,7 +14,6 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use cuzk_cuda::VramBudget;
 use cuzk_field::{Fr, PrimeField};
-use cuzk_gpu::keygen::GpuFixedBase;
 use cuzk_gpu::CudaBackend;
 use cuzk_groth16::encoding::PointCheck;
 use cuzk_groth16::params::KeySummary;
@@ -296,34 +295,14 @@ fn gpu_status() -> String {
     }
 }
 
-/// The fixed-base step for `cuzk setup --backend`; says on stderr which one runs.
+/// The fixed-base step for `setup --backend`; says on stderr which one runs
+/// and, for `auto`, why it is the CPU's when it falls back.
 fn select_fixed_base(backend: &str) -> Result<Box<dyn FixedBase>> {
-    let gpu = || -> Result<Option<GpuFixedBase>, cuzk_cuda::Error> {
-        match cuzk_cuda::Gpu::first()? {
-            None => Ok(None),
-            Some(gpu) => GpuFixedBase::new(&gpu).map(Some),
-        }
-    };
-    let chosen: Box<dyn FixedBase> = match backend {
-        "cpu" => Box::new(CpuFixedBase),
-        "cuda" => match gpu() {
-            Ok(Some(g)) => Box::new(g),
-            Ok(None) => bail!("--backend cuda: no CUDA device on this machine"),
-            Err(e) => bail!("--backend cuda: {e}"),
-        },
-        "auto" => match gpu() {
-            Ok(Some(g)) => Box::new(g),
-            Ok(None) => {
-                eprintln!("setup: no CUDA device, fixed-base step on the CPU");
-                Box::new(CpuFixedBase)
-            }
-            Err(e) => {
-                eprintln!("setup: CUDA unusable ({e}), fixed-base step on the CPU");
-                Box::new(CpuFixedBase)
-            }
-        },
-        other => bail!("--backend {other}: expected auto, cuda or cpu"),
-    };
+    let (chosen, note) =
+        cuzk_gpu::keygen::select_fixed_base(backend).map_err(anyhow::Error::msg)?;
+    if let Some(note) = note {
+        eprintln!("setup: {note}");
+    }
     eprintln!("setup backend: {}", chosen.name());
     Ok(chosen)
 }

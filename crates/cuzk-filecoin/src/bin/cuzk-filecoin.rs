@@ -12,8 +12,7 @@ use clap::{Parser, Subcommand};
 use cuzk_filecoin::fetch::{self, Fetched};
 use cuzk_filecoin::sample::seal_random_sector;
 use cuzk_filecoin::{parse_sector_size, ParamsDir, ProofType, SectorIdentity};
-use cuzk_gpu::keygen::GpuFixedBase;
-use cuzk_groth16::setup::{CpuFixedBase, FixedBase};
+use cuzk_groth16::setup::FixedBase;
 use rand::SeedableRng;
 
 #[derive(Parser, Debug)]
@@ -104,35 +103,14 @@ fn dir_or_default(dir: Option<PathBuf>) -> ParamsDir {
     dir.map_or_else(ParamsDir::filecoin, ParamsDir::new)
 }
 
-/// The key generator's fixed-base step for `keys --backend`; says on stderr
-/// which one runs and, for `auto`, why the CPU's when it falls back.
+/// The fixed-base step for `keys --backend`; says on stderr which one runs
+/// and, for `auto`, why it is the CPU's when it falls back.
 fn select_fixed_base(backend: &str) -> Result<Box<dyn FixedBase>> {
-    let gpu = || -> Result<Option<GpuFixedBase>, cuzk_cuda::Error> {
-        match cuzk_cuda::Gpu::first()? {
-            None => Ok(None),
-            Some(gpu) => GpuFixedBase::new(&gpu).map(Some),
-        }
-    };
-    let chosen: Box<dyn FixedBase> = match backend {
-        "cpu" => Box::new(CpuFixedBase),
-        "cuda" => match gpu() {
-            Ok(Some(g)) => Box::new(g),
-            Ok(None) => bail!("--backend cuda: no CUDA device on this machine"),
-            Err(e) => bail!("--backend cuda: {e}"),
-        },
-        "auto" => match gpu() {
-            Ok(Some(g)) => Box::new(g),
-            Ok(None) => {
-                eprintln!("keys: no CUDA device, fixed-base step on the CPU");
-                Box::new(CpuFixedBase)
-            }
-            Err(e) => {
-                eprintln!("keys: CUDA unusable ({e}), fixed-base step on the CPU");
-                Box::new(CpuFixedBase)
-            }
-        },
-        other => bail!("--backend {other}: expected auto, cuda or cpu"),
-    };
+    let (chosen, note) =
+        cuzk_gpu::keygen::select_fixed_base(backend).map_err(anyhow::Error::msg)?;
+    if let Some(note) = note {
+        eprintln!("keys: {note}");
+    }
     eprintln!("keys backend: {}", chosen.name());
     Ok(chosen)
 }
