@@ -170,31 +170,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         let n = 1usize << log_n;
         let mut buf = stream.upload_new(&random_fr_limbs(n, &mut seed))?;
-        for tile_log in 10..=12 {
-            for (threads, max_regs) in [256, 512]
-                .into_iter()
-                .flat_map(|t| [0, 80, 64].map(|r| (t, r)))
-            {
-                let config = NttConfig {
-                    tile_log,
-                    threads,
-                    max_regs,
-                };
-                let mut run = || -> Result<f64, Box<dyn std::error::Error>> {
+        for config in NttConfig::all() {
+            let mut run = || -> Result<f64, Box<dyn std::error::Error>> {
+                ntt_with(&stream, &mut buf, NttKind::Forward, config)?;
+                let mut samples = Vec::new();
+                for _ in 0..reps(log_n) {
+                    let start = stream.record()?;
                     ntt_with(&stream, &mut buf, NttKind::Forward, config)?;
-                    let mut samples = Vec::new();
-                    for _ in 0..reps(log_n) {
-                        let start = stream.record()?;
-                        ntt_with(&stream, &mut buf, NttKind::Forward, config)?;
-                        let end = stream.record()?;
-                        samples.push(start.elapsed_ms(&end)? as f64);
-                    }
-                    Ok(median(&mut samples))
-                };
-                match run() {
-                    Ok(ms) => sweep.push((log_n, config, ms)),
-                    Err(e) => println!("2^{log_n} {config:?}: {e}"),
+                    let end = stream.record()?;
+                    samples.push(start.elapsed_ms(&end)? as f64);
                 }
+                Ok(median(&mut samples))
+            };
+            match run() {
+                Ok(ms) => sweep.push((log_n, config, ms)),
+                Err(e) => println!("2^{log_n} {config:?}: {e}"),
             }
         }
     }

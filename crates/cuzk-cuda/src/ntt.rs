@@ -69,6 +69,22 @@ impl NttConfig {
             }
         }
     }
+
+    /// Every launch shape the kernels are built for: tiles of 2^10..2^12
+    /// points (32–128 KiB), 256 or 512 threads, each pass variant (no
+    /// register cap, ≤ 80, ≤ 64). The tests run them all; `ntt_bench` times
+    /// them.
+    pub fn all() -> impl Iterator<Item = NttConfig> {
+        (10..=12).flat_map(|tile_log| {
+            [256, 512].into_iter().flat_map(move |threads| {
+                [0, 80, 64].map(move |max_regs| NttConfig {
+                    tile_log,
+                    threads,
+                    max_regs,
+                })
+            })
+        })
+    }
 }
 
 // Pass flags (kernels/ntt/ntt.cu).
