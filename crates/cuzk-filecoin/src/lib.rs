@@ -2,6 +2,7 @@
 #![deny(unsafe_code)]
 
 mod c1;
+mod engine;
 mod error;
 pub mod fetch;
 pub mod params;
@@ -10,6 +11,7 @@ mod prove;
 pub mod sample;
 
 pub use c1::{parse_c1, C1Input, CurioSector};
+pub use engine::PorepSource;
 pub use error::Error;
 pub use params::{ParamsDir, TestKeys};
 pub use proof_type::{parse_sector_size, sector_size_label, ProofType};

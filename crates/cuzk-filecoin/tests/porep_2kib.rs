@@ -23,8 +23,8 @@ use std::sync::OnceLock;
 use bellperson::groth16;
 use blstrs::Bls12;
 use cuzk_filecoin::{
-    parse_c1, partition_circuits, prove_partitions, verify, C1Input, Error, ParamsDir, ProofType,
-    SectorIdentity, Verified,
+    parse_c1, partition_circuits, prove_partitions, verify, C1Input, Error, ParamsDir, PorepSource,
+    ProofType, SectorIdentity, Verified,
 };
 use cuzk_groth16::prover::CpuBackend;
 use filecoin_proofs::{DefaultPieceHasher, SectorShape2KiB};
@@ -134,13 +134,67 @@ fn prove(c1: &C1Input, params: &ParamsDir, rng_seed: u64) -> Vec<u8> {
     proof
 }
 
+/// The randomness seed of the reference proof.
+const RNG_SEED: u64 = 20261130;
+
+/// cuzk's proof of the sealed sector with `prove_partitions` (CPU backend,
+/// `RNG_SEED`), made once per test process.
+fn reference_proof() -> &'static [u8] {
+    static PROOF: OnceLock<Vec<u8>> = OnceLock::new();
+    PROOF.get_or_init(|| {
+        let s = sealed();
+        cuzk_filecoin::check_c1(&s.c1, Some(&s.identity)).unwrap();
+        prove(&s.c1, &s.params, RNG_SEED)
+    })
+}
+
+#[test]
+fn the_engine_proves_the_c1_as_prove_partitions_does() {
+    use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
+    let s = sealed();
+    let key = std::sync::Arc::new(s.params.load_proving_key(s.c1.proof_type).unwrap());
+    let source = PorepSource::new(&s.c1, &key).unwrap();
+    assert_eq!(source.num_partitions(), 1);
+    let engine = cuzk_sched::Engine::start(EngineConfig {
+        synthesis_workers: 2,
+        devices: vec![Device::cpu(0, 1)],
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    // Same seeded randomness, drawn in bellperson's order: the same bytes.
+    let out = engine
+        .submit(Job::new(std::sync::Arc::new(source), key).seeded(RNG_SEED))
+        .unwrap()
+        .wait()
+        .unwrap();
+    engine.shutdown();
+    let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+    assert_eq!(proof, reference_proof(), "the engine's proof differs");
+    let vk = s.params.load_verifying_key(s.c1.proof_type).unwrap();
+    assert_eq!(
+        verify(&s.c1, &proof, &vk, Some(&s.identity)).unwrap(),
+        Verified::VerifySeal
+    );
+
+    // A source is consumed partition by partition: asking twice is an error.
+    let key = s.params.load_proving_key(s.c1.proof_type).unwrap();
+    let source = PorepSource::new(&s.c1, &key).unwrap();
+    cuzk_groth16::prover::check_key_shape(&key, &source.shape()).unwrap();
+    let witness = source.synthesize(0).unwrap();
+    assert_eq!(
+        witness.shape().b_input_density,
+        source.shape().b_input_density
+    );
+    let again = source.synthesize(0).unwrap_err().to_string();
+    assert!(again.contains("already synthesized"), "{again}");
+}
+
 #[test]
 fn cuzk_proof_is_filecoin_valid_and_matches_bellperson() {
     let s = sealed();
-    let rng_seed = 20261130;
+    let rng_seed = RNG_SEED;
     eprintln!("proof randomness seed {rng_seed}");
-    cuzk_filecoin::check_c1(&s.c1, Some(&s.identity)).unwrap();
-    let proof = prove(&s.c1, &s.params, rng_seed);
+    let proof = reference_proof().to_vec();
     assert_eq!(proof.len(), 192);
 
     // filecoin-proofs' verify_seal accepts it, and refuses it with one byte changed.

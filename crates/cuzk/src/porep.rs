@@ -8,9 +8,15 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    check_c1, parse_c1, prove_partitions, verify, ParamsDir, SectorIdentity, Verified,
+    check_c1, parse_c1, prove_partitions, verify, C1Input, ParamsDir, PorepSource, SectorIdentity,
+    Verified,
 };
+use cuzk_groth16::prover::Backend;
+use cuzk_groth16::ProvingKey;
+use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
+use cuzk_sched::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::sync::Arc;
 
 use crate::{rng_from, secs, select_backend, spinner, write_atomically, BackendArgs};
 
@@ -42,6 +48,14 @@ pub(crate) struct PorepC2Args {
     /// Seed of the proof randomness (r, s); random when absent.
     #[arg(long)]
     rng_seed: Option<u64>,
+    /// Partitions synthesized at once. 1: one after another on this thread,
+    /// each proved as soon as it is synthesized. More: the partitions go
+    /// through cuzk's pipeline engine, which synthesizes up to this many at
+    /// once within its host-memory budget (3/4 of RAM; a 32 GiB partition
+    /// takes ~16 GiB) while the backend proves the ones that are ready. The
+    /// same seed gives the same proof either way.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    synthesis_workers: u64,
     #[command(flatten)]
     backend: BackendArgs,
 }
@@ -119,6 +133,54 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
     s.finish_and_clear();
     stages.push(("key", t.elapsed(), key_path.display().to_string()));
 
+    let proof = if args.synthesis_workers > 1 {
+        let workers = args.synthesis_workers as usize;
+        through_engine(&c1, key, backend, workers, &args, &mut stages)?
+    } else {
+        let proof = one_after_another(&c1, &key, backend.as_ref(), &args, &mut stages)?;
+        drop(key);
+        proof
+    };
+
+    if args.no_verify {
+        stages.push((
+            "verification",
+            Duration::ZERO,
+            "skipped (--no-verify)".into(),
+        ));
+    } else {
+        let t = Instant::now();
+        let vk = params.load_verifying_key(pt)?;
+        let how = verify(&c1, &proof, &vk, sector.as_ref())?;
+        stages.push((
+            "verification",
+            t.elapsed(),
+            match how {
+                Verified::VerifySeal => "filecoin-proofs verify_seal: valid".into(),
+                Verified::ReplicaId => {
+                    "StackedCompound::verify on the C1's replica id: valid".into()
+                }
+            },
+        ));
+    }
+
+    write_atomically(&args.out, &proof)?;
+    for (stage, d, note) in &stages {
+        println!("{stage:<13} {:>10}  {note}", secs(*d));
+    }
+    println!("wrote {} ({} bytes)", args.out.display(), proof.len());
+    Ok(())
+}
+
+/// Each partition synthesized on this thread, then proved, in order.
+fn one_after_another(
+    c1: &C1Input,
+    key: &ProvingKey,
+    backend: &dyn Backend,
+    args: &PorepC2Args,
+    stages: &mut Vec<(&str, Duration, String)>,
+) -> Result<Vec<u8>> {
+    let pt = c1.proof_type;
     let bar = ProgressBar::new(pt.partitions() as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} partitions [{elapsed}] {msg}")
             .expect("static template"),
@@ -129,7 +191,7 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
     let mut shape = String::new();
     let mut backend_name = "";
     let mut rng = rng_from(args.rng_seed);
-    let proof = prove_partitions(&c1, &key, backend.as_ref(), &mut rng, &mut |p| {
+    let proof = prove_partitions(c1, key, backend, &mut rng, &mut |p| {
         synthesis += p.synthesis;
         proving += p.proving;
         backend_name = p.backend;
@@ -160,36 +222,87 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         });
     })?;
     bar.finish_and_clear();
-    drop(key);
     stages.push(("synthesis", synthesis, shape));
     stages.push(("proving", proving, backend_name.to_string()));
+    Ok(proof)
+}
 
-    if args.no_verify {
-        stages.push((
-            "verification",
-            Duration::ZERO,
-            "skipped (--no-verify)".into(),
-        ));
-    } else {
-        let t = Instant::now();
-        let vk = params.load_verifying_key(pt)?;
-        let how = verify(&c1, &proof, &vk, sector.as_ref())?;
-        stages.push((
-            "verification",
-            t.elapsed(),
-            match how {
-                Verified::VerifySeal => "filecoin-proofs verify_seal: valid".into(),
-                Verified::ReplicaId => {
-                    "StackedCompound::verify on the C1's replica id: valid".into()
-                }
-            },
-        ));
+/// The partitions through cuzk-sched's engine: `workers` synthesis workers
+/// (rayon inside each), the backend as the one device's one prover, the
+/// engine's epilogue checking every partition's proof.
+fn through_engine(
+    c1: &C1Input,
+    key: ProvingKey,
+    backend: Box<dyn Backend>,
+    workers: usize,
+    args: &PorepC2Args,
+    stages: &mut Vec<(&str, Duration, String)>,
+) -> Result<Vec<u8>> {
+    let pt = c1.proof_type;
+    let source = PorepSource::new(c1, &key)?;
+    let shape = source.shape();
+    let key = Arc::new(key);
+    let backend: Arc<dyn Backend> = Arc::from(backend);
+    let device = Device::new(backend.name(), Arc::clone(&backend), 1);
+    let engine = Engine::start(EngineConfig {
+        synthesis_workers: workers,
+        devices: vec![device],
+        max_in_flight: workers + 1,
+        verify: !args.no_verify,
+        largest_partition: Some(shape.clone()),
+        ..EngineConfig::default()
+    })
+    .context("starting the engine")?;
+    let mut job = Job::new(Arc::new(source), key);
+    if let Some(seed) = args.rng_seed {
+        job = job.seeded(seed);
     }
-
-    write_atomically(&args.out, &proof)?;
-    for (stage, d, note) in &stages {
-        println!("{stage:<13} {:>10}  {note}", secs(*d));
+    let s = spinner(format!(
+        "{} partition(s) through the engine, {workers} synthesis workers",
+        pt.partitions()
+    ));
+    let t = Instant::now();
+    let out = engine.submit(job).context("submitting the job")?.wait();
+    let wall = t.elapsed();
+    s.finish_and_clear();
+    engine.shutdown();
+    let out = out.context("proving through the engine")?;
+    let mut synthesis = Duration::ZERO;
+    let mut gpu = Duration::ZERO;
+    for (k, p) in out.partitions.iter().enumerate() {
+        let busy: Duration = p.timings.stages.iter().map(|(_, d)| *d).sum();
+        synthesis += p.synthesis;
+        gpu += busy;
+        let split: Vec<String> = p
+            .timings
+            .stages
+            .iter()
+            .map(|(name, d)| format!("{name} {}", secs(*d)))
+            .collect();
+        eprintln!(
+            "partition {}/{}: synthesis {}, proving stages {} ({}: {}; {:?})",
+            k + 1,
+            out.partitions.len(),
+            secs(p.synthesis),
+            secs(busy),
+            p.backend,
+            split.join(", "),
+            p.verification
+        );
     }
-    println!("wrote {} ({} bytes)", args.out.display(), proof.len());
-    Ok(())
+    stages.push((
+        "synthesis",
+        synthesis,
+        format!(
+            "summed over partitions; {} constraints (at most), {} inputs, {} aux per partition",
+            shape.num_constraints, shape.num_inputs, shape.num_aux
+        ),
+    ));
+    stages.push(("proving", gpu, format!("summed stages, {}", backend.name())));
+    stages.push((
+        "pipeline",
+        wall,
+        format!("synthesis and proving overlapped, {workers} synthesis workers"),
+    ));
+    Ok(out.proofs.iter().flat_map(|p| p.to_bytes()).collect())
 }

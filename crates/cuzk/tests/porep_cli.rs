@@ -142,6 +142,35 @@ fn proves_a_curio_c1_and_filecoin_accepts_it() {
         verify(&c1, &proof, &vk, Some(&id)).unwrap(),
         Verified::VerifySeal
     );
+
+    // Through the pipeline engine, same seed: the same proof.
+    let (output, out) = porep_c2(
+        "engine",
+        &wrapped,
+        &f.params,
+        &[
+            "--prover-id",
+            "f01000",
+            "--rng-seed",
+            "7",
+            "--synthesis-workers",
+            "2",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    for stage in ["synthesis", "proving", "pipeline", "verification"] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(stage)),
+            "no {stage} timing line:\n{stdout}"
+        );
+    }
+    assert!(stderr.contains("partition 1/1"), "{stderr}");
+    assert_eq!(std::fs::read(&out).unwrap(), proof);
 }
 
 #[test]

@@ -1,0 +1,138 @@
+//! A C1's partitions as a job for cuzk's engine: [`PorepSource`] is a
+//! `cuzk_pipeline::PartitionSource`, so a scheduler (cuzk-sched's, or any
+//! other written against the contract) synthesizes the partitions on its
+//! synthesis workers, several at once within its host-memory budget, while
+//! its provers prove the ones already synthesized.
+
+use std::sync::Mutex;
+
+use bellperson::SynthesisError;
+use cuzk_field::Fr;
+use cuzk_groth16::ProvingKey;
+use cuzk_pipeline::{PartitionSource, SourceError};
+use cuzk_synth::{CircuitShape, Synthesized};
+use storage_proofs_core::merkle::MerkleTreeTrait;
+
+use crate::proof_type::with_sector_shape;
+use crate::{partition_circuits, C1Input, Error};
+
+/// One partition's synthesis, its circuit inside; given the shape to
+/// reserve room for.
+type Synthesis = Box<dyn FnOnce(&CircuitShape) -> Result<Synthesized, SynthesisError> + Send>;
+
+/// The partition circuits of one C1, built as `seal_commit_phase2` builds
+/// them, each synthesized once, on whichever thread asks; with the public
+/// inputs Filecoin's verifier derives, for the epilogue's check.
+///
+/// The shape comes from the proving key: every PoRep circuit's only B input
+/// is ONE (DESIGN §4's counts; the 2 KiB end-to-end test asserts them), and
+/// the constraint count is taken as the domain size, an upper bound the
+/// engine reserves memory for. Each witness is checked against the key
+/// before it is proved, and its public inputs against the verifier's right
+/// after synthesis.
+pub struct PorepSource {
+    label: String,
+    shape: CircuitShape,
+    circuits: Vec<Mutex<Option<Synthesis>>>,
+    inputs: Vec<Vec<Fr>>,
+}
+
+impl PorepSource {
+    /// The partitions of `c1`, to be proved with `key` (the proof type's
+    /// key; a key of another circuit is refused when the job is submitted).
+    pub fn new(c1: &C1Input, key: &ProvingKey) -> Result<Self, Error> {
+        let (circuits, inputs) = with_sector_shape!(c1.proof_type.sector_size(), erased, c1)?;
+        Ok(PorepSource {
+            label: format!("PoRep C2 {:?}", c1.proof_type),
+            shape: shape_from_key(key),
+            circuits: circuits.into_iter().map(|c| Mutex::new(Some(c))).collect(),
+            inputs,
+        })
+    }
+}
+
+impl std::fmt::Debug for PorepSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PorepSource")
+            .field("label", &self.label)
+            .field("partitions", &self.circuits.len())
+            .field("shape", &self.shape)
+            .finish_non_exhaustive()
+    }
+}
+
+fn erased<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1Input,
+) -> Result<(Vec<Synthesis>, Vec<Vec<Fr>>), Error> {
+    Ok(partition_circuits::<Tree>(c1)?
+        .into_iter()
+        .map(|p| {
+            let circuit = p.circuit;
+            let synthesis: Synthesis = Box::new(move |shape: &CircuitShape| {
+                cuzk_synth::synthesize_with_capacity(circuit, shape)
+            });
+            (synthesis, p.public_inputs)
+        })
+        .unzip())
+}
+
+/// The shape a PoRep key proves (see [`PorepSource`]).
+fn shape_from_key(key: &ProvingKey) -> CircuitShape {
+    let num_inputs = key.vk.ic.len();
+    let domain = (key.h.len() + 1).next_power_of_two();
+    // The one B input is ONE; a key that disagrees fails the submission check.
+    let b_input_density = 1;
+    CircuitShape {
+        num_constraints: domain,
+        num_inputs,
+        num_aux: key.l.len(),
+        a_aux_density: key.a.len().saturating_sub(num_inputs),
+        b_input_density,
+        b_aux_density: key.b_g1.len().saturating_sub(b_input_density),
+        domain_log2: domain.trailing_zeros(),
+    }
+}
+
+impl PartitionSource for PorepSource {
+    fn describe(&self) -> String {
+        self.label.clone()
+    }
+
+    fn num_partitions(&self) -> usize {
+        self.circuits.len()
+    }
+
+    fn shape(&self) -> CircuitShape {
+        self.shape.clone()
+    }
+
+    /// Synthesizes partition `index`; each partition once (its circuit is
+    /// consumed): a second request for it is an error that says so.
+    fn synthesize(&self, index: usize) -> Result<Synthesized, SourceError> {
+        let synthesis = self
+            .circuits
+            .get(index)
+            .ok_or_else(|| SourceError::new(format!("no partition {index}")))?
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .ok_or_else(|| {
+                SourceError::new(format!(
+                    "partition {index} was already synthesized (a PoRep source holds each circuit once)"
+                ))
+            })?;
+        // Room for the shape up front: the vectors never grow past what
+        // the engine reserved for them.
+        let witness = synthesis(&self.shape)?;
+        if witness.input_assignment.get(1..) != Some(&self.inputs[index][..]) {
+            return Err(SourceError::new(format!(
+                "partition {index}: the synthesized public inputs differ from the ones Filecoin's verifier derives"
+            )));
+        }
+        Ok(witness)
+    }
+
+    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
+        Ok(self.inputs.get(index).cloned())
+    }
+}
