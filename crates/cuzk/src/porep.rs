@@ -18,7 +18,7 @@ use cuzk_sched::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::sync::Arc;
 
-use crate::{rng_from, secs, select_backend, spinner, write_atomically, BackendArgs};
+use crate::{rng_from, secs, select_backend, spinner, stage_list, write_atomically, BackendArgs};
 
 #[derive(Args, Debug)]
 pub(crate) struct PorepC2Args {
@@ -200,12 +200,6 @@ fn one_after_another(
             p.shape.num_constraints, p.shape.num_inputs, p.shape.num_aux
         );
         bar.inc(1);
-        let stages: Vec<String> = p
-            .timings
-            .stages
-            .iter()
-            .map(|(name, d)| format!("{name} {}", secs(*d)))
-            .collect();
         let plan = backend
             .last_run()
             .map_or_else(String::new, |how| format!("; {how}"));
@@ -217,7 +211,7 @@ fn one_after_another(
                 secs(p.synthesis),
                 secs(p.proving),
                 p.backend,
-                stages.join(", ")
+                stage_list(&p.timings)
             )
         });
     })?;
@@ -270,15 +264,9 @@ fn through_engine(
     let mut synthesis = Duration::ZERO;
     let mut gpu = Duration::ZERO;
     for (k, p) in out.partitions.iter().enumerate() {
-        let busy: Duration = p.timings.stages.iter().map(|(_, d)| *d).sum();
+        let busy = p.timings.total();
         synthesis += p.synthesis;
         gpu += busy;
-        let split: Vec<String> = p
-            .timings
-            .stages
-            .iter()
-            .map(|(name, d)| format!("{name} {}", secs(*d)))
-            .collect();
         eprintln!(
             "partition {}/{}: synthesis {}, proving stages {} ({}: {}; {:?})",
             k + 1,
@@ -286,7 +274,7 @@ fn through_engine(
             secs(p.synthesis),
             secs(busy),
             p.backend,
-            split.join(", "),
+            stage_list(&p.timings),
             p.verification
         );
     }
