@@ -33,12 +33,36 @@ struct alignas(16) fq2_t {
     __device__ __forceinline__ fq2_t& operator-=(const fq2_t& b) { return *this = *this - b; }
     __device__ __forceinline__ fq2_t& operator*=(const fq2_t& b) { return *this = *this * b; }
 
-    /// Karatsuba: 3 Fq products.
+    /// Karatsuba with lazy reduction: three exact double-width products and
+    /// two reductions (instead of three full products and five reduced
+    /// additions). c0 = a0·b0 − a1·b1 ∈ (−p², p²) is made non-negative by
+    /// `sub_wide_lazy`; c1 = a0·b1 + a1·b0 = t2 − t0 − t1 ∈ [0, 2p²); both are
+    /// below p·R as `redc` needs (2p < R). The sums a0 + a1, b0 + b1 stay
+    /// unreduced (< 2p).
     __device__ __forceinline__ friend fq2_t operator*(const fq2_t& a, const fq2_t& b) {
-        fq_t t0 = a.c0 * b.c0;
-        fq_t t1 = a.c1 * b.c1;
-        fq_t t2 = (a.c0 + a.c1) * (b.c0 + b.c1);
-        return {t0 - t1, t2 - t0 - t1};
+        using W = fq_t::wide_t;
+        const W t0 = fq_t::mul_wide(a.c0, b.c0);
+        const W t1 = fq_t::mul_wide(a.c1, b.c1);
+        const W t2 = fq_t::mul_wide(fq_t::add_nr(a.c0, a.c1), fq_t::add_nr(b.c0, b.c1));
+        return {fq_t::redc(fq_t::sub_wide_lazy<1>(t0, t1)),
+                fq_t::redc(fq_t::sub_wide(fq_t::sub_wide(t2, t0), t1))};
+    }
+    /// a·b − c·d with two reductions in all (Karatsuba for both products):
+    /// c0 = (a0·b0 + c1·d1) − (a1·b1 + c0·d0) and c1 = (a0·b1 + a1·b0) −
+    /// (c0·d1 + c1·d0), each side below 2p² < p·R.
+    __device__ __forceinline__ static fq2_t mul_sub(const fq2_t& a, const fq2_t& b,
+                                                    const fq2_t& c, const fq2_t& d) {
+        using W = fq_t::wide_t;
+        const W ab0 = fq_t::mul_wide(a.c0, b.c0), cd1 = fq_t::mul_wide(c.c1, d.c1);
+        const W ab1 = fq_t::mul_wide(a.c1, b.c1), cd0 = fq_t::mul_wide(c.c0, d.c0);
+        const fq_t r0 = fq_t::redc(
+            fq_t::sub_wide_lazy<2>(fq_t::add_wide(ab0, cd1), fq_t::add_wide(ab1, cd0)));
+        const W ab_sum = fq_t::add_wide(ab0, ab1), cd_sum = fq_t::add_wide(cd0, cd1);
+        const W ab_cross = fq_t::sub_wide(
+            fq_t::mul_wide(fq_t::add_nr(a.c0, a.c1), fq_t::add_nr(b.c0, b.c1)), ab_sum);
+        const W cd_cross = fq_t::sub_wide(
+            fq_t::mul_wide(fq_t::add_nr(c.c0, c.c1), fq_t::add_nr(d.c0, d.c1)), cd_sum);
+        return {r0, fq_t::redc(fq_t::sub_wide_lazy<2>(ab_cross, cd_cross))};
     }
     /// (c0 + c1·u)² = (c0 + c1)(c0 − c1) + 2·c0·c1·u: 2 Fq products.
     __device__ __forceinline__ fq2_t sqr() const {

@@ -201,6 +201,128 @@ struct alignas(16) mont_t {
     }
     __device__ __forceinline__ mont_t sqr() const { return *this * *this; }
 
+    // ---- lazy reduction: double-width products -----------------------------
+    /// An exact 2N-word integer, little-endian: a product before Montgomery
+    /// reduction, or a sum or difference of such products. `redc` turns one
+    /// below p·R back into a field element, so a formula like a·b − c·d pays
+    /// for one reduction instead of two (G1's Y3; Fq2's Karatsuba).
+    struct wide_t {
+        uint32_t l[2 * N];
+    };
+
+    /// a + b without the final reduction: < 2p < 2^(32N) for reduced inputs
+    /// (p < 2^(32N − 1)); only for `mul_wide`'s operands.
+    __device__ __forceinline__ static mont_t add_nr(const mont_t& a, const mont_t& b) {
+        mont_t s;
+        s.l[0] = ptx::add_cc(a.l[0], b.l[0]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) s.l[i] = ptx::addc_cc(a.l[i], b.l[i]);
+        s.l[N - 1] = ptx::addc(a.l[N - 1], b.l[N - 1]);
+        return s;
+    }
+
+    /// a·b exactly, for any a, b < 2^(32N) (reduced or `add_nr` sums).
+    /// Row i adds a_j·b_i at words (i + j, i + j + 1); the products with i + j
+    /// even go to accumulator x and those with i + j odd to y, so each chain
+    /// writes its lo/hi pairs into adjacent words (one IMAD.WIDE.U32.X per
+    /// partial product) and x, y keep one fixed pairing of their words. A
+    /// chain's carry-out goes into the word above its last pair, which no
+    /// earlier chain reached: it holds only such carries (≤ 2) until a later
+    /// row's chain covers it, so the one-word add never overflows; the top
+    /// row's carry out of word 2N − 1 is zero because x, y ≤ a·b < 2^(64N).
+    /// Modelled word by word in Python (all carries checked) before use.
+    __device__ __forceinline__ static wide_t mul_wide(const mont_t& a, const mont_t& b) {
+        uint32_t x[2 * N], y[2 * N];
+#pragma unroll
+        for (int k = 0; k < 2 * N; k++) x[k] = y[k] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            wide_chain(x, a.l, b.l[i], i, i & 1);
+            wide_chain(y, a.l, b.l[i], i, (i & 1) ^ 1);
+        }
+        wide_t w;
+        w.l[0] = ptx::add_cc(x[0], y[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) w.l[k] = ptx::addc_cc(x[k], y[k]);
+        w.l[2 * N - 1] = ptx::addc(x[2 * N - 1], y[2 * N - 1]);
+        return w;
+    }
+
+    /// T·R⁻¹ mod p, reduced, for 0 ≤ T < p·R. The rows of `mul_chain`
+    /// without the a·b_i part run on T's low half (E = T_lo, O = 0) and leave
+    /// u = (T_lo + M·p)/R ≤ p; the high half (< p) is added afterwards, so
+    /// u + T_hi < 2p needs one conditional subtraction.
+    __device__ __forceinline__ static mont_t redc(const wide_t& t) {
+        uint32_t x[N + 2], y[N + 2];
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            x[k] = t.l[k];
+            y[k] = 0;
+        }
+        x[N] = x[N + 1] = y[N] = y[N + 1] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i += 2) {
+            redc_row(x, y);
+            redc_row(y, x);
+        }
+        mont_t u, r, tmp;
+        u.l[0] = ptx::add_cc(x[0], y[0]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) u.l[k] = ptx::addc_cc(x[k], y[k]);
+        u.l[N - 1] = ptx::addc(x[N - 1], y[N - 1]);
+        r.l[0] = ptx::add_cc(u.l[0], t.l[N]);
+#pragma unroll
+        for (int k = 1; k < N - 1; k++) r.l[k] = ptx::addc_cc(u.l[k], t.l[N + k]);
+        r.l[N - 1] = ptx::addc(u.l[N - 1], t.l[2 * N - 1]);
+        return r.reduce_once(tmp);
+    }
+
+    /// a + b, a − b over wide values (no reduction; the caller keeps the
+    /// result non-negative and below p·R, see `sub_wide_lazy`).
+    __device__ __forceinline__ static wide_t add_wide(const wide_t& a, const wide_t& b) {
+        wide_t s;
+        s.l[0] = ptx::add_cc(a.l[0], b.l[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) s.l[k] = ptx::addc_cc(a.l[k], b.l[k]);
+        s.l[2 * N - 1] = ptx::addc(a.l[2 * N - 1], b.l[2 * N - 1]);
+        return s;
+    }
+    __device__ __forceinline__ static wide_t sub_wide(const wide_t& a, const wide_t& b) {
+        wide_t d;
+        d.l[0] = ptx::sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) d.l[k] = ptx::subc_cc(a.l[k], b.l[k]);
+        d.l[2 * N - 1] = ptx::subc(a.l[2 * N - 1], b.l[2 * N - 1]);
+        return d;
+    }
+    /// a − b + p·2^S with S = bits(p) + ⌈log2 M⌉: for |a − b| < M·p² the
+    /// result is in [0, p·R) (2^S ≥ M·p, and 2^S + M·p ≤ 2^(32N) = R) and
+    /// congruent to a − b mod p, ready for `redc`. A constant add instead of
+    /// a borrow-dependent one: no mask, no select.
+    template <int M>
+    __device__ __forceinline__ static wide_t sub_wide_lazy(const wide_t& a, const wide_t& b) {
+        constexpr int S = p_bits() + (M == 1 ? 0 : M == 2 ? 1 : 2);
+        static_assert(M >= 1 && M <= 4, "sub_wide_lazy: M in 1..4");
+        static_assert(S < 32 * N, "sub_wide_lazy: no room for M·p² below p·R");
+        constexpr int W = S / 32;
+        wide_t d;
+        d.l[0] = ptx::sub_cc(a.l[0], b.l[0]);
+#pragma unroll
+        for (int k = 1; k < 2 * N - 1; k++) d.l[k] = ptx::subc_cc(a.l[k], b.l[k]);
+        d.l[2 * N - 1] = ptx::subc(a.l[2 * N - 1], b.l[2 * N - 1]);
+        d.l[W] = ptx::add_cc(d.l[W], shifted_modulus_word(S, W));
+#pragma unroll
+        for (int k = W + 1; k < 2 * N - 1; k++) d.l[k] = ptx::addc_cc(d.l[k], shifted_modulus_word(S, k));
+        d.l[2 * N - 1] = ptx::addc(d.l[2 * N - 1], shifted_modulus_word(S, 2 * N - 1));
+        return d;
+    }
+
+    /// a·b − c·d with one reduction (reduced inputs).
+    __device__ __forceinline__ static mont_t mul_sub(const mont_t& a, const mont_t& b,
+                                                     const mont_t& c, const mont_t& d) {
+        return redc(sub_wide_lazy<1>(mul_wide(a, b), mul_wide(c, d)));
+    }
+
     // ---- conversions -------------------------------------------------------
     /// Canonical integer (limbs < p) to Montgomery form.
     __device__ __forceinline__ mont_t to_mont() const {
@@ -276,6 +398,52 @@ struct alignas(16) mont_t {
         for (int j = 0; j < N; j++) p[j] = P::modulus(j);
         mad_parity<0>(E, a, bi, false);
         mad_parity<1>(O, a, bi, false);
+        const uint32_t inv = P::INV == 0xffffffffu ? mont_detail::opaque_minus_one : P::INV;
+        const uint32_t m = (E[0] + O[0]) * inv;
+        mad_parity<0>(E, p, m, false);
+        ptx::set_carry_if_nonzero(O[0]);
+        mad_parity<1>(O, p, m, true);
+#pragma unroll
+        for (int k = 0; k < N + 1; k++) {
+            E[k] = E[k + 1];
+            O[k] = O[k + 1];
+        }
+        E[N + 1] = 0;
+        O[N + 1] = 0;
+    }
+    /// Bit length of p.
+    __host__ __device__ static constexpr int p_bits() {
+        int top = N - 1, b = 0;
+        while (b < 32 && (P::modulus(top) >> b) != 0) b++;
+        return 32 * top + b;
+    }
+    /// Word k of p·2^s (s ≥ 0; words of p beyond N − 1 are zero).
+    __host__ __device__ static constexpr uint32_t shifted_modulus_word(int s, int k) {
+        const int w = s / 32, b = s % 32;
+        const int i = k - w;  // p's word landing at k (shifted by b bits)
+        const uint32_t lo = (i >= 0 && i < N) ? P::modulus(i) << b : 0u;
+        const uint32_t hi = (b != 0 && i - 1 >= 0 && i - 1 < N) ? P::modulus(i - 1) >> (32 - b) : 0u;
+        return lo | hi;
+    }
+    /// One chain of `mul_wide`'s row i: acc[i + j], acc[i + j + 1] += lo, hi
+    /// of a_j·b_i for j = j0, j0 + 2, …; the carry into the word above.
+    __device__ __forceinline__ static void wide_chain(uint32_t* acc, const uint32_t* a, uint32_t bi,
+                                                      int i, int j0) {
+        acc[i + j0] = ptx::mad_lo_cc(a[j0], bi, acc[i + j0]);
+        acc[i + j0 + 1] = ptx::madc_hi_cc(a[j0], bi, acc[i + j0 + 1]);
+#pragma unroll
+        for (int j = j0 + 2; j < N; j += 2) {
+            acc[i + j] = ptx::madc_lo_cc(a[j], bi, acc[i + j]);
+            acc[i + j + 1] = ptx::madc_hi_cc(a[j], bi, acc[i + j + 1]);
+        }
+        const int sink = i + j0 + ((N - 1 - j0) / 2) * 2 + 2;
+        if (sink < 2 * N) acc[sink] = ptx::addc(acc[sink], 0);
+    }
+    /// One row of `redc`: `chain_row` without the a·b_i products.
+    __device__ __forceinline__ static void redc_row(uint32_t* E, uint32_t* O) {
+        uint32_t p[N];
+#pragma unroll
+        for (int j = 0; j < N; j++) p[j] = P::modulus(j);
         const uint32_t inv = P::INV == 0xffffffffu ? mont_detail::opaque_minus_one : P::INV;
         const uint32_t m = (E[0] + O[0]) * inv;
         mad_parity<0>(E, p, m, false);
