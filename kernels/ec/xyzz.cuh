@@ -9,7 +9,6 @@
 //   "xyzz" family of the Explicit-Formulas Database (add-2008-s,
 //   madd-2008-s, dbl-2008-s-1, mdbl-2008-s-1), with the exceptional cases
 //   (either input infinity, P = Q, P = −Q) handled so results are always right.
-//   Each Y3 = A·B − C·D is F::mul_sub: one reduction for both products.
 #pragma once
 #include "../field/field.cuh"
 
@@ -55,7 +54,7 @@ struct xyzz_t {
         F X2 = X.sqr();
         F M = X2.dbl() + X2;
         F X3 = M.sqr() - S.dbl();
-        F Y3 = F::mul_sub(M, S - X3, W, Y);
+        F Y3 = M * (S - X3) - W * Y;
         return {X3, Y3, V * ZZ, W * ZZZ};
     }
 
@@ -69,7 +68,7 @@ struct xyzz_t {
         F X2 = q.x.sqr();
         F M = X2.dbl() + X2;
         F X3 = M.sqr() - S.dbl();
-        F Y3 = F::mul_sub(M, S - X3, W, q.y);
+        F Y3 = M * (S - X3) - W * q.y;
         return {X3, Y3, V, W};
     }
 
@@ -89,7 +88,7 @@ struct xyzz_t {
         F PPP = P * PP;
         F Q = X * PP;
         F X3 = R.sqr() - PPP - Q.dbl();
-        F Y3 = F::mul_sub(R, Q - X3, Y, PPP);
+        F Y3 = R * (Q - X3) - Y * PPP;
         return {X3, Y3, ZZ * PP, ZZZ * PPP};
     }
 
@@ -116,7 +115,7 @@ struct xyzz_t {
         F PPP = P * PP;
         F Q = U1 * PP;
         F X3 = R.sqr() - PPP - Q.dbl();
-        F Y3 = F::mul_sub(R, Q - X3, S1, PPP);
+        F Y3 = R * (Q - X3) - S1 * PPP;
         return {X3, Y3, ZZ * q.ZZ * PP, ZZZ * q.ZZZ * PPP};
     }
 

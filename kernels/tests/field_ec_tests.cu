@@ -30,6 +30,13 @@ template <class F>
 __device__ __noinline__ F ni_inv(F a) { return a.inv(); }
 template <class F>
 __device__ __noinline__ F ni_mul_sub(F a, F b, F c, F d) { return F::mul_sub(a, b, c, d); }
+template <class F>
+__device__ __noinline__ F ni_inv_fermat(F a) { return a.inv_fermat(); }
+template <>
+__device__ __noinline__ fq2_t ni_inv_fermat(fq2_t a) {
+    fq_t n = (a.c0.sqr() + a.c1.sqr()).inv_fermat();
+    return {a.c0 * n, -(a.c1 * n)};
+}
 
 template <class F>
 struct nf {
@@ -67,6 +74,7 @@ enum : uint32_t {
     OP_MUL_RR = 11,   // the reduced-radix product (fq2: Karatsuba over it)
     OP_MUL_CIOS = 12, // the C-level CIOS product (fq2: Karatsuba over it)
     OP_MUL_SUB = 13,  // F::mul_sub(a, b, a + b, a − b) = a·b − (a + b)(a − b), one reduction
+    OP_INV_FERMAT = 14,  // the inverse by Fermat (inv_fermat; fq2: its norm through it)
 };
 
 template <class F>
@@ -110,6 +118,7 @@ __device__ __forceinline__ void field_op(uint32_t op, F* out, const F* a, const 
         case OP_MUL_RR: r = ni_mul_rr(x, y); break;
         case OP_MUL_CIOS: r = ni_mul_cios(x, y); break;
         case OP_MUL_SUB: r = ni_mul_sub(x, y, ni_add(x, y), ni_sub(x, y)); break;
+        case OP_INV_FERMAT: r = ni_inv_fermat(x); break;
         default: r = F::zero(); break;
     }
     out[i] = r;
@@ -205,6 +214,26 @@ extern "C" __global__ void test_g2_op(uint32_t op, g2_affine_t* out_affine, fq2_
 namespace field_ec_tests {
 constexpr int CHAINS = 4;
 enum Product { CHAIN, CIOS, RR };
+
+/// Inversion probe: CHAINS chains of `iters` dependent inversions per thread
+/// (x_c ← x_c⁻¹ + y keeps the inputs changing); FERMAT picks a^(p−2).
+template <class F, bool FERMAT>
+__device__ __forceinline__ void inv_chains(F* data, uint32_t n, uint32_t iters) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    F y = data[i];
+    F x[CHAINS];
+#pragma unroll
+    for (int c = 0; c < CHAINS; c++) x[c] = data[(i + c + 1) % n];
+    for (uint32_t k = 0; k < iters; k++) {
+#pragma unroll
+        for (int c = 0; c < CHAINS; c++) x[c] = (FERMAT ? x[c].inv_fermat() : x[c].inv()) + y;
+    }
+    F acc = x[0];
+#pragma unroll
+    for (int c = 1; c < CHAINS; c++) acc = acc + x[c];
+    data[i] = acc;
+}
 template <class F, Product K>
 __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -242,4 +271,16 @@ extern "C" __global__ void bench_fr_mul_rr(fr_t* data, uint32_t n, uint32_t iter
 }
 extern "C" __global__ void bench_fq_mul_rr(fq_t* data, uint32_t n, uint32_t iters) {
     field_ec_tests::mul_chains<fq_t, field_ec_tests::RR>(data, n, iters);
+}
+extern "C" __global__ void bench_fr_inv(fr_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::inv_chains<fr_t, false>(data, n, iters);
+}
+extern "C" __global__ void bench_fq_inv(fq_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::inv_chains<fq_t, false>(data, n, iters);
+}
+extern "C" __global__ void bench_fr_inv_fermat(fr_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::inv_chains<fr_t, true>(data, n, iters);
+}
+extern "C" __global__ void bench_fq_inv_fermat(fq_t* data, uint32_t n, uint32_t iters) {
+    field_ec_tests::inv_chains<fq_t, true>(data, n, iters);
 }

@@ -111,8 +111,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let fq_rate_cios = rate(true, ProbeProduct::Cios)?;
     let fr_rate_rr = rate(false, ProbeProduct::ReducedRadix)?;
     let fq_rate_rr = rate(true, ProbeProduct::ReducedRadix)?;
+    let fr_inv = rate(false, ProbeProduct::Inverse)?;
+    let fq_inv = rate(true, ProbeProduct::Inverse)?;
+    let fq_inv_fermat = rate(true, ProbeProduct::InverseFermat)?;
     let products = format!(
-        "Fr product {fr_rate:.3e}/s (CIOS form {fr_rate_cios:.3e}/s, reduced radix {fr_rate_rr:.3e}/s), Fq product {fq_rate:.3e}/s (CIOS form {fq_rate_cios:.3e}/s, reduced radix {fq_rate_rr:.3e}/s)"
+        "Fr product {fr_rate:.3e}/s (CIOS form {fr_rate_cios:.3e}/s, reduced radix {fr_rate_rr:.3e}/s), Fq product {fq_rate:.3e}/s (CIOS form {fq_rate_cios:.3e}/s, reduced radix {fq_rate_rr:.3e}/s); inversions: Fr {fr_inv:.3e}/s, Fq {fq_inv:.3e}/s (Fermat {fq_inv_fermat:.3e}/s): one Fq inversion = {:.0} products ({:.0} by Fermat)",
+        fq_rate / fq_inv,
+        fq_rate / fq_inv_fermat,
     );
     println!(
         "ceilings: device copy {:.0} GB/s (read + write), pinned H2D {:.1} GB/s, D2H {:.1} GB/s; {products}",
@@ -426,9 +431,15 @@ where
     F: cuzk_cuda::testing::ProbeField + Default + Clone,
     F: From<FrOrFq>,
 {
-    // Enough threads to fill every SM many times over.
+    // Enough threads to fill every SM many times over; inversions cost tens to
+    // hundreds of products, so they get fewer steps.
     let n = (gpu.info().multiprocessors as usize * 2048 * 4).max(1 << 16);
-    let iters = if smoke { 16 } else { 256 };
+    let iters = match (smoke, product) {
+        (true, _) => 16,
+        (false, ProbeProduct::Inverse) => 8,
+        (false, ProbeProduct::InverseFermat) => 1,
+        (false, _) => 256,
+    };
     let mut seed = 11;
     let host: Vec<F> = (0..n)
         .map(|_| F::from(FrOrFq(random_fr_limbs(1, &mut seed)[0])))

@@ -220,7 +220,8 @@ impl MsmCurve for G2 {
         "msm_batch_sum_indices_g2",
         "msm_chain_bases_g2",
     ];
-    const ACCUMULATE_VARIANTS: &'static [&'static str] = &["msm_accumulate_g2"];
+    const ACCUMULATE_VARIANTS: &'static [&'static str] =
+        &["msm_accumulate_g2", "msm_accumulate_g2_noprefetch"];
     const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g2"];
     const DEFAULT_ACCUMULATE_VARIANT: usize = 0;
     const DEFAULT_BITMAP_VARIANT: usize = 0;

@@ -65,10 +65,13 @@ pub enum FieldOp {
     /// `F::mul_sub(a, b, a + b, a − b)` = a·b − (a + b)(a − b) with one
     /// reduction (lazy: double-width products; Fq2: Karatsuba on both sides).
     MulSub = 13,
+    /// The inverse by Fermat's a^(p−2) (`mont_t::inv_fermat`), the second
+    /// opinion on `Inv` (batched divsteps).
+    InvFermat = 14,
 }
 
 impl FieldOp {
-    pub const ALL: [FieldOp; 14] = [
+    pub const ALL: [FieldOp; 15] = [
         FieldOp::Add,
         FieldOp::Sub,
         FieldOp::Mul,
@@ -83,6 +86,7 @@ impl FieldOp {
         FieldOp::MulReducedRadix,
         FieldOp::MulCios,
         FieldOp::MulSub,
+        FieldOp::InvFermat,
     ];
 }
 
@@ -255,6 +259,10 @@ pub enum ProbeProduct {
     Cios,
     /// `mont_t::mul_rr` (26-bit limbs in 64-bit accumulators).
     ReducedRadix,
+    /// Not a product: `mont_t::inv` (batched divsteps), one inversion per step.
+    Inverse,
+    /// Not a product: `mont_t::inv_fermat` (a^(p−2)).
+    InverseFermat,
 }
 
 /// A field whose Montgomery product rate can be probed, one kernel per
@@ -263,16 +271,22 @@ pub trait ProbeField: DeviceRepr {
     const PROBE_KERNEL: &'static str;
     const PROBE_KERNEL_CIOS: &'static str;
     const PROBE_KERNEL_RR: &'static str;
+    const PROBE_KERNEL_INV: &'static str;
+    const PROBE_KERNEL_INV_FERMAT: &'static str;
 }
 impl ProbeField for FrLimbs {
     const PROBE_KERNEL: &'static str = "bench_fr_mul";
     const PROBE_KERNEL_CIOS: &'static str = "bench_fr_mul_cios";
     const PROBE_KERNEL_RR: &'static str = "bench_fr_mul_rr";
+    const PROBE_KERNEL_INV: &'static str = "bench_fr_inv";
+    const PROBE_KERNEL_INV_FERMAT: &'static str = "bench_fr_inv_fermat";
 }
 impl ProbeField for FqLimbs {
     const PROBE_KERNEL: &'static str = "bench_fq_mul";
     const PROBE_KERNEL_CIOS: &'static str = "bench_fq_mul_cios";
     const PROBE_KERNEL_RR: &'static str = "bench_fq_mul_rr";
+    const PROBE_KERNEL_INV: &'static str = "bench_fq_inv";
+    const PROBE_KERNEL_INV_FERMAT: &'static str = "bench_fq_inv_fermat";
 }
 
 /// Queues `data.len() · iters · MUL_PROBE_CHAINS` field products (the result
@@ -288,6 +302,8 @@ pub fn mul_throughput_probe<F: ProbeField>(
         ProbeProduct::Default => F::PROBE_KERNEL,
         ProbeProduct::Cios => F::PROBE_KERNEL_CIOS,
         ProbeProduct::ReducedRadix => F::PROBE_KERNEL_RR,
+        ProbeProduct::Inverse => F::PROBE_KERNEL_INV,
+        ProbeProduct::InverseFermat => F::PROBE_KERNEL_INV_FERMAT,
     };
     ensure(kernel, n > 0 && n <= u32::MAX as usize, || {
         format!("n = {n}")

@@ -227,7 +227,7 @@ fn check_field<F: HostField>(name: &str, n_random: usize) {
                 FieldOp::Dbl => x.double().limbs(),
                 FieldOp::ToMont => x.limbs(),
                 FieldOp::FromMont => x.canonical(),
-                FieldOp::Inv => x.invert().unwrap_or(F::ZERO).limbs(),
+                FieldOp::Inv | FieldOp::InvFermat => x.invert().unwrap_or(F::ZERO).limbs(),
                 FieldOp::Eq => bool_field(x == y).limbs(),
                 FieldOp::IsZero => bool_field(bool::from(x.is_zero())).limbs(),
                 FieldOp::MulReducedRadix | FieldOp::MulCios => (x * y).limbs(),

@@ -452,6 +452,11 @@ fn kernel_variants_g1_match_cpu() {
     variants_suite::<G1>("kernel_variants_g1_match_cpu");
 }
 
+#[test]
+fn kernel_variants_g2_match_cpu() {
+    variants_suite::<G2>("kernel_variants_g2_match_cpu");
+}
+
 /// Classification against the CPU, then the prover's route: ones by batch
 /// sum, others by indexed Pippenger, zeros skipped; the total must equal the
 /// plain MSM.
