@@ -70,6 +70,16 @@ const SUM_MAX_BLOCKS: u32 = 64;
 /// Digit kernels: threads per block, blocks per SM.
 const DIGIT_THREADS: u32 = 256;
 const DIGIT_BLOCKS_PER_SM: u32 = 8;
+/// Radix sort (kernels/msm/scalars.cu RADIX_*): threads per block and bins
+/// per pass, items per tile of the key passes, most windows of the first
+/// pass (one point per thread, all its digits staged in shared memory).
+const RADIX_THREADS: u32 = 256;
+const RADIX_BITS: u32 = 8;
+const RADIX_TILE: usize = 256 * 16;
+const RADIX_MAX_WINDOWS: u32 = 18;
+/// Pairs (len · windows) from which [`Msm::new`] sorts by radix: below it the
+/// counting sort's atomics are few and the radix sort's ~15 launches are not.
+const RADIX_MIN_PAIRS: usize = 1 << 21;
 /// kernels/msm/scalars.cu SCAN_TILE and CLASSIFY_TILE.
 pub(crate) const SCAN_TILE: usize = 256 * 16;
 const CLASSIFY_TILE: usize = 256 * 8;
@@ -257,9 +267,75 @@ pub fn windows_for(window_bits: u32) -> u32 {
     256u32.div_ceil(window_bits)
 }
 
+/// How the (bucket, point) pairs are grouped by bucket before accumulation.
+/// Both give every bucket the same multiset of entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BucketSort {
+    /// Histogram, scan, scatter through per-bucket atomic cursors: few
+    /// launches, but one return-value atomic and one random 4-byte write per
+    /// pair (18.6 ms of 2.2e8 pairs at 2^24 on the H200).
+    Counting,
+    /// LSD radix sort of (key, entry) over 8-bit digits, reduce-then-scan
+    /// per tile, no global atomics; bucket offsets from the sorted keys'
+    /// run boundaries. Needs 12 more bytes per pair of scratch.
+    Radix,
+}
+
+impl BucketSort {
+    /// The sort [`Msm::new`] uses for `len` pairs with c-bit windows.
+    pub fn for_shape(len: usize, window_bits: u32) -> Self {
+        let w = windows_for(window_bits);
+        if w <= RADIX_MAX_WINDOWS && len.saturating_mul(w as usize) >= RADIX_MIN_PAIRS {
+            BucketSort::Radix
+        } else {
+            BucketSort::Counting
+        }
+    }
+}
+
+/// Scratch of the radix sort beyond the counting sort's: two key arrays and
+/// a second entry array (ping-pong), per-tile histograms and their scan.
+struct RadixScratch {
+    keys: [DeviceBuffer<u32>; 2],
+    vals: DeviceBuffer<u32>,
+    tile_hist: DeviceBuffer<u32>,
+    tile_off: DeviceBuffer<u32>,
+    tile_sums: DeviceBuffer<u32>,
+}
+
+/// Words of the radix sort's per-tile histograms for `len` pairs with W
+/// windows: 256 bins × the larger tile count of the two kinds of pass.
+fn radix_hist_words(len: usize, windows: u32) -> usize {
+    let scalar_tiles = len.div_ceil(RADIX_THREADS as usize);
+    let key_tiles = (len * windows as usize).div_ceil(RADIX_TILE);
+    (1usize << RADIX_BITS) * scalar_tiles.max(key_tiles).max(1)
+}
+
+/// Bytes of [`RadixScratch`] (see [`radix_hist_words`]).
+fn radix_scratch_bytes(len: usize, windows: u32) -> usize {
+    let pairs = (len * windows as usize).max(1);
+    let hist = radix_hist_words(len, windows);
+    3 * pairs * 4 + (2 * hist + 1 + hist.div_ceil(SCAN_TILE) + 1) * 4
+}
+
+impl RadixScratch {
+    fn new(stream: &Stream, max_len: usize, windows: u32) -> Result<Self> {
+        let pairs = (max_len * windows as usize).max(1);
+        let hist = radix_hist_words(max_len, windows);
+        Ok(RadixScratch {
+            keys: [stream.alloc(pairs)?, stream.alloc(pairs)?],
+            vals: stream.alloc(pairs)?,
+            tile_hist: stream.alloc(hist)?,
+            tile_off: stream.alloc(hist + 1)?,
+            tile_sums: stream.alloc(hist.div_ceil(SCAN_TILE) + 1)?,
+        })
+    }
+}
+
 /// Device bytes an MSM of `len` pairs needs with window size `c`, for points of
-/// `xyzz_bytes` bytes (192 for G1, 384 for G2). Small fixed parts
-/// (partial slots, segment sums) are counted at their largest.
+/// `xyzz_bytes` bytes (192 for G1, 384 for G2), with the sort
+/// [`BucketSort::for_shape`] picks. Small fixed parts (partial slots, segment
+/// sums) are counted at their largest.
 pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
     let w = windows_for(window_bits) as usize;
     let keys = w << (window_bits - 1);
@@ -268,7 +344,11 @@ pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
     let buckets = keys * xyzz_bytes;
     let fixed =
         (1 << 20) * (xyzz_bytes + 4) + (REDUCE_TARGET_THREADS as usize * 2 + 4096) * xyzz_bytes;
-    entries + key_arrays + buckets + fixed
+    let radix = match BucketSort::for_shape(len, window_bits) {
+        BucketSort::Radix => radix_scratch_bytes(len, w as u32),
+        BucketSort::Counting => 0,
+    };
+    entries + key_arrays + buckets + fixed + radix
 }
 
 /// The window size for an MSM of `len` pairs: the cheapest by the cost model
@@ -313,6 +393,8 @@ pub struct MsmPlan {
     pub segment_len: u32,
     /// Which accumulation kernel (an index into the curve's variants).
     pub accumulate_variant: usize,
+    /// How the pairs are grouped by bucket.
+    pub sort: BucketSort,
 }
 
 impl MsmPlan {
@@ -339,6 +421,7 @@ impl MsmPlan {
             accumulate_threads: threads,
             segment_len: buckets / segments,
             accumulate_variant,
+            sort: BucketSort::for_shape(max_len, window_bits),
         }
     }
 
@@ -364,8 +447,8 @@ impl MsmPlan {
 }
 
 /// Step times of the last profiled MSM: (step, milliseconds) in launch order
-/// ("histogram", "scan", "scatter", "accumulate", "merge", "reduce",
-/// "window sums", "horner").
+/// ("histogram", "scan", "scatter" or "radix pass 1" … "radix pass k",
+/// "bucket offsets"; then "accumulate", "merge", "reduce", "window sums").
 pub type MsmPhases = Vec<(&'static str, f32)>;
 
 /// A reusable Pippenger MSM for curve `C` on one stream, with its scratch.
@@ -383,6 +466,8 @@ pub struct Msm<C: MsmCurve> {
     segment_sums: DeviceBuffer<u64>,
     group_sums: DeviceBuffer<u64>,
     window_sums: DeviceBuffer<u64>,
+    /// Present when the plan sorts by radix.
+    radix: Option<RadixScratch>,
     profile: bool,
     /// Profiling marks: an event after each step, labelled by the step.
     marks: Vec<(&'static str, Event)>,
@@ -483,6 +568,10 @@ impl<C: MsmCurve> Msm<C> {
             segment_sums: stream.alloc(w * plan.segments() as usize * xw)?,
             group_sums: stream.alloc(w * plan.sum_blocks() as usize * xw)?,
             window_sums: stream.alloc(w * xw)?,
+            radix: match plan.sort {
+                BucketSort::Radix => Some(RadixScratch::new(stream, plan.max_len, plan.windows)?),
+                BucketSort::Counting => None,
+            },
             profile: false,
             marks: Vec::new(),
             plan,
@@ -492,6 +581,65 @@ impl<C: MsmCurve> Msm<C> {
 
     pub fn plan(&self) -> &MsmPlan {
         &self.plan
+    }
+
+    /// Switches the bucket sort (allocating the radix scratch if needed); for
+    /// tests and benchmarks. The radix sort takes at most 18 windows (c ≥ 15).
+    pub fn set_bucket_sort(&mut self, sort: BucketSort) -> Result<()> {
+        if sort == BucketSort::Radix {
+            ensure(
+                "msm_radix_scalar_scatter",
+                self.plan.windows <= RADIX_MAX_WINDOWS,
+                || {
+                    format!(
+                        "{} windows: the radix sort takes at most {RADIX_MAX_WINDOWS}",
+                        self.plan.windows
+                    )
+                },
+            )?;
+            if self.radix.is_none() {
+                self.radix = Some(RadixScratch::new(
+                    &self.stream,
+                    self.plan.max_len,
+                    self.plan.windows,
+                )?);
+            }
+        }
+        self.plan.sort = sort;
+        Ok(())
+    }
+
+    /// Runs only the bucket sort and returns (offsets[0..=keys], the sorted
+    /// entries[0..offsets[keys]]): for tests that compare the two sorts.
+    /// `bound` stands for the bases' length: pairs at or past
+    /// min(bound, scalars.len()) have zero digits, as in [`Msm::enqueue`].
+    #[doc(hidden)]
+    pub fn sorted_buckets(
+        &mut self,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+        bound: usize,
+    ) -> Result<(Vec<u32>, Vec<u32>)> {
+        let kernel = "msm_digit_histogram";
+        ensure(kernel, len <= self.plan.max_len, || {
+            format!("{len} pairs, planned for at most {}", self.plan.max_len)
+        })?;
+        match indices {
+            Some(idx) => ensure(kernel, len <= idx.len(), || {
+                format!("{len} pairs but {} indices", idx.len())
+            })?,
+            None => ensure(kernel, len <= bound, || {
+                format!("{len} scalars but a bound of {bound} (the bases' length)")
+            })?,
+        }
+        let bound = bound.min(scalars.len()).min(u32::MAX as usize) as u32;
+        self.marks.clear();
+        self.sort(scalars, indices, len, bound)?;
+        let offsets = self.stream.download_vec(&self.offsets)?;
+        let total = offsets[self.plan.keys()] as usize;
+        let entries = self.stream.download_vec(&self.entries)?;
+        Ok((offsets, entries[..total].to_vec()))
     }
 
     /// Records phase events on later calls (see [`Msm::last_phases`]).
@@ -567,12 +715,30 @@ impl<C: MsmCurve> Msm<C> {
             })?,
         }
         let bound = bases.len().min(scalars.len()).min(u32::MAX as usize) as u32;
+        self.marks.clear();
+
+        // 1. Sort of (bucket, point) pairs by bucket.
+        self.sort(scalars, indices, len, bound)?;
+        let keys = plan.keys() as u32;
+        self.step_2_3(bases, len, keys)
+    }
+
+    /// Step 1: entries grouped by bucket key, offsets[key] where each starts
+    /// (offsets[keys] = the number of entries). Marks "start" first.
+    fn sort(
+        &mut self,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+        bound: u32,
+    ) -> Result<()> {
+        self.mark("start")?;
+        if self.plan.sort == BucketSort::Radix {
+            return self.radix_sort(scalars, indices, len, bound);
+        }
+        let plan = self.plan.clone();
         let s = self.stream.clone();
         let s = &s;
-        self.marks.clear();
-        self.mark("start")?;
-
-        // 1. Counting sort of (bucket, point) pairs.
         let keys = plan.keys() as u32;
         fill_u32(s, &self.counts, 0, keys)?;
         let digit_grid = grid(
@@ -628,7 +794,188 @@ impl<C: MsmCurve> Msm<C> {
         unsafe {
             s.launch("msm_digit_scatter", digit_grid, args, sizes)?;
         }
-        self.mark("scatter")?;
+        self.mark("scatter")
+    }
+
+    /// The radix sort (see kernels/msm/scalars.cu): ⌈log₂(W·2^(c−1) + 1) / 8⌉
+    /// passes, the first from the scalars, the last into `entries` and
+    /// keys[0]; then bucket counts from the sorted keys, scanned into offsets.
+    fn radix_sort(
+        &mut self,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+        bound: u32,
+    ) -> Result<()> {
+        const PASS_NAMES: [&str; 4] = [
+            "radix pass 1",
+            "radix pass 2",
+            "radix pass 3",
+            "radix pass 4",
+        ];
+        let plan = self.plan.clone();
+        let s = self.stream.clone();
+        let s = &s;
+        let keys = plan.keys() as u32;
+        let sentinel = keys; // W·2^(c−1): zero digits, sorted past every bucket
+        let key_bits = 32 - sentinel.leading_zeros();
+        let passes = key_bits.div_ceil(RADIX_BITS);
+        let total = (len * plan.windows as usize) as u32;
+        let r = self.radix.as_ref().ok_or_else(|| Error::BadArguments {
+            kernel: "msm_radix_scalar_scatter",
+            message: "radix sort without its scratch".into(),
+        })?;
+        ensure(
+            "msm_radix_scalar_scatter",
+            plan.windows <= RADIX_MAX_WINDOWS && (passes as usize) <= PASS_NAMES.len(),
+            || format!("{} windows, {passes} passes", plan.windows),
+        )?;
+        let idx_ptr = indices.map_or(0, |b| b.device_ptr());
+        // Pass p writes keys[0] / entries when (passes − 1 − p) is even, else
+        // keys[1] / vals: the last pass always ends in keys[0] / entries.
+        let out = |p: u32| {
+            if (passes - 1 - p) % 2 == 0 {
+                (r.keys[0].device_ptr(), self.entries.device_ptr())
+            } else {
+                (r.keys[1].device_ptr(), r.vals.device_ptr())
+            }
+        };
+        if total > 0 {
+            for p in 0..passes {
+                let shift = p * RADIX_BITS;
+                let (keys_out, vals_out) = out(p);
+                let ntiles = if p == 0 {
+                    (len as u32).div_ceil(RADIX_THREADS)
+                } else {
+                    (total as usize).div_ceil(RADIX_TILE) as u32
+                };
+                let hist = ntiles << RADIX_BITS;
+                ensure(
+                    "msm_radix_counts",
+                    hist as usize <= r.tile_hist.len(),
+                    || format!("{ntiles} tiles, {} histogram words", r.tile_hist.len()),
+                )?;
+                let sizes = || {
+                    format!(
+                        "radix pass {} of {passes}: {len} pairs × {} windows, {ntiles} tiles",
+                        p + 1,
+                        plan.windows
+                    )
+                };
+                let cfg = grid(ntiles, RADIX_THREADS);
+                if p == 0 {
+                    let args = KernelArgs::new()
+                        .device_ptr(scalars.device_ptr())
+                        .device_ptr(idx_ptr)
+                        .u32(len as u32)
+                        .u32(bound)
+                        .u32(plan.window_bits)
+                        .u32(plan.windows)
+                        .device_ptr(r.tile_hist.device_ptr())
+                        .u32(ntiles);
+                    #[allow(unsafe_code)]
+                    // SAFETY: msm_radix_scalar_counts(scalars, idx, n, bound, c,
+                    // windows, tile_hist, ntiles): reads scalars below bound and
+                    // idx[0..len) (len ≤ idx.len() checked by the caller),
+                    // writes tile_hist[0..256·ntiles), within its length.
+                    unsafe {
+                        s.launch("msm_radix_scalar_counts", cfg, args, sizes)?;
+                    }
+                } else {
+                    let (keys_in, _) = out(p - 1);
+                    let args = KernelArgs::new()
+                        .device_ptr(keys_in)
+                        .u32(total)
+                        .u32(shift)
+                        .device_ptr(r.tile_hist.device_ptr())
+                        .u32(ntiles);
+                    #[allow(unsafe_code)]
+                    // SAFETY: msm_radix_counts(keys_in, total, shift, tile_hist,
+                    // ntiles): reads keys_in[0..total) (total ≤ its length),
+                    // writes tile_hist[0..256·ntiles).
+                    unsafe {
+                        s.launch("msm_radix_counts", cfg, args, sizes)?;
+                    }
+                }
+                exclusive_scan(s, &r.tile_hist, hist, &r.tile_sums, &r.tile_off, None)?;
+                if p == 0 {
+                    let args = KernelArgs::new()
+                        .device_ptr(scalars.device_ptr())
+                        .device_ptr(idx_ptr)
+                        .u32(len as u32)
+                        .u32(bound)
+                        .u32(plan.window_bits)
+                        .u32(plan.windows)
+                        .device_ptr(r.tile_off.device_ptr())
+                        .u32(ntiles)
+                        .device_ptr(keys_out)
+                        .device_ptr(vals_out);
+                    #[allow(unsafe_code)]
+                    // SAFETY: msm_radix_scalar_scatter(scalars, idx, n, bound, c,
+                    // windows, tile_off, ntiles, keys_out, vals_out): reads as
+                    // the counts kernel and tile_off[0..256·ntiles); writes a
+                    // permutation of [0, len·windows) in both outputs, each of
+                    // max_len·windows words.
+                    unsafe {
+                        s.launch("msm_radix_scalar_scatter", cfg, args, sizes)?;
+                    }
+                } else {
+                    let (keys_in, vals_in) = out(p - 1);
+                    let args = KernelArgs::new()
+                        .device_ptr(keys_in)
+                        .device_ptr(vals_in)
+                        .u32(total)
+                        .u32(shift)
+                        .device_ptr(r.tile_off.device_ptr())
+                        .u32(ntiles)
+                        .device_ptr(keys_out)
+                        .device_ptr(vals_out);
+                    #[allow(unsafe_code)]
+                    // SAFETY: msm_radix_scatter(keys_in, vals_in, total, shift,
+                    // tile_off, ntiles, keys_out, vals_out): reads [0..total) of
+                    // the inputs (the other ping-pong buffers), writes a
+                    // permutation of [0, total) of the outputs.
+                    unsafe {
+                        s.launch("msm_radix_scatter", cfg, args, sizes)?;
+                    }
+                }
+                // (self.mark would borrow all of self while `r` is held.)
+                if self.profile {
+                    let e = s.record()?;
+                    self.marks.push((PASS_NAMES[p as usize], e));
+                }
+            }
+        }
+        // Bucket counts from the sorted keys' runs, then offsets.
+        fill_u32(s, &self.counts, 0, keys)?;
+        if total > 0 {
+            let blocks = total
+                .div_ceil(256)
+                .min(s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM * 2);
+            let args = KernelArgs::new()
+                .device_ptr(r.keys[0].device_ptr())
+                .u32(total)
+                .u32(sentinel)
+                .device_ptr(self.counts.device_ptr());
+            #[allow(unsafe_code)]
+            // SAFETY: msm_radix_bucket_counts(keys, total, sentinel, counts):
+            // reads keys[0..total), adds to counts[k] for keys k < sentinel =
+            // plan.keys() = counts.len().
+            unsafe {
+                s.launch("msm_radix_bucket_counts", grid(blocks, 256), args, || {
+                    format!("{total} sorted keys")
+                })?;
+            }
+        }
+        exclusive_scan(s, &self.counts, keys, &self.tile_sums, &self.offsets, None)?;
+        self.mark("bucket offsets")
+    }
+
+    /// Steps 2 and 3: accumulation, merge levels, bucket reduction, window sums.
+    fn step_2_3(&mut self, bases: &DeviceBuffer<C::Affine>, len: usize, keys: u32) -> Result<()> {
+        let plan = self.plan.clone();
+        let s = self.stream.clone();
+        let s = &s;
 
         // 2. Bucket accumulation, then merge levels over the partial slots.
         let t = plan.accumulate_threads;
