@@ -554,7 +554,7 @@ fn print_table(rows: &[Row], json_path: Option<&str>) -> BoxResult<()> {
             )?;
         }
         json.push_str("]\n");
-        std::fs::write(&path, json)?;
+        std::fs::write(path, json)?;
     }
     Ok(())
 }

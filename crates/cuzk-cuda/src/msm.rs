@@ -9,8 +9,10 @@
 //!
 //! **Pippenger** ([`Msm`]): signed c-bit digits (|d| ≤ 2^(c−1), the point is
 //! negated for negative digits), all ⌈256/c⌉ windows at once:
-//! 1. a counting sort of the (bucket, point) pairs by bucket: histogram with
-//!    warp-aggregated atomics, exclusive scan, scatter;
+//! 1. a sort of the (bucket, point) pairs by bucket ([`BucketSort`]): for
+//!    small MSMs a counting sort (histogram with warp-aggregated atomics,
+//!    exclusive scan, scatter through atomic cursors), for large ones an LSD
+//!    radix sort over 8-bit digits (no global atomics per pair);
 //! 2. bucket accumulation with the sorted pairs cut into equal chunks, one per
 //!    thread, however the buckets are sized (PoRep scalars repeat, so some
 //!    buckets are huge); runs that straddle chunks are merged level by level;
@@ -70,16 +72,21 @@ const SUM_MAX_BLOCKS: u32 = 64;
 /// Digit kernels: threads per block, blocks per SM.
 const DIGIT_THREADS: u32 = 256;
 const DIGIT_BLOCKS_PER_SM: u32 = 8;
-/// Radix sort (kernels/msm/scalars.cu RADIX_*): threads per block and bins
-/// per pass, items per tile of the key passes, most windows of the first
-/// pass (one point per thread, all its digits staged in shared memory).
+/// Radix sort (kernels/msm/scalars.cu RADIX_*): threads per block, bits per
+/// pass, items per tile.
 const RADIX_THREADS: u32 = 256;
 const RADIX_BITS: u32 = 8;
 const RADIX_TILE: usize = 256 * 16;
-const RADIX_MAX_WINDOWS: u32 = 18;
-/// Pairs (len · windows) from which [`Msm::new`] sorts by radix: below it the
-/// counting sort's atomics are few and the radix sort's ~15 launches are not.
-const RADIX_MIN_PAIRS: usize = 1 << 21;
+/// Pairs the radix sort sorts at once (16 bytes of scratch each: 1 GiB): the
+/// windows go in groups of ⌊RADIX_GROUP_PAIRS / n⌋ (at least one).
+const RADIX_GROUP_PAIRS: usize = 1 << 26;
+/// Pairs (len · windows) from which [`Msm::new`] sorts by radix. H200
+/// (2026-11-30, kernels/msm/README.md run 6): the sort took 0.24 / 0.37 ms
+/// (counting / radix) at 2^18 G1, 0.92 / 1.04 at 2^20, 20.9 / 12.5 at 2^24
+/// and 83.9 / 48.6 at 2^26: the counting sort's atomics and scattered writes
+/// cost more per pair once its cursors and entries outgrow the caches.
+/// 2^22 (2^26 pairs at c = 16) is unmeasured; the cut is between.
+const RADIX_MIN_PAIRS: usize = 1 << 25;
 /// kernels/msm/scalars.cu SCAN_TILE and CLASSIFY_TILE.
 pub(crate) const SCAN_TILE: usize = 256 * 16;
 const CLASSIFY_TILE: usize = 256 * 8;
@@ -277,7 +284,9 @@ pub enum BucketSort {
     Counting,
     /// LSD radix sort of (key, entry) over 8-bit digits, reduce-then-scan
     /// per tile, no global atomics; bucket offsets from the sorted keys'
-    /// run boundaries. Needs 12 more bytes per pair of scratch.
+    /// run boundaries. Sorts the windows in groups of ≈ 2^26 pairs (at least
+    /// one window), with 16 bytes of scratch per pair of a group: 1 GiB up
+    /// to n = 2^26, 16·n bytes above.
     Radix,
 }
 
@@ -285,7 +294,7 @@ impl BucketSort {
     /// The sort [`Msm::new`] uses for `len` pairs with c-bit windows.
     pub fn for_shape(len: usize, window_bits: u32) -> Self {
         let w = windows_for(window_bits);
-        if w <= RADIX_MAX_WINDOWS && len.saturating_mul(w as usize) >= RADIX_MIN_PAIRS {
+        if len.saturating_mul(w as usize) >= RADIX_MIN_PAIRS {
             BucketSort::Radix
         } else {
             BucketSort::Counting
@@ -293,41 +302,50 @@ impl BucketSort {
     }
 }
 
-/// Scratch of the radix sort beyond the counting sort's: two key arrays and
-/// a second entry array (ping-pong), per-tile histograms and their scan.
+/// Windows per group of the radix sort for `len` pairs and W windows.
+fn radix_group_windows(len: usize, windows: u32) -> u32 {
+    (RADIX_GROUP_PAIRS / len.max(1)).clamp(1, windows as usize) as u32
+}
+
+/// Scratch of the radix sort beyond the counting sort's, for one group of
+/// windows: keys and entries twice (ping-pong), the per-tile histograms and
+/// their scan, and the running count of sorted entries.
 struct RadixScratch {
     keys: [DeviceBuffer<u32>; 2],
-    vals: DeviceBuffer<u32>,
+    vals: [DeviceBuffer<u32>; 2],
     tile_hist: DeviceBuffer<u32>,
     tile_off: DeviceBuffer<u32>,
     tile_sums: DeviceBuffer<u32>,
+    done: DeviceBuffer<u32>,
+    /// Windows per group.
+    group: u32,
 }
 
-/// Words of the radix sort's per-tile histograms for `len` pairs with W
-/// windows: 256 bins × the larger tile count of the two kinds of pass.
-fn radix_hist_words(len: usize, windows: u32) -> usize {
-    let scalar_tiles = len.div_ceil(RADIX_THREADS as usize);
-    let key_tiles = (len * windows as usize).div_ceil(RADIX_TILE);
-    (1usize << RADIX_BITS) * scalar_tiles.max(key_tiles).max(1)
+/// (pairs per group, histogram words) of the radix scratch for groups of
+/// `group` windows.
+fn radix_sizes(len: usize, group: u32) -> (usize, usize) {
+    let pairs = (len * group as usize).max(1);
+    (pairs, (1usize << RADIX_BITS) * pairs.div_ceil(RADIX_TILE))
 }
 
-/// Bytes of [`RadixScratch`] (see [`radix_hist_words`]).
+/// Bytes of [`RadixScratch`]: 16 per pair of a group, ≈ 0.5 per pair for the
+/// histograms.
 fn radix_scratch_bytes(len: usize, windows: u32) -> usize {
-    let pairs = (len * windows as usize).max(1);
-    let hist = radix_hist_words(len, windows);
-    3 * pairs * 4 + (2 * hist + 1 + hist.div_ceil(SCAN_TILE) + 1) * 4
+    let (pairs, hist) = radix_sizes(len, radix_group_windows(len, windows));
+    4 * pairs * 4 + (2 * hist + 1 + hist.div_ceil(SCAN_TILE) + 1 + 1) * 4
 }
 
 impl RadixScratch {
-    fn new(stream: &Stream, max_len: usize, windows: u32) -> Result<Self> {
-        let pairs = (max_len * windows as usize).max(1);
-        let hist = radix_hist_words(max_len, windows);
+    fn new(stream: &Stream, max_len: usize, group: u32) -> Result<Self> {
+        let (pairs, hist) = radix_sizes(max_len, group);
         Ok(RadixScratch {
             keys: [stream.alloc(pairs)?, stream.alloc(pairs)?],
-            vals: stream.alloc(pairs)?,
+            vals: [stream.alloc(pairs)?, stream.alloc(pairs)?],
             tile_hist: stream.alloc(hist)?,
             tile_off: stream.alloc(hist + 1)?,
             tile_sums: stream.alloc(hist.div_ceil(SCAN_TILE) + 1)?,
+            done: stream.alloc(1)?,
+            group,
         })
     }
 }
@@ -447,7 +465,7 @@ impl MsmPlan {
 }
 
 /// Step times of the last profiled MSM: (step, milliseconds) in launch order
-/// ("histogram", "scan", "scatter" or "radix pass 1" … "radix pass k",
+/// ("histogram", "scan", "scatter", or "radix digits", "radix sort",
 /// "bucket offsets"; then "accumulate", "merge", "reduce", "window sums").
 pub type MsmPhases = Vec<(&'static str, f32)>;
 
@@ -569,7 +587,11 @@ impl<C: MsmCurve> Msm<C> {
             group_sums: stream.alloc(w * plan.sum_blocks() as usize * xw)?,
             window_sums: stream.alloc(w * xw)?,
             radix: match plan.sort {
-                BucketSort::Radix => Some(RadixScratch::new(stream, plan.max_len, plan.windows)?),
+                BucketSort::Radix => Some(RadixScratch::new(
+                    stream,
+                    plan.max_len,
+                    radix_group_windows(plan.max_len, plan.windows),
+                )?),
                 BucketSort::Counting => None,
             },
             profile: false,
@@ -584,28 +606,28 @@ impl<C: MsmCurve> Msm<C> {
     }
 
     /// Switches the bucket sort (allocating the radix scratch if needed); for
-    /// tests and benchmarks. The radix sort takes at most 18 windows (c ≥ 15).
+    /// tests and benchmarks.
     pub fn set_bucket_sort(&mut self, sort: BucketSort) -> Result<()> {
-        if sort == BucketSort::Radix {
-            ensure(
-                "msm_radix_scalar_scatter",
-                self.plan.windows <= RADIX_MAX_WINDOWS,
-                || {
-                    format!(
-                        "{} windows: the radix sort takes at most {RADIX_MAX_WINDOWS}",
-                        self.plan.windows
-                    )
-                },
-            )?;
-            if self.radix.is_none() {
-                self.radix = Some(RadixScratch::new(
-                    &self.stream,
-                    self.plan.max_len,
-                    self.plan.windows,
-                )?);
-            }
+        if sort == BucketSort::Radix && self.radix.is_none() {
+            let group = radix_group_windows(self.plan.max_len, self.plan.windows);
+            self.radix = Some(RadixScratch::new(&self.stream, self.plan.max_len, group)?);
         }
         self.plan.sort = sort;
+        Ok(())
+    }
+
+    /// Sorts by radix with groups of `windows` windows (1 ..= W; reallocates
+    /// the scratch): for tests of the grouping.
+    #[doc(hidden)]
+    pub fn set_radix_group(&mut self, windows: u32) -> Result<()> {
+        ensure(
+            "msm_radix_scatter",
+            (1..=self.plan.windows).contains(&windows),
+            || format!("groups of {windows} of {} windows", self.plan.windows),
+        )?;
+        self.radix = None;
+        self.radix = Some(RadixScratch::new(&self.stream, self.plan.max_len, windows)?);
+        self.plan.sort = BucketSort::Radix;
         Ok(())
     }
 
@@ -797,9 +819,11 @@ impl<C: MsmCurve> Msm<C> {
         self.mark("scatter")
     }
 
-    /// The radix sort (see kernels/msm/scalars.cu): ⌈log₂(W·2^(c−1) + 1) / 8⌉
-    /// passes, the first from the scalars, the last into `entries` and
-    /// keys[0]; then bucket counts from the sorted keys, scanned into offsets.
+    /// The radix sort (see kernels/msm/scalars.cu): the keys of all pairs into
+    /// `entries`, window-major; then per group of windows
+    /// ⌈log₂(W·2^(c−1) + 1) / 8⌉ passes, the last writing the group's entries
+    /// after those of the groups before, and the group's bucket counts; then
+    /// the scan of the counts into offsets.
     fn radix_sort(
         &mut self,
         scalars: &DeviceBuffer<FrLimbs>,
@@ -807,165 +831,154 @@ impl<C: MsmCurve> Msm<C> {
         len: usize,
         bound: u32,
     ) -> Result<()> {
-        const PASS_NAMES: [&str; 4] = [
-            "radix pass 1",
-            "radix pass 2",
-            "radix pass 3",
-            "radix pass 4",
-        ];
         let plan = self.plan.clone();
         let s = self.stream.clone();
         let s = &s;
         let keys = plan.keys() as u32;
         let sentinel = keys; // W·2^(c−1): zero digits, sorted past every bucket
-        let key_bits = 32 - sentinel.leading_zeros();
-        let passes = key_bits.div_ceil(RADIX_BITS);
-        let total = (len * plan.windows as usize) as u32;
+        let passes = (32 - sentinel.leading_zeros()).div_ceil(RADIX_BITS);
+        let windows = plan.windows;
         let r = self.radix.as_ref().ok_or_else(|| Error::BadArguments {
-            kernel: "msm_radix_scalar_scatter",
+            kernel: "msm_radix_scatter",
             message: "radix sort without its scratch".into(),
         })?;
+        let group = r.group;
+        // Two passes at least: the first reads keys from `entries`, the last
+        // writes entries there, and they must not be one launch.
+        ensure("msm_radix_scatter", passes >= 2, || {
+            format!("{passes} passes for keys below {sentinel}")
+        })?;
         ensure(
-            "msm_radix_scalar_scatter",
-            plan.windows <= RADIX_MAX_WINDOWS && (passes as usize) <= PASS_NAMES.len(),
-            || format!("{} windows, {passes} passes", plan.windows),
+            "msm_radix_scatter",
+            len * group as usize <= r.keys[0].len(),
+            || format!("{len} pairs × {group} windows, scratch {}", r.keys[0].len()),
         )?;
+        let word = std::mem::size_of::<u32>() as u64;
         let idx_ptr = indices.map_or(0, |b| b.device_ptr());
-        // Pass p writes keys[0] / entries when (passes − 1 − p) is even, else
-        // keys[1] / vals: the last pass always ends in keys[0] / entries.
-        let out = |p: u32| {
-            if (passes - 1 - p) % 2 == 0 {
-                (r.keys[0].device_ptr(), self.entries.device_ptr())
-            } else {
-                (r.keys[1].device_ptr(), r.vals.device_ptr())
-            }
-        };
-        if total > 0 {
-            for p in 0..passes {
-                let shift = p * RADIX_BITS;
-                let (keys_out, vals_out) = out(p);
-                let ntiles = if p == 0 {
-                    (len as u32).div_ceil(RADIX_THREADS)
-                } else {
-                    (total as usize).div_ceil(RADIX_TILE) as u32
-                };
-                let hist = ntiles << RADIX_BITS;
-                ensure(
-                    "msm_radix_counts",
-                    hist as usize <= r.tile_hist.len(),
-                    || format!("{ntiles} tiles, {} histogram words", r.tile_hist.len()),
-                )?;
-                let sizes = || {
-                    format!(
-                        "radix pass {} of {passes}: {len} pairs × {} windows, {ntiles} tiles",
-                        p + 1,
-                        plan.windows
-                    )
-                };
-                let cfg = grid(ntiles, RADIX_THREADS);
-                if p == 0 {
-                    let args = KernelArgs::new()
-                        .device_ptr(scalars.device_ptr())
-                        .device_ptr(idx_ptr)
-                        .u32(len as u32)
-                        .u32(bound)
-                        .u32(plan.window_bits)
-                        .u32(plan.windows)
-                        .device_ptr(r.tile_hist.device_ptr())
-                        .u32(ntiles);
-                    #[allow(unsafe_code)]
-                    // SAFETY: msm_radix_scalar_counts(scalars, idx, n, bound, c,
-                    // windows, tile_hist, ntiles): reads scalars below bound and
-                    // idx[0..len) (len ≤ idx.len() checked by the caller),
-                    // writes tile_hist[0..256·ntiles), within its length.
-                    unsafe {
-                        s.launch("msm_radix_scalar_counts", cfg, args, sizes)?;
-                    }
-                } else {
-                    let (keys_in, _) = out(p - 1);
-                    let args = KernelArgs::new()
-                        .device_ptr(keys_in)
-                        .u32(total)
-                        .u32(shift)
-                        .device_ptr(r.tile_hist.device_ptr())
-                        .u32(ntiles);
-                    #[allow(unsafe_code)]
-                    // SAFETY: msm_radix_counts(keys_in, total, shift, tile_hist,
-                    // ntiles): reads keys_in[0..total) (total ≤ its length),
-                    // writes tile_hist[0..256·ntiles).
-                    unsafe {
-                        s.launch("msm_radix_counts", cfg, args, sizes)?;
-                    }
-                }
-                exclusive_scan(s, &r.tile_hist, hist, &r.tile_sums, &r.tile_off, None)?;
-                if p == 0 {
-                    let args = KernelArgs::new()
-                        .device_ptr(scalars.device_ptr())
-                        .device_ptr(idx_ptr)
-                        .u32(len as u32)
-                        .u32(bound)
-                        .u32(plan.window_bits)
-                        .u32(plan.windows)
-                        .device_ptr(r.tile_off.device_ptr())
-                        .u32(ntiles)
-                        .device_ptr(keys_out)
-                        .device_ptr(vals_out);
-                    #[allow(unsafe_code)]
-                    // SAFETY: msm_radix_scalar_scatter(scalars, idx, n, bound, c,
-                    // windows, tile_off, ntiles, keys_out, vals_out): reads as
-                    // the counts kernel and tile_off[0..256·ntiles); writes a
-                    // permutation of [0, len·windows) in both outputs, each of
-                    // max_len·windows words.
-                    unsafe {
-                        s.launch("msm_radix_scalar_scatter", cfg, args, sizes)?;
-                    }
-                } else {
-                    let (keys_in, vals_in) = out(p - 1);
-                    let args = KernelArgs::new()
-                        .device_ptr(keys_in)
-                        .device_ptr(vals_in)
-                        .u32(total)
-                        .u32(shift)
-                        .device_ptr(r.tile_off.device_ptr())
-                        .u32(ntiles)
-                        .device_ptr(keys_out)
-                        .device_ptr(vals_out);
-                    #[allow(unsafe_code)]
-                    // SAFETY: msm_radix_scatter(keys_in, vals_in, total, shift,
-                    // tile_off, ntiles, keys_out, vals_out): reads [0..total) of
-                    // the inputs (the other ping-pong buffers), writes a
-                    // permutation of [0, total) of the outputs.
-                    unsafe {
-                        s.launch("msm_radix_scatter", cfg, args, sizes)?;
-                    }
-                }
-                // (self.mark would borrow all of self while `r` is held.)
-                if self.profile {
-                    let e = s.record()?;
-                    self.marks.push((PASS_NAMES[p as usize], e));
-                }
+        fill_u32(s, &self.counts, 0, keys)?;
+        fill_u32(s, &r.done, 0, 1)?;
+        if len > 0 {
+            let blocks = (len as u32)
+                .div_ceil(256)
+                .min(s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM);
+            let args = KernelArgs::new()
+                .device_ptr(scalars.device_ptr())
+                .device_ptr(idx_ptr)
+                .u32(len as u32)
+                .u32(bound)
+                .u32(plan.window_bits)
+                .u32(windows)
+                .device_ptr(self.entries.device_ptr());
+            #[allow(unsafe_code)]
+            // SAFETY: msm_radix_digits(scalars, idx, n, bound, c, windows,
+            // keys_out): reads scalars below bound ≤ scalars.len() and idx[0..len)
+            // (len ≤ idx.len(), checked by the callers); writes
+            // entries[0..len·windows), len ≤ max_len.
+            unsafe {
+                s.launch("msm_radix_digits", grid(blocks, 256), args, || {
+                    format!("{len} scalars, c = {}", plan.window_bits)
+                })?;
             }
         }
-        // Bucket counts from the sorted keys' runs, then offsets.
-        fill_u32(s, &self.counts, 0, keys)?;
-        if total > 0 {
+        // (self.mark would borrow all of self while `r` is held.)
+        if self.profile {
+            let e = s.record()?;
+            self.marks.push(("radix digits", e));
+        }
+        let mut w0 = 0;
+        while len > 0 && w0 < windows {
+            let w1 = (w0 + group).min(windows);
+            let total = (len * (w1 - w0) as usize) as u32;
+            let ntiles = (total as usize).div_ceil(RADIX_TILE) as u32;
+            let hist = ntiles << RADIX_BITS;
+            let sizes =
+                || format!("windows {w0}..{w1} of {len} pairs, {ntiles} tiles, {passes} passes");
+            ensure(
+                "msm_radix_counts",
+                hist as usize <= r.tile_hist.len(),
+                sizes,
+            )?;
+            for p in 0..passes {
+                let shift = p * RADIX_BITS;
+                let last = p + 1 == passes;
+                let (keys_in, vals_in) = if p == 0 {
+                    (self.entries.device_ptr() + w0 as u64 * len as u64 * word, 0)
+                } else {
+                    let q = ((p - 1) % 2) as usize;
+                    (r.keys[q].device_ptr(), r.vals[q].device_ptr())
+                };
+                let q = (p % 2) as usize;
+                let (vals_out, out_base) = if last {
+                    (self.entries.device_ptr(), r.done.device_ptr())
+                } else {
+                    (r.vals[q].device_ptr(), 0)
+                };
+                let args = KernelArgs::new()
+                    .device_ptr(keys_in)
+                    .u32(total)
+                    .u32(shift)
+                    .device_ptr(r.tile_hist.device_ptr())
+                    .u32(ntiles);
+                #[allow(unsafe_code)]
+                // SAFETY: msm_radix_counts(keys_in, total, shift, tile_hist,
+                // ntiles): reads keys_in[0..total) (the group's slice of
+                // entries, or a scratch buffer of ≥ total words), writes
+                // tile_hist[0..256·ntiles), within its length (checked above).
+                unsafe {
+                    s.launch("msm_radix_counts", grid(ntiles, RADIX_THREADS), args, sizes)?;
+                }
+                exclusive_scan(s, &r.tile_hist, hist, &r.tile_sums, &r.tile_off, None)?;
+                let args = KernelArgs::new()
+                    .device_ptr(keys_in)
+                    .device_ptr(vals_in)
+                    .u32(total)
+                    .u32(shift)
+                    .device_ptr(r.tile_off.device_ptr())
+                    .u32(ntiles)
+                    .device_ptr(idx_ptr)
+                    .u32(len as u32)
+                    .device_ptr(out_base)
+                    .device_ptr(r.keys[q].device_ptr())
+                    .device_ptr(vals_out);
+                #[allow(unsafe_code)]
+                // SAFETY: msm_radix_scatter(keys_in, vals_in, total, shift,
+                // tile_off, ntiles, idx, n, out_base, keys_out, vals_out): reads
+                // [0..total) of the inputs and idx[0..len); writes a permutation
+                // of [0, total) of keys[q] (≠ the input buffer) and of vals_out:
+                // scratch, or entries from *done (the real entries of earlier
+                // groups, ≤ w0·len) to at most w1·len ≤ entries.len(), keys of
+                // later groups untouched.
+                unsafe {
+                    s.launch(
+                        "msm_radix_scatter",
+                        grid(ntiles, RADIX_THREADS),
+                        args,
+                        sizes,
+                    )?;
+                }
+            }
+            let q = ((passes - 1) % 2) as usize;
             let blocks = total
                 .div_ceil(256)
                 .min(s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM * 2);
             let args = KernelArgs::new()
-                .device_ptr(r.keys[0].device_ptr())
+                .device_ptr(r.keys[q].device_ptr())
                 .u32(total)
                 .u32(sentinel)
-                .device_ptr(self.counts.device_ptr());
+                .device_ptr(self.counts.device_ptr())
+                .device_ptr(r.done.device_ptr());
             #[allow(unsafe_code)]
-            // SAFETY: msm_radix_bucket_counts(keys, total, sentinel, counts):
-            // reads keys[0..total), adds to counts[k] for keys k < sentinel =
-            // plan.keys() = counts.len().
+            // SAFETY: msm_radix_bucket_counts(keys, total, sentinel, counts,
+            // real_total): reads keys[q][0..total), adds to counts[k] for k <
+            // sentinel = plan.keys() = counts.len() and to done[0].
             unsafe {
-                s.launch("msm_radix_bucket_counts", grid(blocks, 256), args, || {
-                    format!("{total} sorted keys")
-                })?;
+                s.launch("msm_radix_bucket_counts", grid(blocks, 256), args, sizes)?;
             }
+            w0 = w1;
+        }
+        if self.profile {
+            let e = s.record()?;
+            self.marks.push(("radix sort", e));
         }
         exclusive_scan(s, &self.counts, keys, &self.tile_sums, &self.offsets, None)?;
         self.mark("bucket offsets")
@@ -1680,6 +1693,27 @@ mod tests {
         let tight = scratch_bytes(1 << 24, 12, 192);
         let c = choose_window_bits(1 << 24, 192, tight);
         assert!(c <= 12 || scratch_bytes(1 << 24, c, 192) <= tight);
+    }
+
+    #[test]
+    fn radix_sort_is_chosen_for_large_msms_with_bounded_scratch() {
+        assert_eq!(BucketSort::for_shape(1 << 20, 16), BucketSort::Counting);
+        assert_eq!(BucketSort::for_shape(1 << 24, 20), BucketSort::Radix);
+        for log in 16..=31u32 {
+            let len = 1usize << log;
+            for c in [13u32, 16, 20, 22] {
+                let w = windows_for(c);
+                let g = radix_group_windows(len, w);
+                assert!((1..=w).contains(&g), "2^{log}, c = {c}: group {g}");
+                // One group holds ≤ 2^26 pairs unless one window alone is more.
+                assert!(len * g as usize <= RADIX_GROUP_PAIRS.max(len));
+                let bytes = radix_scratch_bytes(len, w);
+                assert!(
+                    bytes <= 17 * RADIX_GROUP_PAIRS.max(len) + (1 << 20),
+                    "2^{log}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -381,8 +381,10 @@ fn compare_sorts(
 
 /// The radix sort against the counting sort on random, special (zeros, ones,
 /// r − 1, repeats), all-equal and all-zero scalars; n not a power of two,
-/// n = 1; an index list with out-of-range entries; c = 15 (18 windows, the
-/// most the radix sort takes), 16 and 20 (3 passes each), 22 (4 passes).
+/// n = 1; scalars shorter than the pairs; an index list with out-of-range
+/// entries; c = 8 (32 windows, 2 passes), 16, 20 (3 passes), 22 (4 passes);
+/// windows sorted all at once and in groups of 1 and 5 (the grouping that
+/// n > 2^26 / W gets).
 #[test]
 fn radix_sort_matches_counting_sort() {
     let Some(s) = stream() else { return };
@@ -392,32 +394,50 @@ fn radix_sort_matches_counting_sort() {
     let special = special_scalars(&mut rng, max);
     let same = vec![Fr::random(&mut rng); max];
     let zero = vec![Fr::ZERO; max];
-    for c in [15u32, 16, 20, 22] {
+    let mut idx: Vec<u32> = (0..max as u32).filter(|_| rng.gen_bool(0.4)).collect();
+    idx.push(max as u32);
+    idx.push(u32::MAX);
+    idx.push(7);
+    let di = s.upload_new(&idx).unwrap();
+    let all_sets: &[(&Vec<Fr>, &str)] = &[
+        (&random, "random"),
+        (&special, "special"),
+        (&same, "all equal"),
+        (&zero, "all zero"),
+    ];
+    for c in [8u32, 16, 20, 22] {
         let mut msm = Msm::<G1>::with_window_bits(&s, max, c).expect("msm plan");
-        for (scalars, what) in [
-            (&random, "random"),
-            (&special, "special"),
-            (&same, "all equal"),
-            (&zero, "all zero"),
-        ] {
-            let ds = upload_scalars(&s, scalars);
-            for n in [1usize, 3, 4097, max] {
-                let label = format!("{what} scalars, n = {n}, c = {c}");
-                compare_sorts(&s, &mut msm, &ds, None, n, max, &label);
+        let groups: &[Option<u32>] = if c == 16 || c == 20 {
+            &[None, Some(1), Some(5)]
+        } else {
+            &[None]
+        };
+        for &group in groups {
+            if let Some(g) = group {
+                msm.set_radix_group(g).expect("radix group");
+            }
+            // The full set once per c; the groupings and the widest keys
+            // (c = 22: 2.5e7 buckets to compare) on fewer inputs.
+            let (sets, sizes): (&[(&Vec<Fr>, &str)], &[usize]) = match (c, group) {
+                (16, None) => (all_sets, &[1, 3, 4097, max]),
+                (22, _) | (_, Some(_)) => (&all_sets[..2], &[max]),
+                _ => (all_sets, &[3, max]),
+            };
+            for &(scalars, what) in sets {
+                let ds = upload_scalars(&s, scalars);
+                for &n in sizes {
+                    let label = format!("{what} scalars, n = {n}, c = {c}, group {group:?}");
+                    compare_sorts(&s, &mut msm, &ds, None, n, max, &label);
+                }
             }
             // Scalars shorter than the pairs: the last 1000 have zero digits.
-            let short = upload_scalars(&s, &scalars[..max - 1000]);
-            let label = format!("{what} scalars, 1000 past the scalar array, c = {c}");
+            let short = upload_scalars(&s, &special[..max - 1000]);
+            let label = format!("special scalars, 1000 past the array, c = {c}, group {group:?}");
             compare_sorts(&s, &mut msm, &short, None, max, max, &label);
+            let ds = upload_scalars(&s, &special);
+            let label = format!("indexed special scalars, c = {c}, group {group:?}");
+            compare_sorts(&s, &mut msm, &ds, Some(&di), idx.len(), max, &label);
         }
-        let mut idx: Vec<u32> = (0..max as u32).filter(|_| rng.gen_bool(0.4)).collect();
-        idx.push(max as u32);
-        idx.push(u32::MAX);
-        idx.push(7);
-        let di = s.upload_new(&idx).unwrap();
-        let ds = upload_scalars(&s, &special);
-        let label = format!("indexed special scalars, c = {c}");
-        compare_sorts(&s, &mut msm, &ds, Some(&di), idx.len(), max, &label);
     }
 }
 
@@ -427,10 +447,13 @@ fn radix_msm_suite<C: HostCurve>(name: &str, n: usize) {
     let mut rng = rng(name);
     let b = bases::<C>(&mut rng, n);
     let db = upload_bases::<C>(&s, &b);
-    let check = |scalars: &[Fr], k: usize, c: u32, label: &str| {
+    let check_grouped = |scalars: &[Fr], k: usize, c: u32, group: Option<u32>, label: &str| {
         let sc = upload_scalars(&s, scalars);
         let mut msm = Msm::<C>::with_window_bits(&s, k, c).expect("msm plan");
         msm.set_bucket_sort(BucketSort::Radix).expect("radix sort");
+        if let Some(g) = group {
+            msm.set_radix_group(g).expect("radix group");
+        }
         let expected = C::msm_ref(&b[..k], &scalars[..k]);
         for round in 0..2 {
             let got = msm
@@ -440,11 +463,13 @@ fn radix_msm_suite<C: HostCurve>(name: &str, n: usize) {
             assert_eq!(
                 got,
                 expected,
-                "{} radix {label}, n = {k}, c = {c}, round {round}",
+                "{} radix {label}, n = {k}, c = {c}, group {group:?}, round {round}",
                 C::NAME
             );
         }
     };
+    let check =
+        |scalars: &[Fr], k: usize, c: u32, label: &str| check_grouped(scalars, k, c, None, label);
     let random = random_scalars(&mut rng, n);
     let special = special_scalars(&mut rng, n);
     let same = vec![Fr::random(&mut rng); n];
@@ -465,6 +490,10 @@ fn radix_msm_suite<C: HostCurve>(name: &str, n: usize) {
     check(&vec![Fr::ZERO; n], n, 16, "all zero");
     check(&random, 1, 16, "n = 1");
     check(&special, 1001, 15, "n = 1001");
+    check(&special, 1001, 8, "n = 1001");
+    check_grouped(&special, n, 16, Some(3), "special scalars");
+    check_grouped(&same, n, 20, Some(2), "all-equal scalars");
+    check_grouped(&random, n, 20, Some(1), "random scalars");
 }
 
 #[test]
