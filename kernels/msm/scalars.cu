@@ -152,6 +152,210 @@ extern "C" __global__ void msm_digit_scatter(const cuzk::fr_t* __restrict__ scal
 }
 
 // ---------------------------------------------------------------------------
+// LSD radix sort of the same (bucket key, entry) pairs: the alternative to the
+// histogram + atomic scatter above for large MSMs. Zero digits get the key
+// `sentinel` = W·2^(c−1) (above every bucket key), so they sort to the end of
+// their group and are never summed.
+//
+// 1. msm_radix_digits writes every pair's key (bit 31: the digit's sign) into
+//    `entries`, window-major: entries[w·n + j]. Scalars are read once.
+// 2. The windows are sorted in groups of G (the host picks G so that a
+//    group's G·n pairs fit its scratch), each group by ⌈bits(sentinel)/8⌉
+//    passes over 8-bit digits, low digit first. Every pass is
+//    reduce-then-scan over tiles of RADIX_TILE items: msm_radix_counts writes
+//    the tile's 256-bin histogram to tile_hist[bin·ntiles + tile], the
+//    exclusive scan of that array gives every (bin, tile) its output offset,
+//    msm_radix_scatter ranks the tile in shared memory (stable: warp by warp,
+//    in item order, per-warp counters; __match_any_sync lets one lane of
+//    equal bins update the counter, so equal keys cost nothing extra), stages
+//    it in sorted order and writes each bin's run with consecutive threads.
+//    The first pass reads the group's keys from `entries` and makes the
+//    entry (point index | sign) from the position; the last writes the
+//    entries to entries[*out_base ...]: the group's sorted entries follow
+//    those of the groups before (they only ever overwrite keys already read).
+// 3. msm_radix_bucket_counts adds each key's run length in the group's
+//    sorted keys to counts[key] and the group's number of real entries to
+//    *out_base; after the last group the scan of counts gives the offsets.
+// No global atomics per pair.
+// ---------------------------------------------------------------------------
+
+namespace cuzk {
+namespace msm {
+
+constexpr uint32_t RADIX_THREADS = 256;
+constexpr uint32_t RADIX_WARPS = RADIX_THREADS / 32;
+constexpr uint32_t RADIX_BINS = 256;
+/// Items per thread and per tile.
+constexpr uint32_t RADIX_ITEMS = 16;
+constexpr uint32_t RADIX_TILE = RADIX_THREADS * RADIX_ITEMS;
+
+static_assert(RADIX_THREADS == RADIX_BINS, "one thread per bin in the tile scan");
+
+/// The bin of `key` in this pass, or RADIX_BINS for a lane with no item.
+__device__ __forceinline__ uint32_t radix_bin(uint32_t key, uint32_t shift, bool valid) {
+    return valid ? (key >> shift) & (RADIX_BINS - 1) : RADIX_BINS;
+}
+
+}  // namespace msm
+}  // namespace cuzk
+
+/// keys_out[w·n + j] = key of digit w of scalar idx[j] (or j) | sign bit,
+/// key = w·2^(c−1) + |d| − 1, or `windows`·2^(c−1) for a zero digit (also for
+/// an index ≥ bound).
+extern "C" __global__ void msm_radix_digits(const cuzk::fr_t* __restrict__ scalars,
+                                            const uint32_t* __restrict__ idx, uint32_t n,
+                                            uint32_t bound, uint32_t c, uint32_t windows,
+                                            uint32_t* __restrict__ keys_out) {
+    CUZK_MSM_USING;
+    const uint32_t M = 1u << (c - 1), sentinel = windows * M;
+    const uint32_t stride = gridDim.x * blockDim.x;
+    for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
+        const uint32_t point = idx ? idx[j] : j;
+        scalar_bits_t bits = scalar_bits_t::zero();
+        if (point < bound) bits = scalar_bits_t::load(scalars, point);
+        signed_digits_t digits(bits, c);
+        for (uint32_t w = 0; w < windows; w++) {
+            bool neg;
+            const uint32_t mag = digits.next(neg);
+            keys_out[(size_t)w * n + j] = mag ? (w * M + (mag - 1)) | (neg ? NEG_BIT : 0u) : sentinel;
+        }
+    }
+}
+
+/// Counts of one pass: tile = RADIX_TILE consecutive items of keys_in[0..total)
+/// (bit 31 ignored); tile_hist[bin·ntiles + tile].
+extern "C" __global__ void __launch_bounds__(cuzk::msm::RADIX_THREADS)
+    msm_radix_counts(const uint32_t* __restrict__ keys_in, uint32_t total, uint32_t shift,
+                     uint32_t* __restrict__ tile_hist, uint32_t ntiles) {
+    CUZK_MSM_USING;
+    __shared__ uint32_t cnt[RADIX_BINS];
+    cnt[threadIdx.x] = 0;
+    __syncthreads();
+    const uint32_t base = blockIdx.x * RADIX_TILE + threadIdx.x;
+    uint32_t key[RADIX_ITEMS];
+#pragma unroll
+    for (uint32_t k = 0; k < RADIX_ITEMS; k++) {
+        const uint32_t i = base + k * RADIX_THREADS;
+        key[k] = i < total ? keys_in[i] & INDEX_MASK : 0;
+    }
+#pragma unroll
+    for (uint32_t k = 0; k < RADIX_ITEMS; k++) {
+        const bool valid = base + k * RADIX_THREADS < total;
+        const uint32_t bin = radix_bin(key[k], shift, valid);
+        const uint32_t peers = __match_any_sync(FULL_WARP, bin);
+        if (valid && lane_id() == (uint32_t)(__ffs(peers) - 1)) atomicAdd(&cnt[bin], __popc(peers));
+    }
+    __syncthreads();
+    tile_hist[(size_t)threadIdx.x * ntiles + blockIdx.x] = cnt[threadIdx.x];
+}
+
+/// Stable scatter of one pass by bits [shift, shift + 8) of the key;
+/// tile_off is the exclusive scan of tile_hist. With vals_in null (first
+/// pass) the keys carry the sign in bit 31 and item i's entry is
+/// (idx ? idx[i mod n] : i mod n) | sign; keys_out gets the key without it.
+/// vals_out is written at *out_base + position when out_base is not null.
+extern "C" __global__ void __launch_bounds__(cuzk::msm::RADIX_THREADS)
+    msm_radix_scatter(const uint32_t* __restrict__ keys_in, const uint32_t* __restrict__ vals_in,
+                      uint32_t total, uint32_t shift, const uint32_t* __restrict__ tile_off,
+                      uint32_t ntiles, const uint32_t* __restrict__ idx, uint32_t n,
+                      const uint32_t* __restrict__ out_base, uint32_t* __restrict__ keys_out,
+                      uint32_t* __restrict__ vals_out) {
+    CUZK_MSM_USING;
+    __shared__ uint32_t skey[RADIX_TILE], sval[RADIX_TILE];
+    __shared__ uint32_t wcnt[RADIX_WARPS][RADIX_BINS];
+    __shared__ uint32_t gbase[RADIX_BINS];
+    __shared__ uint32_t scan_tmp[33];
+    const uint32_t warp = threadIdx.x >> 5;
+    // Warp `warp` owns items [first, first + 32·ITEMS) of the tile, 32 at a time.
+    const uint32_t first = blockIdx.x * RADIX_TILE + warp * 32 * RADIX_ITEMS + lane_id();
+    uint32_t key[RADIX_ITEMS], val[RADIX_ITEMS], rank[RADIX_ITEMS];
+#pragma unroll
+    for (uint32_t k = 0; k < RADIX_ITEMS; k++) {
+        const uint32_t i = first + k * 32;
+        const uint32_t raw = i < total ? keys_in[i] : 0;
+        key[k] = raw & INDEX_MASK;
+        if (vals_in) {
+            val[k] = i < total ? vals_in[i] : 0;
+        } else {
+            const uint32_t j = i % n;
+            val[k] = (i < total ? (idx ? idx[j] : j) : 0) | (raw & NEG_BIT);
+        }
+    }
+    for (uint32_t i = threadIdx.x; i < RADIX_WARPS * RADIX_BINS; i += RADIX_THREADS)
+        wcnt[i / RADIX_BINS][i % RADIX_BINS] = 0;
+    __syncthreads();
+    // Rank: the warp's earlier items of the same bin, counted in item order.
+#pragma unroll
+    for (uint32_t k = 0; k < RADIX_ITEMS; k++) {
+        const bool valid = first + k * 32 < total;
+        const uint32_t bin = radix_bin(key[k], shift, valid);
+        const uint32_t peers = __match_any_sync(FULL_WARP, bin);
+        const uint32_t before = valid ? wcnt[warp][bin] : 0;
+        __syncwarp();
+        if (valid && lane_id() == (uint32_t)(__ffs(peers) - 1)) wcnt[warp][bin] = before + __popc(peers);
+        __syncwarp();
+        rank[k] = before + __popc(peers & lanemask_lt());
+    }
+    __syncthreads();
+    // Per bin (thread b): warps' counts → the warps' starts within the bin's
+    // run; the runs' starts in the tile by a block scan; the global offset.
+    {
+        const uint32_t b = threadIdx.x;
+        uint32_t run = 0;
+#pragma unroll
+        for (uint32_t wp = 0; wp < RADIX_WARPS; wp++) {
+            const uint32_t t = wcnt[wp][b];
+            wcnt[wp][b] = run;
+            run += t;
+        }
+        uint32_t tile_total;
+        const uint32_t start = block_exclusive_scan(run, scan_tmp, tile_total);
+#pragma unroll
+        for (uint32_t wp = 0; wp < RADIX_WARPS; wp++) wcnt[wp][b] += start;
+        gbase[b] = tile_off[(size_t)b * ntiles + blockIdx.x] - start;
+    }
+    __syncthreads();
+#pragma unroll
+    for (uint32_t k = 0; k < RADIX_ITEMS; k++) {
+        if (first + k * 32 < total) {
+            const uint32_t pos = wcnt[warp][(key[k] >> shift) & (RADIX_BINS - 1)] + rank[k];
+            skey[pos] = key[k];
+            sval[pos] = val[k];
+        }
+    }
+    __syncthreads();
+    // Item i of the sorted tile goes to gbase[bin] + i: each bin's run is
+    // written by consecutive threads.
+    const uint32_t items = min(total - blockIdx.x * RADIX_TILE, RADIX_TILE);
+    uint32_t* vals = vals_out + (out_base ? *out_base : 0u);
+    for (uint32_t i = threadIdx.x; i < items; i += RADIX_THREADS) {
+        const uint32_t k = skey[i];
+        const uint32_t g = gbase[(k >> shift) & (RADIX_BINS - 1)] + i;
+        keys_out[g] = k;
+        vals[g] = sval[i];
+    }
+}
+
+/// counts[k] += length of key k's run in the sorted keys[0..total) (keys ≥
+/// sentinel, the zero digits, are left out) and *real_total += the number of
+/// keys below the sentinel.
+extern "C" __global__ void msm_radix_bucket_counts(const uint32_t* __restrict__ keys,
+                                                   uint32_t total, uint32_t sentinel,
+                                                   uint32_t* __restrict__ counts,
+                                                   uint32_t* __restrict__ real_total) {
+    const uint32_t stride = gridDim.x * blockDim.x;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        const uint32_t k = keys[i];
+        if (k >= sentinel) continue;
+        const bool last = i + 1 == total || keys[i + 1] != k;
+        // Run [s, e): the start subtracts s, the end adds e (mod 2^32).
+        if (i == 0 || keys[i - 1] != k) atomicSub(&counts[k], i);
+        if (last) atomicAdd(&counts[k], i + 1);
+        if (last && (i + 1 == total || keys[i + 1] >= sentinel)) atomicAdd(real_total, i + 1);
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Exclusive scan of u32: out[i] = Σ_{k<i} in[k] for i ≤ len (out[len] is the
 // total), in three launches: per-tile sums, a one-block scan of the tile
 // sums, then each tile scanned from its offset. `out2` (may be null) gets a

@@ -15,11 +15,19 @@
 //! bytes read over 4.3 TB/s. Classification: bytes over 4.3 TB/s.
 //!
 //! `cargo run --release -p cuzk-cuda --example msm_bench -- [--smoke] [--sweep]
-//! [--max-log-g1 K] [--max-log-g2 K] [--repeats R] [--json PATH]`
+//! [--max-log-g1 K] [--max-log-g2 K] [--repeats R] [--json PATH]
+//! [--g1-logs 20,24,26] [--g2-logs 24] [--msm-only] [--compare-sorts]`
+//!
+//! `--g1-logs`/`--g2-logs` replace the 2^16, 2^18 … sizes; `--msm-only` skips
+//! the variant timings, batch sums and classification; `--compare-sorts`
+//! times every size with both bucket sorts (counting, radix) on the same
+//! bases, rows "G1 MSM counting" / "G1 MSM radix".
 
 use std::fmt::Write as _;
 
-use cuzk_cuda::msm::{choose_window_bits, data, BatchSum, Classifier, Msm, MsmCurve, G1, G2};
+use cuzk_cuda::msm::{
+    choose_window_bits, data, BatchSum, BucketSort, Classifier, Msm, MsmCurve, G1, G2,
+};
 use cuzk_cuda::{DeviceBuffer, Gpu, Stream};
 use cuzk_field::limbs::{FrLimbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::{Curve, Field, Fr, G1Projective, G2Projective, Group};
@@ -43,6 +51,17 @@ struct Args {
     max_log_g2: u32,
     repeats: usize,
     json: Option<String>,
+    g1_logs: Option<Vec<u32>>,
+    g2_logs: Option<Vec<u32>>,
+    msm_only: bool,
+    compare_sorts: bool,
+}
+
+fn parse_logs(s: Option<String>) -> BoxResult<Vec<u32>> {
+    let s = s.ok_or("a comma-separated list of log2 sizes")?;
+    Ok(s.split(',')
+        .map(|x| x.trim().parse())
+        .collect::<Result<_, _>>()?)
 }
 
 fn parse_args() -> BoxResult<Args> {
@@ -53,6 +72,10 @@ fn parse_args() -> BoxResult<Args> {
         max_log_g2: 24,
         repeats: 7,
         json: None,
+        g1_logs: None,
+        g2_logs: None,
+        msm_only: false,
+        compare_sorts: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -63,6 +86,10 @@ fn parse_args() -> BoxResult<Args> {
             "--max-log-g2" => a.max_log_g2 = it.next().ok_or("--max-log-g2 K")?.parse()?,
             "--repeats" => a.repeats = it.next().ok_or("--repeats R")?.parse()?,
             "--json" => a.json = Some(it.next().ok_or("--json PATH")?),
+            "--g1-logs" => a.g1_logs = Some(parse_logs(it.next())?),
+            "--g2-logs" => a.g2_logs = Some(parse_logs(it.next())?),
+            "--msm-only" => a.msm_only = true,
+            "--compare-sorts" => a.compare_sorts = true,
             "--bench" => {} // cargo bench passes this
             other => return Err(format!("unknown argument {other}").into()),
         }
@@ -132,7 +159,7 @@ fn time_msm<C: BenchCurve>(
     s: &Stream,
     bases: &DeviceBuffer<C::Affine>,
     n: usize,
-    (c, variant): (Option<u32>, Option<usize>),
+    (c, variant, sort): (Option<u32>, Option<usize>, Option<BucketSort>),
     repeats: usize,
     seed: &mut u64,
     phases: bool,
@@ -146,6 +173,9 @@ where
         (Some(c), None) => Msm::<C>::with_window_bits(s, n, c)?,
         (None, _) => Msm::<C>::new(s, n)?,
     };
+    if let Some(sort) = sort {
+        msm.set_bucket_sort(sort)?;
+    }
     let c = msm.plan().window_bits;
     data::random_scalars(s, &scalars, *seed)?;
     *seed += 1;
@@ -188,12 +218,15 @@ impl IdentityCheck for G2Projective {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn msm_rows<C: BenchCurve>(
     s: &Stream,
     rng: &mut ChaCha20Rng,
     logs: &[u32],
     sweep: &[(u32, std::ops::RangeInclusive<u32>)],
     repeats: usize,
+    variants: bool,
+    compare_sorts: bool,
     rows: &mut Vec<Row>,
 ) -> BoxResult<()>
 where
@@ -216,34 +249,45 @@ where
         t.elapsed().as_secs_f64() * 1e3
     );
     let mut seed: u64 = rng.gen();
+    let sorts: Vec<(Option<BucketSort>, &str)> = if compare_sorts {
+        vec![
+            (Some(BucketSort::Counting), " counting"),
+            (Some(BucketSort::Radix), " radix"),
+        ]
+    } else {
+        vec![(None, "")]
+    };
     for &log in logs {
-        let n = 1usize << log;
-        let (c, ms) = time_msm::<C>(s, &bases, n, (None, None), repeats, &mut seed, true)?;
-        let floor = msm_floor_ms::<C>(n, c);
-        let target = if log == 24 {
-            C::TARGET_2_24_MS
-        } else if log == 26 && C::NAME == "G1" {
-            Some(350.0)
-        } else {
-            None
-        };
-        println!(
-            "  {} MSM 2^{log}: c = {c}, {ms:.2} ms (floor {floor:.2} ms, {:.0}%)",
-            C::NAME,
-            100.0 * floor / ms
-        );
-        rows.push(Row {
-            what: format!("{} MSM", C::NAME),
-            n,
-            c,
-            ms,
-            floor_ms: floor,
-            target_ms: target,
-        });
+        for &(sort, sort_name) in &sorts {
+            let n = 1usize << log;
+            let (c, ms) =
+                time_msm::<C>(s, &bases, n, (None, None, sort), repeats, &mut seed, true)?;
+            let floor = msm_floor_ms::<C>(n, c);
+            let target = if log == 24 {
+                C::TARGET_2_24_MS
+            } else if log == 26 && C::NAME == "G1" {
+                Some(350.0)
+            } else {
+                None
+            };
+            println!(
+                "  {} MSM{sort_name} 2^{log}: c = {c}, {ms:.2} ms (floor {floor:.2} ms, {:.0}%)",
+                C::NAME,
+                100.0 * floor / ms
+            );
+            rows.push(Row {
+                what: format!("{} MSM{sort_name}", C::NAME),
+                n,
+                c,
+                ms,
+                floor_ms: floor,
+                target_ms: target,
+            });
+        }
     }
     // Accumulation kernel variants (launch bounds) at 2^24 (or the largest size).
     let variant_log = logs.iter().copied().filter(|&l| l <= 24).max();
-    if let Some(log) = variant_log.filter(|_| C::ACCUMULATE_VARIANTS.len() > 1) {
+    if let Some(log) = variant_log.filter(|_| variants && C::ACCUMULATE_VARIANTS.len() > 1) {
         let n = 1usize << log;
         let c = choose_window_bits(n, C::XYZZ_WORDS * 8, usize::MAX);
         for (v, name) in C::ACCUMULATE_VARIANTS.iter().enumerate() {
@@ -251,7 +295,7 @@ where
                 s,
                 &bases,
                 n,
-                (Some(c), Some(v)),
+                (Some(c), Some(v), None),
                 repeats.min(5),
                 &mut seed,
                 true,
@@ -275,7 +319,7 @@ where
                 s,
                 &bases,
                 n,
-                (Some(c), None),
+                (Some(c), None, None),
                 repeats.min(3),
                 &mut seed,
                 false,
@@ -407,11 +451,17 @@ fn main() -> BoxResult<()> {
     let mut rows = Vec::new();
 
     let logs = |max: u32, from: u32| (from..=max).step_by(2).collect::<Vec<_>>();
-    let (g1_logs, g2_logs) = if args.smoke {
+    let (mut g1_logs, mut g2_logs) = if args.smoke {
         (vec![10, 12], vec![8, 10])
     } else {
         (logs(args.max_log_g1, 16), logs(args.max_log_g2, 16))
     };
+    if let Some(l) = &args.g1_logs {
+        g1_logs = l.clone();
+    }
+    if let Some(l) = &args.g2_logs {
+        g2_logs = l.clone();
+    }
     let g1_sweep = if args.sweep {
         vec![(24, 18..=21), (26, 18..=22)]
     } else {
@@ -422,37 +472,52 @@ fn main() -> BoxResult<()> {
     } else {
         vec![]
     };
-    msm_rows::<G1>(&s, &mut rng, &g1_logs, &g1_sweep, args.repeats, &mut rows)?;
-    msm_rows::<G2>(&s, &mut rng, &g2_logs, &g2_sweep, args.repeats, &mut rows)?;
+    let variants = !args.msm_only;
+    let cmp = args.compare_sorts;
+    let reps = args.repeats;
+    msm_rows::<G1>(
+        &s, &mut rng, &g1_logs, &g1_sweep, reps, variants, cmp, &mut rows,
+    )?;
+    msm_rows::<G2>(
+        &s, &mut rng, &g2_logs, &g2_sweep, reps, variants, cmp, &mut rows,
+    )?;
+    if !args.msm_only {
+        batch_rows(&s, &mut rng, &args, &mut rows)?;
+    }
+    print_table(&rows, args.json.as_deref())
+}
+
+fn batch_rows(
+    s: &Stream,
+    rng: &mut ChaCha20Rng,
+    args: &Args,
+    rows: &mut Vec<Row>,
+) -> BoxResult<()> {
     batch_row::<G1>(
-        &s,
-        &mut rng,
+        s,
+        rng,
         if args.smoke { 12 } else { args.max_log_g1 },
         args.repeats,
-        &mut rows,
+        rows,
     )?;
     batch_row::<G2>(
-        &s,
-        &mut rng,
+        s,
+        rng,
         if args.smoke { 10 } else { args.max_log_g2 },
         args.repeats,
-        &mut rows,
+        rows,
     )?;
-    classify_row(
-        &s,
-        &mut rng,
-        if args.smoke { 12 } else { 24 },
-        args.repeats,
-        &mut rows,
-    )?;
+    classify_row(s, rng, if args.smoke { 12 } else { 24 }, args.repeats, rows)
+}
 
+fn print_table(rows: &[Row], json_path: Option<&str>) -> BoxResult<()> {
     let mut table = String::new();
     writeln!(
         table,
         "\n| what | n | c | median ms | floor ms | of floor | target ms | meets |"
     )?;
     writeln!(table, "| --- | --- | --- | --- | --- | --- | --- | --- |")?;
-    for r in &rows {
+    for r in rows {
         let target = r.target_ms.map_or("—".to_string(), |t| format!("{t:.0}"));
         let meets = r
             .target_ms
@@ -473,7 +538,7 @@ fn main() -> BoxResult<()> {
         )?;
     }
     print!("{table}");
-    if let Some(path) = args.json {
+    if let Some(path) = json_path {
         let mut json = String::from("[\n");
         for (i, r) in rows.iter().enumerate() {
             let sep = if i + 1 < rows.len() { "," } else { "" };
@@ -489,7 +554,7 @@ fn main() -> BoxResult<()> {
             )?;
         }
         json.push_str("]\n");
-        std::fs::write(&path, json)?;
+        std::fs::write(path, json)?;
     }
     Ok(())
 }

@@ -9,8 +9,10 @@
 //!
 //! **Pippenger** ([`Msm`]): signed c-bit digits (|d| ≤ 2^(c−1), the point is
 //! negated for negative digits), all ⌈256/c⌉ windows at once:
-//! 1. a counting sort of the (bucket, point) pairs by bucket: histogram with
-//!    warp-aggregated atomics, exclusive scan, scatter;
+//! 1. a sort of the (bucket, point) pairs by bucket ([`BucketSort`]): for
+//!    small MSMs a counting sort (histogram with warp-aggregated atomics,
+//!    exclusive scan, scatter through atomic cursors), for large ones an LSD
+//!    radix sort over 8-bit digits (no global atomics per pair);
 //! 2. bucket accumulation with the sorted pairs cut into equal chunks, one per
 //!    thread, however the buckets are sized (PoRep scalars repeat, so some
 //!    buckets are huge); runs that straddle chunks are merged level by level;
@@ -70,6 +72,21 @@ const SUM_MAX_BLOCKS: u32 = 64;
 /// Digit kernels: threads per block, blocks per SM.
 const DIGIT_THREADS: u32 = 256;
 const DIGIT_BLOCKS_PER_SM: u32 = 8;
+/// Radix sort (kernels/msm/scalars.cu RADIX_*): threads per block, bits per
+/// pass, items per tile.
+const RADIX_THREADS: u32 = 256;
+const RADIX_BITS: u32 = 8;
+const RADIX_TILE: usize = 256 * 16;
+/// Pairs the radix sort sorts at once (16 bytes of scratch each: 1 GiB): the
+/// windows go in groups of ⌊RADIX_GROUP_PAIRS / n⌋ (at least one).
+const RADIX_GROUP_PAIRS: usize = 1 << 26;
+/// Pairs (len · windows) from which [`Msm::new`] sorts by radix. H200
+/// (2026-11-30, kernels/msm/README.md run 6): the sort took 0.24 / 0.37 ms
+/// (counting / radix) at 2^18 G1, 0.92 / 1.04 at 2^20, 20.9 / 12.5 at 2^24
+/// and 83.9 / 48.6 at 2^26: the counting sort's atomics and scattered writes
+/// cost more per pair once its cursors and entries outgrow the caches.
+/// 2^22 (2^26 pairs at c = 16) is unmeasured; the cut is between.
+const RADIX_MIN_PAIRS: usize = 1 << 25;
 /// kernels/msm/scalars.cu SCAN_TILE and CLASSIFY_TILE.
 pub(crate) const SCAN_TILE: usize = 256 * 16;
 const CLASSIFY_TILE: usize = 256 * 8;
@@ -258,9 +275,86 @@ pub fn windows_for(window_bits: u32) -> u32 {
     256u32.div_ceil(window_bits)
 }
 
+/// How the (bucket, point) pairs are grouped by bucket before accumulation.
+/// Both give every bucket the same multiset of entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BucketSort {
+    /// Histogram, scan, scatter through per-bucket atomic cursors: few
+    /// launches, but one return-value atomic and one random 4-byte write per
+    /// pair (18.6 ms of 2.2e8 pairs at 2^24 on the H200).
+    Counting,
+    /// LSD radix sort of (key, entry) over 8-bit digits, reduce-then-scan
+    /// per tile, no global atomics; bucket offsets from the sorted keys'
+    /// run boundaries. Sorts the windows in groups of ≈ 2^26 pairs (at least
+    /// one window), with 16 bytes of scratch per pair of a group: 1 GiB up
+    /// to n = 2^26, 16·n bytes above.
+    Radix,
+}
+
+impl BucketSort {
+    /// The sort [`Msm::new`] uses for `len` pairs with c-bit windows.
+    pub fn for_shape(len: usize, window_bits: u32) -> Self {
+        let w = windows_for(window_bits);
+        if len.saturating_mul(w as usize) >= RADIX_MIN_PAIRS {
+            BucketSort::Radix
+        } else {
+            BucketSort::Counting
+        }
+    }
+}
+
+/// Windows per group of the radix sort for `len` pairs and W windows.
+fn radix_group_windows(len: usize, windows: u32) -> u32 {
+    (RADIX_GROUP_PAIRS / len.max(1)).clamp(1, windows as usize) as u32
+}
+
+/// Scratch of the radix sort beyond the counting sort's, for one group of
+/// windows: keys and entries twice (ping-pong), the per-tile histograms and
+/// their scan, and the running count of sorted entries.
+struct RadixScratch {
+    keys: [DeviceBuffer<u32>; 2],
+    vals: [DeviceBuffer<u32>; 2],
+    tile_hist: DeviceBuffer<u32>,
+    tile_off: DeviceBuffer<u32>,
+    tile_sums: DeviceBuffer<u32>,
+    done: DeviceBuffer<u32>,
+    /// Windows per group.
+    group: u32,
+}
+
+/// (pairs per group, histogram words) of the radix scratch for groups of
+/// `group` windows.
+fn radix_sizes(len: usize, group: u32) -> (usize, usize) {
+    let pairs = (len * group as usize).max(1);
+    (pairs, (1usize << RADIX_BITS) * pairs.div_ceil(RADIX_TILE))
+}
+
+/// Bytes of [`RadixScratch`]: 16 per pair of a group, ≈ 0.5 per pair for the
+/// histograms.
+fn radix_scratch_bytes(len: usize, windows: u32) -> usize {
+    let (pairs, hist) = radix_sizes(len, radix_group_windows(len, windows));
+    4 * pairs * 4 + (2 * hist + 1 + hist.div_ceil(SCAN_TILE) + 1 + 1) * 4
+}
+
+impl RadixScratch {
+    fn new(stream: &Stream, max_len: usize, group: u32) -> Result<Self> {
+        let (pairs, hist) = radix_sizes(max_len, group);
+        Ok(RadixScratch {
+            keys: [stream.alloc(pairs)?, stream.alloc(pairs)?],
+            vals: [stream.alloc(pairs)?, stream.alloc(pairs)?],
+            tile_hist: stream.alloc(hist)?,
+            tile_off: stream.alloc(hist + 1)?,
+            tile_sums: stream.alloc(hist.div_ceil(SCAN_TILE) + 1)?,
+            done: stream.alloc(1)?,
+            group,
+        })
+    }
+}
+
 /// Device bytes an MSM of `len` pairs needs with window size `c`, for points of
-/// `xyzz_bytes` bytes (192 for G1, 384 for G2). Small fixed parts
-/// (partial slots, segment sums) are counted at their largest.
+/// `xyzz_bytes` bytes (192 for G1, 384 for G2), with the sort
+/// [`BucketSort::for_shape`] picks. Small fixed parts (partial slots, segment
+/// sums) are counted at their largest.
 pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
     let w = windows_for(window_bits) as usize;
     let keys = w << (window_bits - 1);
@@ -269,7 +363,11 @@ pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
     let buckets = keys * xyzz_bytes;
     let fixed =
         (1 << 20) * (xyzz_bytes + 4) + (REDUCE_TARGET_THREADS as usize * 2 + 4096) * xyzz_bytes;
-    entries + key_arrays + buckets + fixed
+    let radix = match BucketSort::for_shape(len, window_bits) {
+        BucketSort::Radix => radix_scratch_bytes(len, w as u32),
+        BucketSort::Counting => 0,
+    };
+    entries + key_arrays + buckets + fixed + radix
 }
 
 /// The window size for an MSM of `len` pairs: the cheapest by the cost model
@@ -314,6 +412,8 @@ pub struct MsmPlan {
     pub segment_len: u32,
     /// Which accumulation kernel (an index into the curve's variants).
     pub accumulate_variant: usize,
+    /// How the pairs are grouped by bucket.
+    pub sort: BucketSort,
 }
 
 impl MsmPlan {
@@ -340,6 +440,7 @@ impl MsmPlan {
             accumulate_threads: threads,
             segment_len: buckets / segments,
             accumulate_variant,
+            sort: BucketSort::for_shape(max_len, window_bits),
         }
     }
 
@@ -365,8 +466,8 @@ impl MsmPlan {
 }
 
 /// Step times of the last profiled MSM: (step, milliseconds) in launch order
-/// ("histogram", "scan", "scatter", "accumulate", "merge", "reduce",
-/// "window sums", "horner").
+/// ("histogram", "scan", "scatter", or "radix digits", "radix sort",
+/// "bucket offsets"; then "accumulate", "merge", "reduce", "window sums").
 pub type MsmPhases = Vec<(&'static str, f32)>;
 
 /// A reusable Pippenger MSM for curve `C` on one stream, with its scratch.
@@ -384,6 +485,8 @@ pub struct Msm<C: MsmCurve> {
     segment_sums: DeviceBuffer<u64>,
     group_sums: DeviceBuffer<u64>,
     window_sums: DeviceBuffer<u64>,
+    /// Present when the plan sorts by radix.
+    radix: Option<RadixScratch>,
     profile: bool,
     /// Profiling marks: an event after each step, labelled by the step.
     marks: Vec<(&'static str, Event)>,
@@ -484,6 +587,14 @@ impl<C: MsmCurve> Msm<C> {
             segment_sums: stream.alloc(w * plan.segments() as usize * xw)?,
             group_sums: stream.alloc(w * plan.sum_blocks() as usize * xw)?,
             window_sums: stream.alloc(w * xw)?,
+            radix: match plan.sort {
+                BucketSort::Radix => Some(RadixScratch::new(
+                    stream,
+                    plan.max_len,
+                    radix_group_windows(plan.max_len, plan.windows),
+                )?),
+                BucketSort::Counting => None,
+            },
             profile: false,
             marks: Vec::new(),
             plan,
@@ -493,6 +604,65 @@ impl<C: MsmCurve> Msm<C> {
 
     pub fn plan(&self) -> &MsmPlan {
         &self.plan
+    }
+
+    /// Switches the bucket sort (allocating the radix scratch if needed); for
+    /// tests and benchmarks.
+    pub fn set_bucket_sort(&mut self, sort: BucketSort) -> Result<()> {
+        if sort == BucketSort::Radix && self.radix.is_none() {
+            let group = radix_group_windows(self.plan.max_len, self.plan.windows);
+            self.radix = Some(RadixScratch::new(&self.stream, self.plan.max_len, group)?);
+        }
+        self.plan.sort = sort;
+        Ok(())
+    }
+
+    /// Sorts by radix with groups of `windows` windows (1 ..= W; reallocates
+    /// the scratch): for tests of the grouping.
+    #[doc(hidden)]
+    pub fn set_radix_group(&mut self, windows: u32) -> Result<()> {
+        ensure(
+            "msm_radix_scatter",
+            (1..=self.plan.windows).contains(&windows),
+            || format!("groups of {windows} of {} windows", self.plan.windows),
+        )?;
+        self.radix = None;
+        self.radix = Some(RadixScratch::new(&self.stream, self.plan.max_len, windows)?);
+        self.plan.sort = BucketSort::Radix;
+        Ok(())
+    }
+
+    /// Runs only the bucket sort and returns (offsets[0..=keys], the sorted
+    /// entries[0..offsets[keys]]): for tests that compare the two sorts.
+    /// `bound` stands for the bases' length: pairs at or past
+    /// min(bound, scalars.len()) have zero digits, as in [`Msm::enqueue`].
+    #[doc(hidden)]
+    pub fn sorted_buckets(
+        &mut self,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+        bound: usize,
+    ) -> Result<(Vec<u32>, Vec<u32>)> {
+        let kernel = "msm_digit_histogram";
+        ensure(kernel, len <= self.plan.max_len, || {
+            format!("{len} pairs, planned for at most {}", self.plan.max_len)
+        })?;
+        match indices {
+            Some(idx) => ensure(kernel, len <= idx.len(), || {
+                format!("{len} pairs but {} indices", idx.len())
+            })?,
+            None => ensure(kernel, len <= bound, || {
+                format!("{len} scalars but a bound of {bound} (the bases' length)")
+            })?,
+        }
+        let bound = bound.min(scalars.len()).min(u32::MAX as usize) as u32;
+        self.marks.clear();
+        self.sort(scalars, indices, len, bound)?;
+        let offsets = self.stream.download_vec(&self.offsets)?;
+        let total = offsets[self.plan.keys()] as usize;
+        let entries = self.stream.download_vec(&self.entries)?;
+        Ok((offsets, entries[..total].to_vec()))
     }
 
     /// Records phase events on later calls (see [`Msm::last_phases`]).
@@ -568,12 +738,30 @@ impl<C: MsmCurve> Msm<C> {
             })?,
         }
         let bound = bases.len().min(scalars.len()).min(u32::MAX as usize) as u32;
+        self.marks.clear();
+
+        // 1. Sort of (bucket, point) pairs by bucket.
+        self.sort(scalars, indices, len, bound)?;
+        let keys = plan.keys() as u32;
+        self.step_2_3(bases, len, keys)
+    }
+
+    /// Step 1: entries grouped by bucket key, offsets[key] where each starts
+    /// (offsets[keys] = the number of entries). Marks "start" first.
+    fn sort(
+        &mut self,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+        bound: u32,
+    ) -> Result<()> {
+        self.mark("start")?;
+        if self.plan.sort == BucketSort::Radix {
+            return self.radix_sort(scalars, indices, len, bound);
+        }
+        let plan = self.plan.clone();
         let s = self.stream.clone();
         let s = &s;
-        self.marks.clear();
-        self.mark("start")?;
-
-        // 1. Counting sort of (bucket, point) pairs.
         let keys = plan.keys() as u32;
         fill_u32(s, &self.counts, 0, keys)?;
         let digit_grid = grid(
@@ -629,7 +817,179 @@ impl<C: MsmCurve> Msm<C> {
         unsafe {
             s.launch("msm_digit_scatter", digit_grid, args, sizes)?;
         }
-        self.mark("scatter")?;
+        self.mark("scatter")
+    }
+
+    /// The radix sort (see kernels/msm/scalars.cu): the keys of all pairs into
+    /// `entries`, window-major; then per group of windows
+    /// ⌈log₂(W·2^(c−1) + 1) / 8⌉ passes, the last writing the group's entries
+    /// after those of the groups before, and the group's bucket counts; then
+    /// the scan of the counts into offsets.
+    fn radix_sort(
+        &mut self,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+        bound: u32,
+    ) -> Result<()> {
+        let plan = self.plan.clone();
+        let s = self.stream.clone();
+        let s = &s;
+        let keys = plan.keys() as u32;
+        let sentinel = keys; // W·2^(c−1): zero digits, sorted past every bucket
+        let passes = (32 - sentinel.leading_zeros()).div_ceil(RADIX_BITS);
+        let windows = plan.windows;
+        let r = self.radix.as_ref().ok_or_else(|| Error::BadArguments {
+            kernel: "msm_radix_scatter",
+            message: "radix sort without its scratch".into(),
+        })?;
+        let group = r.group;
+        // Two passes at least: the first reads keys from `entries`, the last
+        // writes entries there, and they must not be one launch.
+        ensure("msm_radix_scatter", passes >= 2, || {
+            format!("{passes} passes for keys below {sentinel}")
+        })?;
+        ensure(
+            "msm_radix_scatter",
+            len * group as usize <= r.keys[0].len(),
+            || format!("{len} pairs × {group} windows, scratch {}", r.keys[0].len()),
+        )?;
+        let word = std::mem::size_of::<u32>() as u64;
+        let idx_ptr = indices.map_or(0, |b| b.device_ptr());
+        fill_u32(s, &self.counts, 0, keys)?;
+        fill_u32(s, &r.done, 0, 1)?;
+        if len > 0 {
+            let blocks = (len as u32)
+                .div_ceil(256)
+                .min(s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM);
+            let args = KernelArgs::new()
+                .device_ptr(scalars.device_ptr())
+                .device_ptr(idx_ptr)
+                .u32(len as u32)
+                .u32(bound)
+                .u32(plan.window_bits)
+                .u32(windows)
+                .device_ptr(self.entries.device_ptr());
+            #[allow(unsafe_code)]
+            // SAFETY: msm_radix_digits(scalars, idx, n, bound, c, windows,
+            // keys_out): reads scalars below bound ≤ scalars.len() and idx[0..len)
+            // (len ≤ idx.len(), checked by the callers); writes
+            // entries[0..len·windows), len ≤ max_len.
+            unsafe {
+                s.launch("msm_radix_digits", grid(blocks, 256), args, || {
+                    format!("{len} scalars, c = {}", plan.window_bits)
+                })?;
+            }
+        }
+        // (self.mark would borrow all of self while `r` is held.)
+        if self.profile {
+            let e = s.record()?;
+            self.marks.push(("radix digits", e));
+        }
+        let mut w0 = 0;
+        while len > 0 && w0 < windows {
+            let w1 = (w0 + group).min(windows);
+            let total = (len * (w1 - w0) as usize) as u32;
+            let ntiles = (total as usize).div_ceil(RADIX_TILE) as u32;
+            let hist = ntiles << RADIX_BITS;
+            let sizes =
+                || format!("windows {w0}..{w1} of {len} pairs, {ntiles} tiles, {passes} passes");
+            ensure(
+                "msm_radix_counts",
+                hist as usize <= r.tile_hist.len(),
+                sizes,
+            )?;
+            for p in 0..passes {
+                let shift = p * RADIX_BITS;
+                let last = p + 1 == passes;
+                let (keys_in, vals_in) = if p == 0 {
+                    (self.entries.device_ptr() + w0 as u64 * len as u64 * word, 0)
+                } else {
+                    let q = ((p - 1) % 2) as usize;
+                    (r.keys[q].device_ptr(), r.vals[q].device_ptr())
+                };
+                let q = (p % 2) as usize;
+                let (vals_out, out_base) = if last {
+                    (self.entries.device_ptr(), r.done.device_ptr())
+                } else {
+                    (r.vals[q].device_ptr(), 0)
+                };
+                let args = KernelArgs::new()
+                    .device_ptr(keys_in)
+                    .u32(total)
+                    .u32(shift)
+                    .device_ptr(r.tile_hist.device_ptr())
+                    .u32(ntiles);
+                #[allow(unsafe_code)]
+                // SAFETY: msm_radix_counts(keys_in, total, shift, tile_hist,
+                // ntiles): reads keys_in[0..total) (the group's slice of
+                // entries, or a scratch buffer of ≥ total words), writes
+                // tile_hist[0..256·ntiles), within its length (checked above).
+                unsafe {
+                    s.launch("msm_radix_counts", grid(ntiles, RADIX_THREADS), args, sizes)?;
+                }
+                exclusive_scan(s, &r.tile_hist, hist, &r.tile_sums, &r.tile_off, None)?;
+                let args = KernelArgs::new()
+                    .device_ptr(keys_in)
+                    .device_ptr(vals_in)
+                    .u32(total)
+                    .u32(shift)
+                    .device_ptr(r.tile_off.device_ptr())
+                    .u32(ntiles)
+                    .device_ptr(idx_ptr)
+                    .u32(len as u32)
+                    .device_ptr(out_base)
+                    .device_ptr(r.keys[q].device_ptr())
+                    .device_ptr(vals_out);
+                #[allow(unsafe_code)]
+                // SAFETY: msm_radix_scatter(keys_in, vals_in, total, shift,
+                // tile_off, ntiles, idx, n, out_base, keys_out, vals_out): reads
+                // [0..total) of the inputs and idx[0..len); writes a permutation
+                // of [0, total) of keys[q] (≠ the input buffer) and of vals_out:
+                // scratch, or entries from *done (the real entries of earlier
+                // groups, ≤ w0·len) to at most w1·len ≤ entries.len(), keys of
+                // later groups untouched.
+                unsafe {
+                    s.launch(
+                        "msm_radix_scatter",
+                        grid(ntiles, RADIX_THREADS),
+                        args,
+                        sizes,
+                    )?;
+                }
+            }
+            let q = ((passes - 1) % 2) as usize;
+            let blocks = total
+                .div_ceil(256)
+                .min(s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM * 2);
+            let args = KernelArgs::new()
+                .device_ptr(r.keys[q].device_ptr())
+                .u32(total)
+                .u32(sentinel)
+                .device_ptr(self.counts.device_ptr())
+                .device_ptr(r.done.device_ptr());
+            #[allow(unsafe_code)]
+            // SAFETY: msm_radix_bucket_counts(keys, total, sentinel, counts,
+            // real_total): reads keys[q][0..total), adds to counts[k] for k <
+            // sentinel = plan.keys() = counts.len() and to done[0].
+            unsafe {
+                s.launch("msm_radix_bucket_counts", grid(blocks, 256), args, sizes)?;
+            }
+            w0 = w1;
+        }
+        if self.profile {
+            let e = s.record()?;
+            self.marks.push(("radix sort", e));
+        }
+        exclusive_scan(s, &self.counts, keys, &self.tile_sums, &self.offsets, None)?;
+        self.mark("bucket offsets")
+    }
+
+    /// Steps 2 and 3: accumulation, merge levels, bucket reduction, window sums.
+    fn step_2_3(&mut self, bases: &DeviceBuffer<C::Affine>, len: usize, keys: u32) -> Result<()> {
+        let plan = self.plan.clone();
+        let s = self.stream.clone();
+        let s = &s;
 
         // 2. Bucket accumulation, then merge levels over the partial slots.
         let t = plan.accumulate_threads;
@@ -1334,6 +1694,27 @@ mod tests {
         let tight = scratch_bytes(1 << 24, 12, 192);
         let c = choose_window_bits(1 << 24, 192, tight);
         assert!(c <= 12 || scratch_bytes(1 << 24, c, 192) <= tight);
+    }
+
+    #[test]
+    fn radix_sort_is_chosen_for_large_msms_with_bounded_scratch() {
+        assert_eq!(BucketSort::for_shape(1 << 20, 16), BucketSort::Counting);
+        assert_eq!(BucketSort::for_shape(1 << 24, 20), BucketSort::Radix);
+        for log in 16..=31u32 {
+            let len = 1usize << log;
+            for c in [13u32, 16, 20, 22] {
+                let w = windows_for(c);
+                let g = radix_group_windows(len, w);
+                assert!((1..=w).contains(&g), "2^{log}, c = {c}: group {g}");
+                // One group holds ≤ 2^26 pairs unless one window alone is more.
+                assert!(len * g as usize <= RADIX_GROUP_PAIRS.max(len));
+                let bytes = radix_scratch_bytes(len, w);
+                assert!(
+                    bytes <= 17 * RADIX_GROUP_PAIRS.max(len) + (1 << 20),
+                    "2^{log}"
+                );
+            }
+        }
     }
 
     #[test]

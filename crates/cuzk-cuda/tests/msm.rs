@@ -6,7 +6,7 @@
 //!
 //! Without a CUDA device every test prints "skipped: no CUDA device" and passes.
 
-use cuzk_cuda::msm::{data, BatchSum, Classifier, Msm, MsmCurve, G1, G2};
+use cuzk_cuda::msm::{data, BatchSum, BucketSort, Classifier, Msm, MsmCurve, G1, G2};
 use cuzk_cuda::{DeviceBuffer, Stream};
 use cuzk_field::classify::classify;
 use cuzk_field::limbs::{
@@ -331,6 +331,179 @@ fn msm_g1_indexed() {
 #[test]
 fn msm_g2_indexed() {
     indexed_suite::<G2>("msm_g2_indexed");
+}
+
+/// Both bucket sorts on one input: the same offsets, and per bucket the same
+/// multiset of entries (order inside a bucket is free).
+fn compare_sorts(
+    s: &Stream,
+    msm: &mut Msm<G1>,
+    scalars: &DeviceBuffer<FrLimbs>,
+    indices: Option<&DeviceBuffer<u32>>,
+    len: usize,
+    bound: usize,
+    label: &str,
+) {
+    let _ = s;
+    let mut got = Vec::new();
+    for sort in [BucketSort::Counting, BucketSort::Radix] {
+        msm.set_bucket_sort(sort).expect("bucket sort");
+        // Twice on one Msm: stale scratch must not leak into the second call.
+        let first = msm
+            .sorted_buckets(scalars, indices, len, bound)
+            .unwrap_or_else(|e| panic!("{label}, {sort:?}: {e}"));
+        let again = msm.sorted_buckets(scalars, indices, len, bound).unwrap();
+        assert_eq!(
+            first.0, again.0,
+            "{label}, {sort:?}: offsets differ between calls"
+        );
+        got.push(first);
+    }
+    let (off_c, ent_c) = &got[0];
+    let (off_r, ent_r) = &got[1];
+    assert_eq!(off_c.len(), off_r.len(), "{label}");
+    assert!(
+        off_c == off_r,
+        "{label}: bucket offsets differ (totals {} and {})",
+        off_c.last().unwrap(),
+        off_r.last().unwrap()
+    );
+    assert_eq!(ent_c.len(), ent_r.len(), "{label}");
+    for k in 0..off_c.len() - 1 {
+        let (a, b) = (off_c[k] as usize, off_c[k + 1] as usize);
+        let mut x = ent_c[a..b].to_vec();
+        let mut y = ent_r[a..b].to_vec();
+        x.sort_unstable();
+        y.sort_unstable();
+        assert!(x == y, "{label}: bucket {k} ({} entries) differs", b - a);
+    }
+}
+
+/// The radix sort against the counting sort on random, special (zeros, ones,
+/// r − 1, repeats), all-equal and all-zero scalars; n not a power of two,
+/// n = 1; scalars shorter than the pairs; an index list with out-of-range
+/// entries; c = 8 (32 windows, 2 passes), 16, 20 (3 passes), 22 (4 passes);
+/// windows sorted all at once and in groups of 1 and 5 (the grouping that
+/// n > 2^26 / W gets).
+#[test]
+fn radix_sort_matches_counting_sort() {
+    let Some(s) = stream() else { return };
+    let mut rng = rng("radix_sort_matches_counting_sort");
+    let max = 100_003;
+    let random = random_scalars(&mut rng, max);
+    let special = special_scalars(&mut rng, max);
+    let same = vec![Fr::random(&mut rng); max];
+    let zero = vec![Fr::ZERO; max];
+    let mut idx: Vec<u32> = (0..max as u32).filter(|_| rng.gen_bool(0.4)).collect();
+    idx.push(max as u32);
+    idx.push(u32::MAX);
+    idx.push(7);
+    let di = s.upload_new(&idx).unwrap();
+    let all_sets: &[(&Vec<Fr>, &str)] = &[
+        (&random, "random"),
+        (&special, "special"),
+        (&same, "all equal"),
+        (&zero, "all zero"),
+    ];
+    for c in [8u32, 16, 20, 22] {
+        let mut msm = Msm::<G1>::with_window_bits(&s, max, c).expect("msm plan");
+        let groups: &[Option<u32>] = if c == 16 || c == 20 {
+            &[None, Some(1), Some(5)]
+        } else {
+            &[None]
+        };
+        for &group in groups {
+            if let Some(g) = group {
+                msm.set_radix_group(g).expect("radix group");
+            }
+            // The full set once per c; the groupings and the widest keys
+            // (c = 22: 2.5e7 buckets to compare) on fewer inputs.
+            let (sets, sizes): (&[(&Vec<Fr>, &str)], &[usize]) = match (c, group) {
+                (16, None) => (all_sets, &[1, 3, 4097, max]),
+                (22, _) | (_, Some(_)) => (&all_sets[..2], &[max]),
+                _ => (all_sets, &[3, max]),
+            };
+            for &(scalars, what) in sets {
+                let ds = upload_scalars(&s, scalars);
+                for &n in sizes {
+                    let label = format!("{what} scalars, n = {n}, c = {c}, group {group:?}");
+                    compare_sorts(&s, &mut msm, &ds, None, n, max, &label);
+                }
+            }
+            // Scalars shorter than the pairs: the last 1000 have zero digits.
+            let short = upload_scalars(&s, &special[..max - 1000]);
+            let label = format!("special scalars, 1000 past the array, c = {c}, group {group:?}");
+            compare_sorts(&s, &mut msm, &short, None, max, max, &label);
+            let ds = upload_scalars(&s, &special);
+            let label = format!("indexed special scalars, c = {c}, group {group:?}");
+            compare_sorts(&s, &mut msm, &ds, Some(&di), idx.len(), max, &label);
+        }
+    }
+}
+
+/// Whole MSMs with the radix sort against the CPU, both curves.
+fn radix_msm_suite<C: HostCurve>(name: &str, n: usize) {
+    let Some(s) = stream() else { return };
+    let mut rng = rng(name);
+    let b = bases::<C>(&mut rng, n);
+    let db = upload_bases::<C>(&s, &b);
+    let check_grouped = |scalars: &[Fr], k: usize, c: u32, group: Option<u32>, label: &str| {
+        let sc = upload_scalars(&s, scalars);
+        let mut msm = Msm::<C>::with_window_bits(&s, k, c).expect("msm plan");
+        msm.set_bucket_sort(BucketSort::Radix).expect("radix sort");
+        if let Some(g) = group {
+            msm.set_radix_group(g).expect("radix group");
+        }
+        let expected = C::msm_ref(&b[..k], &scalars[..k]);
+        for round in 0..2 {
+            let got = msm
+                .enqueue(&db, &sc, None, k)
+                .and_then(|()| msm.result())
+                .unwrap_or_else(|e| panic!("{label}: {e}"));
+            assert_eq!(
+                got,
+                expected,
+                "{} radix {label}, n = {k}, c = {c}, group {group:?}, round {round}",
+                C::NAME
+            );
+        }
+    };
+    let check =
+        |scalars: &[Fr], k: usize, c: u32, label: &str| check_grouped(scalars, k, c, None, label);
+    let random = random_scalars(&mut rng, n);
+    let special = special_scalars(&mut rng, n);
+    let same = vec![Fr::random(&mut rng); n];
+    let pool: Vec<Fr> = (0..3).map(|_| Fr::random(&mut rng)).collect();
+    let skew: Vec<Fr> = (0..n)
+        .map(|_| match rng.gen_range(0..10) {
+            0..=3 => Fr::ZERO,
+            4..=6 => Fr::ONE,
+            k => pool[k - 7],
+        })
+        .collect();
+    for c in [15u32, 16, 20] {
+        check(&random, n, c, "random scalars");
+        check(&special, n, c, "special scalars");
+    }
+    check(&same, n, 16, "all-equal scalars");
+    check(&skew, n, 16, "skewed scalars");
+    check(&vec![Fr::ZERO; n], n, 16, "all zero");
+    check(&random, 1, 16, "n = 1");
+    check(&special, 1001, 15, "n = 1001");
+    check(&special, 1001, 8, "n = 1001");
+    check_grouped(&special, n, 16, Some(3), "special scalars");
+    check_grouped(&same, n, 20, Some(2), "all-equal scalars");
+    check_grouped(&random, n, 20, Some(1), "random scalars");
+}
+
+#[test]
+fn msm_g1_radix_sort_matches_cpu() {
+    radix_msm_suite::<G1>("msm_g1_radix_sort_matches_cpu", 40_009);
+}
+
+#[test]
+fn msm_g2_radix_sort_matches_cpu() {
+    radix_msm_suite::<G2>("msm_g2_radix_sort_matches_cpu", 5003);
 }
 
 /// Batch sums by bitmap and by index list against the CPU sum.
