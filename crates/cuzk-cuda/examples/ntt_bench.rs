@@ -242,14 +242,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         shapes.sort_by(|a, b| a.2.total_cmp(&b.2));
         write!(
             table,
-            "2^{log_n} forward by launch shape (tile_log/threads/max_regs):"
+            "2^{log_n} forward by launch shape (tile_log/threads/max_regs, what is off):"
         )?;
         for (_, c, ms) in shapes {
-            write!(
-                table,
-                " {}/{}/{} {ms:.3}",
-                c.tile_log, c.threads, c.max_regs
-            )?;
+            write!(table, " {} {ms:.3};", shape_label(c))?;
         }
         writeln!(table)?;
         if args.max_log == 24 {
@@ -306,11 +302,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         for (i, (log_n, c, ms)) in sweep.iter().enumerate() {
             write!(
                 json,
-                "{}{{\"log_n\":{log_n},\"tile_log\":{},\"threads\":{},\"max_regs\":{},\"forward_ms\":{ms:.4}}}",
+                "{}{{\"log_n\":{log_n},\"tile_log\":{},\"threads\":{},\"max_regs\":{},\"fuse_edges\":{},\"fuse_reversal\":{},\"stream_hint\":{},\"forward_ms\":{ms:.4}}}",
                 if i > 0 { "," } else { "" },
                 c.tile_log,
                 c.threads,
-                c.max_regs
+                c.max_regs,
+                c.fuse_edges,
+                c.fuse_reversal,
+                c.stream_hint
             )?;
         }
         json.push_str("]}\n");
@@ -322,6 +321,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         std::io::Write::write_all(&mut summary, table.as_bytes())?;
     }
     Ok(())
+}
+
+/// "11/256/80" for a shape with both fusions and the cache hint, then what is off.
+fn shape_label(c: &NttConfig) -> String {
+    let mut off = String::new();
+    for (on, name) in [
+        (c.fuse_edges, " -edges"),
+        (c.fuse_reversal, " -reversal"),
+        (c.stream_hint, " -hint"),
+    ] {
+        if !on {
+            off.push_str(name);
+        }
+    }
+    format!("{}/{}/{}{off}", c.tile_log, c.threads, c.max_regs)
 }
 
 struct Row {

@@ -41,11 +41,29 @@ pub struct NttConfig {
     /// Register cap of the pass kernel: 0 (the compiler's choice, ≤ 128),
     /// 80 or 64 (more blocks resident per SM; see [`PASS_KERNELS`]).
     pub max_regs: u32,
+    /// Do the first two and the last DIF levels of every pass of ≥ 2^3
+    /// points in registers as the values are loaded and stored (two fewer
+    /// trips through shared memory and barriers per pass).
+    pub fuse_edges: bool,
+    /// Three-pass plans (a, m, a): undo the digit reversal in the middle
+    /// pass (it writes column (k_1, j_3) to column (j_3, k_1)) instead of in
+    /// a pass of its own; needs 2^(tile_log − m) ≥ 4. Other plans, and tiles
+    /// too small, keep the separate reversal pass.
+    pub fuse_reversal: bool,
+    /// Read and write the vector with the evict-first cache hint, so that
+    /// the streamed 4 GiB (at 2^27) leave the twiddle tables in L2.
+    pub stream_hint: bool,
 }
 
 /// The pass kernel for each register cap (kernels/ntt/ntt.cu).
 pub const PASS_KERNELS: [(u32, &str); 3] =
     [(0, "ntt_pass"), (80, "ntt_pass_r80"), (64, "ntt_pass_r64")];
+/// The digit-swapping middle pass for each register cap (kernels/ntt/ntt.cu).
+pub const SWAP_PASS_KERNELS: [(u32, &str); 3] = [
+    (0, "ntt_swap_pass"),
+    (80, "ntt_swap_pass_r80"),
+    (64, "ntt_swap_pass_r64"),
+];
 
 impl NttConfig {
     /// The launch shape [`ntt`] uses for 2^log_n points. H200, 2026-11-30
@@ -54,36 +72,55 @@ impl NttConfig {
     /// 50.6 for the first default, 2^24 4.80 against 5.37; up to 2^18 the
     /// first default (32 KiB tiles, no cap), whose smaller blocks spread over
     /// more SMs: 2^16 0.050 ms against 0.080, 2^18 0.090 against 0.096.
+    /// Both fusions and the cache hint are on at every size (run 8: 2^27
+    /// forward 37.2 ms; without the fused reversal 39.6, without the fused
+    /// edge levels 37.8, without the hint 37.3).
     pub fn for_log_n(log_n: u32) -> Self {
-        if log_n <= 18 {
-            NttConfig {
-                tile_log: 10,
-                threads: 256,
-                max_regs: 0,
-            }
-        } else {
-            NttConfig {
-                tile_log: 11,
-                threads: 256,
-                max_regs: 80,
-            }
+        let (tile_log, max_regs) = if log_n <= 18 { (10, 0) } else { (11, 80) };
+        NttConfig {
+            tile_log,
+            threads: 256,
+            max_regs,
+            fuse_edges: true,
+            fuse_reversal: true,
+            stream_hint: true,
         }
     }
 
     /// Every launch shape the kernels are built for: tiles of 2^10..2^12
     /// points (32–128 KiB), 256 or 512 threads, each pass variant (no
-    /// register cap, ≤ 80, ≤ 64). The tests run them all; `ntt_bench` times
-    /// them.
+    /// register cap, ≤ 80, ≤ 64), all with both fusions and the cache hint;
+    /// then the two shapes of [`NttConfig::for_log_n`] with each of those
+    /// off. The tests run them all; `ntt_bench` times them.
     pub fn all() -> impl Iterator<Item = NttConfig> {
-        (10..=12).flat_map(|tile_log| {
+        let shapes = (10..=12).flat_map(|tile_log| {
             [256, 512].into_iter().flat_map(move |threads| {
                 [0, 80, 64].map(move |max_regs| NttConfig {
                     tile_log,
                     threads,
                     max_regs,
+                    fuse_edges: true,
+                    fuse_reversal: true,
+                    stream_hint: true,
                 })
             })
-        })
+        });
+        let unfused = [18, 19].into_iter().flat_map(|log_n| {
+            [
+                (false, false, true),
+                (true, false, true),
+                (false, true, true),
+                (true, true, false),
+                (false, false, false),
+            ]
+            .map(|(fuse_edges, fuse_reversal, stream_hint)| NttConfig {
+                fuse_edges,
+                fuse_reversal,
+                stream_hint,
+                ..NttConfig::for_log_n(log_n)
+            })
+        });
+        shapes.chain(unfused)
     }
 }
 
@@ -93,6 +130,8 @@ const F_COSET_IN: u32 = 2;
 const F_TWIDDLE: u32 = 4;
 const F_SCALE_N: u32 = 8;
 const F_COSET_OUT: u32 = 16;
+const F_FUSE_EDGES: u32 = 32;
+const F_STREAM: u32 = 64;
 
 /// Which transform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -196,7 +235,7 @@ fn build_tables(gpu: &Gpu) -> Result<Tables> {
     // Opt the pass kernel in to as much shared memory as the largest tile needs
     // and the device allows.
     let max_shared = gpu.max_shared_per_block_optin()?.min(32 << 12);
-    for (_, name) in PASS_KERNELS {
+    for (_, name) in PASS_KERNELS.into_iter().chain(SWAP_PASS_KERNELS) {
         let f = gpu.function(name)?;
         crate::ffi::set_max_dynamic_shared_bytes(&f, max_shared)
             .cuda("cuFuncSetAttribute", || {
@@ -254,15 +293,23 @@ pub fn ntt_with(
         tile_log,
         threads,
         max_regs,
+        fuse_edges,
+        fuse_reversal,
+        stream_hint,
     } = config;
-    let pass_kernel = PASS_KERNELS
-        .iter()
-        .find(|(r, _)| *r == max_regs)
-        .map(|&(_, name)| name);
-    ensure("ntt_pass", pass_kernel.is_some(), || {
-        format!("config {config:?}: max_regs must be 0, 80 or 64")
-    })?;
-    let pass_kernel = pass_kernel.expect("checked above");
+    let kernel_for = |kernels: [(u32, &'static str); 3]| {
+        kernels
+            .iter()
+            .find(|(r, _)| *r == max_regs)
+            .map(|&(_, name)| name)
+    };
+    let (Some(pass_kernel), Some(swap_kernel)) =
+        (kernel_for(PASS_KERNELS), kernel_for(SWAP_PASS_KERNELS))
+    else {
+        return ensure("ntt_pass", false, || {
+            format!("config {config:?}: max_regs must be 0, 80 or 64")
+        });
+    };
     ensure(
         pass_kernel,
         (10..=12).contains(&tile_log) && (threads == 256 || threads == 512),
@@ -271,25 +318,42 @@ pub fn ntt_with(
     let n_inv = FrLimbs::from(Fr::from(n as u64).invert().expect("n ≠ 0 in Fr"));
     let plan = pass_plan(log_n);
     let inverse = kind.is_inverse();
+    // The swapping middle pass takes 4·2^g columns, g ≤ a − 1 (SwapCols).
+    let swap = fuse_reversal && plan.len() == 3 && tile_log >= plan[1] + 2;
     let mut after = plan.iter().sum::<u32>();
     for (p, &b) in plan.iter().enumerate() {
         after -= b;
-        let log_s = after;
-        let log_c = (tile_log - b).min(log_n - b);
+        let last = p + 1 == plan.len();
+        let (kernel, log_s, log_c) = if swap && p == 1 {
+            let a = plan[0];
+            (swap_kernel, a, 2 + (tile_log - b - 2).min(a - 1))
+        } else if swap && last {
+            // Along the top digit, like the first pass (see SwapCols).
+            (pass_kernel, log_n - b, (tile_log - b).min(log_n - b))
+        } else {
+            (pass_kernel, after, (tile_log - b).min(log_n - b))
+        };
         let shared = 32usize << (b + log_c);
-        ensure(pass_kernel, shared <= tables.max_shared, || {
+        ensure(kernel, shared <= tables.max_shared, || {
             format!(
                 "a {shared}-byte tile exceeds this GPU's {} bytes of shared memory per block",
                 tables.max_shared
             )
         })?;
         let mut flags = if inverse { F_INVERSE } else { 0 };
+        if fuse_edges {
+            flags |= F_FUSE_EDGES;
+        }
+        if stream_hint {
+            flags |= F_STREAM;
+        }
         if p == 0 && kind == NttKind::CosetForward {
             flags |= F_COSET_IN;
         }
-        if p + 1 < plan.len() {
+        if !last {
             flags |= F_TWIDDLE;
-        } else if plan.len() == 1 {
+        } else if plan.len() == 1 || swap {
+            // The last pass writes natural order: it scales.
             if inverse {
                 flags |= F_SCALE_N;
             }
@@ -308,24 +372,27 @@ pub fn ntt_with(
             .value(&n_inv)
             .value(&tables.arg);
         #[allow(unsafe_code)]
-        // SAFETY: matches `ntt_pass*(fr_t*, u32 log_n, u32 b, u32 log_s, u32 log_c,
-        // u32 flags, fr_t n_inv, Tables)` in kernels/ntt/ntt.cu. The kernel
-        // touches positions < 2^log_n = data.len() (grid covers exactly the
-        // 2^(log_n − b) columns); the tables hold the sizes the kernel indexes
-        // (2^14, 2^14, 2^10, 2^14 ×4, 2^20) and live as long as the Gpu; the
-        // dynamic shared memory holds the 2^(b + log_c)-element tile.
+        // SAFETY: matches `ntt_pass*` / `ntt_swap_pass*(fr_t*, u32 log_n, u32 b,
+        // u32 log_s, u32 log_c, u32 flags, fr_t n_inv, Tables)` in
+        // kernels/ntt/ntt.cu. The kernel touches positions < 2^log_n =
+        // data.len(): the grid covers exactly the 2^(log_n − b) columns (the
+        // swap pass: 2^(2a) columns (d1, d3) of 2^m, 4·2^g per block with
+        // g ≤ a − 1, as SwapCols requires); the tables hold the sizes the
+        // kernel indexes (2^14, 2^14, 2^10, 2^14 ×4, 2^20) and live as long
+        // as the Gpu; the dynamic shared memory holds the 2^(b + log_c)-element
+        // tile.
         unsafe {
             let cfg = LaunchConfig {
                 grid_dim: (blocks, 1, 1),
                 block_dim: (threads, 1, 1),
                 shared_mem_bytes: shared as u32,
             };
-            stream.launch(pass_kernel, cfg, args, || {
+            stream.launch(kernel, cfg, args, || {
                 format!("n = 2^{log_n}, pass {p} of {plan:?}, {kind:?}, {config:?}")
             })?;
         }
     }
-    if plan.len() > 1 {
+    if plan.len() > 1 && !swap {
         let b_out = plan[0];
         let b_mid = if plan.len() == 3 { plan[1] } else { 0 };
         let mut flags = 0;

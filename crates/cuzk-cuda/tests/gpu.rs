@@ -461,6 +461,57 @@ fn ntt_every_launch_shape_matches_cpu() {
     }
 }
 
+/// The fused passes (levels fused into the loads and stores, the digit
+/// reversal done by the middle pass) against the plain passes on the GPU,
+/// at sizes the CPU reference would take too long for: the same input, the
+/// same shape, each fusion off.
+#[test]
+fn ntt_fused_passes_match_unfused() {
+    let test = "ntt_fused";
+    let Some((_gpu, stream)) = device(test) else {
+        return;
+    };
+    let mut rng = rng(test);
+    let cases: [(u32, &[NttKind]); 6] = [
+        (19, &NttKind::ALL),
+        (21, &NttKind::ALL),
+        (22, &NttKind::ALL),
+        (23, &NttKind::ALL),
+        (25, &NttKind::ALL),
+        (27, &[NttKind::Forward, NttKind::CosetInverse]),
+    ];
+    for (log_n, kinds) in cases {
+        let n = 1usize << log_n;
+        let input = stream
+            .upload_new(fr_as_limbs(&random_fr_fast(&mut rng, n)))
+            .unwrap();
+        let fused = NttConfig::for_log_n(log_n);
+        assert!(fused.fuse_edges && fused.fuse_reversal, "{test}: {fused:?}");
+        let plain = NttConfig {
+            fuse_edges: false,
+            fuse_reversal: false,
+            stream_hint: false,
+            ..fused
+        };
+        let mut buf: DeviceBuffer<FrLimbs> = stream.alloc(n).unwrap();
+        for &kind in kinds {
+            let mut outputs = Vec::new();
+            for config in [plain, fused] {
+                stream.copy(&input, &mut buf).unwrap();
+                ntt_with(&stream, &mut buf, kind, config).unwrap();
+                outputs.push(stream.download_vec(&buf).unwrap());
+            }
+            let bad = outputs[0]
+                .iter()
+                .zip(&outputs[1])
+                .filter(|(a, b)| a != b)
+                .count();
+            assert_eq!(bad, 0, "{test}: 2^{log_n} {kind:?}: {bad} of {n} differ");
+        }
+        println!("{test}: 2^{log_n}: fused passes match the plain ones ({kinds:?})");
+    }
+}
+
 #[test]
 fn ntt_round_trips_and_spot_checks_at_large_sizes() {
     let test = "ntt_large";
