@@ -204,9 +204,11 @@ struct alignas(16) mont_t {
 
     // ---- lazy reduction: double-width products -----------------------------
     /// An exact 2N-word integer, little-endian: a product before Montgomery
-    /// reduction, or a sum or difference of such products. `redc` turns one
-    /// below p·R back into a field element, so a formula like a·b − c·d pays
-    /// for one reduction instead of two (G1's Y3; Fq2's Karatsuba).
+    /// reduction, or a difference of such products. `redc` turns one below
+    /// p·R back into a field element, so Fq2's Karatsuba pays for two
+    /// reductions instead of three. (Y3 = a·b − c·d in the curve formulas
+    /// with one reduction measured slower on the H200: more spills; see
+    /// kernels/msm/README.md, run 7.)
     struct wide_t {
         uint32_t l[2 * N];
     };
@@ -278,16 +280,8 @@ struct alignas(16) mont_t {
         return r.reduce_once(tmp);
     }
 
-    /// a + b, a − b over wide values (no reduction; the caller keeps the
-    /// result non-negative and below p·R, see `sub_wide_lazy`).
-    __device__ __forceinline__ static wide_t add_wide(const wide_t& a, const wide_t& b) {
-        wide_t s;
-        s.l[0] = ptx::add_cc(a.l[0], b.l[0]);
-#pragma unroll
-        for (int k = 1; k < 2 * N - 1; k++) s.l[k] = ptx::addc_cc(a.l[k], b.l[k]);
-        s.l[2 * N - 1] = ptx::addc(a.l[2 * N - 1], b.l[2 * N - 1]);
-        return s;
-    }
+    /// a − b over wide values, for a ≥ b (no reduction; see `sub_wide_lazy`
+    /// when a < b is possible).
     __device__ __forceinline__ static wide_t sub_wide(const wide_t& a, const wide_t& b) {
         wide_t d;
         d.l[0] = ptx::sub_cc(a.l[0], b.l[0]);
@@ -316,12 +310,6 @@ struct alignas(16) mont_t {
         for (int k = W + 1; k < 2 * N - 1; k++) d.l[k] = ptx::addc_cc(d.l[k], shifted_modulus_word(S, k));
         d.l[2 * N - 1] = ptx::addc(d.l[2 * N - 1], shifted_modulus_word(S, 2 * N - 1));
         return d;
-    }
-
-    /// a·b − c·d with one reduction (reduced inputs).
-    __device__ __forceinline__ static mont_t mul_sub(const mont_t& a, const mont_t& b,
-                                                     const mont_t& c, const mont_t& d) {
-        return redc(sub_wide_lazy<1>(mul_wide(a, b), mul_wide(c, d)));
     }
 
     // ---- conversions -------------------------------------------------------

@@ -29,8 +29,6 @@ __device__ __noinline__ F ni_dbl(F a) { return a.dbl(); }
 template <class F>
 __device__ __noinline__ F ni_inv(F a) { return a.inv(); }
 template <class F>
-__device__ __noinline__ F ni_mul_sub(F a, F b, F c, F d) { return F::mul_sub(a, b, c, d); }
-template <class F>
 __device__ __noinline__ F ni_inv_fermat(F a) { return a.inv_fermat(); }
 template <>
 __device__ __noinline__ fq2_t ni_inv_fermat(fq2_t a) {
@@ -52,9 +50,6 @@ struct nf {
     __device__ nf sqr() const { return {ni_sqr(v)}; }
     __device__ nf dbl() const { return {ni_dbl(v)}; }
     __device__ nf inv() const { return {ni_inv(v)}; }
-    __device__ static nf mul_sub(const nf& a, const nf& b, const nf& c, const nf& d) {
-        return {ni_mul_sub(a.v, b.v, c.v, d.v)};
-    }
 };
 
 // ---- field operations ----------------------------------------------------
@@ -73,8 +68,7 @@ enum : uint32_t {
     OP_IS_ZERO = 10,  // one if a == 0 else zero
     OP_MUL_RR = 11,   // the reduced-radix product (fq2: Karatsuba over it)
     OP_MUL_CIOS = 12, // the C-level CIOS product (fq2: Karatsuba over it)
-    OP_MUL_SUB = 13,  // F::mul_sub(a, b, a + b, a − b) = a·b − (a + b)(a − b), one reduction
-    OP_INV_FERMAT = 14,  // the inverse by Fermat (inv_fermat; fq2: its norm through it)
+    OP_INV_FERMAT = 13,  // the inverse by Fermat (inv_fermat; fq2: its norm through it)
 };
 
 template <class F>
@@ -117,7 +111,6 @@ __device__ __forceinline__ void field_op(uint32_t op, F* out, const F* a, const 
         case OP_IS_ZERO: r = x.is_zero() ? F::one() : F::zero(); break;
         case OP_MUL_RR: r = ni_mul_rr(x, y); break;
         case OP_MUL_CIOS: r = ni_mul_cios(x, y); break;
-        case OP_MUL_SUB: r = ni_mul_sub(x, y, ni_add(x, y), ni_sub(x, y)); break;
         case OP_INV_FERMAT: r = ni_inv_fermat(x); break;
         default: r = F::zero(); break;
     }

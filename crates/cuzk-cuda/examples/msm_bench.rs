@@ -285,9 +285,20 @@ where
             });
         }
     }
-    // Accumulation kernel variants (launch bounds) at 2^24 (or the largest size).
-    let variant_log = logs.iter().copied().filter(|&l| l <= 24).max();
-    if let Some(log) = variant_log.filter(|_| variants && C::ACCUMULATE_VARIANTS.len() > 1) {
+    // Accumulation kernel variants (launch bounds, prefetch, Fq2 product) at
+    // 2^24 (or the largest size below) and at the largest size above it.
+    let mut variant_logs: Vec<u32> = logs
+        .iter()
+        .copied()
+        .filter(|&l| l <= 24)
+        .max()
+        .into_iter()
+        .collect();
+    variant_logs.extend(logs.iter().copied().filter(|&l| l > 24).max());
+    if !(variants && C::ACCUMULATE_VARIANTS.len() > 1) {
+        variant_logs.clear();
+    }
+    for log in variant_logs {
         let n = 1usize << log;
         let c = choose_window_bits(n, C::XYZZ_WORDS * 8, usize::MAX);
         for (v, name) in C::ACCUMULATE_VARIANTS.iter().enumerate() {

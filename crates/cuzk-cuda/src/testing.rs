@@ -62,16 +62,13 @@ pub enum FieldOp {
     /// The C-level CIOS product (`mont_t::mul_cios`, the default before the
     /// carry-chain form; Fq2: Karatsuba over it).
     MulCios = 12,
-    /// `F::mul_sub(a, b, a + b, a − b)` = a·b − (a + b)(a − b) with one
-    /// reduction (lazy: double-width products; Fq2: Karatsuba on both sides).
-    MulSub = 13,
     /// The inverse by Fermat's a^(p−2) (`mont_t::inv_fermat`), the second
     /// opinion on `Inv` (batched divsteps).
-    InvFermat = 14,
+    InvFermat = 13,
 }
 
 impl FieldOp {
-    pub const ALL: [FieldOp; 15] = [
+    pub const ALL: [FieldOp; 14] = [
         FieldOp::Add,
         FieldOp::Sub,
         FieldOp::Mul,
@@ -85,7 +82,6 @@ impl FieldOp {
         FieldOp::IsZero,
         FieldOp::MulReducedRadix,
         FieldOp::MulCios,
-        FieldOp::MulSub,
         FieldOp::InvFermat,
     ];
 }
