@@ -391,26 +391,13 @@ struct alignas(16) mont_t {
         }
         acc[N + PAR] = ptx::addc(acc[N + PAR], 0);
     }
-    /// One row of `mul_chain`: E, O as described there; shifts both down a word.
+    /// One row of `mul_chain`: E, O as described there (a·b_i, then the
+    /// reduction row); shifts both down a word.
     __device__ __forceinline__ static void chain_row(uint32_t* E, uint32_t* O, const uint32_t* a,
                                                      uint32_t bi) {
-        uint32_t p[N];
-#pragma unroll
-        for (int j = 0; j < N; j++) p[j] = P::modulus(j);
         mad_parity<0>(E, a, bi, false);
         mad_parity<1>(O, a, bi, false);
-        const uint32_t inv = P::INV == 0xffffffffu ? mont_detail::opaque_minus_one : P::INV;
-        const uint32_t m = (E[0] + O[0]) * inv;
-        mad_parity<0>(E, p, m, false);
-        ptx::set_carry_if_nonzero(O[0]);
-        mad_parity<1>(O, p, m, true);
-#pragma unroll
-        for (int k = 0; k < N + 1; k++) {
-            E[k] = E[k + 1];
-            O[k] = O[k + 1];
-        }
-        E[N + 1] = 0;
-        O[N + 1] = 0;
+        redc_row(E, O);
     }
     /// Bit length of p.
     __host__ __device__ static constexpr int p_bits() {
@@ -440,7 +427,9 @@ struct alignas(16) mont_t {
         const int sink = i + j0 + ((N - 1 - j0) / 2) * 2 + 2;
         if (sink < 2 * N) acc[sink] = ptx::addc(acc[sink], 0);
     }
-    /// One row of `redc`: `chain_row` without the a·b_i products.
+    /// The reduction half of a row (of `mul_chain` and of `redc`): m from
+    /// E_0 + O_0, E += even(m·p), O += odd(m·p) with the carry-in trick, then
+    /// both shifted down a word.
     __device__ __forceinline__ static void redc_row(uint32_t* E, uint32_t* O) {
         uint32_t p[N];
 #pragma unroll

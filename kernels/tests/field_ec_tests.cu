@@ -201,32 +201,15 @@ extern "C" __global__ void test_g2_op(uint32_t op, g2_affine_t* out_affine, fq2_
 }
 
 // ---- throughput probes (benchmarks' floors) -------------------------------
-// Each thread runs CHAINS independent product chains of `iters` steps
-// (x_c ← x_c · y), so the multiplier, not latency, limits the rate. Rate =
-// n · iters · CHAINS / time, in field products per second.
+// Each thread runs CHAINS independent chains of `iters` steps (x_c ← x_c · y,
+// or x_c ← x_c⁻¹ + y for the inversion probes), so throughput, not latency,
+// limits the rate. Rate = n · iters · CHAINS / time, in operations per second.
 namespace field_ec_tests {
 constexpr int CHAINS = 4;
-enum Product { CHAIN, CIOS, RR };
+/// The operation a probe chains: a product form, or an inversion (the
+/// inversion probes count inversions, not products).
+enum Product { CHAIN, CIOS, RR, INV, INV_FERMAT };
 
-/// Inversion probe: CHAINS chains of `iters` dependent inversions per thread
-/// (x_c ← x_c⁻¹ + y keeps the inputs changing); FERMAT picks a^(p−2).
-template <class F, bool FERMAT>
-__device__ __forceinline__ void inv_chains(F* data, uint32_t n, uint32_t iters) {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    F y = data[i];
-    F x[CHAINS];
-#pragma unroll
-    for (int c = 0; c < CHAINS; c++) x[c] = data[(i + c + 1) % n];
-    for (uint32_t k = 0; k < iters; k++) {
-#pragma unroll
-        for (int c = 0; c < CHAINS; c++) x[c] = (FERMAT ? x[c].inv_fermat() : x[c].inv()) + y;
-    }
-    F acc = x[0];
-#pragma unroll
-    for (int c = 1; c < CHAINS; c++) acc = acc + x[c];
-    data[i] = acc;
-}
 template <class F, Product K>
 __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -237,8 +220,13 @@ __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) 
     for (int c = 0; c < CHAINS; c++) x[c] = data[(i + c + 1) % n];
     for (uint32_t k = 0; k < iters; k++) {
 #pragma unroll
-        for (int c = 0; c < CHAINS; c++)
-            x[c] = K == RR ? F::mul_rr(x[c], y) : K == CIOS ? F::mul_cios(x[c], y) : F::mul_chain(x[c], y);
+        for (int c = 0; c < CHAINS; c++) {
+            if constexpr (K == INV) x[c] = x[c].inv() + y;  // + y keeps the inputs changing
+            else if constexpr (K == INV_FERMAT) x[c] = x[c].inv_fermat() + y;
+            else if constexpr (K == RR) x[c] = F::mul_rr(x[c], y);
+            else if constexpr (K == CIOS) x[c] = F::mul_cios(x[c], y);
+            else x[c] = F::mul_chain(x[c], y);
+        }
     }
     F acc = x[0];
 #pragma unroll
@@ -266,14 +254,14 @@ extern "C" __global__ void bench_fq_mul_rr(fq_t* data, uint32_t n, uint32_t iter
     field_ec_tests::mul_chains<fq_t, field_ec_tests::RR>(data, n, iters);
 }
 extern "C" __global__ void bench_fr_inv(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::inv_chains<fr_t, false>(data, n, iters);
+    field_ec_tests::mul_chains<fr_t, field_ec_tests::INV>(data, n, iters);
 }
 extern "C" __global__ void bench_fq_inv(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::inv_chains<fq_t, false>(data, n, iters);
+    field_ec_tests::mul_chains<fq_t, field_ec_tests::INV>(data, n, iters);
 }
 extern "C" __global__ void bench_fr_inv_fermat(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::inv_chains<fr_t, true>(data, n, iters);
+    field_ec_tests::mul_chains<fr_t, field_ec_tests::INV_FERMAT>(data, n, iters);
 }
 extern "C" __global__ void bench_fq_inv_fermat(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::inv_chains<fq_t, true>(data, n, iters);
+    field_ec_tests::mul_chains<fq_t, field_ec_tests::INV_FERMAT>(data, n, iters);
 }
