@@ -235,33 +235,18 @@ __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) 
 }
 }  // namespace field_ec_tests
 
-extern "C" __global__ void bench_fr_mul(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fr_t, field_ec_tests::CHAIN>(data, n, iters);
-}
-extern "C" __global__ void bench_fq_mul(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fq_t, field_ec_tests::CHAIN>(data, n, iters);
-}
-extern "C" __global__ void bench_fr_mul_cios(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fr_t, field_ec_tests::CIOS>(data, n, iters);
-}
-extern "C" __global__ void bench_fq_mul_cios(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fq_t, field_ec_tests::CIOS>(data, n, iters);
-}
-extern "C" __global__ void bench_fr_mul_rr(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fr_t, field_ec_tests::RR>(data, n, iters);
-}
-extern "C" __global__ void bench_fq_mul_rr(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fq_t, field_ec_tests::RR>(data, n, iters);
-}
-extern "C" __global__ void bench_fr_inv(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fr_t, field_ec_tests::INV>(data, n, iters);
-}
-extern "C" __global__ void bench_fq_inv(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fq_t, field_ec_tests::INV>(data, n, iters);
-}
-extern "C" __global__ void bench_fr_inv_fermat(fr_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fr_t, field_ec_tests::INV_FERMAT>(data, n, iters);
-}
-extern "C" __global__ void bench_fq_inv_fermat(fq_t* data, uint32_t n, uint32_t iters) {
-    field_ec_tests::mul_chains<fq_t, field_ec_tests::INV_FERMAT>(data, n, iters);
-}
+/// One probe kernel: `NAME(F* data, u32 n, u32 iters)` chaining operation K.
+#define CUZK_PROBE_KERNEL(NAME, F, K)                                          \
+    extern "C" __global__ void NAME(F* data, uint32_t n, uint32_t iters) {     \
+        field_ec_tests::mul_chains<F, field_ec_tests::K>(data, n, iters);      \
+    }
+CUZK_PROBE_KERNEL(bench_fr_mul, fr_t, CHAIN)
+CUZK_PROBE_KERNEL(bench_fq_mul, fq_t, CHAIN)
+CUZK_PROBE_KERNEL(bench_fr_mul_cios, fr_t, CIOS)
+CUZK_PROBE_KERNEL(bench_fq_mul_cios, fq_t, CIOS)
+CUZK_PROBE_KERNEL(bench_fr_mul_rr, fr_t, RR)
+CUZK_PROBE_KERNEL(bench_fq_mul_rr, fq_t, RR)
+CUZK_PROBE_KERNEL(bench_fr_inv, fr_t, INV)
+CUZK_PROBE_KERNEL(bench_fq_inv, fq_t, INV)
+CUZK_PROBE_KERNEL(bench_fr_inv_fermat, fr_t, INV_FERMAT)
+CUZK_PROBE_KERNEL(bench_fq_inv_fermat, fq_t, INV_FERMAT)
