@@ -21,3 +21,8 @@ CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_g1_8x64, cuzk::fq_t, __launch_bounds__
 CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_g1_unbounded, cuzk::fq_t, , true)
 CUZK_MSM_BITMAP_KERNEL(msm_batch_sum_bitmap_g1_4x128, cuzk::fq_t, __launch_bounds__(128, 4))
 CUZK_MSM_BITMAP_KERNEL(msm_batch_sum_bitmap_g1_unbounded, cuzk::fq_t, )
+
+// Batch-affine accumulation (pippenger.cuh, accumulate_affine): K strands
+// per thread share one inversion per step.
+CUZK_MSM_AFFINE_KERNEL(msm_accumulate_affine_g1, cuzk::fq_t, 32, )
+CUZK_MSM_AFFINE_KERNEL(msm_accumulate_affine_g1_k16, cuzk::fq_t, 16, )

@@ -177,6 +177,252 @@ __device__ __forceinline__ void accumulate_runs(const affine_t<F>* __restrict__ 
     }
 }
 
+// ---------------------------------------------------------------------------
+// Step 2, batch-affine form. Thread t runs K strands; strand v = t·K + i owns
+// entries [v·chunk, (v+1)·chunk) exactly as a thread of accumulate_runs does
+// (same runs, same partial slots 2v and 2v + 1), but keeps its running sum in
+// affine form. At each step every strand adds its next point, and the K
+// slopes share one field inversion (Montgomery's trick): an affine addition
+// costs 6 products plus 1/K of an inversion (≈50 products with
+// kernels/field/safegcd.cuh), against 10 for the XYZZ mixed addition.
+// The strands' state lives in a global slab (strand_slab), not registers.
+// ---------------------------------------------------------------------------
+
+/// What a strand does at one step (the 4 bits above the flags).
+enum strand_case : uint32_t {
+    CASE_NONE = 0,    // idle: past its end
+    CASE_ADD = 1,     // acc + P, slope (yP − y)/(xP − x)
+    CASE_DOUBLE = 2,  // acc = P: slope 3x²/2y
+    CASE_CANCEL = 3,  // acc = −P: the sum becomes infinity
+    CASE_COPY = 4,    // acc empty: acc = P
+    CASE_KEEP = 5,    // P is infinity: acc unchanged
+};
+constexpr uint32_t STRAND_EMPTY = 1;  // the running sum is infinity
+constexpr uint32_t STRAND_IDLE = 2;   // finished (or never started)
+constexpr uint32_t STRAND_RUNS_SHIFT = 2;  // runs flushed so far, saturating at 2
+constexpr uint32_t STRAND_CASE_SHIFT = 4;
+
+/// The strands' state of one thread: word w of strand i at
+/// base[(i·WORDS + w)·stride] with base = slab + t and stride = the thread
+/// count, so a warp touching one word of one strand reads one 128-byte line.
+template <class F>
+struct strand_slab {
+    static constexpr uint32_t FW = sizeof(F) / 4;
+    static constexpr uint32_t ACC_X = 0, ACC_Y = FW, PREFIX = 2 * FW, KEY = 3 * FW,
+                              RUN_END = KEY + 1, ENTRY = KEY + 2, FLAGS = KEY + 3,
+                              WORDS = KEY + 4;
+    uint32_t* base;
+    uint32_t stride;
+
+    __device__ __forceinline__ uint32_t* at(uint32_t strand, uint32_t word) const {
+        return base + ((size_t)strand * WORDS + word) * stride;
+    }
+    __device__ __forceinline__ uint32_t word(uint32_t strand, uint32_t w) const {
+        return *at(strand, w);
+    }
+    __device__ __forceinline__ void set_word(uint32_t strand, uint32_t w, uint32_t v) const {
+        *at(strand, w) = v;
+    }
+    __device__ __forceinline__ F field(uint32_t strand, uint32_t w) const {
+        F v;
+        uint32_t* d = reinterpret_cast<uint32_t*>(&v);
+        const uint32_t* p = at(strand, w);
+#pragma unroll
+        for (uint32_t k = 0; k < FW; k++) d[k] = p[(size_t)k * stride];
+        return v;
+    }
+    __device__ __forceinline__ void set_field(uint32_t strand, uint32_t w, const F& v) const {
+        const uint32_t* s = reinterpret_cast<const uint32_t*>(&v);
+        uint32_t* p = at(strand, w);
+#pragma unroll
+        for (uint32_t k = 0; k < FW; k++) p[(size_t)k * stride] = s[k];
+    }
+};
+
+/// Words of strand state per strand (host: Msm's slab is threads·K·this).
+template <class F>
+constexpr uint32_t strand_words() {
+    return strand_slab<F>::WORDS;
+}
+
+/// Step 2 with K strands per thread (see above). `slab` holds
+/// nthreads·K·strand_words<F>() words. Writes part slots [0, 2·nthreads·K).
+template <class F, uint32_t K>
+__device__ __forceinline__ void accumulate_affine(const affine_t<F>* __restrict__ bases,
+                                                  const uint32_t* __restrict__ entries,
+                                                  const uint32_t* __restrict__ offsets,
+                                                  uint32_t nkeys, uint32_t nthreads,
+                                                  uint32_t* __restrict__ slab_words,
+                                                  xyzz_t<F>* __restrict__ bucket_sums,
+                                                  uint32_t* __restrict__ part_keys,
+                                                  xyzz_t<F>* __restrict__ part_pts) {
+    using A = affine_t<F>;
+    using X = xyzz_t<F>;
+    using S = strand_slab<F>;
+    const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= nthreads) return;
+    const uint32_t total = offsets[nkeys];
+    const uint64_t strands = (uint64_t)nthreads * K;
+    const uint32_t chunk = (uint32_t)(((uint64_t)total + strands - 1) / strands);
+    const S slab{slab_words + t, nthreads};
+    auto strand_start = [&](uint32_t i) -> uint32_t {
+        const uint64_t s64 = ((uint64_t)t * K + i) * chunk;
+        return s64 < total ? (uint32_t)s64 : total;
+    };
+
+    uint32_t live = 0;  // strands not yet finished
+#pragma unroll 1
+    for (uint32_t i = 0; i < K; i++) {
+        const uint32_t v = t * K + i;
+        const uint32_t start = strand_start(i);
+        const uint32_t end = (uint32_t)min((uint64_t)start + chunk, (uint64_t)total);
+        if (start >= end) {
+            part_keys[2 * v] = KEY_NONE;
+            part_keys[2 * v + 1] = KEY_NONE;
+            slab.set_word(i, S::FLAGS, STRAND_IDLE);
+            continue;
+        }
+        uint32_t lo = 0, hi = nkeys;  // the last key with offsets[key] ≤ start
+        while (hi - lo > 1) {
+            const uint32_t mid = (lo + hi) >> 1;
+            if (offsets[mid] <= start) lo = mid;
+            else hi = mid;
+        }
+        slab.set_word(i, S::KEY, lo);
+        slab.set_word(i, S::RUN_END, min(offsets[lo + 1], end));
+        slab.set_word(i, S::FLAGS, STRAND_EMPTY);
+        live++;
+    }
+
+#pragma unroll 1
+    for (uint32_t step = 0; step < chunk && live > 0; step++) {
+        // Forward: each strand's case and slope denominator d; prefix products.
+        F running = F::one();
+        bool any = false;
+#pragma unroll 1
+        for (uint32_t i = 0; i < K; i++) {
+            uint32_t flags = slab.word(i, S::FLAGS);
+            if (flags & STRAND_IDLE) continue;
+            const uint32_t pos = strand_start(i) + step;
+            const uint32_t e = entries[pos];
+            uint32_t c;
+            F d;
+            if (flags & STRAND_EMPTY) {
+                c = CASE_COPY;
+            } else if (const F px = bases[e & INDEX_MASK].x;
+                       px.is_zero() && load_signed(bases, e).is_inf()) {
+                c = CASE_KEEP;
+            } else {
+                const F ax = slab.field(i, S::ACC_X);
+                if (ax != px) {
+                    c = CASE_ADD;
+                    d = px - ax;
+                } else {
+                    const F ay = slab.field(i, S::ACC_Y);
+                    if (ay == load_signed(bases, e).y) {
+                        c = CASE_DOUBLE;
+                        d = ay.dbl();
+                    } else {
+                        c = CASE_CANCEL;
+                    }
+                }
+            }
+            if (c == CASE_ADD || c == CASE_DOUBLE) {
+                slab.set_field(i, S::PREFIX, running);
+                running = running * d;
+                any = true;
+            }
+            slab.set_word(i, S::ENTRY, e);
+            slab.set_word(i, S::FLAGS, (flags & 0xf) | (c << STRAND_CASE_SHIFT));
+        }
+        F inv = any ? running.inv() : running;
+
+        // Backward: slopes, new sums, and the run bookkeeping.
+#pragma unroll 1
+        for (uint32_t i = K; i-- > 0;) {
+            uint32_t flags = slab.word(i, S::FLAGS);
+            if (flags & STRAND_IDLE) continue;
+            const uint32_t c = flags >> STRAND_CASE_SHIFT;
+            const uint32_t pos = strand_start(i) + step;
+            A acc;
+            bool empty = (flags & STRAND_EMPTY) != 0;
+            bool loaded = false;  // acc holds the strand's sum after this step
+            if (c == CASE_ADD || c == CASE_DOUBLE) {
+                const F x1 = slab.field(i, S::ACC_X);
+                const F y1 = slab.field(i, S::ACC_Y);
+                const F inv_d = inv * slab.field(i, S::PREFIX);
+                F x2, d, n;
+                if (c == CASE_ADD) {
+                    const A p = load_signed(bases, slab.word(i, S::ENTRY));
+                    x2 = p.x;
+                    d = p.x - x1;
+                    n = p.y - y1;
+                } else {
+                    x2 = x1;
+                    d = y1.dbl();
+                    const F xx = x1.sqr();
+                    n = xx.dbl() + xx;
+                }
+                inv = inv * d;
+                const F lambda = n * inv_d;
+                acc.x = lambda.sqr() - x1 - x2;
+                acc.y = lambda * (x1 - acc.x) - y1;
+                loaded = true;
+            } else if (c == CASE_COPY) {
+                acc = load_signed(bases, slab.word(i, S::ENTRY));
+                empty = acc.is_inf();
+                loaded = true;
+            } else if (c == CASE_CANCEL) {
+                empty = true;
+            }
+            const uint32_t run_end = slab.word(i, S::RUN_END);
+            if (pos + 1 != run_end) {
+                if (loaded && !empty) {
+                    slab.set_field(i, S::ACC_X, acc.x);
+                    slab.set_field(i, S::ACC_Y, acc.y);
+                }
+                slab.set_word(i, S::FLAGS, (flags & ~STRAND_EMPTY & 0xf) | (empty ? STRAND_EMPTY : 0));
+                continue;
+            }
+            // The run ends here: flush it.
+            if (!loaded && !empty) {
+                acc.x = slab.field(i, S::ACC_X);
+                acc.y = slab.field(i, S::ACC_Y);
+            }
+            const X sum = empty ? X::infinity() : X{acc.x, acc.y, F::one(), F::one()};
+            const uint32_t v = t * K + i;
+            const uint32_t start = strand_start(i);
+            const uint32_t end = (uint32_t)min((uint64_t)start + chunk, (uint64_t)total);
+            uint32_t key = slab.word(i, S::KEY);
+            const uint32_t runs = (flags >> STRAND_RUNS_SHIFT) & 3;
+            if (runs == 0) {
+                part_keys[2 * v] = key;
+                part_pts[2 * v] = sum;
+            } else if (pos + 1 == end) {
+                part_keys[2 * v + 1] = key;
+                part_pts[2 * v + 1] = sum;
+            } else {
+                bucket_sums[key] = sum;
+            }
+            if (pos + 1 == end) {
+                if (runs == 0) {  // the only run went to the head; keep the list sorted
+                    part_keys[2 * v + 1] = key;
+                    part_pts[2 * v + 1] = X::infinity();
+                }
+                slab.set_word(i, S::FLAGS, STRAND_IDLE);
+                live--;
+                continue;
+            }
+            do {
+                key++;
+            } while (offsets[key + 1] <= pos + 1);
+            slab.set_word(i, S::KEY, key);
+            slab.set_word(i, S::RUN_END, min(offsets[key + 1], end));
+            slab.set_word(i, S::FLAGS, STRAND_EMPTY | (min(runs + 1, 2u) << STRAND_RUNS_SHIFT));
+        }
+    }
+}
+
 /// Step 3. Thread t sums the runs of in[t·chunk, (t+1)·chunk). With
 /// `out_keys` null (the last level: one thread, chunk ≥ len) every run is
 /// final; otherwise the first and last runs go to out slots 2t and 2t+1.
@@ -246,8 +492,9 @@ __device__ __forceinline__ xyzz_t<F> mul_u32(const xyzz_t<F>& p, uint32_t k) {
     return acc;
 }
 
-/// Step 4. Thread g = w·S + s reduces buckets [s·m, (s+1)·m) of window w
-/// (bucket index j holds digit j+1) to Σ_j (j+1)·B_j, written to out[g].
+/// Step 4. Thread g = w·S + s reduces buckets [s·m, min((s+1)·m, B)) of
+/// window w (bucket index j holds digit j+1; B = buckets_per_window) to
+/// Σ_j (j+1)·B_j, written to out[g].
 template <class F>
 __device__ __forceinline__ void reduce_segments(const xyzz_t<F>* __restrict__ bucket_sums,
                                                 const uint32_t* __restrict__ offsets,
@@ -259,8 +506,9 @@ __device__ __forceinline__ void reduce_segments(const xyzz_t<F>* __restrict__ bu
     if (g >= windows * segments) return;
     const uint32_t w = g / segments, s = g % segments;
     const uint32_t first = w * buckets_per_window + s * m;
+    const uint32_t len = s * m < buckets_per_window ? min(m, buckets_per_window - s * m) : 0;
     X running = X::infinity(), tri = X::infinity();
-    for (int j = (int)m - 1; j >= 0; j--) {
+    for (int j = (int)len - 1; j >= 0; j--) {
         const uint32_t key = first + j;
         if (offsets[key] != offsets[key + 1]) running = add_reduce(running, bucket_sums[key]);
         tri = add_reduce(tri, running);  // tri = Σ_j (j − s·m + 1)·B_j
@@ -441,6 +689,16 @@ __device__ __forceinline__ void chain_bases(const affine_t<F>* __restrict__ cons
         cuzk::xyzz_t<F>* part_pts) {                                                             \
         cuzk::msm::accumulate_runs<F, PREFETCH>(bases, entries, offsets, nkeys, nthreads,        \
                                                 bucket_sums, part_keys, part_pts);               \
+    }
+
+/// A batch-affine accumulation kernel with K strands per thread.
+#define CUZK_MSM_AFFINE_KERNEL(NAME, F, K, BOUNDS)                                              \
+    extern "C" __global__ void BOUNDS NAME(                                                      \
+        const cuzk::affine_t<F>* bases, const uint32_t* entries, const uint32_t* offsets,       \
+        uint32_t nkeys, uint32_t nthreads, uint32_t* slab, cuzk::xyzz_t<F>* bucket_sums,          \
+        uint32_t* part_keys, cuzk::xyzz_t<F>* part_pts) {                                        \
+        cuzk::msm::accumulate_affine<F, K>(bases, entries, offsets, nkeys, nthreads, slab,       \
+                                           bucket_sums, part_keys, part_pts);                    \
     }
 
 /// A bitmap batch-sum kernel with the given launch bounds (occupancy variants).

@@ -16,10 +16,11 @@
 //!
 //! `cargo run --release -p cuzk-cuda --example msm_bench -- [--smoke] [--sweep]
 //! [--max-log-g1 K] [--max-log-g2 K] [--repeats R] [--json PATH]
-//! [--g1-logs 20,24,26] [--g2-logs 24] [--msm-only] [--compare-sorts]`
+//! [--g1-logs 20,24,26] [--g2-logs 24] [--msm-only] [--variants] [--compare-sorts]`
 //!
 //! `--g1-logs`/`--g2-logs` replace the 2^16, 2^18 … sizes; `--msm-only` skips
-//! the variant timings, batch sums and classification; `--compare-sorts`
+//! the variant timings, batch sums and classification (`--variants` keeps
+//! the variant timings); `--compare-sorts`
 //! times every size with both bucket sorts (counting, radix) on the same
 //! bases, rows "G1 MSM counting" / "G1 MSM radix".
 
@@ -54,6 +55,7 @@ struct Args {
     g1_logs: Option<Vec<u32>>,
     g2_logs: Option<Vec<u32>>,
     msm_only: bool,
+    variants: bool,
     compare_sorts: bool,
 }
 
@@ -75,6 +77,7 @@ fn parse_args() -> BoxResult<Args> {
         g1_logs: None,
         g2_logs: None,
         msm_only: false,
+        variants: false,
         compare_sorts: false,
     };
     let mut it = std::env::args().skip(1);
@@ -89,6 +92,7 @@ fn parse_args() -> BoxResult<Args> {
             "--g1-logs" => a.g1_logs = Some(parse_logs(it.next())?),
             "--g2-logs" => a.g2_logs = Some(parse_logs(it.next())?),
             "--msm-only" => a.msm_only = true,
+            "--variants" => a.variants = true,
             "--compare-sorts" => a.compare_sorts = true,
             "--bench" => {} // cargo bench passes this
             other => return Err(format!("unknown argument {other}").into()),
@@ -301,7 +305,8 @@ where
     for log in variant_logs {
         let n = 1usize << log;
         let c = choose_window_bits(n, C::XYZZ_WORDS * 8, usize::MAX);
-        for (v, name) in C::ACCUMULATE_VARIANTS.iter().enumerate() {
+        for (v, kernel) in C::ACCUMULATE_VARIANTS.iter().enumerate() {
+            let name = kernel.name;
             let (c, ms) = time_msm::<C>(
                 s,
                 &bases,
@@ -483,7 +488,7 @@ fn main() -> BoxResult<()> {
     } else {
         vec![]
     };
-    let variants = !args.msm_only;
+    let variants = !args.msm_only || args.variants;
     let cmp = args.compare_sorts;
     let reps = args.repeats;
     msm_rows::<G1>(

@@ -578,11 +578,33 @@ fn variants_suite<C: HostCurve>(name: &str) {
         b[i] = C::identity_aff();
     }
     b[11] = b[10];
+    // A run of one repeated point and pairs P, −P, each with equal scalars:
+    // the batch-affine strands meet P + P (doubling) and P + (−P) (infinity).
+    for i in 100..300 {
+        b[i] = b[99];
+    }
+    for i in (1000..1200).step_by(2) {
+        b[i + 1] = C::neg_aff(&b[i]);
+    }
     let db = upload_bases::<C>(&s, &b);
     let random = random_scalars(&mut rng, n);
     let special = special_scalars(&mut rng, n);
+    let mut edge = random_scalars(&mut rng, n);
+    let repeated = Fr::random(&mut rng);
+    for sc in &mut edge[99..300] {
+        *sc = repeated;
+    }
+    for i in (1000..1200).step_by(2) {
+        edge[i + 1] = edge[i];
+    }
+    let same = vec![Fr::random(&mut rng); n];
     for v in 0..C::ACCUMULATE_VARIANTS.len() {
-        for (scalars, what) in [(&random, "random"), (&special, "special")] {
+        for (scalars, what) in [
+            (&random, "random"),
+            (&special, "special"),
+            (&edge, "repeated and opposite"),
+            (&same, "all-equal"),
+        ] {
             let mut msm = Msm::<C>::with_tuning(&s, n, 11, v).expect("msm plan");
             let sc = upload_scalars(&s, scalars);
             let got = msm.run(&db, &sc).unwrap();
@@ -591,7 +613,7 @@ fn variants_suite<C: HostCurve>(name: &str) {
                 C::msm_ref(&b, scalars),
                 "{} {} on {what} scalars",
                 C::NAME,
-                C::ACCUMULATE_VARIANTS[v]
+                C::ACCUMULATE_VARIANTS[v].name
             );
         }
     }
