@@ -204,7 +204,9 @@ impl MsmCurve for G1 {
         AccumulateKernel::xyzz("msm_accumulate_g1_8x64"),
         AccumulateKernel::xyzz("msm_accumulate_g1_unbounded"),
         AccumulateKernel::affine("msm_accumulate_affine_g1", 32),
-        AccumulateKernel::affine("msm_accumulate_affine_g1_k16", 16),
+        AccumulateKernel::affine("msm_accumulate_affine2_g1", 32),
+        AccumulateKernel::affine("msm_accumulate_affine2_g1_k64", 64),
+        AccumulateKernel::affine("msm_accumulate_affine2_g1_6x64", 32),
     ];
     /// Unbounded registers: H200 17:51Z, 130.3 ms against 133.3 at 2^24, 468.3
     /// against 488.7 at 2^26.
@@ -312,11 +314,12 @@ impl AccumulateKernel {
     }
 }
 
-/// u32 words of one batch-affine strand's state (kernels/msm/pippenger.cuh
-/// strand_slab: x, y, prefix product, then key, run end, entry, flags), for
-/// points of `xyzz_bytes` bytes (4 coordinates).
+/// u32 words of one batch-affine strand's state at most (kernels/msm/g1.cu
+/// slab2: x, y, prefix product, slope denominator and numerator, then next
+/// position, key, run end, flags), for points of `xyzz_bytes` bytes (4
+/// coordinates).
 fn strand_words(xyzz_bytes: usize) -> usize {
-    3 * (xyzz_bytes / 4) / 4 + 4
+    5 * (xyzz_bytes / 4) / 4 + 4
 }
 
 /// Most strands the batch-affine accumulation runs at once for points of
@@ -1859,7 +1862,7 @@ mod tests {
             ("G1", G1::ACCUMULATE_VARIANTS, 192),
             ("G2", G2::ACCUMULATE_VARIANTS, 384),
         ] {
-            assert_eq!(strand_words(xyzz_bytes), 3 * xyzz_bytes / 16 + 4);
+            assert_eq!(strand_words(xyzz_bytes), 5 * xyzz_bytes / 16 + 4);
             for (v, &kernel) in variants.iter().enumerate().filter(|(_, k)| k.is_affine()) {
                 // Small inputs: each strand still gets MIN_ENTRIES_PER_STRAND entries.
                 let small = MsmPlan::new(1 << 10, 8, 1 << 20, 1 << 15, v, kernel, xyzz_bytes);
