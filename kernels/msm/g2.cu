@@ -15,8 +15,3 @@ CUZK_MSM_CURVE_KERNELS(g2, cuzk::fq2_t, , )
 CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_g2_noprefetch, cuzk::fq2_t, , false)
 // The same with the eager Fq2 product (three full Montgomery products).
 CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_g2_noprefetch_eager, cuzk::fq2_base<false>, , false)
-
-// Batch-affine accumulation (pippenger.cuh, accumulate_affine): K strands
-// per thread share one inversion (of Fq2: one Fq inversion) per step.
-CUZK_MSM_AFFINE_KERNEL(msm_accumulate_affine_g2, cuzk::fq2_t, 32, )
-CUZK_MSM_AFFINE_KERNEL(msm_accumulate_affine_g2_k16, cuzk::fq2_t, 16, )

@@ -305,8 +305,7 @@ where
     for log in variant_logs {
         let n = 1usize << log;
         let c = choose_window_bits(n, C::XYZZ_WORDS * 8, usize::MAX);
-        for (v, kernel) in C::ACCUMULATE_VARIANTS.iter().enumerate() {
-            let name = kernel.name;
+        for (v, name) in C::ACCUMULATE_VARIANTS.iter().enumerate() {
             let (c, ms) = time_msm::<C>(
                 s,
                 &bases,

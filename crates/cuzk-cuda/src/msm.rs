@@ -60,18 +60,14 @@ const ACCUMULATE_THREADS: u32 = 64;
 /// Sorted entries per accumulation thread at least (below this the partial
 /// slots outnumber the work).
 const MIN_ENTRIES_PER_THREAD: usize = 8;
-/// Sorted entries per strand of the batch-affine accumulation at least.
-const MIN_ENTRIES_PER_STRAND: usize = 32;
-/// Device bytes the batch-affine accumulation may take for its strands'
-/// state and partial slots (≈600 B per strand for G1, ≈1,200 for G2).
-const AFFINE_SCRATCH_BYTES: usize = 1 << 30;
 /// Partial slots per merge thread; each level shrinks the list by CHUNK/2.
 const MERGE_CHUNK: u32 = 16;
 const MERGE_THREADS: u32 = 64;
 /// Most bucket-reduction threads (segments × windows). The plan runs one
 /// full wave of the reduction kernel: every thread reduces one segment, so a
 /// second, partly filled wave would double the time of a few threads' work
-/// (H200, c = 20 at 2^24: 53,248 threads in 1.26 waves took 12.9 ms).
+/// (H200, c = 20 at 2^24: 53,248 threads in 1.26 waves took 12.9 ms for G1
+/// and 61 ms for G2; one wave of 202-bucket segments 9.9 and 49 ms).
 const REDUCE_MAX_THREADS: u32 = 1 << 17;
 const REDUCE_THREADS: u32 = 64;
 /// Tree sums: threads per block and most blocks per group in the first pass.
@@ -124,11 +120,10 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     /// batch_sum_bitmap, batch_sum_indices, chain_bases.
     #[doc(hidden)]
     const KERNELS: [&'static str; 8];
-    /// Accumulation kernels: the XYZZ form with different launch bounds
-    /// (index 0 is KERNELS' own) and the batch-affine form; the benchmark
-    /// times them.
+    /// Accumulation kernels compiled with different launch bounds (index 0 is
+    /// KERNELS' own); the benchmark times them.
     #[doc(hidden)]
-    const ACCUMULATE_VARIANTS: &'static [AccumulateKernel];
+    const ACCUMULATE_VARIANTS: &'static [&'static str];
     /// Likewise for the bitmap batch sum.
     #[doc(hidden)]
     const BITMAP_VARIANTS: &'static [&'static str];
@@ -199,14 +194,10 @@ impl MsmCurve for G1 {
     ];
     // Residency variants (kernels/msm/g1.cu); the default kernel carries the
     // launch bounds that won on the H200.
-    const ACCUMULATE_VARIANTS: &'static [AccumulateKernel] = &[
-        AccumulateKernel::xyzz("msm_accumulate_g1"),
-        AccumulateKernel::xyzz("msm_accumulate_g1_8x64"),
-        AccumulateKernel::xyzz("msm_accumulate_g1_unbounded"),
-        AccumulateKernel::affine("msm_accumulate_affine_g1", 32),
-        AccumulateKernel::affine("msm_accumulate_affine2_g1", 32),
-        AccumulateKernel::affine("msm_accumulate_affine2_g1_k64", 64),
-        AccumulateKernel::affine("msm_accumulate_affine2_g1_6x64", 32),
+    const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
+        "msm_accumulate_g1",
+        "msm_accumulate_g1_8x64",
+        "msm_accumulate_g1_unbounded",
     ];
     /// Unbounded registers: H200 17:51Z, 130.3 ms against 133.3 at 2^24, 468.3
     /// against 488.7 at 2^26.
@@ -252,12 +243,10 @@ impl MsmCurve for G2 {
         "msm_batch_sum_indices_g2",
         "msm_chain_bases_g2",
     ];
-    const ACCUMULATE_VARIANTS: &'static [AccumulateKernel] = &[
-        AccumulateKernel::xyzz("msm_accumulate_g2"),
-        AccumulateKernel::xyzz("msm_accumulate_g2_noprefetch"),
-        AccumulateKernel::xyzz("msm_accumulate_g2_noprefetch_eager"),
-        AccumulateKernel::affine("msm_accumulate_affine_g2", 32),
-        AccumulateKernel::affine("msm_accumulate_affine_g2_k16", 16),
+    const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
+        "msm_accumulate_g2",
+        "msm_accumulate_g2_noprefetch",
+        "msm_accumulate_g2_noprefetch_eager",
     ];
     const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g2"];
     /// Without the prefetch: fewer spills (H200 17:51Z, 2^24: 376 ms against 425).
@@ -289,46 +278,6 @@ const _: () =
 const _: () = assert!(
     std::mem::size_of::<G1AffineLimbs>() == 96 && std::mem::size_of::<G2AffineLimbs>() == 192
 );
-
-/// One compiled bucket-accumulation kernel (kernels/msm/pippenger.cuh).
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AccumulateKernel {
-    pub name: &'static str,
-    /// Strands per thread: 1 for `accumulate_runs` (XYZZ sums, one run of
-    /// entries per thread), K for `accumulate_affine` (K runs whose affine
-    /// additions share one inversion per step).
-    pub strands: u32,
-}
-
-impl AccumulateKernel {
-    const fn xyzz(name: &'static str) -> Self {
-        AccumulateKernel { name, strands: 1 }
-    }
-    const fn affine(name: &'static str, strands: u32) -> Self {
-        AccumulateKernel { name, strands }
-    }
-    /// Whether this is the batch-affine kernel (it takes a strand slab).
-    pub fn is_affine(&self) -> bool {
-        self.strands > 1
-    }
-}
-
-/// u32 words of one batch-affine strand's state at most (kernels/msm/g1.cu
-/// slab2: x, y, prefix product, slope denominator and numerator, then next
-/// position, key, run end, flags), for points of `xyzz_bytes` bytes (4
-/// coordinates).
-fn strand_words(xyzz_bytes: usize) -> usize {
-    5 * (xyzz_bytes / 4) / 4 + 4
-}
-
-/// Most strands the batch-affine accumulation runs at once for points of
-/// `xyzz_bytes`: its slab and partial slots (two per strand, plus the merge's
-/// second level) within [`AFFINE_SCRATCH_BYTES`].
-fn max_strands(xyzz_bytes: usize) -> usize {
-    let per_strand = strand_words(xyzz_bytes) * 4 + 2 * (xyzz_bytes + 4) * 9 / 8;
-    AFFINE_SCRATCH_BYTES / per_strand
-}
 
 /// Number of windows for c-bit signed digits of a 255-bit scalar: the top
 /// window must absorb the last carry, so c·W ≥ 256.
@@ -422,9 +371,8 @@ pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
     let entries = len * w * 4;
     let key_arrays = keys * 4 * 3 + (keys / SCAN_TILE + 2) * 4;
     let buckets = keys * xyzz_bytes;
-    let fixed = (1 << 20) * (xyzz_bytes + 4)
-        + (REDUCE_MAX_THREADS as usize * 2 + 4096) * xyzz_bytes
-        + AFFINE_SCRATCH_BYTES;
+    let fixed =
+        (1 << 20) * (xyzz_bytes + 4) + (REDUCE_MAX_THREADS as usize * 2 + 4096) * xyzz_bytes;
     let radix = match BucketSort::for_shape(len, window_bits) {
         BucketSort::Radix => radix_scratch_bytes(len, w as u32),
         BucketSort::Counting => 0,
@@ -470,9 +418,6 @@ pub struct MsmPlan {
     pub windows: u32,
     /// Threads that share the sorted entries in the accumulation.
     pub accumulate_threads: u32,
-    /// Strands per accumulation thread (1, or K for the batch-affine kernel):
-    /// the sorted entries are cut into threads × strands equal chunks.
-    pub strands_per_thread: u32,
     /// Buckets per reduction thread (the window's last segment may be shorter).
     pub segment_len: u32,
     /// Which accumulation kernel (an index into the curve's variants).
@@ -488,22 +433,12 @@ impl MsmPlan {
         accumulate_capacity: u32,
         reduce_capacity: u32,
         accumulate_variant: usize,
-        kernel: AccumulateKernel,
-        xyzz_bytes: usize,
     ) -> Self {
         let windows = windows_for(window_bits);
         let entries = max_len.saturating_mul(windows as usize);
-        let k = kernel.strands.max(1) as usize;
-        let (wanted, cap) = if kernel.is_affine() {
-            (
-                entries.div_ceil(k * MIN_ENTRIES_PER_STRAND),
-                max_strands(xyzz_bytes) / k,
-            )
-        } else {
-            (entries.div_ceil(MIN_ENTRIES_PER_THREAD), usize::MAX)
-        };
-        let threads = (wanted.max(1).min(accumulate_capacity as usize).min(cap) as u32)
-            .next_multiple_of(ACCUMULATE_THREADS);
+        let wanted = entries.div_ceil(MIN_ENTRIES_PER_THREAD).max(1);
+        let threads =
+            (wanted.min(accumulate_capacity as usize) as u32).next_multiple_of(ACCUMULATE_THREADS);
         let buckets = 1u32 << (window_bits - 1);
         let wanted = (reduce_capacity.min(REDUCE_MAX_THREADS) / windows).clamp(1, buckets);
         let segment_len = buckets.div_ceil(wanted);
@@ -512,7 +447,6 @@ impl MsmPlan {
             window_bits,
             windows,
             accumulate_threads: threads,
-            strands_per_thread: k as u32,
             segment_len,
             accumulate_variant,
             sort: BucketSort::for_shape(max_len, window_bits),
@@ -527,11 +461,6 @@ impl MsmPlan {
     /// All bucket keys: windows × buckets.
     pub fn keys(&self) -> usize {
         self.windows as usize * self.buckets_per_window() as usize
-    }
-
-    /// Partial slots the accumulation writes: two per strand.
-    fn partial_slots(&self) -> usize {
-        2 * self.accumulate_threads as usize * self.strands_per_thread as usize
     }
 
     fn segments(&self) -> u32 {
@@ -562,8 +491,6 @@ pub struct Msm<C: MsmCurve> {
     bucket_sums: DeviceBuffer<u64>,
     part_keys: [DeviceBuffer<u32>; 2],
     part_pts: [DeviceBuffer<u64>; 2],
-    /// The batch-affine accumulation's strand state (one word otherwise).
-    slab: DeviceBuffer<u32>,
     segment_sums: DeviceBuffer<u64>,
     group_sums: DeviceBuffer<u64>,
     window_sums: DeviceBuffer<u64>,
@@ -645,34 +572,16 @@ impl<C: MsmCurve> Msm<C> {
             },
         )?;
         let kernel = C::ACCUMULATE_VARIANTS[variant];
-        let capacity = resident_threads(stream, kernel.name, ACCUMULATE_THREADS)?;
+        let capacity = resident_threads(stream, kernel, ACCUMULATE_THREADS)?;
         let reduce_capacity = resident_threads(stream, C::KERNELS[K_REDUCE], REDUCE_THREADS)?;
-        let plan = MsmPlan::new(
-            max_len,
-            window_bits,
-            capacity,
-            reduce_capacity,
-            variant,
-            kernel,
-            C::XYZZ_WORDS * 8,
-        );
+        let plan = MsmPlan::new(max_len, window_bits, capacity, reduce_capacity, variant);
         Self::with_plan(stream, plan)
     }
 
     /// An MSM with an explicit plan (e.g. from a sweep).
     pub fn with_plan(stream: &Stream, plan: MsmPlan) -> Result<Self> {
         let keys = plan.keys();
-        let parts = plan.partial_slots();
-        // The merge's first level writes two slots per MERGE_CHUNK read; later
-        // levels ping-pong within the first buffer.
-        let parts2 = 2 * parts.div_ceil(MERGE_CHUNK as usize);
-        let slab = if C::ACCUMULATE_VARIANTS[plan.accumulate_variant].is_affine() {
-            plan.accumulate_threads as usize
-                * plan.strands_per_thread as usize
-                * strand_words(C::XYZZ_WORDS * 8)
-        } else {
-            1
-        };
+        let parts = 2 * plan.accumulate_threads as usize;
         let xw = C::XYZZ_WORDS;
         let w = plan.windows as usize;
         Ok(Msm {
@@ -683,9 +592,8 @@ impl<C: MsmCurve> Msm<C> {
             tile_sums: stream.alloc(keys.div_ceil(SCAN_TILE) + 1)?,
             entries: stream.alloc((plan.max_len * w).max(1))?,
             bucket_sums: stream.alloc(keys * xw)?,
-            part_keys: [stream.alloc(parts)?, stream.alloc(parts2)?],
-            part_pts: [stream.alloc(parts * xw)?, stream.alloc(parts2 * xw)?],
-            slab: stream.alloc(slab)?,
+            part_keys: [stream.alloc(parts)?, stream.alloc(parts)?],
+            part_pts: [stream.alloc(parts * xw)?, stream.alloc(parts * xw)?],
             segment_sums: stream.alloc(w * plan.segments() as usize * xw)?,
             group_sums: stream.alloc(w * plan.sum_blocks() as usize * xw)?,
             window_sums: stream.alloc(w * xw)?,
@@ -1095,48 +1003,29 @@ impl<C: MsmCurve> Msm<C> {
 
         // 2. Bucket accumulation, then merge levels over the partial slots.
         let t = plan.accumulate_threads;
-        let kernel = C::ACCUMULATE_VARIANTS[plan.accumulate_variant];
-        let mut args = KernelArgs::new()
+        let args = KernelArgs::new()
             .device_ptr(bases.device_ptr())
             .device_ptr(self.entries.device_ptr())
             .device_ptr(self.offsets.device_ptr())
             .u32(keys)
-            .u32(t);
-        if kernel.is_affine() {
-            ensure(
-                kernel.name,
-                self.slab.len()
-                    >= t as usize * kernel.strands as usize * strand_words(C::XYZZ_WORDS * 8),
-                || format!("strand slab of {} words for {t} threads", self.slab.len()),
-            )?;
-            args = args.device_ptr(self.slab.device_ptr());
-        }
-        let args = args
+            .u32(t)
             .device_ptr(self.bucket_sums.device_ptr())
             .device_ptr(self.part_keys[0].device_ptr())
             .device_ptr(self.part_pts[0].device_ptr());
         #[allow(unsafe_code)]
-        // SAFETY: argument order of msm_accumulate_* (the affine kernels take
-        // the slab after nthreads; its size is checked above); entries hold
-        // point indices < bound ≤ bases.len() (written by the sort above);
-        // strand v writes partial slots 2v, 2v+1 < 2·threads·strands (the
-        // size of part buffer 0); keys < bucket_sums.
+        // SAFETY: argument order of msm_accumulate_*; entries hold point indices
+        // < bound ≤ bases.len() (written by the scatter above); thread t writes
+        // partial slots 2t, 2t+1 < 2·accumulate_threads; keys < bucket_sums.
         unsafe {
             s.launch(
-                kernel.name,
+                C::ACCUMULATE_VARIANTS[plan.accumulate_variant],
                 grid(t / ACCUMULATE_THREADS, ACCUMULATE_THREADS),
                 args,
-                || {
-                    format!(
-                        "{len} pairs, {} keys, {t} threads × {} strands",
-                        plan.keys(),
-                        kernel.strands
-                    )
-                },
+                || format!("{len} pairs, {} keys, {t} threads", plan.keys()),
             )?;
         }
         self.mark("accumulate")?;
-        let mut len_parts = plan.partial_slots() as u32;
+        let mut len_parts = 2 * t;
         let mut src = 0;
         loop {
             let last = len_parts <= MERGE_CHUNK;
@@ -1840,47 +1729,17 @@ mod tests {
 
     #[test]
     fn plan_shapes_are_consistent() {
-        let xyzz = G1::ACCUMULATE_VARIANTS[0];
         for c in MIN_WINDOW_BITS..=MAX_WINDOW_BITS {
-            let p = MsmPlan::new(1 << 20, c, 132 * 5 * 64, 132 * 320, 0, xyzz, 192);
+            let p = MsmPlan::new(1 << 20, c, 132 * 5 * 64, 132 * 320, 0);
             // Segments cover every bucket, the last one possibly short, in one wave.
             assert!(p.segments() * p.segment_len >= p.buckets_per_window());
             assert!((p.segments() - 1) * p.segment_len < p.buckets_per_window());
             assert!(p.segments() * p.windows <= (132 * 320).max(p.windows));
             assert_eq!(p.accumulate_threads % ACCUMULATE_THREADS, 0);
-            assert_eq!(p.partial_slots(), 2 * p.accumulate_threads as usize);
         }
         assert_eq!(
-            MsmPlan::new(1, 8, 1 << 16, 1 << 16, 0, xyzz, 192).accumulate_threads,
+            MsmPlan::new(1, 8, 1 << 16, 1 << 16, 0).accumulate_threads,
             ACCUMULATE_THREADS
         );
-    }
-
-    #[test]
-    fn affine_plans_stay_within_their_scratch() {
-        for (curve, variants, xyzz_bytes) in [
-            ("G1", G1::ACCUMULATE_VARIANTS, 192),
-            ("G2", G2::ACCUMULATE_VARIANTS, 384),
-        ] {
-            assert_eq!(strand_words(xyzz_bytes), 5 * xyzz_bytes / 16 + 4);
-            for (v, &kernel) in variants.iter().enumerate().filter(|(_, k)| k.is_affine()) {
-                // Small inputs: each strand still gets MIN_ENTRIES_PER_STRAND entries.
-                let small = MsmPlan::new(1 << 10, 8, 1 << 20, 1 << 15, v, kernel, xyzz_bytes);
-                assert_eq!(small.strands_per_thread, kernel.strands);
-                assert_eq!(small.accumulate_threads, ACCUMULATE_THREADS, "{curve}");
-                // Large inputs on a large device: capped by AFFINE_SCRATCH_BYTES.
-                let large = MsmPlan::new(1 << 26, 20, 1 << 24, 1 << 15, v, kernel, xyzz_bytes);
-                let strands = large.accumulate_threads as usize * kernel.strands as usize;
-                assert!(strands <= max_strands(xyzz_bytes) + 64 * kernel.strands as usize);
-                let bytes = strands * strand_words(xyzz_bytes) * 4
-                    + 2 * strands * (xyzz_bytes + 4) * 9 / 8;
-                assert!(
-                    bytes <= AFFINE_SCRATCH_BYTES + (1 << 22),
-                    "{curve} {}: {bytes} bytes",
-                    kernel.name
-                );
-                assert_eq!(large.partial_slots(), 2 * strands);
-            }
-        }
     }
 }
