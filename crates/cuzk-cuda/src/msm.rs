@@ -120,10 +120,10 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     /// batch_sum_bitmap, batch_sum_indices, chain_bases.
     #[doc(hidden)]
     const KERNELS: [&'static str; 8];
-    /// Accumulation kernels: different launch bounds (index 0 is KERNELS'
-    /// own) and strands per thread; the benchmark times them.
+    /// Accumulation kernels compiled with different launch bounds (index 0 is
+    /// KERNELS' own); the benchmark times them.
     #[doc(hidden)]
-    const ACCUMULATE_VARIANTS: &'static [AccumulateKernel];
+    const ACCUMULATE_VARIANTS: &'static [&'static str];
     /// Likewise for the bitmap batch sum.
     #[doc(hidden)]
     const BITMAP_VARIANTS: &'static [&'static str];
@@ -194,12 +194,10 @@ impl MsmCurve for G1 {
     ];
     // Residency variants (kernels/msm/g1.cu); the default kernel carries the
     // launch bounds that won on the H200.
-    const ACCUMULATE_VARIANTS: &'static [AccumulateKernel] = &[
-        AccumulateKernel::new("msm_accumulate_g1", 1),
-        AccumulateKernel::new("msm_accumulate_g1_8x64", 1),
-        AccumulateKernel::new("msm_accumulate_g1_unbounded", 1),
-        AccumulateKernel::new("msm_accumulate_paired_g1", 1),
-        AccumulateKernel::new("msm_accumulate_paired_g1_noprefetch", 1),
+    const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
+        "msm_accumulate_g1",
+        "msm_accumulate_g1_8x64",
+        "msm_accumulate_g1_unbounded",
     ];
     /// Unbounded registers: H200 17:51Z, 130.3 ms against 133.3 at 2^24, 468.3
     /// against 488.7 at 2^26.
@@ -245,10 +243,10 @@ impl MsmCurve for G2 {
         "msm_batch_sum_indices_g2",
         "msm_chain_bases_g2",
     ];
-    const ACCUMULATE_VARIANTS: &'static [AccumulateKernel] = &[
-        AccumulateKernel::new("msm_accumulate_g2", 1),
-        AccumulateKernel::new("msm_accumulate_g2_noprefetch", 1),
-        AccumulateKernel::new("msm_accumulate_g2_noprefetch_eager", 1),
+    const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
+        "msm_accumulate_g2",
+        "msm_accumulate_g2_noprefetch",
+        "msm_accumulate_g2_noprefetch_eager",
     ];
     const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g2"];
     /// Without the prefetch: fewer spills (H200 17:51Z, 2^24: 376 ms against 425).
@@ -280,29 +278,6 @@ const _: () =
 const _: () = assert!(
     std::mem::size_of::<G1AffineLimbs>() == 96 && std::mem::size_of::<G2AffineLimbs>() == 192
 );
-
-/// One compiled bucket-accumulation kernel (kernels/msm/pippenger.cuh,
-/// g1.cu): its name and how many strands each thread runs (thread t runs
-/// strands s·t … s·t + s − 1; strand v owns the v-th equal chunk of the
-/// sorted entries and writes partial slots 2v and 2v + 1).
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AccumulateKernel {
-    pub name: &'static str,
-    pub strands: u32,
-}
-
-impl AccumulateKernel {
-    const fn new(name: &'static str, strands: u32) -> Self {
-        AccumulateKernel { name, strands }
-    }
-}
-
-impl fmt::Display for AccumulateKernel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name)
-    }
-}
 
 /// Number of windows for c-bit signed digits of a 255-bit scalar: the top
 /// window must absorb the last carry, so c·W ≥ 256.
@@ -443,9 +418,6 @@ pub struct MsmPlan {
     pub windows: u32,
     /// Threads that share the sorted entries in the accumulation.
     pub accumulate_threads: u32,
-    /// Strands per accumulation thread (the kernel's): the sorted entries
-    /// are cut into threads × strands equal chunks.
-    pub strands_per_thread: u32,
     /// Buckets per reduction thread (the window's last segment may be shorter).
     pub segment_len: u32,
     /// Which accumulation kernel (an index into the curve's variants).
@@ -461,14 +433,10 @@ impl MsmPlan {
         accumulate_capacity: u32,
         reduce_capacity: u32,
         accumulate_variant: usize,
-        strands_per_thread: u32,
     ) -> Self {
         let windows = windows_for(window_bits);
         let entries = max_len.saturating_mul(windows as usize);
-        let strands_per_thread = strands_per_thread.max(1);
-        let wanted = entries
-            .div_ceil(MIN_ENTRIES_PER_THREAD * strands_per_thread as usize)
-            .max(1);
+        let wanted = entries.div_ceil(MIN_ENTRIES_PER_THREAD).max(1);
         let threads =
             (wanted.min(accumulate_capacity as usize) as u32).next_multiple_of(ACCUMULATE_THREADS);
         let buckets = 1u32 << (window_bits - 1);
@@ -479,7 +447,6 @@ impl MsmPlan {
             window_bits,
             windows,
             accumulate_threads: threads,
-            strands_per_thread,
             segment_len,
             accumulate_variant,
             sort: BucketSort::for_shape(max_len, window_bits),
@@ -494,11 +461,6 @@ impl MsmPlan {
     /// All bucket keys: windows × buckets.
     pub fn keys(&self) -> usize {
         self.windows as usize * self.buckets_per_window() as usize
-    }
-
-    /// Partial slots the accumulation writes: two per strand.
-    fn partial_slots(&self) -> usize {
-        2 * self.accumulate_threads as usize * self.strands_per_thread as usize
     }
 
     fn segments(&self) -> u32 {
@@ -610,23 +572,16 @@ impl<C: MsmCurve> Msm<C> {
             },
         )?;
         let kernel = C::ACCUMULATE_VARIANTS[variant];
-        let capacity = resident_threads(stream, kernel.name, ACCUMULATE_THREADS)?;
+        let capacity = resident_threads(stream, kernel, ACCUMULATE_THREADS)?;
         let reduce_capacity = resident_threads(stream, C::KERNELS[K_REDUCE], REDUCE_THREADS)?;
-        let plan = MsmPlan::new(
-            max_len,
-            window_bits,
-            capacity,
-            reduce_capacity,
-            variant,
-            kernel.strands,
-        );
+        let plan = MsmPlan::new(max_len, window_bits, capacity, reduce_capacity, variant);
         Self::with_plan(stream, plan)
     }
 
     /// An MSM with an explicit plan (e.g. from a sweep).
     pub fn with_plan(stream: &Stream, plan: MsmPlan) -> Result<Self> {
         let keys = plan.keys();
-        let parts = plan.partial_slots();
+        let parts = 2 * plan.accumulate_threads as usize;
         let xw = C::XYZZ_WORDS;
         let w = plan.windows as usize;
         Ok(Msm {
@@ -1060,17 +1015,17 @@ impl<C: MsmCurve> Msm<C> {
         #[allow(unsafe_code)]
         // SAFETY: argument order of msm_accumulate_*; entries hold point indices
         // < bound ≤ bases.len() (written by the scatter above); thread t writes
-        // partial slots 2v, 2v+1 < plan.partial_slots() for its strands v; keys < bucket_sums.
+        // partial slots 2t, 2t+1 < 2·accumulate_threads; keys < bucket_sums.
         unsafe {
             s.launch(
-                C::ACCUMULATE_VARIANTS[plan.accumulate_variant].name,
+                C::ACCUMULATE_VARIANTS[plan.accumulate_variant],
                 grid(t / ACCUMULATE_THREADS, ACCUMULATE_THREADS),
                 args,
                 || format!("{len} pairs, {} keys, {t} threads", plan.keys()),
             )?;
         }
         self.mark("accumulate")?;
-        let mut len_parts = plan.partial_slots() as u32;
+        let mut len_parts = 2 * t;
         let mut src = 0;
         loop {
             let last = len_parts <= MERGE_CHUNK;
@@ -1775,7 +1730,7 @@ mod tests {
     #[test]
     fn plan_shapes_are_consistent() {
         for c in MIN_WINDOW_BITS..=MAX_WINDOW_BITS {
-            let p = MsmPlan::new(1 << 20, c, 132 * 5 * 64, 132 * 320, 0, 1);
+            let p = MsmPlan::new(1 << 20, c, 132 * 5 * 64, 132 * 320, 0);
             // Segments cover every bucket, the last one possibly short, in one wave.
             assert!(p.segments() * p.segment_len >= p.buckets_per_window());
             assert!((p.segments() - 1) * p.segment_len < p.buckets_per_window());
@@ -1783,7 +1738,7 @@ mod tests {
             assert_eq!(p.accumulate_threads % ACCUMULATE_THREADS, 0);
         }
         assert_eq!(
-            MsmPlan::new(1, 8, 1 << 16, 1 << 16, 0, 2).accumulate_threads,
+            MsmPlan::new(1, 8, 1 << 16, 1 << 16, 0).accumulate_threads,
             ACCUMULATE_THREADS
         );
     }

@@ -613,7 +613,7 @@ fn variants_suite<C: HostCurve>(name: &str) {
                 C::msm_ref(&b, scalars),
                 "{} {} on {what} scalars",
                 C::NAME,
-                C::ACCUMULATE_VARIANTS[v].name
+                C::ACCUMULATE_VARIANTS[v]
             );
         }
     }
