@@ -198,8 +198,6 @@ impl MsmCurve for G1 {
         "msm_accumulate_g1",
         "msm_accumulate_g1_8x64",
         "msm_accumulate_g1_unbounded",
-        "msm_accumulate_staged_g1",
-        "msm_accumulate_staged_g1_6x64",
     ];
     /// Unbounded registers: H200 17:51Z, 130.3 ms against 133.3 at 2^24, 468.3
     /// against 488.7 at 2^26.
