@@ -179,6 +179,40 @@ fn special_scalars(rng: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
         .collect()
 }
 
+/// Zeros (40%), ones (30%) and three repeated random values: PoRep-like skew.
+fn skewed_scalars(rng: &mut ChaCha20Rng, n: usize) -> Vec<Fr> {
+    let pool: Vec<Fr> = (0..3).map(|_| Fr::random(&mut *rng)).collect();
+    (0..n)
+        .map(|_| match rng.gen_range(0..10) {
+            0..=3 => Fr::ZERO,
+            4..=6 => Fr::ONE,
+            k => pool[k - 7],
+        })
+        .collect()
+}
+
+/// Over `run`, one base repeated with one scalar (bucket additions meet
+/// P + P); over `pairs`, pairs (i, i + 1) of P and −P with equal scalars
+/// (P + (−P)).
+fn plant_repeated_and_opposite<C: HostCurve>(
+    b: &mut [C::Aff],
+    scalars: &mut [Fr],
+    repeated: Fr,
+    run: std::ops::Range<usize>,
+    pairs: std::ops::Range<usize>,
+) {
+    for i in run.start + 1..run.end {
+        b[i] = b[run.start];
+    }
+    for sc in &mut scalars[run] {
+        *sc = repeated;
+    }
+    for i in pairs.step_by(2) {
+        b[i + 1] = C::neg_aff(&b[i]);
+        scalars[i + 1] = scalars[i];
+    }
+}
+
 fn msm_suite<C: HostCurve>(name: &str, sizes: &[usize], windows: &[u32]) {
     let Some(s) = stream() else { return };
     let mut rng = rng(name);
@@ -212,14 +246,7 @@ fn msm_suite<C: HostCurve>(name: &str, sizes: &[usize], windows: &[u32]) {
     check_msm::<C>(&s, &all[..m], &vec![-Fr::ONE; m], Some(13), "all r - 1");
     check_msm::<C>(&s, &all[..m], &vec![Fr::ZERO; m], None, "all zero");
     // A few repeated values (PoRep-like skew) with zeros and ones mixed in.
-    let pool: Vec<Fr> = (0..3).map(|_| Fr::random(&mut rng)).collect();
-    let skew: Vec<Fr> = (0..m)
-        .map(|_| match rng.gen_range(0..10) {
-            0..=3 => Fr::ZERO,
-            4..=6 => Fr::ONE,
-            k => pool[k - 7],
-        })
-        .collect();
+    let skew = skewed_scalars(&mut rng, m);
     check_msm::<C>(&s, &all[..m], &skew, None, "skewed scalars");
     check_msm::<C>(&s, &all[..m], &skew, Some(4), "skewed scalars, c = 4");
 }
@@ -235,20 +262,9 @@ fn bases_edge_suite<C: HostCurve>(name: &str) {
         let i = rng.gen_range(0..n);
         b[i] = C::identity_aff();
     }
-    for i in 100..400 {
-        b[i] = b[99];
-    }
-    for i in (1000..1100).step_by(2) {
-        b[i + 1] = C::neg_aff(&b[i]);
-    }
     let mut scalars = random_scalars(&mut rng, n);
     let repeated = Fr::random(&mut rng);
-    for sc in &mut scalars[99..400] {
-        *sc = repeated;
-    }
-    for i in (1000..1100).step_by(2) {
-        scalars[i + 1] = scalars[i];
-    }
+    plant_repeated_and_opposite::<C>(&mut b, &mut scalars, repeated, 99..400, 1000..1100);
     check_msm::<C>(
         &s,
         &b,
@@ -473,14 +489,7 @@ fn radix_msm_suite<C: HostCurve>(name: &str, n: usize) {
     let random = random_scalars(&mut rng, n);
     let special = special_scalars(&mut rng, n);
     let same = vec![Fr::random(&mut rng); n];
-    let pool: Vec<Fr> = (0..3).map(|_| Fr::random(&mut rng)).collect();
-    let skew: Vec<Fr> = (0..n)
-        .map(|_| match rng.gen_range(0..10) {
-            0..=3 => Fr::ZERO,
-            4..=6 => Fr::ONE,
-            k => pool[k - 7],
-        })
-        .collect();
+    let skew = skewed_scalars(&mut rng, n);
     for c in [15u32, 16, 20] {
         check(&random, n, c, "random scalars");
         check(&special, n, c, "special scalars");
@@ -578,26 +587,14 @@ fn variants_suite<C: HostCurve>(name: &str) {
         b[i] = C::identity_aff();
     }
     b[11] = b[10];
-    // A run of one repeated point and pairs P, −P, each with equal scalars:
-    // the batch-affine strands meet P + P (doubling) and P + (−P) (infinity).
-    for i in 100..300 {
-        b[i] = b[99];
-    }
-    for i in (1000..1200).step_by(2) {
-        b[i + 1] = C::neg_aff(&b[i]);
-    }
-    let db = upload_bases::<C>(&s, &b);
     let random = random_scalars(&mut rng, n);
     let special = special_scalars(&mut rng, n);
+    // Every variant meets P + P and P + (−P) inside one bucket run.
     let mut edge = random_scalars(&mut rng, n);
     let repeated = Fr::random(&mut rng);
-    for sc in &mut edge[99..300] {
-        *sc = repeated;
-    }
-    for i in (1000..1200).step_by(2) {
-        edge[i + 1] = edge[i];
-    }
+    plant_repeated_and_opposite::<C>(&mut b, &mut edge, repeated, 99..300, 1000..1200);
     let same = vec![Fr::random(&mut rng); n];
+    let db = upload_bases::<C>(&s, &b);
     for v in 0..C::ACCUMULATE_VARIANTS.len() {
         for (scalars, what) in [
             (&random, "random"),
