@@ -18,7 +18,8 @@ use cuzk_sched::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::sync::Arc;
 
-use crate::{rng_from, secs, select_backend, spinner, stage_list, write_atomically, BackendArgs};
+use crate::backend::{select_backend, BackendArgs};
+use crate::output::{rng_from, secs, spinner, stage_list, write_atomically};
 
 #[derive(Args, Debug)]
 pub(crate) struct PorepC2Args {
@@ -61,7 +62,7 @@ pub(crate) struct PorepC2Args {
 }
 
 /// `f01000`, `t01000` or `1000` → 1000.
-fn parse_actor(text: &str) -> Result<u64> {
+pub(crate) fn parse_actor(text: &str) -> Result<u64> {
     let digits = text
         .strip_prefix("f0")
         .or_else(|| text.strip_prefix("t0"))
