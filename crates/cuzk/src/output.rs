@@ -62,3 +62,11 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("renaming into {}", path.display()))?;
     Ok(())
 }
+
+/// The process's peak resident set (`VmHWM`), where the OS reports it.
+pub(crate) fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

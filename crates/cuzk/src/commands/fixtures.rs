@@ -25,7 +25,7 @@ use rand::SeedableRng;
 
 use crate::backend::select_fixed_base;
 use crate::commands::porep_c2::parse_actor;
-use crate::output::write_atomically;
+use crate::output::{peak_rss, write_atomically};
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Fixtures {
@@ -243,6 +243,12 @@ fn keys(
         t.elapsed().as_secs_f64(),
         fixed_base.name()
     );
+    if let Some(peak) = peak_rss() {
+        println!(
+            "peak host RSS {}",
+            cuzk_pipeline::memory::format_bytes(peak)
+        );
+    }
     Ok(())
 }
 

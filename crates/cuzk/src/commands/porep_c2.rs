@@ -21,7 +21,7 @@ use cuzk_sched::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::backend::{select_backend, BackendArgs};
-use crate::output::{rng_from, secs, spinner, stage_list, write_atomically};
+use crate::output::{peak_rss, rng_from, secs, spinner, stage_list, write_atomically};
 
 #[derive(Args, Debug)]
 pub(crate) struct PorepC2Args {
@@ -477,12 +477,4 @@ fn write_timeline(path: &Path, timeline: &Timeline) -> Result<()> {
         text.push('\n');
     }
     write_atomically(path, text.as_bytes())
-}
-
-/// The process's peak resident set (`VmHWM`), where the OS reports it.
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
