@@ -9,6 +9,7 @@
 # for up to N seconds; calls must follow each other within the machine's 30 s warm
 # window. Steps, each logged under $FS (default /tmp/fs):
 #
+#   0. 8 MiB and 512 MiB synthetic sectors: keys on the GPU, proofs, verify_seal;
 #   1. the 32 GiB test key (seed 0, official name) with the fixed-base step on the GPU,
 #      timed, peak RSS;
 #   2. two synthetic 32 GiB C1s (CC sectors 1 and 2 of f01000, seeds 1 and 2);
@@ -22,7 +23,13 @@
 # has finished (or when asked to with `collect`).
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-FS=${FS:-/tmp/fs}
+# The run needs ~50 GB of disk for the key: take the mount with the most room among /tmp,
+# the checkout and / (written to $FS/.. once chosen, so later calls agree).
+pick_fs() {
+  df -B1 --output=avail,target /tmp "$here" / 2>/dev/null | tail -n +2 | sort -n | tail -1 \
+    | awk '{print ($2 == "/" ? "" : $2) "/cuzk-fs"}'
+}
+FS=${FS:-$(cat /tmp/cuzk-fs-path 2>/dev/null || pick_fs)}
 bin=$FS/bin
 P=$FS/params
 WORKERS=${WORKERS:-4}
@@ -38,6 +45,16 @@ steps() {
       sleep 2
     done ) > "$FS/samples.txt" 2>/dev/null &
   sampler=$!
+
+  echo "== step 0: 8 MiB and 512 MiB synthetic sectors, keys on the GPU, proofs, verify_seal"
+  for size in 8MiB 512MiB; do
+    "$bin/cuzk" fixtures keys --sector-size $size --backend cuda --dir "$P" > "$FS/small-$size.log" 2>&1
+    "$bin/cuzk" fixtures synth-sector --sector-size $size --seed 5 --sector-id 5 \
+      --prover-id f01000 --out "$FS/c1-$size.json" >> "$FS/small-$size.log" 2>&1
+    "$bin/cuzk" porep-c2 --c1 "$FS/c1-$size.json" --out "$FS/proof-$size.bin" --prover-id f01000 \
+      --backend cuda >> "$FS/small-$size.log" 2>&1
+    echo "$size rc=$?" >> "$FS/small-$size.log"
+  done
 
   echo "== step 1: key"; date +%s > "$FS/t-keys-start"
   RUST_LOG=cuzk_groth16=info,cuzk_gpu=info "$bin/cuzk" fixtures keys --sector-size 32GiB \
@@ -68,6 +85,8 @@ steps() {
 
 summary() {
   echo "== 32 GiB PoRep on $(nvidia-smi --query-gpu=name --format=csv,noheader), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
+  echo "-- 8 MiB and 512 MiB synthetic sectors:"
+  grep -hE "wrote.*params|verification|rc=|error" "$FS"/small-*.log
   echo "-- key:"; grep -E "wrote|peak|rc=|error" "$FS/keys.log"
   echo "   wall $(( $(cat "$FS/t-keys-end") - $(cat "$FS/t-keys-start") )) s"
   echo "-- C1s:"; grep -E "challenges|wrote" "$FS/c1.log"
@@ -90,6 +109,8 @@ collect() {
 
 case "${1:-}" in
   start)
+    echo "$FS" > /tmp/cuzk-fs-path
+    df -h /tmp "$here" /; echo "run folder: $FS"
     rm -rf "$FS"; mkdir -p "$bin"
     for f in cuzk gpu_full_scale; do
       xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f" || exit 1
