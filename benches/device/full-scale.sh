@@ -34,6 +34,27 @@ bin=$FS/bin
 P=$FS/params
 WORKERS=${WORKERS:-4}
 
+# The 8 MiB and 512 MiB part alone (step 0), plus the GPU/CPU identity on the 512 MiB
+# partition: a few minutes, for a short device budget.
+small() {
+  set -x
+  export FIL_PROOFS_PARAMETER_CACHE=$P RUST_LOG=${RUST_LOG:-warn}
+  mkdir -p "$P"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  for size in 8MiB 512MiB; do
+    "$bin/cuzk" fixtures keys --sector-size $size --backend cuda --dir "$P" > "$FS/small-$size.log" 2>&1
+    "$bin/cuzk" fixtures synth-sector --sector-size $size --seed 5 --sector-id 5 \
+      --prover-id f01000 --out "$FS/c1-$size.json" >> "$FS/small-$size.log" 2>&1
+    "$bin/cuzk" porep-c2 --c1 "$FS/c1-$size.json" --out "$FS/proof-$size.bin" --prover-id f01000 \
+      --backend cuda >> "$FS/small-$size.log" 2>&1
+    echo "$size rc=$?" >> "$FS/small-$size.log"
+  done
+  CUZK_GPU_C1="$FS/c1-512MiB.json" "$bin/gpu_full_scale" --nocapture > "$FS/identity.log" 2>&1
+  echo "identity rc=$?" >> "$FS/identity.log"
+  set +x
+  for f in "$FS"/small-*.log "$FS/identity.log"; do echo "---- $f"; cat "$f"; done
+}
+
 steps() {
   set -x
   export FIL_PROOFS_PARAMETER_CACHE=$P RUST_LOG=${RUST_LOG:-warn}
@@ -120,6 +141,13 @@ case "${1:-}" in
     exec bash "$0" wait "${2:-560}"
     ;;
   steps) steps ;;
+  small)
+    rm -rf "$FS"; mkdir -p "$bin"
+    for f in cuzk gpu_full_scale; do
+      xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f" || exit 1
+    done
+    small 2>&1 | tee "$FS/small.txt"
+    [ -n "${OUT:-}" ] && cp "$FS"/small*.log "$FS/identity.log" "$OUT/" ;;
   wait)
     deadline=$(( $(date +%s) + ${2:-560} ))
     while [ ! -e "$FS/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do
