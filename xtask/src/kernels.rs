@@ -180,8 +180,8 @@ fn compile_unit(
         "-O3",
         "--fatbin",
         // Compress the SASS too (by default only PTX is): a unit's fatbin
-        // shrinks 3-5x (msm/g1.cu, sm_90: 5.2 -> ~1.5 MB), and every test
-        // binary of `cargo xtask bundle` embeds all of them.
+        // shrinks 3-5x (msm/g1.cu, sm_90: 5.2 -> ~1.5 MB), which every
+        // process reads and every bundle carries.
         "-Xfatbin=-compress-all",
         "-Xptxas",
         "-v",
