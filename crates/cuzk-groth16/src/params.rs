@@ -260,7 +260,7 @@ const COUNT_LEN: u64 = 4;
 #[non_exhaustive]
 pub enum KeyError {
     /// The file could not be opened, measured or mapped.
-    #[error("cannot open key file {}: {source}", path.display())]
+    #[error("cannot open key file {}", path.display())]
     Open {
         /// The file.
         path: PathBuf,
@@ -269,7 +269,7 @@ pub enum KeyError {
         source: io::Error,
     },
     /// Reading failed for a reason other than the end of the data.
-    #[error("I/O error in section `{section}` at byte {offset}: {source}")]
+    #[error("I/O error in section `{section}` at byte {offset}")]
     Io {
         /// The section being read.
         section: Section,
@@ -325,7 +325,7 @@ pub enum KeyError {
         count: usize,
     },
     /// Writing the key file failed.
-    #[error("cannot write key file {}: {source}", path.display())]
+    #[error("cannot write key file {}", path.display())]
     Write {
         /// The destination.
         path: PathBuf,

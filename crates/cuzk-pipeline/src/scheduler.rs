@@ -102,7 +102,7 @@ pub enum SubmitError {
         label: String,
     },
     /// The key was made for another circuit.
-    #[error("job `{label}` refused: {source}")]
+    #[error("job `{label}` refused")]
     KeyMismatch {
         /// The job's label.
         label: String,

@@ -221,11 +221,11 @@ impl JobState {
         let mut slot = self.slot.lock();
         if self.is_finished() {
             tracing::warn!(job = %self.id, label = %self.label, partition = index,
-                error = %error, "partition of an already finished job failed; dropped");
+                error = %crate::ErrorChain(&error), "partition of an already finished job failed; dropped");
             return;
         }
         tracing::error!(job = %self.id, label = %self.label, partition = index,
-            error = %error, "partition failed; failing its job");
+            error = %crate::ErrorChain(&error), "partition failed; failing its job");
         self.resolve(
             &mut slot,
             Err(JobError::Partition {

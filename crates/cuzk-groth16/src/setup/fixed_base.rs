@@ -31,7 +31,7 @@ const MAX_CPU_WINDOW: u32 = 16;
 
 /// Why a fixed-base multiplication failed (a device error, for instance).
 #[derive(Debug, thiserror::Error)]
-#[error("fixed-base multiplication on {backend} failed: {source}")]
+#[error("fixed-base multiplication on {backend} failed")]
 pub struct FixedBaseError {
     /// The implementation that failed.
     pub backend: String,
