@@ -416,17 +416,21 @@ pub fn prove_batch(
     for w in witnesses {
         check_key_shape(key, &w.shape())?;
     }
-    let r: Vec<Fr> = (0..witnesses.len())
-        .map(|_| Fr::random(&mut *rng))
-        .collect();
-    let s: Vec<Fr> = (0..witnesses.len())
-        .map(|_| Fr::random(&mut *rng))
-        .collect();
     witnesses
         .iter()
-        .zip(r.into_iter().zip(s))
+        .zip(draw_randomness(witnesses.len(), rng))
         .map(|(w, (r, s))| prove_with(backend, key, w, r, s))
         .collect()
+}
+
+/// The `(r, s)` of a batch of `k` partitions in bellperson's order: `k`
+/// values of r, then `k` values of s, each `Fr::random(rng)`; so the same
+/// seeded RNG gives bellperson's proofs. Every caller that draws r and s
+/// draws them here.
+pub fn draw_randomness(k: usize, rng: &mut (impl RngCore + ?Sized)) -> Vec<(Fr, Fr)> {
+    let r: Vec<Fr> = (0..k).map(|_| Fr::random(&mut *rng)).collect();
+    let s: Vec<Fr> = (0..k).map(|_| Fr::random(&mut *rng)).collect();
+    r.into_iter().zip(s).collect()
 }
 
 #[cfg(test)]
