@@ -18,7 +18,7 @@ pub mod source_hash;
 /// Real architectures that get SASS by default; PTX is added for the first.
 const DEFAULT_ARCHS: &[&str] = &["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"];
 
-/// The pinned toolchain wheels (DESIGN.md §5): nvcc, its crt headers, libnvvm,
+/// The pinned toolchain wheels (docs/cuda.md): nvcc, its crt headers, libnvvm,
 /// the runtime headers, and CCCL (CUB) headers.
 const PINNED_WHEELS: &[&str] = &[
     "nvidia-cuda-nvcc==13.0.88",

@@ -1,5 +1,5 @@
 //! The VRAM arena: the ONE place in cuzk that reserves or releases device
-//! memory, or asks the device how much it has (DESIGN.md §4: those calls are
+//! memory, or asks the device how much it has (docs/facts.md, "Device memory": those calls are
 //! device-global and serialize every stream). `tests/device_global_calls.rs`
 //! fails if such a call appears anywhere else in the source tree.
 //!

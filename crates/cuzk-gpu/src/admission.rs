@@ -1,7 +1,7 @@
 //! Admission of partitions to one GPU from its VRAM plan: the scheduler's
 //! prover workers on a device share its arena, and a partition starts only
 //! when its plan's bytes fit beside what the other running partitions hold.
-//! Pure bookkeeping on the host: no CUDA call at all (DESIGN.md §4).
+//! Pure bookkeeping on the host: no CUDA call at all (docs/facts.md, "Device memory").
 
 use std::sync::Arc;
 
@@ -175,7 +175,7 @@ mod tests {
 mod porep_plan {
     use super::*;
 
-    /// DESIGN.md §4's 32 GiB PoRep partition (domain 2^27) must fit a 16 GiB
+    /// docs/facts.md's 32 GiB PoRep partition (domain 2^27) must fit a 16 GiB
     /// card (streaming the 47 GB key), as supraseal-c2 fits it in ~13.8 GiB.
     #[test]
     fn a_porep_32gib_partition_fits_a_16_gib_card() {

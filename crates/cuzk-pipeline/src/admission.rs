@@ -8,8 +8,8 @@
 //! GPU's admission will come from the VRAM arena: `admit` reserves the
 //! partition's VRAM plan (from its shape) in the device's arena, blocks while
 //! it does not fit, refuses a shape that can never fit, and the ticket
-//! returns the regions. It never calls a device-global CUDA API (DESIGN.md
-//! §4).
+//! returns the regions. It never calls a device-global CUDA API (docs/facts.md,
+//! "Device memory").
 
 use std::sync::Arc;
 
