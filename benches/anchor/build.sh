@@ -10,7 +10,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/work/target-anchor}"
 CARRY="${CARRY:-$REPO/.device-carry}"
 
-# 1. The pinned CUDA 13.0 wheels (DESIGN.md §5). `cargo xtask kernels` installs them under
+# 1. The pinned CUDA 13.0 wheels (docs/cuda.md, "Two machines"). `cargo xtask kernels` installs them under
 #    target/cuda-toolchain/site; install them there with pip only if they are missing.
 SITE="$REPO/target/cuda-toolchain/site"
 WHEELS=(nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88

@@ -1,7 +1,7 @@
 //! The kernel sources as the build sees them, shared (by `#[path]`) between
 //! `cargo xtask kernels`, which writes each unit's hash next to its fatbin,
-//! and cuzk-cuda's build script, which embeds the fatbins only when every
-//! unit's hash agrees.
+//! and cuzk-cuda's build script, which records the same hashes so that the
+//! run-time loader accepts only fatbins built from this build's sources.
 //!
 //! * The manifest (`kernels/manifest.toml`, with its `include`d
 //!   sub-manifests) lists the compilation units; [`read_manifest`].
@@ -82,21 +82,40 @@ pub fn unit_stem(unit: &str) -> String {
     unit.trim_end_matches(".cu").replace('/', "_")
 }
 
-/// The units listed by `kernels_dir/manifest.toml` and its includes, relative
-/// to `kernels_dir`, in manifest order.
-///
-/// A manifest holds `units = ["a.cu", …]` (paths relative to the manifest's
-/// folder) and optionally `include = ["msm/manifest.toml", …]`, sub-manifests
-/// of the same form. Errors name the manifest and the entry.
+/// The manifests of the kernel units, relative to `kernels/`: the production
+/// units (what a proof runs) and the test and benchmark units (probes of the
+/// device arithmetic, tuning variants), which a release build need not carry.
+pub const MANIFESTS: [&str; 2] = ["manifest.toml", "manifest-dev.toml"];
+
+/// Every unit of both manifests ([`MANIFESTS`]; the second may be absent),
+/// relative to `kernels_dir`, in manifest order; a unit listed twice, in one
+/// manifest or across both, is an error.
 pub fn read_manifest(kernels_dir: &Path) -> Result<Vec<String>, String> {
     let mut units = Vec::new();
-    read_manifest_into(kernels_dir, "manifest.toml", &mut units, 0)?;
+    for (i, manifest) in MANIFESTS.iter().enumerate() {
+        if i > 0 && !kernels_dir.join(manifest).is_file() {
+            continue;
+        }
+        units.extend(read_manifest_file(kernels_dir, manifest)?);
+    }
     let mut seen = BTreeSet::new();
     for u in &units {
         if !seen.insert(u) {
             return Err(format!("kernels/{u} is listed twice in the manifests"));
         }
     }
+    Ok(units)
+}
+
+/// The units listed by `kernels_dir/<manifest>` and its includes, relative
+/// to `kernels_dir`, in manifest order.
+///
+/// A manifest holds `units = ["a.cu", …]` (paths relative to the manifest's
+/// folder) and optionally `include = ["msm/manifest.toml", …]`, sub-manifests
+/// of the same form. Errors name the manifest and the entry.
+pub fn read_manifest_file(kernels_dir: &Path, manifest: &str) -> Result<Vec<String>, String> {
+    let mut units = Vec::new();
+    read_manifest_into(kernels_dir, manifest, &mut units, 0)?;
     Ok(units)
 }
 

@@ -18,7 +18,7 @@ pub mod source_hash;
 /// Real architectures that get SASS by default; PTX is added for the first.
 const DEFAULT_ARCHS: &[&str] = &["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"];
 
-/// The pinned toolchain wheels (DESIGN.md §5): nvcc, its crt headers, libnvvm,
+/// The pinned toolchain wheels (docs/cuda.md): nvcc, its crt headers, libnvvm,
 /// the runtime headers, and CCCL (CUB) headers.
 const PINNED_WHEELS: &[&str] = &[
     "nvidia-cuda-nvcc==13.0.88",
@@ -180,8 +180,8 @@ fn compile_unit(
         "-O3",
         "--fatbin",
         // Compress the SASS too (by default only PTX is): a unit's fatbin
-        // shrinks 3-5x (msm/g1.cu, sm_90: 5.2 -> ~1.5 MB), and every test
-        // binary of `cargo xtask bundle` embeds all of them.
+        // shrinks 3-5x (msm/g1.cu, sm_90: 5.2 -> ~1.5 MB), which every
+        // process reads and every bundle carries.
         "-Xfatbin=-compress-all",
         "-Xptxas",
         "-v",

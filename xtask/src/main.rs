@@ -15,6 +15,7 @@ mod bundle;
 mod demo;
 mod fixtures;
 mod kernels;
+mod tidy;
 
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};

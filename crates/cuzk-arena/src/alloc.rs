@@ -294,6 +294,14 @@ impl<F: Fence> OrderedAllocator<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_read_as_short_figures() {
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(1536), "1.5 KiB");
+        assert_eq!(human(96 << 20), "96.0 MiB");
+        assert_eq!(human(3 << 30), "3.00 GiB");
+    }
     use std::cell::Cell;
     use std::rc::Rc;
 

@@ -1,5 +1,5 @@
 //! The VRAM arena: the ONE place in cuzk that reserves or releases device
-//! memory, or asks the device how much it has (DESIGN.md §4: those calls are
+//! memory, or asks the device how much it has (docs/facts.md, "Device memory": those calls are
 //! device-global and serialize every stream). `tests/device_global_calls.rs`
 //! fails if such a call appears anywhere else in the source tree.
 //!
@@ -34,9 +34,20 @@ pub enum VramBudget {
     Bytes(u64),
 }
 
+/// Why a string is not a VRAM budget; each variant quotes it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    #[error("`{0}`: expected `auto` or a size like 16GiB")]
+    NotASize(String),
+    #[error("`{input}`: unknown unit `{unit}` (use GiB, MiB, …)")]
+    UnknownUnit { input: String, unit: String },
+    #[error("`{0}`: a budget must be more than 0 bytes")]
+    Zero(String),
+}
+
 impl VramBudget {
     /// `auto`, or a size such as `16GiB`, `16G`, `512MiB`, `1073741824`.
-    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+    pub fn parse(s: &str) -> std::result::Result<Self, BudgetError> {
         let t = s.trim();
         if t.eq_ignore_ascii_case("auto") {
             return Ok(VramBudget::Auto);
@@ -47,18 +58,23 @@ impl VramBudget {
         let (num, unit) = t.split_at(split);
         let value: f64 = num
             .parse()
-            .map_err(|_| format!("`{s}`: expected `auto` or a size like 16GiB"))?;
+            .map_err(|_| BudgetError::NotASize(s.to_string()))?;
         let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
             "" | "b" => 1,
             "k" | "kib" | "kb" => 1 << 10,
             "m" | "mib" | "mb" => 1 << 20,
             "g" | "gib" | "gb" => 1 << 30,
             "t" | "tib" | "tb" => 1 << 40,
-            other => return Err(format!("`{s}`: unknown unit `{other}` (use GiB, MiB, …)")),
+            other => {
+                return Err(BudgetError::UnknownUnit {
+                    input: s.to_string(),
+                    unit: other.to_string(),
+                })
+            }
         };
         let bytes = (value * scale as f64) as u64;
         if bytes == 0 {
-            return Err(format!("`{s}`: a budget must be more than 0 bytes"));
+            return Err(BudgetError::Zero(s.to_string()));
         }
         Ok(VramBudget::Bytes(bytes))
     }
@@ -67,9 +83,9 @@ impl VramBudget {
     pub fn from_env() -> Result<Self> {
         match std::env::var("CUZK_VRAM_BUDGET") {
             Ok(v) if !v.trim().is_empty() => {
-                VramBudget::parse(&v).map_err(|message| Error::BadArguments {
-                    kernel: "CUZK_VRAM_BUDGET",
-                    message,
+                VramBudget::parse(&v).map_err(|source| Error::Budget {
+                    variable: "CUZK_VRAM_BUDGET",
+                    source,
                 })
             }
             _ => Ok(VramBudget::Auto),

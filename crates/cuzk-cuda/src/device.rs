@@ -162,7 +162,7 @@ impl Gpu {
         Ok(gpu)
     }
 
-    /// Opens device `ordinal`, loads the embedded fatbin and reserves the arena.
+    /// Opens device `ordinal`, loads the kernel fatbins and reserves the arena.
     fn open_new(ordinal: usize, budget: VramBudget) -> Result<Gpu> {
         let count = devices()?.len();
         if ordinal >= count {
@@ -170,25 +170,25 @@ impl Gpu {
                 "device {ordinal} asked for, {count} present"
             )));
         }
-        if !kernels::available() {
-            return Err(Error::KernelsNotBuilt);
-        }
+        let kernels = kernels::load()?;
         let ctx = CudaContext::new(ordinal)
             .cuda("cuDevicePrimaryCtxRetain", || format!("device {ordinal}"))?;
         ffi::disable_event_tracking(&ctx);
         let info = info_of(&ctx)?;
-        let mut modules = Vec::with_capacity(kernels::fatbins().len());
-        for &(unit, fatbin) in kernels::fatbins() {
+        let mut modules = Vec::with_capacity(kernels.fatbins().len());
+        for fatbin in kernels.fatbins() {
             let module = ctx
-                .load_module(cudarc::nvrtc::Ptx::from_binary(fatbin.to_vec()))
+                .load_module(cudarc::nvrtc::Ptx::from_binary(fatbin.bytes.clone()))
                 .cuda("cuModuleLoadData", || {
                     format!(
-                        "loading the {} KiB fatbin of kernels/{unit} on {info} (built for: {}; no SASS or PTX for this GPU?)",
-                        fatbin.len() / 1024,
-                        kernels::archs()
+                        "loading the {} KiB fatbin of kernels/{} from {} on {info} (built for: {}; no SASS or PTX for this GPU?)",
+                        fatbin.bytes.len() / 1024,
+                        fatbin.unit,
+                        kernels.dir().display(),
+                        kernels.archs()
                     )
                 })?;
-            modules.push((unit, module));
+            modules.push((fatbin.unit, module));
         }
         tracing::debug!(%info, "loaded cuzk kernels");
         let arena = Arena::reserve(&ctx, budget, &info.to_string())?;
@@ -307,9 +307,14 @@ impl Gpu {
             }
         }
         let units = self.inner.modules.len();
+        let left_out = kernels::left_out().join(", ");
         Err(last.expect("kernels are loaded only when some unit is built"))
             .cuda("cuModuleGetFunction", || {
-                format!("kernel {name} in none of the {units} kernel modules (fatbins older than this crate?)")
+                if left_out.is_empty() {
+                    format!("kernel {name} in none of the {units} kernel modules")
+                } else {
+                    format!("kernel {name} in none of the {units} kernel modules (not loaded: {left_out}; run `cargo xtask kernels`)")
+                }
             })
     }
 

@@ -12,11 +12,12 @@ pub enum Error {
     /// refused to initialize. A normal answer on machines without a GPU.
     #[error("no CUDA device: {0}")]
     NoDevice(String),
-    /// This build embeds no fatbin, or one built from other sources.
-    #[error("CUDA kernels not built (or stale: sources changed since the last build): run `cargo xtask kernels`")]
-    KernelsNotBuilt,
-    /// A CUDA driver call failed.
-    #[error("CUDA call {call} failed ({what}): {source}")]
+    /// The kernel fatbins cannot be had: none found, one missing or built
+    /// from other sources, or unreadable ([`crate::kernels`]).
+    #[error(transparent)]
+    Kernels(#[from] KernelsProblem),
+    /// A CUDA driver call failed (the driver's own error is the source).
+    #[error("CUDA call {call} failed ({what})")]
     Driver {
         /// The driver API call (e.g. `cuLaunchKernel`).
         call: &'static str,
@@ -29,6 +30,14 @@ pub enum Error {
     /// and how much there is.
     #[error("out of device memory: {0}")]
     OutOfMemory(String),
+    /// A VRAM budget setting that does not parse.
+    #[error("{variable} is not a VRAM budget")]
+    Budget {
+        /// Where the setting came from (`CUZK_VRAM_BUDGET`).
+        variable: &'static str,
+        #[source]
+        source: crate::arena::BudgetError,
+    },
     /// Arguments that a launch wrapper rejected before launching.
     #[error("kernel {kernel}: {message}")]
     BadArguments {
@@ -36,6 +45,55 @@ pub enum Error {
         kernel: &'static str,
         message: String,
     },
+}
+
+impl Error {
+    /// Whether the device lacked memory: the arena was exhausted or too
+    /// small, or a driver call answered `CUDA_ERROR_OUT_OF_MEMORY`.
+    pub fn is_out_of_memory(&self) -> bool {
+        match self {
+            Error::OutOfMemory(_) => true,
+            Error::Driver { source, .. } => {
+                source.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Why the kernel fatbins could not be loaded; each names the file and says
+/// what to run.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelsProblem {
+    /// No folder of the search path holds any fatbin.
+    #[error("CUDA kernels not built: no fatbins in {searched}; run `cargo xtask kernels` (or set CUZK_FATBIN_DIR to the folder that has them)")]
+    NotBuilt {
+        /// The folders looked in, in order.
+        searched: String,
+    },
+    /// The folder has fatbins, but not this unit's.
+    #[error("kernels/{unit} is not built ({} is missing): run `cargo xtask kernels`", path.display())]
+    Missing {
+        unit: &'static str,
+        path: std::path::PathBuf,
+    },
+    /// The fatbin was built from other sources, or is not the one its stamp
+    /// describes.
+    #[error("kernels/{unit}: {} {why}: run `cargo xtask kernels`", path.display())]
+    Stale {
+        unit: &'static str,
+        path: std::path::PathBuf,
+        why: String,
+    },
+    #[error("reading {}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The build script could not read the kernel manifest.
+    #[error("the kernel manifest: {0}")]
+    Manifest(String),
 }
 
 /// Attaches the call name and context to a driver result.

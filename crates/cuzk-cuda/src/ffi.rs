@@ -21,7 +21,7 @@ pub(crate) fn as_bytes_mut<T: DeviceRepr>(values: &mut [T]) -> &mut [u8] {
 }
 
 /// Stops cudarc from recording and waiting on events around every launch and
-/// copy: cuzk orders work itself, with streams and events (DESIGN.md §4), and
+/// copy: cuzk orders work itself, with streams and events (docs/facts.md, "Device memory"), and
 /// the implicit events would add work to every call.
 pub(crate) fn disable_event_tracking(ctx: &CudaContext) {
     // SAFETY: with tracking off, cudarc no longer orders accesses to a buffer

@@ -1,37 +1,351 @@
 //! The kernel fatbins built by `cargo xtask kernels`, one per unit of
-//! `kernels/manifest.toml`, embedded when the build script found every unit
-//! current (cfg `cuzk_kernels`). Each becomes its own CUDA module on a device.
+//! `kernels/manifest.toml` (production) and `kernels/manifest-dev.toml`
+//! (test and benchmark kernels), read at run time from one folder rather
+//! than embedded in every executable: a bundle of thirty test and bench
+//! binaries then carries the fatbins once, and rebuilding a kernel
+//! recompiles no Rust.
+//!
+//! The folder is the first of [`search_path`] that holds any fatbin:
+//! `$CUZK_FATBIN_DIR`, then `kernels/` beside the executable's folder (a
+//! bundle's `bin/` and `kernels/`), then the folder this build was made
+//! against (`<target dir>/kernels`). In it, every production unit must be
+//! present and current: its stamp (written by `cargo xtask kernels`) holds
+//! the hash of the sources this build was compiled with, and the fatbin's
+//! own hash. A test or benchmark unit that is missing or stale is left out
+//! (with a warning for a stale one); only the kernels it holds are then
+//! missing. Each unit becomes its own CUDA module on a device.
 
-#[cfg(cuzk_kernels)]
-include!(concat!(env!("OUT_DIR"), "/fatbins.rs"));
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-/// The embedded fatbins as `(unit, bytes)` (`("msm/g1.cu", …)`), empty when
-/// this build has no kernels.
-pub fn fatbins() -> &'static [(&'static str, &'static [u8])] {
-    #[cfg(cuzk_kernels)]
-    {
-        UNITS
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, KernelsProblem, Result};
+
+/// Which manifest lists a unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitSet {
+    /// `kernels/manifest.toml`: what a proof runs; required.
+    Production,
+    /// `kernels/manifest-dev.toml`: probes and tuning variants; optional.
+    Dev,
+}
+
+/// A unit this build expects: its manifest, path under `kernels/`, fatbin
+/// file stem and source hash (see `source_hash.rs`).
+#[derive(Clone, Copy, Debug)]
+struct Unit {
+    set: UnitSet,
+    unit: &'static str,
+    stem: &'static str,
+    hash: &'static str,
+}
+
+include!(concat!(env!("OUT_DIR"), "/units.rs"));
+
+/// One loaded fatbin.
+#[derive(Debug)]
+pub struct Fatbin {
+    /// The unit's path under `kernels/` (`"msm/g1.cu"`).
+    pub unit: &'static str,
+    pub set: UnitSet,
+    pub bytes: Vec<u8>,
+}
+
+/// The fatbins of this process, read once from one folder.
+#[derive(Debug)]
+pub struct Kernels {
+    dir: PathBuf,
+    fatbins: Vec<Fatbin>,
+    archs: String,
+}
+
+impl Kernels {
+    /// The folder the fatbins were read from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
-    #[cfg(not(cuzk_kernels))]
-    {
-        &[]
+
+    /// The fatbins, production units first, in manifest order.
+    pub fn fatbins(&self) -> &[Fatbin] {
+        &self.fatbins
+    }
+
+    /// The architectures the fatbins were built for (from their stamps, e.g.
+    /// `sm_90+ptx`; several lists joined by ` / ` when the units differ).
+    pub fn archs(&self) -> &str {
+        &self.archs
     }
 }
 
-/// The architectures the embedded fatbins were built for (e.g.
-/// `sm_80,sm_86,sm_89,sm_90,sm_120+ptx`), or `none`.
-pub fn archs() -> &'static str {
-    #[cfg(cuzk_kernels)]
-    {
-        ARCHS.trim()
+static LOADED: OnceLock<Kernels> = OnceLock::new();
+
+/// The kernels of this process, read on the first successful call. A
+/// failure is not remembered: building the kernels and asking again works.
+pub fn load() -> Result<&'static Kernels> {
+    if let Some(k) = LOADED.get() {
+        return Ok(k);
     }
-    #[cfg(not(cuzk_kernels))]
-    {
-        "none"
-    }
+    let k = read(&search_path())?;
+    Ok(LOADED.get_or_init(|| k))
 }
 
-/// Whether this build embeds kernels.
+/// Whether this process finds current fatbins for every production unit.
 pub fn available() -> bool {
-    !fatbins().is_empty()
+    load().is_ok()
+}
+
+/// The architectures of the loaded fatbins, or `none` when there are none.
+pub fn archs() -> &'static str {
+    load().map(|k| k.archs()).unwrap_or("none")
+}
+
+/// The units of this build that the loaded kernels lack (test and
+/// benchmark units whose fatbins are missing or stale), as `kernels/…` paths.
+pub fn left_out() -> Vec<String> {
+    let Some(k) = LOADED.get() else {
+        return Vec::new();
+    };
+    UNITS
+        .iter()
+        .filter(|u| !k.fatbins.iter().any(|f| f.unit == u.unit))
+        .map(|u| format!("kernels/{}", u.unit))
+        .collect()
+}
+
+/// The folders searched for fatbins, in order (see the module docs).
+pub fn search_path() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::var_os("CUZK_FATBIN_DIR").filter(|d| !d.is_empty()) {
+        // An explicit folder is the only one looked at: a wrong setting must
+        // not be hidden by a fallback.
+        dirs.push(PathBuf::from(dir));
+        return dirs;
+    }
+    if let Some(bin) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    {
+        if let Some(parent) = bin.parent() {
+            dirs.push(parent.join("kernels"));
+        }
+    }
+    let built = PathBuf::from(BUILD_FATBIN_DIR);
+    if !dirs.contains(&built) {
+        dirs.push(built);
+    }
+    dirs
+}
+
+/// Reads the fatbins from the first folder of `dirs` that holds any.
+fn read(dirs: &[PathBuf]) -> Result<Kernels> {
+    if let Some(problem) = MANIFEST_PROBLEM {
+        return Err(Error::Kernels(KernelsProblem::Manifest(
+            problem.to_string(),
+        )));
+    }
+    let holds_any = |dir: &Path| {
+        UNITS
+            .iter()
+            .any(|u| dir.join(format!("{}.fatbin", u.stem)).is_file())
+    };
+    let Some(dir) = dirs.iter().find(|d| holds_any(d)) else {
+        return Err(Error::Kernels(KernelsProblem::NotBuilt {
+            searched: dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }));
+    };
+    let mut fatbins = Vec::with_capacity(UNITS.len());
+    let mut archs: Vec<String> = Vec::new();
+    for unit in UNITS {
+        match read_unit(dir, unit) {
+            Ok((bytes, a)) => {
+                if !archs.contains(&a) {
+                    archs.push(a);
+                }
+                fatbins.push(Fatbin {
+                    unit: unit.unit,
+                    set: unit.set,
+                    bytes,
+                });
+            }
+            Err(e) if unit.set == UnitSet::Dev => {
+                if !matches!(e, KernelsProblem::Missing { .. }) {
+                    tracing::warn!("test/bench kernels left out: {e}");
+                }
+            }
+            Err(e) => return Err(Error::Kernels(e)),
+        }
+    }
+    Ok(Kernels {
+        dir: dir.clone(),
+        fatbins,
+        archs: archs.join(" / "),
+    })
+}
+
+/// Reads one unit's fatbin from `dir` and checks it against its stamp
+/// (`<unit hash>`, `fatbin <sha256 of the fatbin>`, `archs <list>`, one per
+/// line) and the stamp against this build's sources; returns the bytes and
+/// the architecture list.
+fn read_unit(dir: &Path, unit: &Unit) -> std::result::Result<(Vec<u8>, String), KernelsProblem> {
+    let fatbin = dir.join(format!("{}.fatbin", unit.stem));
+    let stale = |why: String| KernelsProblem::Stale {
+        unit: unit.unit,
+        path: fatbin.clone(),
+        why,
+    };
+    let bytes = match std::fs::read(&fatbin) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(KernelsProblem::Missing {
+                unit: unit.unit,
+                path: fatbin,
+            })
+        }
+        Err(source) => {
+            return Err(KernelsProblem::Read {
+                path: fatbin,
+                source,
+            })
+        }
+    };
+    let stamp_path = PathBuf::from(format!("{}.sha256", fatbin.display()));
+    let stamp = std::fs::read_to_string(&stamp_path).map_err(|source| KernelsProblem::Read {
+        path: stamp_path.clone(),
+        source,
+    })?;
+    let (recorded, fatbin_hash, archs) = parse_stamp(&stamp);
+    if recorded != unit.hash {
+        return Err(stale(
+            "was built from other sources than this executable (the unit or a header changed)"
+                .into(),
+        ));
+    }
+    let actual: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if actual != fatbin_hash {
+        return Err(stale(format!(
+            "does not match its stamp {} (two builds at once?)",
+            stamp_path.display()
+        )));
+    }
+    Ok((bytes, archs.to_string()))
+}
+
+/// (source hash, fatbin hash, archs) of a stamp; empty strings and
+/// `unknown` for what it lacks.
+fn parse_stamp(stamp: &str) -> (&str, &str, &str) {
+    let mut lines = stamp.lines();
+    let recorded = lines.next().unwrap_or("").trim();
+    let mut fatbin_hash = "";
+    let mut archs = "unknown";
+    for line in lines {
+        if let Some(v) = line.strip_prefix("fatbin ") {
+            fatbin_hash = v.trim();
+        } else if let Some(v) = line.strip_prefix("archs ") {
+            archs = v.trim();
+        }
+    }
+    (recorded, fatbin_hash, archs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cuzk-kernels-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Writes a fatbin and its stamp for `unit` as `cargo xtask kernels` does.
+    fn write_unit(dir: &Path, unit: &Unit, bytes: &[u8], source_hash: &str) {
+        std::fs::write(dir.join(format!("{}.fatbin", unit.stem)), bytes).unwrap();
+        let h: String = Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        std::fs::write(
+            dir.join(format!("{}.fatbin.sha256", unit.stem)),
+            format!("{source_hash}\nfatbin {h}\narchs sm_90+ptx\n"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_manifests_name_production_and_dev_units() {
+        assert!(UNITS.iter().any(|u| u.set == UnitSet::Production));
+        assert!(UNITS
+            .iter()
+            .any(|u| u.set == UnitSet::Dev && u.unit == "tests/field_ec_tests.cu"));
+        assert!(MANIFEST_PROBLEM.is_none());
+    }
+
+    #[test]
+    fn an_empty_search_path_names_every_folder() {
+        let a = scratch("empty-a");
+        let b = scratch("empty-b");
+        let err = read(&[a.clone(), b.clone()]).unwrap_err().to_string();
+        assert!(err.contains(&a.display().to_string()), "{err}");
+        assert!(err.contains(&b.display().to_string()), "{err}");
+        assert!(err.contains("cargo xtask kernels"), "{err}");
+    }
+
+    #[test]
+    fn current_units_load_and_the_first_folder_with_fatbins_wins() {
+        let empty = scratch("first-empty");
+        let dir = scratch("first-full");
+        for (i, u) in UNITS.iter().enumerate() {
+            if u.set == UnitSet::Production {
+                write_unit(&dir, u, &[i as u8; 3], u.hash);
+            }
+        }
+        let k = read(&[empty, dir.clone()]).unwrap();
+        assert_eq!(k.dir(), dir);
+        assert_eq!(k.archs(), "sm_90+ptx");
+        let production = UNITS
+            .iter()
+            .filter(|u| u.set == UnitSet::Production)
+            .count();
+        // The dev units are absent: left out, not an error.
+        assert_eq!(k.fatbins().len(), production);
+        assert!(k.fatbins().iter().all(|f| f.set == UnitSet::Production));
+    }
+
+    #[test]
+    fn a_stale_or_tampered_production_unit_is_named() {
+        let dir = scratch("stale");
+        let prod: Vec<&Unit> = UNITS
+            .iter()
+            .filter(|u| u.set == UnitSet::Production)
+            .collect();
+        for u in &prod {
+            write_unit(&dir, u, b"abc", u.hash);
+        }
+        write_unit(&dir, prod[0], b"abc", "0000");
+        let err = read(std::slice::from_ref(&dir)).unwrap_err().to_string();
+        assert!(err.contains(prod[0].unit), "{err}");
+        assert!(err.contains("other sources"), "{err}");
+
+        write_unit(&dir, prod[0], b"abc", prod[0].hash);
+        std::fs::write(dir.join(format!("{}.fatbin", prod[1].stem)), b"abd").unwrap();
+        let err = read(std::slice::from_ref(&dir)).unwrap_err().to_string();
+        assert!(err.contains(prod[1].unit), "{err}");
+        assert!(err.contains("does not match its stamp"), "{err}");
+
+        std::fs::remove_file(dir.join(format!("{}.fatbin", prod[1].stem))).unwrap();
+        let err = read(std::slice::from_ref(&dir)).unwrap_err().to_string();
+        assert!(
+            err.contains(prod[1].unit) && err.contains("not built"),
+            "{err}"
+        );
+    }
 }

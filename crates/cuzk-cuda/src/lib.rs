@@ -12,8 +12,8 @@ pub mod msm;
 pub mod ntt;
 pub mod testing;
 
-pub use arena::{Arena, VramBudget};
+pub use arena::{Arena, BudgetError, VramBudget};
 pub use device::{
     devices, driver_present, DeviceBuffer, DeviceInfo, Event, Gpu, PinnedBuffer, Stream,
 };
-pub use error::{Error, Result};
+pub use error::{Error, KernelsProblem, Result};

@@ -21,21 +21,6 @@ pub fn test_stream() -> Option<Stream> {
     }
 }
 
-/// A fresh random seed for test `test`, or `CUZK_TEST_SEED` when set; printed
-/// so that a failing run can be repeated.
-pub fn test_seed(test: &str) -> u64 {
-    let seed = std::env::var("CUZK_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            // std's randomly keyed hasher: fresh per process and per call.
-            use std::hash::BuildHasher;
-            std::collections::hash_map::RandomState::new().hash_one(test)
-        });
-    eprintln!("{test}: seed {seed} (CUZK_TEST_SEED={seed} repeats it)");
-    seed
-}
-
 const THREADS: u32 = 64;
 
 /// A field operation: `out[i] = op(a[i], b[i])` (unary ops ignore b).

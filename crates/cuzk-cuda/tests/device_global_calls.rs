@@ -1,4 +1,4 @@
-//! DESIGN.md §4: after start-up, no device-global CUDA call (device
+//! docs/facts.md, "Device memory": after start-up, no device-global CUDA call (device
 //! synchronize, memory-pool trim, mem-get-info, device malloc/free) is made
 //! anywhere. Such calls may appear only in the arena's start-up and tear-down
 //! code (crates/cuzk-cuda/src/arena.rs). This test reads the source tree and

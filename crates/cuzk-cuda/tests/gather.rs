@@ -11,7 +11,8 @@ use cuzk_field::limbs::FrLimbs;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use cuzk_cuda::testing::{test_seed, test_stream as stream};
+use cuzk_cuda::testing::test_stream as stream;
+use cuzk_testkit::test_seed;
 
 fn host_gather(values: &[FrLimbs], n: usize, bitmap: &[u64]) -> Vec<FrLimbs> {
     (0..n)

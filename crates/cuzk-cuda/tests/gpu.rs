@@ -13,7 +13,7 @@ use cuzk_field::limbs::{
 use cuzk_field::ntt::Domain;
 use ff::{Field, PrimeField};
 use group::{Curve, Group};
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
 // ---- harness ---------------------------------------------------------------
@@ -34,12 +34,7 @@ fn device(test: &str) -> Option<(Gpu, Stream)> {
 }
 
 fn rng(test: &str) -> ChaCha20Rng {
-    let seed = match std::env::var("CUZK_TEST_SEED") {
-        Ok(s) => s.parse().expect("CUZK_TEST_SEED must be a u64"),
-        Err(_) => rand::rngs::OsRng.gen(),
-    };
-    println!("{test}: seed {seed} (CUZK_TEST_SEED={seed} to replay)");
-    ChaCha20Rng::seed_from_u64(seed)
+    cuzk_testkit::test_rng(test)
 }
 
 /// Limb types that can be filled with a poison pattern (0xA5 bytes), so that

@@ -13,7 +13,8 @@ use cuzk_field::{Curve, Field, Fr, G1Affine, G1Projective, G2Affine, G2Projectiv
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-use cuzk_cuda::testing::{test_seed, test_stream as stream};
+use cuzk_cuda::testing::test_stream as stream;
+use cuzk_testkit::test_seed;
 
 fn rng(test: &str) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(test_seed(test))

@@ -270,18 +270,9 @@ mod tests {
         (0..n).map(|_| Fr::random(&mut rng)).collect()
     }
 
-    fn fresh_seed() -> u64 {
-        let s = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64;
-        eprintln!("seed {s}");
-        s
-    }
-
     #[test]
     fn ntt_matches_naive_dft_small_sizes() {
-        let seed = fresh_seed();
+        let seed = cuzk_testkit::test_seed("ntt_matches_naive_dft_small_sizes");
         for log_n in 0..=8 {
             let d = Domain::new(log_n);
             let c = random_vec(d.size(), seed ^ log_n as u64);
@@ -295,7 +286,7 @@ mod tests {
 
     #[test]
     fn coset_ntt_evaluates_on_the_coset() {
-        let seed = fresh_seed();
+        let seed = cuzk_testkit::test_seed("coset_ntt_evaluates_on_the_coset");
         let d = Domain::new(6);
         let c = random_vec(64, seed);
         let mut e = c.clone();
@@ -315,7 +306,7 @@ mod tests {
 
     #[test]
     fn large_round_trips_cross_the_block_boundary() {
-        let seed = fresh_seed();
+        let seed = cuzk_testkit::test_seed("large_round_trips_cross_the_block_boundary");
         for log_n in [BLOCK_LOG, BLOCK_LOG + 1, BLOCK_LOG + 4] {
             let d = Domain::new(log_n);
             let c = random_vec(d.size(), seed ^ log_n as u64);

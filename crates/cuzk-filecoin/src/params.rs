@@ -9,7 +9,7 @@
 //! from the crates' blank circuit, in that layout and under those names.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use bellperson::groth16;
@@ -217,23 +217,10 @@ fn missing(e: std::io::Error) -> String {
 /// Writes `bytes` to a temporary sibling of `path`, syncs it, and renames it
 /// over `path`, so a reader never sees a partial file.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let dir = path.parent().unwrap_or(Path::new("."));
     let io = |source| Error::Io {
         context: "writing",
         path: path.to_path_buf(),
         source,
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    tmp.write_all(bytes).map_err(io)?;
-    // Temporary files start owner-only; key files are public data.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(io)?;
-    }
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    cuzk_groth16::file::write_bytes_atomically(path, bytes).map_err(io)
 }

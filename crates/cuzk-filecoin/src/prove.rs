@@ -17,7 +17,6 @@ use cuzk_groth16::proof::PROOF_LEN;
 use cuzk_groth16::prover::{prove_with, Backend, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::CircuitShape;
-use ff::Field;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
     as_safe_commitment, parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher,
@@ -293,9 +292,7 @@ fn prove_typed<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<Vec<u8>, Error> {
     let circuits = partition_circuits::<Tree>(c1)?;
     let n = circuits.len();
-    // bellperson's batch order: every r, then every s.
-    let r: Vec<Fr> = (0..n).map(|_| Fr::random(&mut *rng)).collect();
-    let s: Vec<Fr> = (0..n).map(|_| Fr::random(&mut *rng)).collect();
+    let randomness = cuzk_groth16::prover::draw_randomness(n, rng);
     let mut out = Vec::with_capacity(n * PROOF_LEN);
     for (
         k,
@@ -315,11 +312,12 @@ fn prove_typed<Tree: 'static + MerkleTreeTrait>(
             return Err(Error::InputsMismatch { partition: k });
         }
         let start = Instant::now();
-        let proved =
-            prove_with(backend, key, &witness, r[k], s[k]).map_err(|source| Error::Prove {
+        let proved = prove_with(backend, key, &witness, randomness[k].0, randomness[k].1).map_err(
+            |source| Error::Prove {
                 partition: k,
                 source,
-            })?;
+            },
+        )?;
         let proving = start.elapsed();
         out.extend_from_slice(&proved.proof.to_bytes());
         on_partition(&PartitionReport {

@@ -116,7 +116,7 @@ fn prove(c1: &C1Input, params: &ParamsDir, rng_seed: u64) -> Vec<u8> {
         shapes.push(p.shape.clone())
     })
     .unwrap();
-    // The 2 KiB circuit as DESIGN.md §4 measured it through a bellperson-compatible
+    // The 2 KiB circuit as docs/facts.md records it, measured through a bellperson-compatible
     // system (its constraint count is the circuit's own, without the appended
     // `input_i * 0 = 0` ones that cuzk's count includes).
     assert_eq!(shapes.len(), 1);

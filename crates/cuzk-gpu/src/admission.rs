@@ -1,7 +1,7 @@
 //! Admission of partitions to one GPU from its VRAM plan: the scheduler's
 //! prover workers on a device share its arena, and a partition starts only
 //! when its plan's bytes fit beside what the other running partitions hold.
-//! Pure bookkeeping on the host: no CUDA call at all (DESIGN.md §4).
+//! Pure bookkeeping on the host: no CUDA call at all (docs/facts.md, "Device memory").
 
 use std::sync::Arc;
 
@@ -47,11 +47,8 @@ impl VramAdmission {
 
     /// The plan a partition of `shape` runs under on this device.
     pub fn plan(&self, shape: &CircuitShape) -> Result<VramPlan, AdmissionError> {
-        VramPlan::new(shape_of_circuit(shape), self.capacity, &CudaFootprints).map_err(|e| {
-            AdmissionError {
-                message: e.to_string(),
-            }
-        })
+        VramPlan::new(shape_of_circuit(shape), self.capacity, &CudaFootprints)
+            .map_err(AdmissionError::new)
     }
 
     /// Bytes one running partition holds, and the bytes shared by all.
@@ -70,11 +67,9 @@ impl Admission for VramAdmission {
         let room = self.capacity.saturating_sub(shared + plan.margin);
         if need > room {
             // The planner said it fits alone; this guards the arithmetic.
-            return Err(AdmissionError {
-                message: format!(
-                    "partition needs {need} bytes of VRAM, the device has room for {room}: {plan}"
-                ),
-            });
+            return Err(AdmissionError::new(format!(
+                "partition needs {need} bytes of VRAM, the device has room for {room}: {plan}"
+            )));
         }
         let (lock, freed) = &*self.state;
         let mut used = lock.lock();
@@ -154,16 +149,14 @@ mod tests {
         let shape = DemoCircuit::shape_for(20, 0.95);
         let adm = VramAdmission::new(64 << 20);
         let err = adm.admit(&shape).unwrap_err();
-        assert!(
-            err.message.contains("VRAM budget too small"),
-            "{}",
-            err.message
-        );
-        assert!(
-            err.message.contains("budget has 64.0 MiB"),
-            "{}",
-            err.message
-        );
+        // The plan's own error travels as the typed source.
+        let plan = std::error::Error::source(&err)
+            .and_then(|s| s.downcast_ref::<cuzk_arena::PlanError>())
+            .expect("the source is the plan error");
+        assert_eq!(plan.budget, 64 << 20);
+        let msg = cuzk_pipeline::ErrorChain(&err).to_string();
+        assert!(msg.contains("VRAM budget too small"), "{msg}");
+        assert!(msg.contains("budget has 64.0 MiB"), "{msg}");
         assert_eq!(adm.usage().0, 0);
     }
 
@@ -182,7 +175,7 @@ mod tests {
 mod porep_plan {
     use super::*;
 
-    /// DESIGN.md §4's 32 GiB PoRep partition (domain 2^27) must fit a 16 GiB
+    /// docs/facts.md's 32 GiB PoRep partition (domain 2^27) must fit a 16 GiB
     /// card (streaming the 47 GB key), as supraseal-c2 fits it in ~13.8 GiB.
     #[test]
     fn a_porep_32gib_partition_fits_a_16_gib_card() {

@@ -35,12 +35,25 @@ pub fn gpu_window_for(n: usize) -> u32 {
         .expect("nonempty range")
 }
 
+/// Why [`select_fixed_base`] could not give the step asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    #[error("--backend {0}: expected auto, cuda or cpu")]
+    UnknownBackend(String),
+    #[error("--backend cuda: no CUDA device on this machine")]
+    NoDevice,
+    #[error("--backend cuda: the GPU cannot be used")]
+    Cuda(#[source] cuzk_cuda::Error),
+}
+
 /// The fixed-base step a key generator's `--backend auto|cuda|cpu` names.
 /// `cuda` needs a usable GPU; `auto` takes the first GPU and falls back to
 /// the CPU when there is none or CUDA is unusable, and then also returns a
 /// line that says why (for the caller to print: the fallback is never
 /// silent). An unknown name is an error naming the three.
-pub fn select_fixed_base(backend: &str) -> Result<(Box<dyn FixedBase>, Option<String>), String> {
+pub fn select_fixed_base(
+    backend: &str,
+) -> Result<(Box<dyn FixedBase>, Option<String>), SelectError> {
     let gpu = || -> Result<Option<GpuFixedBase>, cuzk_cuda::Error> {
         match Gpu::first()? {
             None => Ok(None),
@@ -52,8 +65,8 @@ pub fn select_fixed_base(backend: &str) -> Result<(Box<dyn FixedBase>, Option<St
         "cpu" => Ok((cpu(), None)),
         "cuda" => match gpu() {
             Ok(Some(g)) => Ok((Box::new(g), None)),
-            Ok(None) => Err("--backend cuda: no CUDA device on this machine".into()),
-            Err(e) => Err(format!("--backend cuda: {e}")),
+            Ok(None) => Err(SelectError::NoDevice),
+            Err(e) => Err(SelectError::Cuda(e)),
         },
         "auto" => match gpu() {
             Ok(Some(g)) => Ok((Box::new(g), None)),
@@ -63,10 +76,13 @@ pub fn select_fixed_base(backend: &str) -> Result<(Box<dyn FixedBase>, Option<St
             )),
             Err(e) => Ok((
                 cpu(),
-                Some(format!("CUDA unusable ({e}), fixed-base step on the CPU")),
+                Some(format!(
+                    "CUDA unusable ({}), fixed-base step on the CPU",
+                    cuzk_pipeline::ErrorChain(&e)
+                )),
             )),
         },
-        other => Err(format!("--backend {other}: expected auto, cuda or cpu")),
+        other => Err(SelectError::UnknownBackend(other.to_string())),
     }
 }
 

@@ -16,7 +16,9 @@ use cuzk_field::limbs::{
     fr_as_limbs, g1_as_limbs, g2_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs, G2AffineLimbs,
 };
 use cuzk_field::{Fr, G1Affine, Group};
-use cuzk_groth16::prover::{dense_ab_scalars, Backend, MsmSums, ProveError, StageTimings};
+use cuzk_groth16::prover::{
+    dense_ab_scalars, Backend, BackendFailure, MsmSums, ProveError, StageTimings,
+};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 use parking_lot::Mutex;
@@ -133,11 +135,42 @@ impl Fingerprint {
     }
 }
 
-fn gpu_err(e: cuzk_cuda::Error) -> ProveError {
-    ProveError::Backend {
-        backend: "cuda",
-        message: e.to_string(),
+/// Why the GPU backend could not prove a partition.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// A CUDA call or kernel launch failed, or the arena ran out.
+    #[error(transparent)]
+    Cuda(#[from] cuzk_cuda::Error),
+    /// No VRAM plan fits the worker's budget.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The plan mode forced by [`CudaBackend::force_mode`] does not fit.
+    #[error("the forced plan does not fit: {plan} (budget {})", human(*.budget))]
+    ForcedPlanDoesNotFit { plan: String, budget: u64 },
+}
+
+impl GpuError {
+    /// Whether the device lacked memory (the partition would fit elsewhere)
+    /// or failed.
+    pub fn failure(&self) -> BackendFailure {
+        match self {
+            GpuError::Cuda(e) if e.is_out_of_memory() => BackendFailure::OutOfDeviceMemory,
+            GpuError::Cuda(_) => BackendFailure::Fault,
+            GpuError::Plan(_) | GpuError::ForcedPlanDoesNotFit { .. } => {
+                BackendFailure::OutOfDeviceMemory
+            }
+        }
     }
+}
+
+impl From<GpuError> for ProveError {
+    fn from(e: GpuError) -> Self {
+        ProveError::backend("cuda", e.failure(), e)
+    }
+}
+
+fn gpu_err(e: cuzk_cuda::Error) -> ProveError {
+    GpuError::Cuda(e).into()
 }
 
 /// The GPU backend of the prover: one worker (one compute stream, one copy
@@ -329,23 +362,19 @@ impl Backend for CudaBackend {
         let shape = shape_of(key, w);
         let budget = worker.arena.capacity();
         let plan = match *self.forced.lock() {
-            None => VramPlan::new(shape, budget, &CudaFootprints).map_err(|e| e.to_string()),
+            None => VramPlan::new(shape, budget, &CudaFootprints).map_err(GpuError::Plan),
             Some(mode) => {
                 let p = VramPlan::with_mode(shape, budget, mode, &CudaFootprints);
                 if p.fits() {
                     Ok(p)
                 } else {
-                    Err(format!(
-                        "forced plan does not fit: {p} (budget {})",
-                        human(budget)
-                    ))
+                    Err(GpuError::ForcedPlanDoesNotFit {
+                        plan: p.to_string(),
+                        budget,
+                    })
                 }
             }
-        }
-        .map_err(|message| ProveError::Backend {
-            backend: "cuda",
-            message,
-        })?;
+        }?;
         tracing::debug!(%plan, "VRAM plan");
         *self.last_plan.lock() = Some(plan.clone());
         worker.prove(&plan, key, w, t).map_err(gpu_err)

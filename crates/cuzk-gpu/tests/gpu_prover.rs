@@ -162,7 +162,11 @@ fn too_small_a_budget_fails_with_both_numbers() {
     let w = synthesize(DemoCircuit::new(10, 0.95, 1)).unwrap();
     let before = small.arena_usage();
     let err = prove_with(&small, &key, &w, Fr::ONE, Fr::ONE).unwrap_err();
-    let msg = err.to_string();
+    assert_eq!(
+        err.backend_failure(),
+        Some(cuzk_groth16::prover::BackendFailure::OutOfDeviceMemory)
+    );
+    let msg = cuzk_pipeline::ErrorChain(&err).to_string();
     assert!(msg.contains("VRAM budget too small"), "{msg}");
     assert!(msg.contains("needs at least"), "{msg}");
     assert!(msg.contains("the budget has 96.0 MiB"), "{msg}");

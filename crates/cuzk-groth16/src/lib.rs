@@ -2,6 +2,7 @@
 #![deny(unsafe_code)]
 
 pub mod encoding;
+pub mod file;
 pub mod params;
 pub mod proof;
 pub mod prover;
@@ -11,5 +12,6 @@ pub mod verifier;
 pub use params::{KeyError, ProvingKey, VerifyingKey};
 pub use proof::Proof;
 pub use prover::{
-    prove_batch, prove_with, Backend, CpuBackend, MsmSums, ProveError, Proved, StageTimings,
+    draw_randomness, prove_batch, prove_with, Backend, CpuBackend, MsmSums, ProveError, Proved,
+    StageTimings,
 };

@@ -75,7 +75,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -260,7 +260,7 @@ const COUNT_LEN: u64 = 4;
 #[non_exhaustive]
 pub enum KeyError {
     /// The file could not be opened, measured or mapped.
-    #[error("cannot open key file {}: {source}", path.display())]
+    #[error("cannot open key file {}", path.display())]
     Open {
         /// The file.
         path: PathBuf,
@@ -269,7 +269,7 @@ pub enum KeyError {
         source: io::Error,
     },
     /// Reading failed for a reason other than the end of the data.
-    #[error("I/O error in section `{section}` at byte {offset}: {source}")]
+    #[error("I/O error in section `{section}` at byte {offset}")]
     Io {
         /// The section being read.
         section: Section,
@@ -325,7 +325,7 @@ pub enum KeyError {
         count: usize,
     },
     /// Writing the key file failed.
-    #[error("cannot write key file {}: {source}", path.display())]
+    #[error("cannot write key file {}", path.display())]
     Write {
         /// The destination.
         path: PathBuf,
@@ -1093,42 +1093,11 @@ impl ProvingKey {
     /// either the old file or the new one, never a partial key; readers that
     /// mapped the old file keep their (unlinked) copy.
     pub fn write_to_path(&self, path: &Path) -> Result<(), KeyError> {
-        write_atomically(path, |w| self.write(w))
+        crate::file::write_atomically(path, |w| self.write(w)).map_err(|source| KeyError::Write {
+            path: path.to_owned(),
+            source,
+        })
     }
-}
-
-/// Writes a file through `write` into a temporary sibling, fsyncs it and
-/// renames it to `path`.
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut BufWriter<&mut File>) -> io::Result<()>,
-) -> Result<(), KeyError> {
-    let fail = |source| KeyError::Write {
-        path: path.to_owned(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .map_or_else(|| "key".into(), |n| n.to_string_lossy().into_owned());
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(fail)?;
-    {
-        let mut w = BufWriter::with_capacity(CHUNK_BYTES, tmp.as_file_mut());
-        write(&mut w).map_err(fail)?;
-        w.flush().map_err(fail)?;
-    }
-    // Temporary files are created owner-only; a key is public data.
-    set_readable(tmp.as_file()).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
 }
 
 /// bellperson's types, for interop tests and for callers that still hold
@@ -1190,16 +1159,4 @@ mod interop {
             }
         }
     }
-}
-
-/// Gives a written file the usual `rw-r--r--` mode (temporary files start as `rw-------`).
-pub(crate) fn set_readable(file: &File) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    #[cfg(not(unix))]
-    let _ = file;
-    Ok(())
 }

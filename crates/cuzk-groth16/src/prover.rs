@@ -47,12 +47,63 @@ pub enum ProveError {
     /// The witness does not satisfy the circuit (the quotient has a remainder).
     #[error("witness does not satisfy the circuit: a·b − c is not divisible by Z")]
     Unsatisfied,
-    /// A backend-specific failure (device error, out of memory, ...).
-    #[error("{backend} backend: {message}")]
+    /// A backend-specific failure (device error, out of memory, ...); the
+    /// backend's own error is the source.
+    #[error("the {backend} backend failed ({failure})")]
     Backend {
         backend: &'static str,
-        message: String,
+        /// What kind of failure, decided by the backend from its own error
+        /// type: whether proving the partition elsewhere makes sense.
+        failure: BackendFailure,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
+}
+
+impl ProveError {
+    /// A backend failure of kind `failure`, caused by `source`.
+    pub fn backend(
+        backend: &'static str,
+        failure: BackendFailure,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        ProveError::Backend {
+            backend,
+            failure,
+            source: source.into(),
+        }
+    }
+
+    /// The kind of backend failure, or `None` for an error that any backend
+    /// would give (a key that does not fit the circuit, an unsatisfied
+    /// witness).
+    pub fn backend_failure(&self) -> Option<BackendFailure> {
+        match self {
+            ProveError::Backend { failure, .. } => Some(*failure),
+            _ => None,
+        }
+    }
+}
+
+/// The kinds of backend failure that callers treat differently.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendFailure {
+    /// The device has not the memory this partition needs (now, or with
+    /// this budget): the partition itself is fine, and a backend with other
+    /// memory (the CPU) can prove it.
+    OutOfDeviceMemory,
+    /// Anything else: a driver or kernel fault, a refused launch. The device
+    /// is suspect; proving elsewhere would hide that.
+    Fault,
+}
+
+impl std::fmt::Display for BackendFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BackendFailure::OutOfDeviceMemory => "out of device memory",
+            BackendFailure::Fault => "device fault",
+        })
+    }
 }
 
 /// The raw MSM sums of one partition, before randomization.
@@ -365,17 +416,21 @@ pub fn prove_batch(
     for w in witnesses {
         check_key_shape(key, &w.shape())?;
     }
-    let r: Vec<Fr> = (0..witnesses.len())
-        .map(|_| Fr::random(&mut *rng))
-        .collect();
-    let s: Vec<Fr> = (0..witnesses.len())
-        .map(|_| Fr::random(&mut *rng))
-        .collect();
     witnesses
         .iter()
-        .zip(r.into_iter().zip(s))
+        .zip(draw_randomness(witnesses.len(), rng))
         .map(|(w, (r, s))| prove_with(backend, key, w, r, s))
         .collect()
+}
+
+/// The `(r, s)` of a batch of `k` partitions in bellperson's order: `k`
+/// values of r, then `k` values of s, each `Fr::random(rng)`; so the same
+/// seeded RNG gives bellperson's proofs. Every caller that draws r and s
+/// draws them here.
+pub fn draw_randomness(k: usize, rng: &mut (impl RngCore + ?Sized)) -> Vec<(Fr, Fr)> {
+    let r: Vec<Fr> = (0..k).map(|_| Fr::random(&mut *rng)).collect();
+    let s: Vec<Fr> = (0..k).map(|_| Fr::random(&mut *rng)).collect();
+    r.into_iter().zip(s).collect()
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ pub enum SetupError {
     /// no constraint: `UnconstrainedVariable`; γ or δ zero:
     /// `UnexpectedIdentity`; more than 2^31 constraints:
     /// `PolynomialDegreeTooLarge`), exactly where bellperson fails.
-    #[error("circuit synthesis failed during setup: {0}")]
+    #[error("circuit synthesis failed during setup")]
     Synthesis(#[from] SynthesisError),
     /// The fixed-base step failed.
     #[error(transparent)]

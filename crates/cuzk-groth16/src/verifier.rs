@@ -82,7 +82,7 @@ pub enum VerifyError {
     EmptyIc,
     /// A proof's points are invalid (only for proofs built in memory:
     /// [`Proof::from_bytes`] refuses these already).
-    #[error("proof {index}: {source}")]
+    #[error("proof {index} is malformed")]
     BadProof {
         /// Position in the batch (0 for a single proof).
         index: usize,

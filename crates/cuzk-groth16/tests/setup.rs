@@ -103,20 +103,17 @@ fn check_same_key<C: Circuit<Fr> + Clone>(circuit: C, seed: u64) {
     }
 }
 
-fn fresh_seed() -> u64 {
-    let seed = rand::random::<u64>();
-    println!("seed {seed}");
-    seed
-}
-
 #[test]
 fn demo_2_10_key_is_bellpersons() {
-    check_same_key(DemoCircuit::new(10, 0.95, 0), fresh_seed());
+    check_same_key(
+        DemoCircuit::new(10, 0.95, 0),
+        cuzk_testkit::test_seed("demo_2_10_key_is_bellpersons"),
+    );
 }
 
 #[test]
 fn irregular_key_is_bellpersons() {
-    let seed = fresh_seed();
+    let seed = cuzk_testkit::test_seed("irregular_key_is_bellpersons");
     let circuit = Irregular { words: 5, seed };
     let shape = synthesize(circuit.clone()).unwrap().shape();
     assert!(!shape.num_constraints.is_power_of_two(), "{shape:?}");
@@ -148,7 +145,7 @@ fn unconstrained_variable_is_refused_as_bellperson_does() {
 
 #[test]
 fn key_proves_and_verifies() {
-    let seed = fresh_seed();
+    let seed = cuzk_testkit::test_seed("key_proves_and_verifies");
     let circuit = Irregular { words: 3, seed };
     let key = generate_key(circuit.clone(), &mut ChaCha20Rng::seed_from_u64(seed)).unwrap();
     let witness = synthesize(circuit).unwrap();

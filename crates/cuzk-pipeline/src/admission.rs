@@ -8,20 +8,30 @@
 //! GPU's admission will come from the VRAM arena: `admit` reserves the
 //! partition's VRAM plan (from its shape) in the device's arena, blocks while
 //! it does not fit, refuses a shape that can never fit, and the ticket
-//! returns the regions. It never calls a device-global CUDA API (DESIGN.md
-//! §4).
+//! returns the regions. It never calls a device-global CUDA API (docs/facts.md,
+//! "Device memory").
 
 use std::sync::Arc;
 
 use cuzk_synth::CircuitShape;
 use parking_lot::{Condvar, Mutex};
 
-/// Why a device refused a partition outright (it can never fit).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+/// Why a device refused a partition outright (it can never fit); the
+/// device's own reason, with the numbers, is the source.
+#[derive(Debug, thiserror::Error)]
+#[error("a partition of this shape can never fit on the device")]
 pub struct AdmissionError {
-    /// Why, with the numbers.
-    pub message: String,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl AdmissionError {
+    /// A refusal because of `source` (e.g. the device's memory plan error).
+    pub fn new(source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        AdmissionError {
+            source: source.into(),
+        }
+    }
 }
 
 /// Room on a device, held while a partition runs there.

@@ -8,9 +8,10 @@ use cuzk_groth16::prover::{Backend, CpuBackend};
 use cuzk_synth::CircuitShape;
 
 use crate::admission::{Admission, AlwaysAdmit};
-use crate::memory::{format_bytes, PartitionFootprint};
+use crate::memory::PartitionFootprint;
 use crate::scheduler::StartError;
 use crate::timeline::Timeline;
+use cuzk_arena::human as format_bytes;
 
 /// One proving device: a backend for each of its workers, and what admits
 /// partitions to it. "Devices" are abstract: today CPU backends, later one

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use cuzk_groth16::prover::{prove_batch, CpuBackend, ProveError};
+use cuzk_groth16::prover::{prove_batch, BackendFailure, CpuBackend, ProveError};
 use cuzk_synth::synthesize;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -330,9 +330,15 @@ pub fn faults_are_isolated_under_load<S: Scheduler>() {
             4000,
             JobError::Partition {
                 partition: 0,
-                source: PartitionError::Prove(ProveError::Backend { message, .. }),
+                source:
+                    PartitionError::Prove(
+                        e @ ProveError::Backend {
+                            failure: BackendFailure::Fault,
+                            ..
+                        },
+                    ),
             },
-        ) => message.contains(INJECTED),
+        ) => std::error::Error::source(e).is_some_and(|s| s.to_string().contains(INJECTED)),
         (
             5000,
             JobError::Partition {
@@ -421,6 +427,32 @@ pub fn invalid_proofs_are_retried_on_the_fallback<S: Scheduler>() {
         ),
         "{err:?}"
     );
+    assert_drained(&sched);
+    sched.shutdown();
+}
+
+/// A partition the device has not the memory for is proved on the
+/// fallback (the CPU) and reported as proved there; the job succeeds.
+pub fn out_of_device_memory_is_proved_on_the_fallback<S: Scheduler>() {
+    let backend = FaultyBackend::new();
+    backend.inject(
+        crate::testing::demo_inputs(10, 90, 1),
+        BackendFault::OutOfDeviceMemory,
+    );
+    let mut cfg = config(1, 1);
+    cfg.devices = vec![Device::new("faulty-0", backend, 1)];
+    let sched: S = start(cfg);
+    let out = expect_ok(
+        sched
+            .submit(demo_job(10, demo_source(10, 90, 2), 90))
+            .unwrap()
+            .wait(),
+        "job with a partition out of device memory",
+    );
+    assert_all_valid(&out, 10, 90);
+    assert_eq!(out.partitions[0].backend, "faulty");
+    assert_eq!(out.partitions[1].backend, "cpu");
+    assert_eq!(out.partitions[1].verification, Verification::Valid);
     assert_drained(&sched);
     sched.shutdown();
 }
@@ -631,6 +663,7 @@ macro_rules! scheduler_conformance_tests {
             cancellation_drops_queued_and_discards_running,
             faults_are_isolated_under_load,
             invalid_proofs_are_retried_on_the_fallback,
+            out_of_device_memory_is_proved_on_the_fallback,
             verification_can_be_turned_off,
             bad_jobs_are_refused_at_submission,
             small_budgets_are_refused_with_the_numbers,

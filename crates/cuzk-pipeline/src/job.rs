@@ -15,6 +15,8 @@ use cuzk_groth16::verifier::{PreparedVerifyingKey, VerifyError};
 use cuzk_groth16::{Proof, ProvingKey};
 use cuzk_synth::{CircuitShape, DemoCircuit, Synthesized};
 
+use crate::admission::AdmissionError;
+
 /// A job's number, unique within one engine, in submission order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct JobId(pub u64);
@@ -61,26 +63,42 @@ impl Priority {
     }
 }
 
-/// Why a [`PartitionSource`] could not produce a partition.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a [`PartitionSource`] could not produce a partition: what went wrong
+/// in the source's words, and the underlying error when there is one.
+#[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct SourceError {
     /// What went wrong, for the job's error and the logs.
     pub message: String,
+    /// The error that caused it (a synthesis error, an I/O error), if any.
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl SourceError {
-    /// An error with this message.
+    /// An error with this message and no underlying error.
     pub fn new(message: impl Into<String>) -> Self {
         SourceError {
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error with this message, caused by `source`.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        SourceError {
+            message: message.into(),
+            source: Some(source.into()),
         }
     }
 }
 
 impl From<bellperson::SynthesisError> for SourceError {
     fn from(e: bellperson::SynthesisError) -> Self {
-        SourceError::new(e.to_string())
+        SourceError::with_source("the circuit returned an error", e)
     }
 }
 
@@ -396,11 +414,11 @@ impl fmt::Display for Stage {
 #[derive(Debug, thiserror::Error)]
 pub enum PartitionError {
     /// The source could not synthesize it.
-    #[error("synthesis failed: {0}")]
-    Synthesis(SourceError),
+    #[error("synthesis failed")]
+    Synthesis(#[source] SourceError),
     /// The source could not compute its public inputs.
-    #[error("public inputs: {0}")]
-    PublicInputs(SourceError),
+    #[error("the public inputs could not be computed")]
+    PublicInputs(#[source] SourceError),
     /// A stage panicked; the panic was caught and the engine carries on.
     #[error("panic in the {stage} stage: {message}")]
     Panic {
@@ -413,15 +431,16 @@ pub enum PartitionError {
     #[error(transparent)]
     Prove(#[from] ProveError),
     /// A device refused to admit the partition (it can never fit).
-    #[error("device {device} cannot admit the partition: {message}")]
+    #[error("device {device} cannot admit the partition")]
     Admission {
         /// The device's name.
         device: String,
         /// Why.
-        message: String,
+        #[source]
+        source: AdmissionError,
     },
     /// Verification could not run (for example a wrong public-input count).
-    #[error("verification could not run: {0}")]
+    #[error("verification could not run")]
     Verify(#[from] VerifyError),
     /// The proof did not verify, and neither did the retry.
     #[error("invalid proof from the {backend} backend, and again after retrying on {retried_on}")]
@@ -440,7 +459,7 @@ pub enum JobError {
     #[error("job cancelled")]
     Cancelled,
     /// One of its partitions failed (the first failure is reported).
-    #[error("partition {partition} failed: {source}")]
+    #[error("partition {partition} failed")]
     Partition {
         /// The partition.
         partition: usize,

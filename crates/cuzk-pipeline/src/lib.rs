@@ -2,6 +2,7 @@
 #![deny(unsafe_code)]
 
 pub mod admission;
+pub mod chain;
 pub mod channel;
 pub mod config;
 pub mod intake;
@@ -19,6 +20,7 @@ pub mod conformance;
 pub mod testing;
 
 pub use admission::{Admission, AdmissionError, AdmissionTicket, AlwaysAdmit, CountingAdmission};
+pub use chain::ErrorChain;
 pub use channel::{priority_channel, PriorityReceiver, PrioritySender};
 pub use config::{Device, DeviceWorker, EngineConfig};
 pub use intake::{Admitted, Intake, Reservation};

@@ -13,6 +13,8 @@
 //! needs headroom kept back per prover worker to be deadlock-free. For the GPU
 //! the working set lives in VRAM and the arena's admission accounts for it.
 
+/// Bytes as a short figure for messages (cuzk-arena's, the one formatter).
+pub use cuzk_arena::human;
 use cuzk_synth::{CircuitShape, Synthesized};
 
 /// Bytes of one `Fr` in a `Vec<Fr>` (four 64-bit limbs, Montgomery form).
@@ -75,22 +77,6 @@ pub fn witness_bytes(w: &Synthesized) -> u64 {
         + bits(&w.b_input_density)
 }
 
-/// Human-readable bytes ("1.50 GiB") for messages.
-pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.2} {}", UNITS[unit])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,12 +100,5 @@ mod tests {
             assert!(actual + 64 >= estimate.witness, "k={k}: estimate too high");
             assert_eq!(estimate.working_set, 3 * (1 << k) * 32);
         }
-    }
-
-    #[test]
-    fn bytes_format() {
-        assert_eq!(format_bytes(512), "512 B");
-        assert_eq!(format_bytes(1536), "1.50 KiB");
-        assert_eq!(format_bytes(3 << 30), "3.00 GiB");
     }
 }

@@ -7,10 +7,10 @@ use cuzk_groth16::prover::ProveError;
 
 use crate::config::EngineConfig;
 use crate::job::Job;
-use crate::memory::format_bytes;
 use crate::metrics::MetricsSnapshot;
 use crate::state::JobHandle;
 use crate::timeline::Timeline;
+use cuzk_arena::human as format_bytes;
 
 /// An engine that takes jobs and returns proofs.
 ///
@@ -102,7 +102,7 @@ pub enum SubmitError {
         label: String,
     },
     /// The key was made for another circuit.
-    #[error("job `{label}` refused: {source}")]
+    #[error("job `{label}` refused")]
     KeyMismatch {
         /// The job's label.
         label: String,

@@ -27,7 +27,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar as Fr;
-use cuzk_groth16::prover::{check_key_shape, finish, prove_with, Backend, MsmSums, StageTimings};
+use cuzk_groth16::prover::{
+    check_key_shape, finish, prove_with, Backend, BackendFailure, MsmSums, StageTimings,
+};
 use cuzk_groth16::verifier::verify_proof;
 use cuzk_groth16::{Proof, ProvingKey};
 use cuzk_synth::Synthesized;
@@ -237,9 +239,9 @@ impl SynthesizedPartition {
         let ticket = catch_panic(Stage::Prove, || {
             on.admission
                 .admit(job.shape())
-                .map_err(|e| PartitionError::Admission {
+                .map_err(|source| PartitionError::Admission {
                     device: on.device_name.clone(),
-                    message: e.message,
+                    source,
                 })
         });
         let ticket = match ticket {
@@ -256,9 +258,30 @@ impl SynthesizedPartition {
         }
         ctx.timeline
             .emit(job.id(), partition, EventKind::ProveStart, worker);
+        let mut ticket = Some(ticket);
+        let mut backend = on.backend.name();
         let result = {
             let _busy = ctx.meters.stage(Stage::Prove).busy();
-            prove_partition(&*on.backend, job.key(), &witness)
+            match prove_partition(&*on.backend, job.key(), &witness) {
+                // The device lacked memory for this partition: the partition
+                // is fine, so it is proved on the fallback (the CPU) rather
+                // than failing its job. Any other backend failure is a
+                // device fault and fails the partition: proving elsewhere
+                // would hide a broken device.
+                Err(PartitionError::Prove(e))
+                    if e.backend_failure() == Some(BackendFailure::OutOfDeviceMemory) =>
+                {
+                    let fallback = ctx.fallback.name();
+                    tracing::warn!(job = %job.id(), partition, backend, fallback,
+                        error = %crate::ErrorChain(&e),
+                        "out of device memory; proving the partition on the fallback");
+                    // The device's room is not needed for the fallback.
+                    drop(ticket.take());
+                    backend = fallback;
+                    prove_partition(&*ctx.fallback, job.key(), &witness)
+                }
+                other => other,
+            }
         };
         let (sums, timings) = match result {
             Ok(out) => out,
@@ -286,7 +309,7 @@ impl SynthesizedPartition {
             job,
             partition,
             sums,
-            backend: on.backend.name(),
+            backend,
             device: on.device,
             timings,
             synthesis,

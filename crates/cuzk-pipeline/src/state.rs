@@ -13,15 +13,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar as Fr;
-use cuzk_groth16::prover::check_key_shape;
+use cuzk_groth16::prover::{check_key_shape, draw_randomness};
 use cuzk_groth16::verifier::PreparedVerifyingKey;
 use cuzk_groth16::{Proof, ProvingKey};
 use cuzk_synth::CircuitShape;
-use ff::Field;
 use parking_lot::{Condvar, Mutex};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use rand_core::RngCore;
 
 use crate::job::{
     Job, JobError, JobId, JobOutput, JobResult, PartitionError, PartitionReport, PartitionSource,
@@ -221,11 +219,11 @@ impl JobState {
         let mut slot = self.slot.lock();
         if self.is_finished() {
             tracing::warn!(job = %self.id, label = %self.label, partition = index,
-                error = %error, "partition of an already finished job failed; dropped");
+                error = %crate::ErrorChain(&error), "partition of an already finished job failed; dropped");
             return;
         }
         tracing::error!(job = %self.id, label = %self.label, partition = index,
-            error = %error, "partition failed; failing its job");
+            error = %crate::ErrorChain(&error), "partition failed; failing its job");
         self.resolve(
             &mut slot,
             Err(JobError::Partition {
@@ -285,13 +283,6 @@ impl std::fmt::Debug for JobState {
             .field("finished", &self.is_finished())
             .finish_non_exhaustive()
     }
-}
-
-/// `k` values of r, then `k` values of s: bellperson's batch order.
-fn draw_randomness(k: usize, rng: &mut impl RngCore) -> Vec<(Fr, Fr)> {
-    let r: Vec<Fr> = (0..k).map(|_| Fr::random(&mut *rng)).collect();
-    let s: Vec<Fr> = (0..k).map(|_| Fr::random(&mut *rng)).collect();
-    r.into_iter().zip(s).collect()
 }
 
 /// The submitter's side of a job: wait for it, or cancel it.

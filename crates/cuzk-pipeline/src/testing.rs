@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use blstrs::{G1Projective, Scalar as Fr};
 use cuzk_groth16::encoding::PointCheck;
-use cuzk_groth16::prover::{Backend, CpuBackend, MsmSums, ProveError, StageTimings};
+use cuzk_groth16::prover::{
+    Backend, BackendFailure, CpuBackend, MsmSums, ProveError, StageTimings,
+};
 use cuzk_groth16::setup::generate_key;
 use cuzk_groth16::verifier::{verify_proof, PreparedVerifyingKey};
 use cuzk_groth16::ProvingKey;
@@ -264,8 +266,10 @@ impl PartitionSource for FaultySource {
 /// What a [`FaultyBackend`] does wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendFault {
-    /// Returns `ProveError::Backend`.
+    /// Returns `ProveError::Backend` with a device fault.
     Error,
+    /// Returns `ProveError::Backend` out of device memory.
+    OutOfDeviceMemory,
     /// Panics.
     Panic,
     /// Returns sums off by the generator in ΣH: an invalid proof.
@@ -324,10 +328,16 @@ impl Backend for FaultyBackend {
         timings: &mut StageTimings,
     ) -> Result<MsmSums, ProveError> {
         match self.fault_for(witness) {
-            Some(BackendFault::Error) => Err(ProveError::Backend {
-                backend: "faulty",
-                message: format!("{INJECTED}: backend error"),
-            }),
+            Some(BackendFault::Error) => Err(ProveError::backend(
+                "faulty",
+                BackendFailure::Fault,
+                format!("{INJECTED}: backend error"),
+            )),
+            Some(BackendFault::OutOfDeviceMemory) => Err(ProveError::backend(
+                "faulty",
+                BackendFailure::OutOfDeviceMemory,
+                format!("{INJECTED}: out of device memory"),
+            )),
             Some(BackendFault::Panic) => panic!("{INJECTED}: backend panic"),
             Some(BackendFault::WrongSums) => {
                 let mut sums = self.inner.msm_sums(key, witness, timings)?;

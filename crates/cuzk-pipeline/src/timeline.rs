@@ -233,7 +233,7 @@ pub fn json_lines_layer(path: &Path) -> io::Result<JsonLinesLayer<LineWriter<Fil
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
     /// The file could not be created.
-    #[error("cannot create timeline file {path}: {source}")]
+    #[error("cannot create timeline file {}", path.display())]
     Create {
         /// The path.
         path: std::path::PathBuf,

@@ -24,7 +24,7 @@ use cuzk_groth16::encoding::PointCheck;
 use cuzk_groth16::setup::generate_key;
 use cuzk_groth16::verifier::PreparedVerifyingKey;
 use cuzk_groth16::ProvingKey;
-use cuzk_pipeline::memory::format_bytes;
+use cuzk_pipeline::memory::human as format_bytes;
 use cuzk_pipeline::{
     DemoSource, Device, EngineConfig, Job, PartitionFootprint, PartitionSource, Scheduler, Stage,
     Timeline,

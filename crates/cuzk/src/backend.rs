@@ -19,7 +19,7 @@ pub(crate) struct BackendArgs {
     pub(crate) vram_budget: VramBudget,
 }
 
-fn parse_budget(s: &str) -> Result<VramBudget, String> {
+fn parse_budget(s: &str) -> Result<VramBudget, cuzk_cuda::BudgetError> {
     VramBudget::parse(s)
 }
 
@@ -92,8 +92,7 @@ pub(crate) fn gpu_status() -> String {
 /// (prefixed by `who`) which one runs and, for `auto`, why it is the CPU's
 /// when it falls back.
 pub(crate) fn select_fixed_base(who: &str, backend: &str) -> Result<Box<dyn FixedBase>> {
-    let (chosen, note) =
-        cuzk_gpu::keygen::select_fixed_base(backend).map_err(anyhow::Error::msg)?;
+    let (chosen, note) = cuzk_gpu::keygen::select_fixed_base(backend)?;
     if let Some(note) = note {
         eprintln!("{who}: {note}");
     }

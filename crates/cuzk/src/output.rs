@@ -1,7 +1,6 @@
 //! What the commands share for talking to the user and writing files:
 //! durations, spinners, stage lists, the proof RNG, atomic writes.
 
-use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -47,20 +46,8 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         _ => Path::new("."),
     };
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    // Temporary files start owner-only; proofs and inputs are public data.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("renaming into {}", path.display()))?;
-    Ok(())
+    cuzk_groth16::file::write_bytes_atomically(path, bytes)
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// The process's peak resident set (`VmHWM`), where the OS reports it.

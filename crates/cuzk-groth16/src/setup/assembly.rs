@@ -259,16 +259,13 @@ impl ConstraintSystem<Fr> for KeyAssembly {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha20Rng;
+    use rand::Rng;
 
     /// The parallel sums against a plain loop, over several buckets, with
     /// inputs, repeated variables, zero coefficients and empty buckets.
     #[test]
     fn parallel_sums_match_a_plain_loop() {
-        let seed = rand::random::<u64>();
-        println!("seed {seed}");
-        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let mut rng = cuzk_testkit::test_rng("parallel_sums_match_a_plain_loop");
         let (num_inputs, num_aux, constraints) = (7usize, 3 * BUCKET + 123, 40_000usize);
         let lagrange: Vec<Fr> = (0..constraints).map(|_| Fr::random(&mut rng)).collect();
         let terms: Vec<Term> = (0..200_000)

@@ -31,7 +31,7 @@ const MAX_CPU_WINDOW: u32 = 16;
 
 /// Why a fixed-base multiplication failed (a device error, for instance).
 #[derive(Debug, thiserror::Error)]
-#[error("fixed-base multiplication on {backend} failed: {source}")]
+#[error("fixed-base multiplication on {backend} failed")]
 pub struct FixedBaseError {
     /// The implementation that failed.
     pub backend: String,
@@ -412,13 +412,10 @@ pub fn batch_to_affine<G: KeyCurve>(points: &[G], out: &mut [G::Affine]) {
 mod tests {
     use super::*;
     use group::{Curve, Group};
-    use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
 
     fn rng() -> ChaCha20Rng {
-        let seed = rand::random::<u64>();
-        println!("seed {seed}");
-        ChaCha20Rng::seed_from_u64(seed)
+        cuzk_testkit::test_rng("fixed_base")
     }
 
     fn edge_scalars(rng: &mut ChaCha20Rng) -> Vec<Fr> {

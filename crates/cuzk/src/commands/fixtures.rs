@@ -244,10 +244,7 @@ fn keys(
         fixed_base.name()
     );
     if let Some(peak) = peak_rss() {
-        println!(
-            "peak host RSS {}",
-            cuzk_pipeline::memory::format_bytes(peak)
-        );
+        println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
     }
     Ok(())
 }

@@ -75,7 +75,7 @@ pub(crate) struct PorepC2Args {
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
-    match cuzk_cuda::VramBudget::parse(s)? {
+    match cuzk_cuda::VramBudget::parse(s).map_err(|e| e.to_string())? {
         cuzk_cuda::VramBudget::Bytes(n) => Ok(n),
         cuzk_cuda::VramBudget::Auto => Err("expected a size like 64GiB".into()),
     }
@@ -219,10 +219,7 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         println!("{stage:<13} {:>10}  {note}", secs(*d));
     }
     if let Some(peak) = peak_rss() {
-        println!(
-            "peak host RSS {}",
-            cuzk_pipeline::memory::format_bytes(peak)
-        );
+        println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
     }
     for (s, proof) in sectors.iter().zip(&proofs) {
         println!("wrote {} ({} bytes)", s.out.display(), proof.len());
@@ -319,8 +316,8 @@ fn host_budget(args: &PorepC2Args, key: &ProvingKey) -> (u64, String) {
         three_quarters.saturating_sub(key_bytes),
         format!(
             "3/4 of RAM ({}) less the proving key ({})",
-            cuzk_pipeline::memory::format_bytes(three_quarters),
-            cuzk_pipeline::memory::format_bytes(key_bytes)
+            cuzk_pipeline::memory::human(three_quarters),
+            cuzk_pipeline::memory::human(key_bytes)
         ),
     )
 }
@@ -361,7 +358,7 @@ fn through_engine(
     .with_context(|| format!("starting the engine (host budget: {why})"))?;
     eprintln!(
         "engine: {workers} synthesis workers, host budget {} ({why})",
-        cuzk_pipeline::memory::format_bytes(budget)
+        cuzk_pipeline::memory::human(budget)
     );
     let s = spinner(format!(
         "{} sector(s) of {} partition(s) through the engine, {workers} synthesis workers",

@@ -141,9 +141,7 @@ pub(crate) fn prove_partitions(
         &DemoCircuit::shape_for(circuit.log_size, circuit.sha_share),
     )
     .context("the key was not made for this circuit (check --log-size and --sha-share)")?;
-    // bellperson's order: every r, then every s.
-    let r: Vec<Fr> = (0..partitions).map(|_| Fr::random_from(rng)).collect();
-    let s: Vec<Fr> = (0..partitions).map(|_| Fr::random_from(rng)).collect();
+    let randomness = cuzk_groth16::prover::draw_randomness(partitions as usize, rng);
     let bar = ProgressBar::new(partitions).with_style(
         ProgressStyle::with_template("{spinner} partition {pos}/{len} {msg} [{elapsed}]")
             .expect("static template"),
@@ -157,7 +155,8 @@ pub(crate) fn prove_partitions(
         let w: Synthesized = synthesize(c).context("synthesizing the demo circuit")?;
         let synthesis = t.elapsed();
         bar.set_message(format!("proving on {}", backend.name()));
-        let proved = prove_with(backend, key, &w, r[i as usize], s[i as usize])?;
+        let (r, s) = randomness[i as usize];
+        let proved = prove_with(backend, key, &w, r, s)?;
         if let Some(how) = backend.last_run() {
             bar.suspend(|| eprintln!("partition {i}: {how}"));
         }
@@ -173,17 +172,6 @@ pub(crate) fn prove_partitions(
     }
     bar.finish_and_clear();
     Ok(ProveReport { partitions: out })
-}
-
-/// Drawing r and s as bellperson does (`Field::random`).
-trait RandomFrom {
-    fn random_from(rng: &mut impl RngCore) -> Self;
-}
-
-impl RandomFrom for Fr {
-    fn random_from(rng: &mut impl RngCore) -> Self {
-        <Fr as cuzk_field::Field>::random(rng)
-    }
 }
 
 pub(crate) fn write_outputs(report: &ProveReport, proofs: &Path, inputs: &Path) -> Result<()> {
