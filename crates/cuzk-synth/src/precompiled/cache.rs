@@ -44,6 +44,8 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::matrix::{CoeffIdsRef, MatrixRef};
+#[cfg(test)]
+use super::matrix::CoeffIds;
 use super::{R1cs, R1csRef};
 use crate::{CircuitShape, Density};
 
@@ -721,4 +723,40 @@ fn map_file(file: &File) -> io::Result<memmap2::Mmap> {
     // Our writer never changes a file in place (temporary file + rename),
     // per the contract documented above; the map is read-only.
     unsafe { memmap2::Mmap::map(file) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file whose checksums are right (its writer was wrong) is still
+    /// refused when its structure is out of range.
+    #[test]
+    fn checksummed_but_inconsistent_files_are_malformed() {
+        let good = super::super::record(crate::DemoCircuit::new(10, 0.0, 1)).unwrap();
+        let columns = (good.shape.num_inputs + good.shape.num_aux) as u32;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.r1cs");
+        let id = CircuitId::from_name("bad");
+        let cases: [(&str, fn(&mut R1cs, u32)); 3] = [
+            ("matrix B: column", |r, columns| r.b.cols[3] = columns),
+            ("matrix A: row offsets descend", |r, _| r.a.row_ptr.swap(5, 6)),
+            ("matrix C: coefficient id", |r, _| match &mut r.c.ids {
+                CoeffIds::U16(ids) => ids[0] = 2,
+                CoeffIds::U32(ids) => ids[0] = 2,
+            }),
+        ];
+        for (expected, damage) in cases {
+            let mut bad = good.clone();
+            damage(&mut bad, columns);
+            write(&path, &id, &bad).unwrap();
+            let err = MappedR1cs::open(&path, &id).unwrap_err();
+            assert!(
+                matches!(&err, CacheError::Malformed { problem, .. } if problem.starts_with(expected)),
+                "{expected}: {err}"
+            );
+        }
+        write(&path, &id, &good).unwrap();
+        assert_eq!(MappedR1cs::open(&path, &id).unwrap().shape(), &good.shape);
+    }
 }
