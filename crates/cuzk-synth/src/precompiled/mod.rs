@@ -6,6 +6,7 @@
 //! synthesis gives, bit for bit.
 
 pub mod cache;
+pub use cache::{CacheError, CircuitId, MappedR1cs};
 mod evaluate;
 mod matrix;
 mod record;
