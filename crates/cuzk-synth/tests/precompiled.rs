@@ -57,6 +57,33 @@ fn demo_circuits_2_10_to_2_16_match_full_synthesis() {
     check(DemoCircuit::new(16, 1.0, 9));
 }
 
+/// The demo's native witness is the witness synthesis records, and with
+/// the recording gives full synthesis's result.
+#[test]
+fn the_native_demo_witness_equals_synthesis() {
+    // One lane of each kind at 2^10..2^16; several SHA lanes (the last
+    // short); four chain lanes; SHA only.
+    let cases = (10..=16)
+        .map(|k| (k, DemoCircuit::DEFAULT_SHA_SHARE))
+        .chain([(19, 1.0), (18, 0.0), (17, 1.0)]);
+    for (log_size, share) in cases {
+        let circuit = DemoCircuit::new(log_size, share, 11);
+        let native = circuit.native_witness();
+        let gadgets = witness(circuit.clone()).unwrap();
+        assert_eq!(native.input_assignment, gadgets.input_assignment, "2^{log_size} inputs");
+        assert_eq!(native.aux_assignment.len(), gadgets.aux_assignment.len(), "2^{log_size} aux count");
+        if let Some(i) = (0..native.aux_assignment.len())
+            .find(|&i| native.aux_assignment[i] != gadgets.aux_assignment[i])
+        {
+            panic!("2^{log_size} at {share}: aux {i} differs");
+        }
+        if log_size <= 16 {
+            let r1cs = record(circuit.clone()).unwrap();
+            assert_same(&r1cs.synthesize(native).unwrap(), &synthesize(circuit).unwrap());
+        }
+    }
+}
+
 #[test]
 fn one_recording_serves_every_seed() {
     let r1cs = record(DemoCircuit::new(16, 0.95, 1)).unwrap();
