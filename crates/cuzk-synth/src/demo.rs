@@ -339,7 +339,9 @@ impl DemoCircuit {
                 Lane::Sha { lane, blocks } => {
                     native_sha_lane(blocks, stream_rng(seed, sha_stream(lane)))
                 }
-                Lane::Chain { lane, steps } => native_mul_lane(steps, ChainWitness::new(seed, lane)),
+                Lane::Chain { lane, steps } => {
+                    native_mul_lane(steps, ChainWitness::new(seed, lane))
+                }
             })
             .collect();
         let aux_len = parts.iter().map(|p| p.aux_assignment.len()).sum();

@@ -35,12 +35,24 @@ fn a_written_file_maps_back_to_the_same_recording() {
     assert_eq!(mapped.id(), id());
     assert_eq!(mapped.shape(), r1cs.shape());
     assert_eq!(mapped.as_ref().stats(), r1cs.as_ref().stats());
-    assert_eq!(mapped.file_bytes() as u64, fs::metadata(&path).unwrap().len());
+    assert_eq!(
+        mapped.file_bytes() as u64,
+        fs::metadata(&path).unwrap().len()
+    );
     let expected = synthesize(circuit.clone()).unwrap();
-    let actual = mapped.as_ref().synthesize(witness(circuit).unwrap()).unwrap();
-    assert!(actual == expected, "the mapped recording evaluates differently");
+    let actual = mapped
+        .as_ref()
+        .synthesize(witness(circuit).unwrap())
+        .unwrap();
+    assert!(
+        actual == expected,
+        "the mapped recording evaluates differently"
+    );
     // Nothing but the file is left in the directory.
-    let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("demo.r1cs")]);
 }
 
@@ -48,7 +60,11 @@ fn a_written_file_maps_back_to_the_same_recording() {
 fn content_ids_name_the_content() {
     let (_, r1cs) = recorded();
     let again = record(DemoCircuit::new(15, DemoCircuit::DEFAULT_SHA_SHARE, 99)).unwrap();
-    assert_eq!(r1cs.content_id(), again.content_id(), "the witness seed is not content");
+    assert_eq!(
+        r1cs.content_id(),
+        again.content_id(),
+        "the witness seed is not content"
+    );
     let other = record(DemoCircuit::new(15, 0.0, 4)).unwrap();
     assert_ne!(r1cs.content_id(), other.content_id());
     assert_ne!(r1cs.content_id(), id());
@@ -66,7 +82,10 @@ fn rewriting_leaves_an_open_mapping_intact() {
     assert_eq!(old.shape(), r1cs.shape());
     let expected = synthesize(circuit.clone()).unwrap();
     assert!(old.as_ref().synthesize(witness(circuit).unwrap()).unwrap() == expected);
-    assert_eq!(MappedR1cs::open(&path, &other_id).unwrap().shape(), other.shape());
+    assert_eq!(
+        MappedR1cs::open(&path, &other_id).unwrap().shape(),
+        other.shape()
+    );
 }
 
 /// Writes the demo file, lets `damage` change its bytes, and returns why
@@ -79,7 +98,10 @@ fn refused(damage: impl FnOnce(&mut Vec<u8>)) -> CacheError {
     fs::write(&path, &bytes).unwrap();
     let err = MappedR1cs::open(&path, &id()).expect_err("a damaged file was accepted");
     let message = err.to_string();
-    assert!(message.contains("demo.r1cs"), "the path is named: {message}");
+    assert!(
+        message.contains("demo.r1cs"),
+        "the path is named: {message}"
+    );
     err
 }
 
@@ -102,15 +124,31 @@ fn truncated_files_are_refused() {
         "{err}"
     );
     let err = refused(|b| b.truncate(100));
-    assert!(matches!(err, CacheError::Truncated { expected: 1024, actual: 100, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            CacheError::Truncated {
+                expected: 1024,
+                actual: 100,
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = refused(Vec::clear);
-    assert!(matches!(err, CacheError::Truncated { actual: 0, .. }), "{err}");
+    assert!(
+        matches!(err, CacheError::Truncated { actual: 0, .. }),
+        "{err}"
+    );
 }
 
 #[test]
 fn other_files_and_versions_are_refused() {
     let err = refused(|b| b[..8].copy_from_slice(b"NOTACACH"));
-    assert!(matches!(err, CacheError::NotACache { found, .. } if &found == b"NOTACACH"), "{err}");
+    assert!(
+        matches!(err, CacheError::NotACache { found, .. } if &found == b"NOTACACH"),
+        "{err}"
+    );
     let err = refused(|b| b[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes()));
     assert!(
         matches!(err, CacheError::Version { found, supported, .. }
@@ -136,7 +174,10 @@ fn another_circuits_file_is_refused() {
 fn corrupt_headers_and_sections_are_refused_naming_the_part() {
     // A count in the header (the number of constraints).
     let err = refused(|b| b[48] ^= 1);
-    assert!(matches!(err, CacheError::Checksum { what: "header", .. }), "{err}");
+    assert!(
+        matches!(err, CacheError::Checksum { what: "header", .. }),
+        "{err}"
+    );
     // One bit of each section.
     let names = [
         (0, "coefficients"),

@@ -33,11 +33,16 @@ enum WordSpec {
     Bits(Vec<BitSpec>),
 }
 
-fn gadget_bit<CS: ConstraintSystem<Fr>>(cs: &mut CS, (kind, value): BitSpec) -> Result<Boolean, SynthesisError> {
+fn gadget_bit<CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    (kind, value): BitSpec,
+) -> Result<Boolean, SynthesisError> {
     Ok(match kind {
         Kind::Constant => Boolean::constant(value),
         Kind::Allocated => Boolean::from(AllocatedBit::alloc(cs.namespace(|| "bit"), Some(value))?),
-        Kind::Negated => Boolean::from(AllocatedBit::alloc(cs.namespace(|| "bit"), Some(!value))?).not(),
+        Kind::Negated => {
+            Boolean::from(AllocatedBit::alloc(cs.namespace(|| "bit"), Some(!value))?).not()
+        }
     })
 }
 
@@ -45,7 +50,7 @@ fn native_bit(aux: &mut Vec<Fr>, (kind, value): BitSpec) -> Bit {
     match kind {
         Kind::Constant => Bit::Constant(value),
         Kind::Allocated => Bit::alloc(value, aux),
-        Kind::Negated => Bit::alloc(!value, aux).not(),
+        Kind::Negated => !Bit::alloc(!value, aux),
     }
 }
 
@@ -53,14 +58,20 @@ fn native_bit(aux: &mut Vec<Fr>, (kind, value): BitSpec) -> Bit {
 fn gadget(message: &[BitSpec], state: &[WordSpec]) -> (Vec<Fr>, Vec<Boolean>) {
     let mut cs = WitnessAssignment::new();
     cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
-    let bits: Vec<Boolean> = message.iter().map(|&b| gadget_bit(&mut cs, b).unwrap()).collect();
+    let bits: Vec<Boolean> = message
+        .iter()
+        .map(|&b| gadget_bit(&mut cs, b).unwrap())
+        .collect();
     let words: Vec<UInt32> = state
         .iter()
         .map(|w| match w {
             WordSpec::Constant(v) => UInt32::constant(*v),
             WordSpec::Allocated(v) => UInt32::alloc(cs.namespace(|| "word"), Some(*v)).unwrap(),
             WordSpec::Bits(bits) => {
-                let bits: Vec<Boolean> = bits.iter().map(|&b| gadget_bit(&mut cs, b).unwrap()).collect();
+                let bits: Vec<Boolean> = bits
+                    .iter()
+                    .map(|&b| gadget_bit(&mut cs, b).unwrap())
+                    .collect();
                 UInt32::from_bits(&bits)
             }
         })
@@ -110,8 +121,9 @@ fn kind(constant: u32, allocated: u32, negated: u32) -> impl Strategy<Value = Ki
 
 fn bits(n: usize) -> impl Strategy<Value = Vec<BitSpec>> {
     // Mostly one kind per case, so whole words fold (or not) as in real use.
-    (0u32..4, 0u32..4, 0u32..4)
-        .prop_flat_map(move |(c, a, n_)| prop::collection::vec((kind(c + 1, a + 1, n_), any::<bool>()), n))
+    (0u32..4, 0u32..4, 0u32..4).prop_flat_map(move |(c, a, n_)| {
+        prop::collection::vec((kind(c + 1, a + 1, n_), any::<bool>()), n)
+    })
 }
 
 fn word() -> impl Strategy<Value = WordSpec> {

@@ -27,7 +27,11 @@ fn assert_same(actual: &Synthesized, expected: &Synthesized) {
         ("a", &actual.a, &expected.a),
         ("b", &actual.b, &expected.b),
         ("c", &actual.c, &expected.c),
-        ("inputs", &actual.input_assignment, &expected.input_assignment),
+        (
+            "inputs",
+            &actual.input_assignment,
+            &expected.input_assignment,
+        ),
         ("aux", &actual.aux_assignment, &expected.aux_assignment),
     ] {
         assert_eq!(x.len(), y.len(), "{name} length");
@@ -44,7 +48,11 @@ fn assert_same(actual: &Synthesized, expected: &Synthesized) {
 #[test]
 fn demo_circuits_2_10_to_2_16_match_full_synthesis() {
     for log_size in 10..=16 {
-        let r1cs = check(DemoCircuit::new(log_size, DemoCircuit::DEFAULT_SHA_SHARE, 7));
+        let r1cs = check(DemoCircuit::new(
+            log_size,
+            DemoCircuit::DEFAULT_SHA_SHARE,
+            7,
+        ));
         let stats = r1cs.as_ref().stats();
         println!(
             "2^{log_size}: nonzeros {:?}, {} distinct coefficients, {:.2} bytes per nonzero",
@@ -70,8 +78,15 @@ fn the_native_demo_witness_equals_synthesis() {
         let circuit = DemoCircuit::new(log_size, share, 11);
         let native = circuit.native_witness();
         let gadgets = witness(circuit.clone()).unwrap();
-        assert_eq!(native.input_assignment, gadgets.input_assignment, "2^{log_size} inputs");
-        assert_eq!(native.aux_assignment.len(), gadgets.aux_assignment.len(), "2^{log_size} aux count");
+        assert_eq!(
+            native.input_assignment, gadgets.input_assignment,
+            "2^{log_size} inputs"
+        );
+        assert_eq!(
+            native.aux_assignment.len(),
+            gadgets.aux_assignment.len(),
+            "2^{log_size} aux count"
+        );
         if let Some(i) = (0..native.aux_assignment.len())
             .find(|&i| native.aux_assignment[i] != gadgets.aux_assignment[i])
         {
@@ -79,7 +94,10 @@ fn the_native_demo_witness_equals_synthesis() {
         }
         if log_size <= 16 {
             let r1cs = record(circuit.clone()).unwrap();
-            assert_same(&r1cs.synthesize(native).unwrap(), &synthesize(circuit).unwrap());
+            assert_same(
+                &r1cs.synthesize(native).unwrap(),
+                &synthesize(circuit).unwrap(),
+            );
         }
     }
 }
@@ -109,7 +127,10 @@ fn parallel_and_sequential_recordings_agree() {
         );
         let parallel_witness = witness(circuit.clone()).unwrap();
         let sequential_witness = witness(circuit.in_sequence()).unwrap();
-        assert!(parallel_witness == sequential_witness, "2^{log_size} witness");
+        assert!(
+            parallel_witness == sequential_witness,
+            "2^{log_size} witness"
+        );
         assert_eq!(parallel.content_id(), sequential.content_id());
     }
 }
@@ -250,7 +271,11 @@ impl Circuit<Fr> for RandomCircuit {
                     let lc = |terms: &[(bool, u16, Coeff)]| {
                         let mut lc = LinearCombination::zero();
                         for &(input, at, coeff) in terms {
-                            let pool = if input || aux.is_empty() { &inputs } else { &aux };
+                            let pool = if input || aux.is_empty() {
+                                &inputs
+                            } else {
+                                &aux
+                            };
                             let var = pool[usize::from(at) * pool.len() / (1 << 16)];
                             lc = lc + (coeff.fr(), var);
                             if matches!(coeff, Coeff::Small(3)) {

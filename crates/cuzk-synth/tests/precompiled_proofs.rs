@@ -31,7 +31,10 @@ fn proofs(key: &ProvingKey, witnesses: &[Synthesized], seed: u64) -> Vec<u8> {
 /// the same bytes for `circuits`, which all verify.
 fn check(key: &ProvingKey, circuits: &[DemoCircuit], seed: u64) {
     println!("proof randomness seed {seed}");
-    let full: Vec<Synthesized> = circuits.iter().map(|c| synthesize(c.clone()).unwrap()).collect();
+    let full: Vec<Synthesized> = circuits
+        .iter()
+        .map(|c| synthesize(c.clone()).unwrap())
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("circuit.r1cs");
     let recording = record(circuits[0].clone()).unwrap();
@@ -40,11 +43,19 @@ fn check(key: &ProvingKey, circuits: &[DemoCircuit], seed: u64) {
     let mapped = MappedR1cs::open(&path, &id).unwrap();
     let precompiled: Vec<Synthesized> = circuits
         .iter()
-        .map(|c| mapped.as_ref().synthesize(witness(c.clone()).unwrap()).unwrap())
+        .map(|c| {
+            mapped
+                .as_ref()
+                .synthesize(witness(c.clone()).unwrap())
+                .unwrap()
+        })
         .collect();
     let expected = proofs(key, &full, seed);
     let actual = proofs(key, &precompiled, seed);
-    assert_eq!(actual, expected, "pre-compiled proofs differ from full synthesis's");
+    assert_eq!(
+        actual, expected,
+        "pre-compiled proofs differ from full synthesis's"
+    );
     let pvk = PreparedVerifyingKey::new(&key.vk);
     for (proof, circuit) in actual.chunks(192).zip(circuits) {
         let proof = cuzk_groth16::proof::Proof::from_bytes(proof).unwrap();
@@ -54,7 +65,8 @@ fn check(key: &ProvingKey, circuits: &[DemoCircuit], seed: u64) {
 
 #[test]
 fn the_committed_2_10_key_proves_the_same_bytes() {
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo-k10-sha95.params");
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo-k10-sha95.params");
     let key = ProvingKey::read_from_path(&fixture, PointCheck::Full).unwrap();
     let circuits: Vec<DemoCircuit> = (1..=3).map(|s| DemoCircuit::new(10, 0.95, s)).collect();
     check(&key, &circuits, 42);
@@ -67,5 +79,12 @@ fn a_sha_circuit_proves_the_same_bytes() {
     let key_seed = 5;
     println!("key seed {key_seed}");
     let key = generate_key(circuit.clone(), &mut ChaCha20Rng::seed_from_u64(key_seed)).unwrap();
-    check(&key, &[circuit, DemoCircuit::new(15, DemoCircuit::DEFAULT_SHA_SHARE, 2)], 7);
+    check(
+        &key,
+        &[
+            circuit,
+            DemoCircuit::new(15, DemoCircuit::DEFAULT_SHA_SHARE, 2),
+        ],
+        7,
+    );
 }

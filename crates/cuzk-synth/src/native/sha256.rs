@@ -34,15 +34,69 @@ use ff::Field;
 
 /// SHA-256 round constants (FIPS 180-4, section 4.2.2).
 const ROUND_CONSTANTS: [u32; 64] = [
-    0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4,
-    0xab1c_5ed5, 0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe,
-    0x9bdc_06a7, 0xc19b_f174, 0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f,
-    0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da, 0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7,
-    0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967, 0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc,
-    0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85, 0xa2bf_e8a1, 0xa81a_664b,
-    0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070, 0x19a4_c116,
-    0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
-    0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7,
+    0x428a_2f98,
+    0x7137_4491,
+    0xb5c0_fbcf,
+    0xe9b5_dba5,
+    0x3956_c25b,
+    0x59f1_11f1,
+    0x923f_82a4,
+    0xab1c_5ed5,
+    0xd807_aa98,
+    0x1283_5b01,
+    0x2431_85be,
+    0x550c_7dc3,
+    0x72be_5d74,
+    0x80de_b1fe,
+    0x9bdc_06a7,
+    0xc19b_f174,
+    0xe49b_69c1,
+    0xefbe_4786,
+    0x0fc1_9dc6,
+    0x240c_a1cc,
+    0x2de9_2c6f,
+    0x4a74_84aa,
+    0x5cb0_a9dc,
+    0x76f9_88da,
+    0x983e_5152,
+    0xa831_c66d,
+    0xb003_27c8,
+    0xbf59_7fc7,
+    0xc6e0_0bf3,
+    0xd5a7_9147,
+    0x06ca_6351,
+    0x1429_2967,
+    0x27b7_0a85,
+    0x2e1b_2138,
+    0x4d2c_6dfc,
+    0x5338_0d13,
+    0x650a_7354,
+    0x766a_0abb,
+    0x81c2_c92e,
+    0x9272_2c85,
+    0xa2bf_e8a1,
+    0xa81a_664b,
+    0xc24b_8b70,
+    0xc76c_51a3,
+    0xd192_e819,
+    0xd699_0624,
+    0xf40e_3585,
+    0x106a_a070,
+    0x19a4_c116,
+    0x1e37_6c08,
+    0x2748_774c,
+    0x34b0_bcb5,
+    0x391c_0cb3,
+    0x4ed8_aa4a,
+    0x5b9c_ca4f,
+    0x682e_6ff3,
+    0x748f_82ee,
+    0x78a5_636f,
+    0x84c8_7814,
+    0x8cc7_0208,
+    0x90be_fffa,
+    0xa450_6ceb,
+    0xbef9_a3f7,
     0xc671_78f2,
 ];
 
@@ -89,9 +143,13 @@ impl Bit {
     pub fn is_constant(self) -> bool {
         matches!(self, Bit::Constant(_))
     }
+}
+
+impl std::ops::Not for Bit {
+    type Output = Self;
 
     /// `Boolean::not`: no allocation.
-    pub fn not(self) -> Self {
+    fn not(self) -> Self {
         match self {
             Bit::Constant(v) => Bit::Constant(!v),
             Bit::Is(v) => Bit::Not(v),
@@ -104,9 +162,9 @@ impl Bit {
 pub fn xor(a: Bit, b: Bit, aux: &mut Vec<Fr>) -> Bit {
     match (a, b) {
         (Bit::Constant(false), x) | (x, Bit::Constant(false)) => x,
-        (Bit::Constant(true), x) | (x, Bit::Constant(true)) => x.not(),
+        (Bit::Constant(true), x) | (x, Bit::Constant(true)) => !x,
         // Is ^ Not: the xor of the variables, negated.
-        (Bit::Is(x), Bit::Not(y)) | (Bit::Not(x), Bit::Is(y)) => Bit::alloc(x ^ y, aux).not(),
+        (Bit::Is(x), Bit::Not(y)) | (Bit::Not(x), Bit::Is(y)) => !Bit::alloc(x ^ y, aux),
         (Bit::Is(x), Bit::Is(y)) | (Bit::Not(x), Bit::Not(y)) => Bit::alloc(x ^ y, aux),
     }
 }
@@ -127,10 +185,10 @@ pub fn ch(a: Bit, b: Bit, c: Bit, aux: &mut Vec<Fr>) -> Bit {
     match (a, b, c) {
         (Bit::Constant(_), Bit::Constant(_), Bit::Constant(_)) => Bit::Constant(value),
         (Bit::Constant(false), _, c) => c,
-        (a, Bit::Constant(false), c) => and(a.not(), c, aux),
+        (a, Bit::Constant(false), c) => and(!a, c, aux),
         (a, b, Bit::Constant(false)) => and(a, b, aux),
-        (a, b, Bit::Constant(true)) => and(a, b.not(), aux).not(),
-        (a, Bit::Constant(true), c) => and(a.not(), c.not(), aux).not(),
+        (a, b, Bit::Constant(true)) => !and(a, !b, aux),
+        (a, Bit::Constant(true), c) => !and(!a, !c, aux),
         // `a` constant true, or no constant: one bit.
         _ => Bit::alloc(value, aux),
     }
@@ -145,9 +203,9 @@ pub fn maj(a: Bit, b: Bit, c: Bit, aux: &mut Vec<Fr>) -> Bit {
         (Bit::Constant(false), b, c) => and(b, c, aux),
         (a, Bit::Constant(false), c) => and(a, c, aux),
         (a, b, Bit::Constant(false)) => and(a, b, aux),
-        (a, b, Bit::Constant(true)) => and(a.not(), b.not(), aux).not(),
-        (a, Bit::Constant(true), c) => and(a.not(), c.not(), aux).not(),
-        (Bit::Constant(true), b, c) => and(b.not(), c.not(), aux).not(),
+        (a, b, Bit::Constant(true)) => !and(!a, !b, aux),
+        (a, Bit::Constant(true), c) => !and(!a, !c, aux),
+        (Bit::Constant(true), b, c) => !and(!b, !c, aux),
         // No constant: the result bit, then `b and c` for the constraint.
         (_, b, c) => {
             let result = Bit::alloc(value, aux);
@@ -209,7 +267,12 @@ impl Word {
 
     fn shr(&self, by: usize) -> Self {
         Self {
-            bits: std::array::from_fn(|i| self.bits.get(i + by).copied().unwrap_or(Bit::Constant(false))),
+            bits: std::array::from_fn(|i| {
+                self.bits
+                    .get(i + by)
+                    .copied()
+                    .unwrap_or(Bit::Constant(false))
+            }),
         }
     }
 
@@ -238,8 +301,9 @@ fn addmany(operands: &[Word], aux: &mut Vec<Fr>) -> Word {
     let mut bits = [Bit::Constant(false); 32];
     for i in 0..result_bits {
         let bit = Bit::alloc(sum >> i & 1 == 1, aux);
-        if i < 32 {
-            bits[i] = bit;
+        // The carries past bit 31 are allocated but not part of the word.
+        if let Some(slot) = bits.get_mut(i) {
+            *slot = bit;
         }
     }
     Word { bits }

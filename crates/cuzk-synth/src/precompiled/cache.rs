@@ -43,9 +43,9 @@ use ff::{Field, PrimeField};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-use super::matrix::{CoeffIdsRef, MatrixRef};
 #[cfg(test)]
 use super::matrix::CoeffIds;
+use super::matrix::{CoeffIdsRef, MatrixRef};
 use super::{R1cs, R1csRef};
 use crate::{CircuitShape, Density};
 
@@ -232,7 +232,11 @@ impl<'a> Sections<'a> {
                 CoeffIdsRef::U16(v) => bytemuck::cast_slice(v),
                 CoeffIdsRef::U32(v) => bytemuck::cast_slice(v),
             };
-            [bytemuck::cast_slice(m.row_ptr), bytemuck::cast_slice(m.cols), ids]
+            [
+                bytemuck::cast_slice(m.row_ptr),
+                bytemuck::cast_slice(m.cols),
+                ids,
+            ]
         };
         let [a0, a1, a2] = matrix(r1cs.a.as_ref());
         let [b0, b1, b2] = matrix(r1cs.b.as_ref());
@@ -589,7 +593,10 @@ impl MappedR1cs {
         let density = |s: usize, len: usize, count: usize| -> Result<Density, CacheError> {
             let words: Vec<u64> = bytemuck::cast_slice(all[s]).to_vec();
             if len % 64 != 0 && words.last().is_some_and(|w| w >> (len % 64) != 0) {
-                return Err(malformed(format!("the {} has bits past its end", SECTION_NAMES[s])));
+                return Err(malformed(format!(
+                    "the {} has bits past its end",
+                    SECTION_NAMES[s]
+                )));
             }
             let density = Density::from_words(words, len);
             if density.count_ones() != count {
@@ -620,9 +627,8 @@ impl MappedR1cs {
         let columns = mapped.shape.num_inputs + mapped.shape.num_aux;
         let view = mapped.as_ref();
         for (m, name) in [(view.a, 'A'), (view.b, 'B'), (view.c, 'C')] {
-            check_matrix(&m, columns, num_coeffs).map_err(|problem| {
-                malformed(format!("matrix {name}: {problem}"))
-            })?;
+            check_matrix(&m, columns, num_coeffs)
+                .map_err(|problem| malformed(format!("matrix {name}: {problem}")))?;
         }
         Ok(mapped)
     }
@@ -702,7 +708,10 @@ fn check_matrix(m: &MatrixRef<'_>, columns: usize, coeffs: usize) -> Result<(), 
             .par_iter()
             .find_any(|&&id| usize::from(id) >= coeffs)
             .map(|&id| u32::from(id)),
-        CoeffIdsRef::U32(ids) => ids.par_iter().find_any(|&&id| id as usize >= coeffs).copied(),
+        CoeffIdsRef::U32(ids) => ids
+            .par_iter()
+            .find_any(|&&id| id as usize >= coeffs)
+            .copied(),
     };
     match bad_id {
         Some(id) => Err(format!("coefficient id {id} of a table of {coeffs}")),
@@ -738,9 +747,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.r1cs");
         let id = CircuitId::from_name("bad");
-        let cases: [(&str, fn(&mut R1cs, u32)); 3] = [
+        type Damage = fn(&mut R1cs, u32);
+        let cases: [(&str, Damage); 3] = [
             ("matrix B: column", |r, columns| r.b.cols[3] = columns),
-            ("matrix A: row offsets descend", |r, _| r.a.row_ptr.swap(5, 6)),
+            ("matrix A: row offsets descend", |r, _| {
+                r.a.row_ptr.swap(5, 6)
+            }),
             ("matrix C: coefficient id", |r, _| match &mut r.c.ids {
                 CoeffIds::U16(ids) => ids[0] = 2,
                 CoeffIds::U32(ids) => ids[0] = 2,

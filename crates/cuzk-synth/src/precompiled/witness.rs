@@ -108,7 +108,10 @@ impl ConstraintSystem<Fr> for WitnessAssignment {
     /// Appends `other`'s values; its input 0 is the ONE both allocated and
     /// is dropped.
     fn extend(&mut self, other: &Self) {
-        let (inputs, aux) = (&mut self.witness.input_assignment, &mut self.witness.aux_assignment);
+        let (inputs, aux) = (
+            &mut self.witness.input_assignment,
+            &mut self.witness.aux_assignment,
+        );
         inputs.extend_from_slice(&other.witness.input_assignment[1..]);
         // On the pool, as the proving assignment's copies: a serial memcpy
         // would be the tail of a parallel synthesis.
