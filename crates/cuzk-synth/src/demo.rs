@@ -55,6 +55,8 @@ use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
 
 use crate::assignment::{domain_log2, CircuitShape};
+use crate::native::sha256;
+use crate::precompiled::Witness;
 
 /// SHA-256 initial hash value (FIPS 180-4, section 5.3.3).
 const SHA256_IV: [u32; 8] = [
@@ -317,6 +319,93 @@ impl DemoCircuit {
                 }
             })
             .collect()
+    }
+}
+
+impl DemoCircuit {
+    /// The witness (inputs and aux, in allocation order) that synthesizing
+    /// this circuit records, computed natively: the SHA-256 lanes through
+    /// [`crate::native::sha256`], the multiplication lanes by plain field
+    /// multiplication, lanes in parallel on rayon. With the circuit's
+    /// recording ([`crate::precompiled::record`]) it gives the full
+    /// synthesis's [`crate::Synthesized`], bit for bit, without running a
+    /// gadget.
+    pub fn native_witness(&self) -> Witness {
+        let lanes = self.plan.lanes();
+        let seed = self.seed;
+        let parts: Vec<Witness> = lanes
+            .par_iter()
+            .map(|&lane| match lane {
+                Lane::Sha { lane, blocks } => {
+                    native_sha_lane(blocks, stream_rng(seed, sha_stream(lane)))
+                }
+                Lane::Chain { lane, steps } => {
+                    native_mul_lane(steps, ChainWitness::new(seed, lane))
+                }
+            })
+            .collect();
+        let aux_len = parts.iter().map(|p| p.aux_assignment.len()).sum();
+        let mut witness = Witness {
+            input_assignment: vec![Fr::ONE],
+            aux_assignment: Vec::with_capacity(aux_len),
+        };
+        for part in parts {
+            witness
+                .input_assignment
+                .extend_from_slice(&part.input_assignment);
+            witness
+                .aux_assignment
+                .par_extend(part.aux_assignment.into_par_iter());
+        }
+        witness
+    }
+}
+
+/// A SHA lane's witness (inputs without ONE), as [`synthesize_sha_lane`]
+/// allocates it: per block the 512 message bits, then the compression's
+/// bits; at the end the two packed state inputs.
+fn native_sha_lane(blocks: usize, mut rng: ChaCha20Rng) -> Witness {
+    if blocks == 0 {
+        return Witness::default();
+    }
+    let mut aux = Vec::with_capacity(sha_lane_counts(blocks).aux);
+    let mut state = SHA256_IV.map(sha256::Word::constant);
+    for _ in 0..blocks {
+        let message: Vec<sha256::Bit> = multipack::bytes_to_bits(&next_message_block(&mut rng))
+            .into_iter()
+            .map(|bit| sha256::Bit::alloc(bit, &mut aux))
+            .collect();
+        state = sha256::compression(&message, &state, &mut aux);
+    }
+    let state_bits: Vec<bool> = state
+        .into_iter()
+        .flat_map(sha256::Word::into_bits_be)
+        .map(sha256::Bit::value)
+        .collect();
+    Witness {
+        input_assignment: multipack::compute_multipacking(&state_bits),
+        aux_assignment: aux,
+    }
+}
+
+/// A multiplication lane's witness (inputs without ONE), as
+/// [`synthesize_mul_lane`] allocates it: `x_0`, then per step `y_i` and
+/// `x_{i+1}`, the last product an input.
+fn native_mul_lane(steps: usize, mut chain: ChainWitness) -> Witness {
+    let mut aux = Vec::with_capacity(2 * steps);
+    aux.push(chain.x);
+    let mut product = chain.x;
+    for step in 0..steps {
+        let (y, next) = chain.step();
+        aux.push(y);
+        if step + 1 < steps {
+            aux.push(next);
+        }
+        product = next;
+    }
+    Witness {
+        input_assignment: vec![product],
+        aux_assignment: aux,
     }
 }
 

@@ -4,7 +4,9 @@
 mod assignment;
 pub mod demo;
 mod density;
+pub mod native;
 mod parallel;
+pub mod precompiled;
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;

@@ -1,0 +1,120 @@
+//! Witness-only synthesis: [`WitnessAssignment`] runs a circuit for its
+//! input and aux values alone, never building a linear combination.
+
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar as Fr;
+use ff::Field;
+use rayon::prelude::*;
+
+/// A circuit's assignments: inputs (ONE first) and aux variables, in
+/// allocation order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Witness {
+    /// Public inputs, ONE first.
+    pub input_assignment: Vec<Fr>,
+    /// Private (aux) variables.
+    pub aux_assignment: Vec<Fr>,
+}
+
+/// Runs `circuit` for its witness the way bellperson's prover orders it:
+/// ONE first, then the circuit's allocations.
+pub fn witness<C: Circuit<Fr>>(circuit: C) -> Result<Witness, SynthesisError> {
+    let mut cs = WitnessAssignment::new();
+    cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    Ok(cs.into_witness())
+}
+
+/// A constraint system that records only the values: `alloc` and
+/// `alloc_input` call their closures and push the value; `enforce` calls
+/// none of its closures, so no linear combination is ever built.
+///
+/// Extensible: pieces run on their own systems (ONE allocated first) and
+/// joined in order with [`ConstraintSystem::extend`] give the witness of
+/// the sequential run, as for the proving assignment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WitnessAssignment {
+    witness: Witness,
+}
+
+impl WitnessAssignment {
+    /// An empty system; not even ONE is allocated.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The values recorded.
+    pub fn into_witness(self) -> Witness {
+        self.witness
+    }
+}
+
+impl ConstraintSystem<Fr> for WitnessAssignment {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _annotation: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let aux = &mut self.witness.aux_assignment;
+        aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _annotation: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Fr, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let inputs = &mut self.witness.input_assignment;
+        inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _annotation: A, _a: LA, _b: LB, _c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+        LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _name_fn: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends `other`'s values; its input 0 is the ONE both allocated and
+    /// is dropped.
+    fn extend(&mut self, other: &Self) {
+        let (inputs, aux) = (
+            &mut self.witness.input_assignment,
+            &mut self.witness.aux_assignment,
+        );
+        inputs.extend_from_slice(&other.witness.input_assignment[1..]);
+        // On the pool, as the proving assignment's copies: a serial memcpy
+        // would be the tail of a parallel synthesis.
+        aux.par_extend(other.witness.aux_assignment.par_iter().copied());
+    }
+}
