@@ -94,8 +94,18 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("cuzk.toml");
-        std::fs::write(&file, "[limits]\nmax_queued_jobs = 3\n[proving]\nbackend = \"cuda\"\n").unwrap();
-        let cli = Cli::parse_from(["cuzk", "--config", file.to_str().unwrap(), "--backend", "cpu"]);
+        std::fs::write(
+            &file,
+            "[limits]\nmax_queued_jobs = 3\n[proving]\nbackend = \"cuda\"\n",
+        )
+        .unwrap();
+        let cli = Cli::parse_from([
+            "cuzk",
+            "--config",
+            file.to_str().unwrap(),
+            "--backend",
+            "cpu",
+        ]);
         let c = cli.args.config().unwrap();
         assert_eq!(c.limits.max_queued_jobs, 3);
         assert_eq!(c.proving.backend, "cpu");

@@ -13,7 +13,7 @@ use crate::listen::ListenAddr;
 pub const EXAMPLE: &str = include_str!("../cuzk.example.toml");
 
 /// Everything the daemon is configured by (see [`EXAMPLE`] for each key).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub listen: ListenConfig,
@@ -86,20 +86,6 @@ pub struct StateConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct ShutdownConfig {
     pub grace_secs: u64,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            listen: ListenConfig::default(),
-            proving: ProvingConfig::default(),
-            limits: LimitsConfig::default(),
-            srs: SrsConfig::default(),
-            retention: RetentionConfig::default(),
-            state: StateConfig::default(),
-            shutdown: ShutdownConfig::default(),
-        }
-    }
 }
 
 impl Default for ListenConfig {
@@ -254,7 +240,10 @@ impl Config {
                 "proving.partitions_in_flight",
                 self.proving.partitions_in_flight,
             ),
-            ("proving.bulk_jobs_in_engine", self.proving.bulk_jobs_in_engine),
+            (
+                "proving.bulk_jobs_in_engine",
+                self.proving.bulk_jobs_in_engine,
+            ),
             ("limits.max_queued_jobs", self.limits.max_queued_jobs),
             ("retention.max_results", self.retention.max_results),
         ];
@@ -298,7 +287,10 @@ mod tests {
         );
         let err = Config::parse("[listen]\nadress = []\n", Path::new("typo.toml")).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("typo.toml") && text.contains("adress"), "{text}");
+        assert!(
+            text.contains("typo.toml") && text.contains("adress"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -312,8 +304,14 @@ mod tests {
         check("[listen]\naddresses = []\n", "listen.addresses");
         check("[listen]\naddresses = [\"nowhere\"]\n", "nowhere");
         check("[proving]\nbackend = \"opencl\"\n", "proving.backend");
-        check("[proving]\nsynthesis_workers = 0\n", "proving.synthesis_workers");
+        check(
+            "[proving]\nsynthesis_workers = 0\n",
+            "proving.synthesis_workers",
+        );
         check("[limits]\nmax_queued_jobs = 0\n", "limits.max_queued_jobs");
-        check("[listen]\nstatus_address = \"here\"\n", "listen.status_address");
+        check(
+            "[listen]\nstatus_address = \"here\"\n",
+            "listen.status_address",
+        );
     }
 }

@@ -18,7 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cuzk_filecoin::{ParamsDir, PorepSource};
-use cuzk_pipeline::{Admission, Job, JobCanceller, JobError, JobHandle, MetricsSnapshot, Scheduler};
+use cuzk_pipeline::{
+    Admission, Job, JobCanceller, JobError, JobHandle, MetricsSnapshot, Scheduler,
+};
 use cuzk_sched::Engine;
 use parking_lot::{Condvar, Mutex};
 use prost::Message;
@@ -355,16 +357,31 @@ impl Daemon {
                 }
                 Replayed::Unfinished { accepted, request } => {
                     let checked = SubmitProofRequest::decode(&request[..])
-                        .map_err(|e| RequestError::Internal(format!("the journaled request does not decode: {e}")))
-                        .and_then(|req| check_request(&req, &self.params).map(|c| (c, req.vanilla_proof.len() as u64)));
+                        .map_err(|e| {
+                            RequestError::Internal(format!(
+                                "the journaled request does not decode: {e}"
+                            ))
+                        })
+                        .and_then(|req| {
+                            check_request(&req, &self.params)
+                                .map(|c| (c, req.vanilla_proof.len() as u64))
+                        });
                     match checked {
                         Ok((c, bytes)) => (accepted, Phase::Queued(Arc::new(c)), bytes),
                         Err(e) => {
-                            let result = unproved(Status::Failed, format!("after a restart the journaled request was refused: {e}"), Duration::ZERO);
+                            let result = unproved(
+                                Status::Failed,
+                                format!("after a restart the journaled request was refused: {e}"),
+                                Duration::ZERO,
+                            );
                             if let Err(e) = self.journal.finish(&accepted.job_id, &result) {
                                 tracing::error!(error = %e, "journal");
                             }
-                            let phase = Phase::Finished { result: Arc::new(result), at: Instant::now(), delivered: false };
+                            let phase = Phase::Finished {
+                                result: Arc::new(result),
+                                at: Instant::now(),
+                                delivered: false,
+                            };
                             (accepted, phase, 0)
                         }
                     }
@@ -575,7 +592,12 @@ impl Daemon {
 
     fn start_job(self: &Arc<Self>, id: String, request: Arc<PorepRequest>) {
         let fail = |message: String| {
-            let total = self.table.lock().jobs.get(&id).map_or(Duration::ZERO, |e| e.accepted_at.elapsed());
+            let total = self
+                .table
+                .lock()
+                .jobs
+                .get(&id)
+                .map_or(Duration::ZERO, |e| e.accepted_at.elapsed());
             tracing::error!(job = %id, error = %message, "job failed before the engine");
             self.finish(&id, Outcome::Done(unproved(Status::Failed, message, total)));
         };
@@ -597,10 +619,13 @@ impl Daemon {
         } else {
             cuzk_pipeline::Priority::Bulk
         };
-        let job = Job::new(Arc::clone(&source) as Arc<dyn cuzk_pipeline::PartitionSource>, Arc::clone(&lease.key))
-            .with_priority(class)
-            .with_verifying_key(Arc::clone(&lease.prepared))
-            .with_label(label);
+        let job = Job::new(
+            Arc::clone(&source) as Arc<dyn cuzk_pipeline::PartitionSource>,
+            Arc::clone(&lease.key),
+        )
+        .with_priority(class)
+        .with_verifying_key(Arc::clone(&lease.prepared))
+        .with_label(label);
         let handle: JobHandle = match self.engine.submit(job) {
             Ok(h) => h,
             Err(e) => return fail(format!("the engine refused the job: {e}")),
@@ -653,7 +678,12 @@ impl Daemon {
                 let queue_wait = source
                     .first_synthesis()
                     .map_or(total, |t| t.saturating_duration_since(accepted_at));
-                match cuzk_filecoin::verify(&request.c1, &proof, &lease.filecoin_vk, Some(&request.identity)) {
+                match cuzk_filecoin::verify(
+                    &request.c1,
+                    &proof,
+                    &lease.filecoin_vk,
+                    Some(&request.identity),
+                ) {
                     Ok(how) => {
                         tracing::info!(job = %id, verified = ?how, total_ms = millis(total), "proof verified");
                         Outcome::Done(Finished {
@@ -670,12 +700,20 @@ impl Daemon {
                     }
                     Err(e) => {
                         tracing::error!(job = %id, error = %e, "a proof did not verify; not returned");
-                        Outcome::Done(unproved(Status::Failed, format!("the proof did not pass verify_seal and is not returned: {e}"), total))
+                        Outcome::Done(unproved(
+                            Status::Failed,
+                            format!("the proof did not pass verify_seal and is not returned: {e}"),
+                            total,
+                        ))
                     }
                 }
             }
             Err(JobError::Cancelled) if interrupted => Outcome::Interrupted,
-            Err(JobError::Cancelled) => Outcome::Done(unproved(Status::Cancelled, "cancelled by CancelProof".into(), total)),
+            Err(JobError::Cancelled) => Outcome::Done(unproved(
+                Status::Cancelled,
+                "cancelled by CancelProof".into(),
+                total,
+            )),
             Err(e) => {
                 let mut message = e.to_string();
                 let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
@@ -702,7 +740,10 @@ impl Daemon {
             };
             counter.fetch_add(1, Ordering::Relaxed);
             if result.status == Status::Completed as i32 {
-                self.stats.latency.lock().observe(result.total_ms as f64 / 1000.0);
+                self.stats
+                    .latency
+                    .lock()
+                    .observe(result.total_ms as f64 / 1000.0);
             }
         }
         let forgotten = {
@@ -720,7 +761,8 @@ impl Daemon {
                 },
                 Outcome::Interrupted => Phase::Interrupted,
             };
-            let _ = entry.done.send(true);
+            // `send` would drop the value while nobody waits; a later waiter must see it.
+            entry.done.send_replace(true);
             t.unfinished -= 1;
             t.unfinished_bytes -= bytes;
             if bulk {
@@ -741,7 +783,13 @@ impl Daemon {
         let mut forgotten = Vec::new();
         while t.finished.len() > self.settings.max_results {
             let delivered = t.finished.iter().position(|id| {
-                matches!(t.jobs.get(id).map(|e| &e.phase), Some(Phase::Finished { delivered: true, .. }))
+                matches!(
+                    t.jobs.get(id).map(|e| &e.phase),
+                    Some(Phase::Finished {
+                        delivered: true,
+                        ..
+                    })
+                )
             });
             let at = delivered.unwrap_or(0);
             let id = t.finished.remove(at).expect("in range");
@@ -827,7 +875,9 @@ impl Daemon {
             let mut t = self.table.lock();
             let entry = t.jobs.get_mut(job_id).ok_or_else(unknown)?;
             match &mut entry.phase {
-                Phase::Finished { result, delivered, .. } => {
+                Phase::Finished {
+                    result, delivered, ..
+                } => {
                     let first = !*delivered;
                     *delivered = true;
                     (Arc::clone(result), first)
@@ -858,9 +908,10 @@ impl Daemon {
     /// started or was running in the engine).
     pub fn cancel(&self, job_id: &str) -> Result<bool, RequestError> {
         let mut t = self.table.lock();
-        let entry = t.jobs.get_mut(job_id).ok_or_else(|| {
-            RequestError::NotFound(format!("unknown job id {job_id:?}"))
-        })?;
+        let entry = t
+            .jobs
+            .get_mut(job_id)
+            .ok_or_else(|| RequestError::NotFound(format!("unknown job id {job_id:?}")))?;
         match &entry.phase {
             Phase::Accepting => {
                 entry.cancel_requested = true;
@@ -896,19 +947,34 @@ impl Daemon {
         let running = |t: &Table| {
             t.jobs
                 .values()
-                .filter(|e| matches!(e.phase, Phase::Starting | Phase::Running(_) | Phase::Accepting))
+                .filter(|e| {
+                    matches!(
+                        e.phase,
+                        Phase::Starting | Phase::Running(_) | Phase::Accepting
+                    )
+                })
                 .count()
         };
         let mut t = self.table.lock();
         t.draining = true;
-        tracing::info!(running = running(&t), queued = t.queue.len(), grace_s = grace.as_secs(),
-            "draining: no new jobs; running jobs get the grace period");
+        tracing::info!(
+            running = running(&t),
+            queued = t.queue.len(),
+            grace_s = grace.as_secs(),
+            "draining: no new jobs; running jobs get the grace period"
+        );
         while running(&t) > 0 && Instant::now() < deadline {
-            self.wake.wait_until(&mut t, deadline.min(Instant::now() + Duration::from_millis(200)));
+            self.wake.wait_until(
+                &mut t,
+                deadline.min(Instant::now() + Duration::from_millis(200)),
+            );
         }
         let left = running(&t);
         if left > 0 {
-            tracing::warn!(jobs = left, "grace period over: cancelling running jobs (they resume at the next start)");
+            tracing::warn!(
+                jobs = left,
+                "grace period over: cancelling running jobs (they resume at the next start)"
+            );
             for e in t.jobs.values_mut() {
                 match &e.phase {
                     Phase::Running(c) => {
@@ -924,13 +990,14 @@ impl Daemon {
             }
             let stop_by = Instant::now() + Duration::from_secs(30);
             while running(&t) > 0 && Instant::now() < stop_by {
-                self.wake.wait_until(&mut t, Instant::now() + Duration::from_millis(100));
+                self.wake
+                    .wait_until(&mut t, Instant::now() + Duration::from_millis(100));
             }
         }
         t.stopping = true;
         drop(t);
         self.wake.notify_all();
-        let _ = self.stopped.send(true);
+        self.stopped.send_replace(true);
     }
 
     /// Counts of the table.
@@ -1010,7 +1077,8 @@ impl Daemon {
 pub fn check_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError> {
     if req.request_id.is_empty() {
         return Err(RequestError::InvalidArgument(
-            "request_id is empty: it is the idempotency key (Curio sends porep-<miner>-<sector>)".into(),
+            "request_id is empty: it is the idempotency key (Curio sends porep-<miner>-<sector>)"
+                .into(),
         ));
     }
     let kind = ProofKind::try_from(req.proof_kind).map_err(|_| {

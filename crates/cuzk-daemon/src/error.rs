@@ -57,7 +57,7 @@ pub enum SrsError {
     Key {
         circuit_id: String,
         #[source]
-        source: cuzk_filecoin::Error,
+        source: Box<cuzk_filecoin::Error>,
     },
     /// The key is larger than the whole host-memory budget for keys.
     #[error("{circuit_id}: the key needs {needed} bytes of host memory but srs.host_budget is {budget} bytes")]

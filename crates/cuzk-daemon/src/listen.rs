@@ -96,8 +96,16 @@ mod tests {
     #[test]
     fn addresses_parse_as_curio_writes_them() {
         let cases = [
-            ("unix:/run/curio/cuzk.sock", "unix:/run/curio/cuzk.sock", true),
-            ("unix:///run/curio/cuzk.sock", "unix:/run/curio/cuzk.sock", true),
+            (
+                "unix:/run/curio/cuzk.sock",
+                "unix:/run/curio/cuzk.sock",
+                true,
+            ),
+            (
+                "unix:///run/curio/cuzk.sock",
+                "unix:/run/curio/cuzk.sock",
+                true,
+            ),
             ("127.0.0.1:9820", "127.0.0.1:9820", true),
             ("[::1]:9820", "[::1]:9820", true),
             ("0.0.0.0:9820", "0.0.0.0:9820", false),

@@ -97,9 +97,7 @@ pub fn status(d: &Daemon) -> GetStatusResponse {
 /// The `GetStatus` answer as JSON, for `GET /status`.
 pub fn status_json(d: &Daemon) -> String {
     let s = status(d);
-    let tier = |t: i32| {
-        srs_status::Tier::try_from(t).map_or("UNKNOWN", |t| t.as_str_name())
-    };
+    let tier = |t: i32| srs_status::Tier::try_from(t).map_or("UNKNOWN", |t| t.as_str_name());
     serde_json::json!({
         "gpus": s.gpus.iter().map(|g| serde_json::json!({
             "ordinal": g.ordinal, "name": g.name, "vram_total_bytes": g.vram_total_bytes,
@@ -135,101 +133,319 @@ pub fn prometheus_text(d: &Daemon) -> String {
     let stats = d.stats();
     let kind = "porep_seal_commit";
 
-    family(&mut o, "cuzk_uptime_seconds", "gauge", "Seconds since the daemon started.");
+    family(
+        &mut o,
+        "cuzk_uptime_seconds",
+        "gauge",
+        "Seconds since the daemon started.",
+    );
     let _ = writeln!(o, "cuzk_uptime_seconds {}", d.uptime().as_secs_f64());
 
-    family(&mut o, "cuzk_jobs_queued", "gauge", "Jobs accepted and not yet in the engine.");
+    family(
+        &mut o,
+        "cuzk_jobs_queued",
+        "gauge",
+        "Jobs accepted and not yet in the engine.",
+    );
     let _ = writeln!(o, "cuzk_jobs_queued{{kind=\"{kind}\"}} {}", counts.queued);
     family(&mut o, "cuzk_jobs_running", "gauge", "Jobs in the engine.");
     let _ = writeln!(o, "cuzk_jobs_running{{kind=\"{kind}\"}} {}", counts.running);
-    family(&mut o, "cuzk_results_retained", "gauge", "Finished jobs whose results are kept for AwaitProof.");
+    family(
+        &mut o,
+        "cuzk_results_retained",
+        "gauge",
+        "Finished jobs whose results are kept for AwaitProof.",
+    );
     let _ = writeln!(o, "cuzk_results_retained {}", counts.finished);
-    family(&mut o, "cuzk_queued_vanilla_bytes", "gauge", "Vanilla-proof bytes held for unfinished jobs.");
+    family(
+        &mut o,
+        "cuzk_queued_vanilla_bytes",
+        "gauge",
+        "Vanilla-proof bytes held for unfinished jobs.",
+    );
     let _ = writeln!(o, "cuzk_queued_vanilla_bytes {}", counts.unfinished_bytes);
 
-    family(&mut o, "cuzk_jobs_accepted", "counter", "Jobs accepted by SubmitProof or Prove.");
-    let _ = writeln!(o, "cuzk_jobs_accepted_total{{kind=\"{kind}\"}} {}", stats.accepted.load(Ordering::Relaxed));
-    family(&mut o, "cuzk_proofs_completed", "counter", "Proofs made, verified and kept for delivery.");
-    let _ = writeln!(o, "cuzk_proofs_completed_total{{kind=\"{kind}\"}} {}", stats.completed.load(Ordering::Relaxed));
-    family(&mut o, "cuzk_proofs_failed", "counter", "Jobs that ended without a valid proof.");
-    let _ = writeln!(o, "cuzk_proofs_failed_total{{kind=\"{kind}\"}} {}", stats.failed.load(Ordering::Relaxed));
-    family(&mut o, "cuzk_proofs_cancelled", "counter", "Jobs cancelled by CancelProof.");
-    let _ = writeln!(o, "cuzk_proofs_cancelled_total{{kind=\"{kind}\"}} {}", stats.cancelled.load(Ordering::Relaxed));
-    family(&mut o, "cuzk_results_dropped", "counter", "Undelivered results dropped because retention was full.");
-    let _ = writeln!(o, "cuzk_results_dropped_total {}", stats.results_dropped.load(Ordering::Relaxed));
-    family(&mut o, "cuzk_requests_rejected", "counter", "Submissions refused, by gRPC status code.");
+    family(
+        &mut o,
+        "cuzk_jobs_accepted",
+        "counter",
+        "Jobs accepted by SubmitProof or Prove.",
+    );
+    let _ = writeln!(
+        o,
+        "cuzk_jobs_accepted_total{{kind=\"{kind}\"}} {}",
+        stats.accepted.load(Ordering::Relaxed)
+    );
+    family(
+        &mut o,
+        "cuzk_proofs_completed",
+        "counter",
+        "Proofs made, verified and kept for delivery.",
+    );
+    let _ = writeln!(
+        o,
+        "cuzk_proofs_completed_total{{kind=\"{kind}\"}} {}",
+        stats.completed.load(Ordering::Relaxed)
+    );
+    family(
+        &mut o,
+        "cuzk_proofs_failed",
+        "counter",
+        "Jobs that ended without a valid proof.",
+    );
+    let _ = writeln!(
+        o,
+        "cuzk_proofs_failed_total{{kind=\"{kind}\"}} {}",
+        stats.failed.load(Ordering::Relaxed)
+    );
+    family(
+        &mut o,
+        "cuzk_proofs_cancelled",
+        "counter",
+        "Jobs cancelled by CancelProof.",
+    );
+    let _ = writeln!(
+        o,
+        "cuzk_proofs_cancelled_total{{kind=\"{kind}\"}} {}",
+        stats.cancelled.load(Ordering::Relaxed)
+    );
+    family(
+        &mut o,
+        "cuzk_results_dropped",
+        "counter",
+        "Undelivered results dropped because retention was full.",
+    );
+    let _ = writeln!(
+        o,
+        "cuzk_results_dropped_total {}",
+        stats.results_dropped.load(Ordering::Relaxed)
+    );
+    family(
+        &mut o,
+        "cuzk_requests_rejected",
+        "counter",
+        "Submissions refused, by gRPC status code.",
+    );
     for (code, n) in stats.rejected.lock().iter() {
         let _ = writeln!(o, "cuzk_requests_rejected_total{{code=\"{code}\"}} {n}");
     }
 
-    family(&mut o, "cuzk_proof_duration_seconds", "histogram", "Acceptance to verified proof, completed jobs.");
+    family(
+        &mut o,
+        "cuzk_proof_duration_seconds",
+        "histogram",
+        "Acceptance to verified proof, completed jobs.",
+    );
     let h = stats.latency.lock().clone();
     let mut cumulative = 0;
     for (bound, n) in LATENCY_BUCKETS.iter().zip(h.counts) {
         cumulative += n;
-        let _ = writeln!(o, "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"{bound}\"}} {cumulative}");
+        let _ = writeln!(
+            o,
+            "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"{bound}\"}} {cumulative}"
+        );
     }
-    let _ = writeln!(o, "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"+Inf\"}} {}", h.count);
-    let _ = writeln!(o, "cuzk_proof_duration_seconds_sum{{kind=\"{kind}\"}} {}", h.sum);
-    let _ = writeln!(o, "cuzk_proof_duration_seconds_count{{kind=\"{kind}\"}} {}", h.count);
+    let _ = writeln!(
+        o,
+        "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"+Inf\"}} {}",
+        h.count
+    );
+    let _ = writeln!(
+        o,
+        "cuzk_proof_duration_seconds_sum{{kind=\"{kind}\"}} {}",
+        h.sum
+    );
+    let _ = writeln!(
+        o,
+        "cuzk_proof_duration_seconds_count{{kind=\"{kind}\"}} {}",
+        h.count
+    );
 
     let m = d.engine_metrics();
-    family(&mut o, "cuzk_stage_busy_fraction", "gauge", "Busy time over workers x uptime, per pipeline stage.");
+    family(
+        &mut o,
+        "cuzk_stage_busy_fraction",
+        "gauge",
+        "Busy time over workers x uptime, per pipeline stage.",
+    );
     for s in &m.stages {
-        let _ = writeln!(o, "cuzk_stage_busy_fraction{{stage=\"{}\"}} {}", s.stage.as_str(), s.busy_fraction);
+        let _ = writeln!(
+            o,
+            "cuzk_stage_busy_fraction{{stage=\"{}\"}} {}",
+            s.stage.as_str(),
+            s.busy_fraction
+        );
     }
-    family(&mut o, "cuzk_stage_queued", "gauge", "Partitions waiting in front of each stage.");
+    family(
+        &mut o,
+        "cuzk_stage_queued",
+        "gauge",
+        "Partitions waiting in front of each stage.",
+    );
     for s in &m.stages {
-        let _ = writeln!(o, "cuzk_stage_queued{{stage=\"{}\"}} {}", s.stage.as_str(), s.queued);
+        let _ = writeln!(
+            o,
+            "cuzk_stage_queued{{stage=\"{}\"}} {}",
+            s.stage.as_str(),
+            s.queued
+        );
     }
-    family(&mut o, "cuzk_stage_busy_workers", "gauge", "Workers busy now, per stage.");
+    family(
+        &mut o,
+        "cuzk_stage_busy_workers",
+        "gauge",
+        "Workers busy now, per stage.",
+    );
     for s in &m.stages {
-        let _ = writeln!(o, "cuzk_stage_busy_workers{{stage=\"{}\"}} {}", s.stage.as_str(), s.busy_workers);
+        let _ = writeln!(
+            o,
+            "cuzk_stage_busy_workers{{stage=\"{}\"}} {}",
+            s.stage.as_str(),
+            s.busy_workers
+        );
     }
     family(&mut o, "cuzk_stage_workers", "gauge", "Workers per stage.");
     for s in &m.stages {
-        let _ = writeln!(o, "cuzk_stage_workers{{stage=\"{}\"}} {}", s.stage.as_str(), s.workers);
+        let _ = writeln!(
+            o,
+            "cuzk_stage_workers{{stage=\"{}\"}} {}",
+            s.stage.as_str(),
+            s.workers
+        );
     }
-    family(&mut o, "cuzk_engine_memory_reserved_bytes", "gauge", "Host memory the engine has reserved for partitions in flight.");
+    family(
+        &mut o,
+        "cuzk_engine_memory_reserved_bytes",
+        "gauge",
+        "Host memory the engine has reserved for partitions in flight.",
+    );
     let _ = writeln!(o, "cuzk_engine_memory_reserved_bytes {}", m.memory.reserved);
-    family(&mut o, "cuzk_engine_memory_budget_bytes", "gauge", "The engine's host-memory budget for partitions.");
+    family(
+        &mut o,
+        "cuzk_engine_memory_budget_bytes",
+        "gauge",
+        "The engine's host-memory budget for partitions.",
+    );
     let _ = writeln!(o, "cuzk_engine_memory_budget_bytes {}", m.memory.budget);
-    family(&mut o, "cuzk_engine_partitions_in_flight", "gauge", "Partitions admitted into the engine and not finished.");
-    let _ = writeln!(o, "cuzk_engine_partitions_in_flight {}", m.memory.partitions_in_flight);
+    family(
+        &mut o,
+        "cuzk_engine_partitions_in_flight",
+        "gauge",
+        "Partitions admitted into the engine and not finished.",
+    );
+    let _ = writeln!(
+        o,
+        "cuzk_engine_partitions_in_flight {}",
+        m.memory.partitions_in_flight
+    );
 
-    family(&mut o, "cuzk_srs_tier", "gauge", "1 for each key's current tier.");
+    family(
+        &mut o,
+        "cuzk_srs_tier",
+        "gauge",
+        "1 for each key's current tier.",
+    );
     let keys = d.srs().statuses();
     for k in &keys {
         for t in Tier::ALL {
-            let _ = writeln!(o, "cuzk_srs_tier{{circuit_id=\"{}\",tier=\"{}\"}} {}", k.circuit_id, t.as_str(), u8::from(k.tier == t));
+            let _ = writeln!(
+                o,
+                "cuzk_srs_tier{{circuit_id=\"{}\",tier=\"{}\"}} {}",
+                k.circuit_id,
+                t.as_str(),
+                u8::from(k.tier == t)
+            );
         }
     }
-    family(&mut o, "cuzk_srs_size_bytes", "gauge", "Each key's size (parsed when hot, the file otherwise).");
+    family(
+        &mut o,
+        "cuzk_srs_size_bytes",
+        "gauge",
+        "Each key's size (parsed when hot, the file otherwise).",
+    );
     for k in &keys {
-        let _ = writeln!(o, "cuzk_srs_size_bytes{{circuit_id=\"{}\"}} {}", k.circuit_id, k.size_bytes);
+        let _ = writeln!(
+            o,
+            "cuzk_srs_size_bytes{{circuit_id=\"{}\"}} {}",
+            k.circuit_id, k.size_bytes
+        );
     }
-    family(&mut o, "cuzk_srs_ref_count", "gauge", "Running jobs holding each key.");
+    family(
+        &mut o,
+        "cuzk_srs_ref_count",
+        "gauge",
+        "Running jobs holding each key.",
+    );
     for k in &keys {
-        let _ = writeln!(o, "cuzk_srs_ref_count{{circuit_id=\"{}\"}} {}", k.circuit_id, k.ref_count);
+        let _ = writeln!(
+            o,
+            "cuzk_srs_ref_count{{circuit_id=\"{}\"}} {}",
+            k.circuit_id, k.ref_count
+        );
     }
-    family(&mut o, "cuzk_srs_hot_bytes", "gauge", "Host memory of hot keys.");
+    family(
+        &mut o,
+        "cuzk_srs_hot_bytes",
+        "gauge",
+        "Host memory of hot keys.",
+    );
     let _ = writeln!(o, "cuzk_srs_hot_bytes {}", d.srs().hot_bytes());
-    family(&mut o, "cuzk_srs_host_budget_bytes", "gauge", "Host-memory budget for hot keys.");
+    family(
+        &mut o,
+        "cuzk_srs_host_budget_bytes",
+        "gauge",
+        "Host-memory budget for hot keys.",
+    );
     let _ = writeln!(o, "cuzk_srs_host_budget_bytes {}", d.srs().budget());
-    family(&mut o, "cuzk_srs_transitions", "counter", "Key tier transitions.");
+    family(
+        &mut o,
+        "cuzk_srs_transitions",
+        "counter",
+        "Key tier transitions.",
+    );
     for ((from, to), n) in d.srs().transitions() {
-        let _ = writeln!(o, "cuzk_srs_transitions_total{{from=\"{}\",to=\"{}\"}} {n}", from.as_str(), to.as_str());
+        let _ = writeln!(
+            o,
+            "cuzk_srs_transitions_total{{from=\"{}\",to=\"{}\"}} {n}",
+            from.as_str(),
+            to.as_str()
+        );
     }
 
-    family(&mut o, "cuzk_vram_arena_used_bytes", "gauge", "VRAM admitted to partitions and resident keys, per GPU.");
+    family(
+        &mut o,
+        "cuzk_vram_arena_used_bytes",
+        "gauge",
+        "VRAM admitted to partitions and resident keys, per GPU.",
+    );
     for dev in d.devices().iter().filter(|dev| dev.gpu.is_some()) {
-        let _ = writeln!(o, "cuzk_vram_arena_used_bytes{{device=\"{}\"}} {}", dev.name, dev.admission.usage().0);
+        let _ = writeln!(
+            o,
+            "cuzk_vram_arena_used_bytes{{device=\"{}\"}} {}",
+            dev.name,
+            dev.admission.usage().0
+        );
     }
-    family(&mut o, "cuzk_vram_arena_capacity_bytes", "gauge", "Each GPU's VRAM arena.");
+    family(
+        &mut o,
+        "cuzk_vram_arena_capacity_bytes",
+        "gauge",
+        "Each GPU's VRAM arena.",
+    );
     for dev in d.devices().iter().filter(|dev| dev.gpu.is_some()) {
-        let _ = writeln!(o, "cuzk_vram_arena_capacity_bytes{{device=\"{}\"}} {}", dev.name, dev.admission.usage().1);
+        let _ = writeln!(
+            o,
+            "cuzk_vram_arena_capacity_bytes{{device=\"{}\"}} {}",
+            dev.name,
+            dev.admission.usage().1
+        );
     }
-    family(&mut o, "cuzk_host_resident_bytes", "gauge", "The daemon's resident set size.");
+    family(
+        &mut o,
+        "cuzk_host_resident_bytes",
+        "gauge",
+        "The daemon's resident set size.",
+    );
     let _ = writeln!(o, "cuzk_host_resident_bytes {}", resident_bytes());
     o
 }

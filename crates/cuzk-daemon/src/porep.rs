@@ -7,7 +7,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use blstrs::Scalar as Fr;
-use cuzk_filecoin::{check_c1, parse_c1, C1Input, ParamsDir, PorepSource, ProofType, SectorIdentity};
+use cuzk_filecoin::{
+    check_c1, parse_c1, C1Input, ParamsDir, PorepSource, ProofType, SectorIdentity,
+};
 use cuzk_pipeline::{PartitionSource, SourceError};
 
 use crate::error::RequestError;
@@ -84,9 +86,8 @@ pub fn registered_seal_proof(number: u64) -> Result<ProofType, RequestError> {
                 ProofType::ALL.len() - 1
             ))
         })?;
-    ProofType::new(proof).map_err(|e| {
-        RequestError::InvalidArgument(format!("registered_proof {number}: {e}"))
-    })
+    ProofType::new(proof)
+        .map_err(|e| RequestError::InvalidArgument(format!("registered_proof {number}: {e}")))
 }
 
 /// A PoRep source that notes when its first partition started synthesis:

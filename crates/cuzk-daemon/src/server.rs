@@ -102,6 +102,25 @@ fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, Daemon
     Ok(devices)
 }
 
+/// gRPC answers a message beyond the receive limit with RESOURCE_EXHAUSTED
+/// (Go's and the C core's servers do); tonic says OUT_OF_RANGE, a code none
+/// of the daemon's own answers uses. The status travels in the headers of a
+/// trailers-only response, so it is rewritten there.
+fn oversized_is_resource_exhausted(
+    mut response: http::Response<tonic::body::Body>,
+) -> http::Response<tonic::body::Body> {
+    let out_of_range = (tonic::Code::OutOfRange as i32).to_string();
+    let headers = response.headers_mut();
+    if headers.get("grpc-status").map(|v| v.as_bytes()) == Some(out_of_range.as_bytes()) {
+        let exhausted = (tonic::Code::ResourceExhausted as i32).to_string();
+        headers.insert(
+            "grpc-status",
+            http::HeaderValue::from_str(&exhausted).expect("digits"),
+        );
+    }
+    response
+}
+
 /// Runs the daemon until SIGTERM or SIGINT, then drains and returns.
 pub async fn serve(config: Config) -> Result<(), DaemonError> {
     // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use:
@@ -172,7 +191,11 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
             address: address.to_string(),
             source,
         };
-        let router = tonic::transport::Server::builder().add_service(service);
+        let router = tonic::transport::Server::builder()
+            .layer(tower::util::MapResponseLayer::new(
+                oversized_is_resource_exhausted,
+            ))
+            .add_service(service);
         let shown = address.to_string();
         let task = match &address {
             ListenAddr::Unix(path) => {
@@ -185,7 +208,9 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
                 ))
             }
             ListenAddr::Tcp(addr) => {
-                let listener = tokio::net::TcpListener::bind(addr).await.map_err(bind_error)?;
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(bind_error)?;
                 if address.is_local() {
                     tracing::info!(address = %shown, "listening");
                 } else {
@@ -202,12 +227,15 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
     }
     let mut status_task = None;
     if !config.listen.status_address.is_empty() {
-        let addr: std::net::SocketAddr = config.listen.status_address.parse().map_err(|e| {
-            ConfigError::Invalid {
-                key: "listen.status_address",
-                problem: format!("{e}"),
-            }
-        })?;
+        let addr: std::net::SocketAddr =
+            config
+                .listen
+                .status_address
+                .parse()
+                .map_err(|e| ConfigError::Invalid {
+                    key: "listen.status_address",
+                    problem: format!("{e}"),
+                })?;
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| DaemonError::Bind {
@@ -221,7 +249,7 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
             stop_rx.clone(),
         )));
     }
-    eprintln!("cuzk daemon ready");
+    tracing::info!("cuzk daemon ready");
 
     let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?;
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Runtime)?;
@@ -239,7 +267,9 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
             Ok(Ok(Ok(()))) => {}
             Ok(Ok(Err(source))) => return Err(DaemonError::Serve { address, source }),
             Ok(Err(e)) => tracing::error!(address = %address, error = %e, "server task"),
-            Err(_) => tracing::warn!(address = %address, "connections still open after 10 s; closing"),
+            Err(_) => {
+                tracing::warn!(address = %address, "connections still open after 10 s; closing")
+            }
         }
     }
     if let Some(t) = status_task {

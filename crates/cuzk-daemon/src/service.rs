@@ -32,7 +32,11 @@ impl Service {
                 let d = Arc::clone(&self.daemon);
                 tokio::task::spawn_blocking(move || d.submit(req, priority))
                     .await
-                    .unwrap_or_else(|e| Err(RequestError::Internal(format!("checking the request panicked: {e}"))))
+                    .unwrap_or_else(|e| {
+                        Err(RequestError::Internal(format!(
+                            "checking the request panicked: {e}"
+                        )))
+                    })
             }
             Err(e) => Err(e),
         };
@@ -59,7 +63,9 @@ impl ProvingEngine for Service {
     ) -> Result<Response<AwaitProofResponse>, Status> {
         let r = request.into_inner();
         let timeout = (r.timeout_ms > 0).then(|| Duration::from_millis(r.timeout_ms));
-        Ok(Response::new(self.daemon.await_job(&r.job_id, timeout).await?))
+        Ok(Response::new(
+            self.daemon.await_job(&r.job_id, timeout).await?,
+        ))
     }
 
     async fn prove(
@@ -67,7 +73,9 @@ impl ProvingEngine for Service {
         request: Request<ProveRequest>,
     ) -> Result<Response<ProveResponse>, Status> {
         let submit = request.into_inner().submit.ok_or_else(|| {
-            Status::invalid_argument("ProveRequest.submit is missing: it carries the SubmitProofRequest")
+            Status::invalid_argument(
+                "ProveRequest.submit is missing: it carries the SubmitProofRequest",
+            )
         })?;
         let accepted = self.submit(submit).await?;
         let result = self.daemon.await_job(&accepted.job_id, None).await?;

@@ -65,9 +65,7 @@ pub fn circuit_id(proof_type: ProofType) -> &'static str {
     let size = proof_type.sector_size();
     POREP_CIRCUITS
         .iter()
-        .find(|(_, name)| {
-            ProofType::from_name(name).map(|p| p.sector_size()).ok() == Some(size)
-        })
+        .find(|(_, name)| ProofType::from_name(name).map(|p| p.sector_size()).ok() == Some(size))
         .map(|(id, _)| *id)
         .expect("every supported proof type has one of the five PoRep sector sizes")
 }
@@ -159,6 +157,9 @@ pub struct SrsStatus {
 /// The manager (see the module docs).
 pub struct SrsManager {
     params: ParamsDir,
+    /// Each circuit's key file (computing a file name builds the circuit's
+    /// public parameters: done once).
+    paths: BTreeMap<&'static str, PathBuf>,
     budget: u64,
     idle: Duration,
     warm: Duration,
@@ -179,8 +180,16 @@ impl SrsManager {
     /// A manager over the parameter cache `params`, with `budget` bytes of
     /// host memory for HOT keys, HOT → WARM after `idle`, WARM → COLD after `warm`.
     pub fn new(params: ParamsDir, budget: u64, idle: Duration, warm: Duration) -> Arc<Self> {
+        let paths = POREP_CIRCUITS
+            .iter()
+            .filter_map(|(id, name)| {
+                let pt = ProofType::from_name(name).ok()?;
+                Some((*id, params.params_path(pt).ok()?))
+            })
+            .collect();
         Arc::new(SrsManager {
             params,
+            paths,
             budget,
             idle,
             warm,
@@ -201,7 +210,7 @@ impl SrsManager {
         let id = circuit_id(proof_type);
         let key_error = |source| SrsError::Key {
             circuit_id: id.into(),
-            source,
+            source: Box::new(source),
         };
         let path = self.params.params_path(proof_type).map_err(key_error)?;
         let started = Instant::now();
@@ -241,8 +250,13 @@ impl SrsManager {
                 });
             }
             if !self.make_room(&mut state, needed) {
-                tracing::info!(circuit_id = id, needed, budget = self.budget,
-                    hot = state.hot_bytes, "waiting for running jobs to release a key");
+                tracing::info!(
+                    circuit_id = id,
+                    needed,
+                    budget = self.budget,
+                    hot = state.hot_bytes,
+                    "waiting for running jobs to release a key"
+                );
                 self.changed.wait(&mut state);
                 continue;
             }
@@ -250,7 +264,10 @@ impl SrsManager {
             drop(state);
             let loaded = self.load(proof_type);
             state = self.state.lock();
-            let entry = state.entries.get_mut(id).expect("entries are never removed");
+            let entry = state
+                .entries
+                .get_mut(id)
+                .expect("entries are never removed");
             entry.loading = false;
             self.changed.notify_all();
             let loaded = loaded.map_err(key_error)?;
@@ -261,8 +278,12 @@ impl SrsManager {
             entry.tier = Tier::Hot;
             state.hot_bytes += bytes;
             Self::transition(&mut state, id, from, Tier::Hot, "loaded");
-            tracing::info!(circuit_id = id, bytes, ms = started.elapsed().as_millis() as u64,
-                "key loaded");
+            tracing::info!(
+                circuit_id = id,
+                bytes,
+                ms = started.elapsed().as_millis() as u64,
+                "key loaded"
+            );
         }
     }
 
@@ -322,8 +343,13 @@ impl SrsManager {
 
     fn transition(state: &mut State, id: &str, from: Tier, to: Tier, why: &str) {
         *state.transitions.entry((from, to)).or_default() += 1;
-        tracing::info!(circuit_id = id, from = from.as_str(), to = to.as_str(), why,
-            "SRS tier transition");
+        tracing::info!(
+            circuit_id = id,
+            from = from.as_str(),
+            to = to.as_str(),
+            why,
+            "SRS tier transition"
+        );
     }
 
     /// `PreloadSRS`: makes `circuit_id` HOT. Returns (already HOT, time taken).
@@ -395,7 +421,7 @@ impl SrsManager {
     pub fn statuses(&self) -> Vec<SrsStatus> {
         let state = self.state.lock();
         let mut out = Vec::new();
-        for (id, name) in POREP_CIRCUITS {
+        for (id, _) in POREP_CIRCUITS {
             match state.entries.get(id) {
                 Some(e) => out.push(SrsStatus {
                     circuit_id: id,
@@ -407,11 +433,9 @@ impl SrsManager {
                     ref_count: e.refs,
                 }),
                 None => {
-                    let pt = ProofType::from_name(name).expect("a registered proof type");
                     if let Some(size) = self
-                        .params
-                        .params_path(pt)
-                        .ok()
+                        .paths
+                        .get(id)
                         .and_then(|p| std::fs::metadata(p).ok())
                         .map(|m| m.len())
                     {

@@ -117,7 +117,13 @@ fn python_client(tmp: &Path, work: &Path) -> (PathBuf, PathBuf) {
         );
         run_checked(
             Command::new(&python)
-                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
                 .args(REQUIREMENTS),
             "pip install",
         );
@@ -211,9 +217,16 @@ impl Daemon {
         let deadline = Instant::now() + Duration::from_secs(120);
         while !self.log_text().contains("cuzk daemon ready") {
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("the daemon exited ({status}) before it was ready:\n{}", self.log_text());
+                panic!(
+                    "the daemon exited ({status}) before it was ready:\n{}",
+                    self.log_text()
+                );
             }
-            assert!(Instant::now() < deadline, "the daemon did not start:\n{}", self.log_text());
+            assert!(
+                Instant::now() < deadline,
+                "the daemon did not start:\n{}",
+                self.log_text()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -242,9 +255,8 @@ impl Daemon {
             self.log_text()
         );
         let _ = f;
-        serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| {
-            panic!("client {command}: {e}; stdout:\n{stdout}")
-        })
+        serde_json::from_str(stdout.lines().last().unwrap_or(""))
+            .unwrap_or_else(|e| panic!("client {command}: {e}; stdout:\n{stdout}"))
     }
 
     fn client_command(&self, command: &str, args: &[&str]) -> Command {
@@ -252,7 +264,12 @@ impl Daemon {
         let mut cmd = Command::new(&f.python);
         cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/curio_client.py"))
             .arg(command)
-            .args(["--address", &self.address(), "--status-address", &self.status])
+            .args([
+                "--address",
+                &self.address(),
+                "--status-address",
+                &self.status,
+            ])
             .arg("--sectors")
             .arg(&f.sectors_json)
             .arg("--out")
@@ -276,7 +293,11 @@ impl Daemon {
                 self.child = None;
                 return s;
             }
-            assert!(Instant::now() < deadline, "the daemon did not exit:\n{}", self.log_text());
+            assert!(
+                Instant::now() < deadline,
+                "the daemon did not exit:\n{}",
+                self.log_text()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -303,12 +324,17 @@ fn check_proof(result: &Value, sector: u64) {
         .load_verifying_key(c1.proof_type)
         .unwrap();
     let id = SectorIdentity::from_actor(MINER, sector);
-    assert_eq!(verify(&c1, &proof, &vk, Some(&id)).unwrap(), Verified::VerifySeal);
+    assert_eq!(
+        verify(&c1, &proof, &vk, Some(&id)).unwrap(),
+        Verified::VerifySeal
+    );
 }
 
 /// The sector a request id of ours names: porep-<miner>-<sector>[-task].
 fn sector_of(request_id: &str) -> u64 {
-    let rest = request_id.trim_start_matches("ps-").trim_start_matches("porep-");
+    let rest = request_id
+        .trim_start_matches("ps-")
+        .trim_start_matches("porep-");
     rest.split('-').nth(1).unwrap().parse().unwrap()
 }
 
@@ -332,18 +358,30 @@ fn eight_clients_twelve_proofs_priorities_and_backpressure() {
         check_proof(result, sector_of(rid));
         let total = result["total_ms"].as_u64().unwrap();
         let synthesis = result["synthesis_ms"].as_u64().unwrap();
-        assert!(synthesis > 0 && result["gpu_compute_ms"].as_u64().unwrap() > 0, "{result}");
-        assert!(total >= result["queue_wait_ms"].as_u64().unwrap() && total >= synthesis, "{result}");
+        assert!(
+            synthesis > 0 && result["gpu_compute_ms"].as_u64().unwrap() > 0,
+            "{result}"
+        );
+        assert!(
+            total >= result["queue_wait_ms"].as_u64().unwrap() && total >= synthesis,
+            "{result}"
+        );
     }
     // The CRITICAL job overtook every NORMAL job still queued when it came:
     // at most the one bulk job already in the engine finished meanwhile.
     let at_submit = r["normal_done_when_critical_submitted"].as_u64().unwrap();
     let before = r["normal_done_before_critical"].as_u64().unwrap();
-    assert!(before <= at_submit + 1, "{before} NORMAL jobs finished before CRITICAL (had {at_submit}): {r}");
+    assert!(
+        before <= at_submit + 1,
+        "{before} NORMAL jobs finished before CRITICAL (had {at_submit}): {r}"
+    );
     // Beyond the queue: refused at once, with the numbers.
     assert_eq!(r["exhausted"][0], "RESOURCE_EXHAUSTED", "{r}");
     let why = r["exhausted"][1].as_str().unwrap();
-    assert!(why.contains("limit 12") && why.contains("max_queued_jobs"), "{why}");
+    assert!(
+        why.contains("limit 12") && why.contains("max_queued_jobs"),
+        "{why}"
+    );
     assert!(r["exhausted_seconds"].as_f64().unwrap() < 5.0, "{r}");
     // Metrics through prometheus-client's parser: the counters moved.
     let (m0, m1) = (&r["metrics_before"], &r["metrics_after"]);
@@ -354,7 +392,13 @@ fn eight_clients_twelve_proofs_priorities_and_backpressure() {
     assert_eq!(moved("cuzk_proofs_completed_total"), 12.0);
     assert_eq!(moved("cuzk_proof_duration_seconds_count"), 12.0);
     assert!(metric(m1, "cuzk_proofs_cancelled_total", kind) >= 1.0);
-    assert!(metric(m1, "cuzk_requests_rejected_total", "{\"code\": \"resource_exhausted\"}") >= 1.0);
+    assert!(
+        metric(
+            m1,
+            "cuzk_requests_rejected_total",
+            "{\"code\": \"resource_exhausted\"}"
+        ) >= 1.0
+    );
     // Idle again: nothing running, nothing reserved, the key HOT and released.
     assert_eq!(metric(m1, "cuzk_jobs_running", kind), 0.0);
     assert_eq!(metric(m1, "cuzk_engine_memory_reserved_bytes", "{}"), 0.0);
@@ -368,17 +412,40 @@ fn kill_9_mid_proof_then_restart_delivers_the_job() {
     let _one = serial();
     let mut d = Daemon::start("kill", "");
     let rid = format!("porep-{MINER}-{}", SECTORS[2]);
-    let sub = d.client("submit", &["--request-id", &rid, "--sector-index", "2", "--wait-running"]);
+    let sub = d.client(
+        "submit",
+        &[
+            "--request-id",
+            &rid,
+            "--sector-index",
+            "2",
+            "--wait-running",
+        ],
+    );
     let job = sub["job_id"].as_str().unwrap().to_string();
     d.signal("-KILL");
     d.wait(Duration::from_secs(30));
     d.spawn();
-    assert!(d.log_text().contains("restored from the journal"), "{}", d.log_text());
+    assert!(
+        d.log_text().contains("restored from the journal"),
+        "{}",
+        d.log_text()
+    );
     let r = d.client("await", &["--job-id", &job, "--name", "after-restart"]);
     assert_eq!(r["job_id"], job.as_str());
     check_proof(&r, SECTORS[2]);
     // Re-submitting the same request id is the same job, with the same proof.
-    let again = d.client("prove", &["--request-id", &rid, "--sector-index", "2", "--name", "resubmitted"]);
+    let again = d.client(
+        "prove",
+        &[
+            "--request-id",
+            &rid,
+            "--sector-index",
+            "2",
+            "--name",
+            "resubmitted",
+        ],
+    );
     assert_eq!(again["job_id"], job.as_str());
     check_proof(&again, SECTORS[2]);
     assert_eq!(
@@ -394,7 +461,11 @@ fn a_client_that_hangs_up_mid_prove_loses_nothing() {
     let r = d.client("disconnect", &[]);
     assert_eq!(r["hung_up"][0], "DEADLINE_EXCEEDED", "{r}");
     let mid = &r["status_after_hang_up"];
-    assert_eq!(mid["pending"].as_u64().unwrap() + mid["in_progress"].as_u64().unwrap(), 1, "{r}");
+    assert_eq!(
+        mid["pending"].as_u64().unwrap() + mid["in_progress"].as_u64().unwrap(),
+        1,
+        "{r}"
+    );
     check_proof(&r["result"], SECTORS[0]);
     // One job: the second Prove found the first one's.
     assert_eq!(r["accepted"], 1.0, "{r}");
@@ -412,7 +483,10 @@ fn cancel_a_queued_and_a_running_job_and_move_the_key_between_tiers() {
     assert!(r["hot_size"].as_u64().unwrap() > 1 << 30, "{r}");
     assert_eq!(r["queue_position"], 1);
     assert_eq!(r["evict_in_use"][0], "FAILED_PRECONDITION", "{r}");
-    assert!(r["evict_in_use"][1].as_str().unwrap().contains("in use"), "{r}");
+    assert!(
+        r["evict_in_use"][1].as_str().unwrap().contains("in use"),
+        "{r}"
+    );
     assert_eq!(r["cancel_queued_was_running"], false);
     assert_eq!(r["cancel_running_was_running"], true);
     assert_eq!(r["queued"]["status"], "CANCELLED");
@@ -421,11 +495,20 @@ fn cancel_a_queued_and_a_running_job_and_move_the_key_between_tiers() {
     assert!(r["evicted"][1].as_u64().unwrap() > 1 << 30, "{r}");
     assert_eq!(r["cold"], "COLD");
     assert_eq!(r["unknown_circuit"][0], "INVALID_ARGUMENT");
-    assert!(r["unknown_circuit"][1].as_str().unwrap().contains("porep-3k"), "{r}");
+    assert!(
+        r["unknown_circuit"][1]
+            .as_str()
+            .unwrap()
+            .contains("porep-3k"),
+        "{r}"
+    );
     assert_eq!(r["unknown_job"][0], "NOT_FOUND");
     let log = d.log_text();
     for transition in ["from=\"cold\" to=\"hot\"", "from=\"hot\" to=\"cold\""] {
-        assert!(log.contains(transition), "no {transition} in the log:\n{log}");
+        assert!(
+            log.contains(transition),
+            "no {transition} in the log:\n{log}"
+        );
     }
 }
 
@@ -434,7 +517,16 @@ fn sigterm_finishes_the_running_job_and_exits_0() {
     let _one = serial();
     let mut d = Daemon::start("sigterm", "[shutdown]\ngrace_secs = 120\n");
     let rid = format!("porep-{MINER}-{}", SECTORS[3]);
-    let sub = d.client("submit", &["--request-id", &rid, "--sector-index", "3", "--wait-running"]);
+    let sub = d.client(
+        "submit",
+        &[
+            "--request-id",
+            &rid,
+            "--sector-index",
+            "3",
+            "--wait-running",
+        ],
+    );
     let job = sub["job_id"].as_str().unwrap().to_string();
     let waiter = d
         .client_command("await", &["--job-id", &job, "--name", "drained"])
@@ -449,7 +541,11 @@ fn sigterm_finishes_the_running_job_and_exits_0() {
     assert!(status.success(), "exit {status}:\n{}", d.log_text());
     let out = waiter.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     check_proof(&r, SECTORS[3]);
     assert!(!d.socket.exists(), "the socket was left behind");
@@ -465,33 +561,72 @@ fn bad_inputs_are_refused_by_name_and_the_daemon_keeps_serving() {
     let r = d.client("bad", &["--max-message", &max.to_string()]);
     let codes = &r["codes"];
     let expect = [
-        ("no_vanilla_proof", "INVALID_ARGUMENT", "vanilla_proof is empty"),
-        ("unspecified_kind", "INVALID_ARGUMENT", "PROOF_KIND_UNSPECIFIED"),
+        (
+            "no_vanilla_proof",
+            "INVALID_ARGUMENT",
+            "vanilla_proof is empty",
+        ),
+        (
+            "unspecified_kind",
+            "INVALID_ARGUMENT",
+            "PROOF_KIND_UNSPECIFIED",
+        ),
         ("unknown_kind", "INVALID_ARGUMENT", "unknown proof_kind 9"),
         ("snap_kind", "UNIMPLEMENTED", "SNAP_DEALS_UPDATE"),
         ("winning_kind", "UNIMPLEMENTED", "WINNING_POST"),
-        ("size_contradicts_proof", "INVALID_ARGUMENT", "sector_size 34359738368 contradicts"),
-        ("unknown_registered_proof", "INVALID_ARGUMENT", "registered_proof 77"),
+        (
+            "size_contradicts_proof",
+            "INVALID_ARGUMENT",
+            "sector_size 34359738368 contradicts",
+        ),
+        (
+            "unknown_registered_proof",
+            "INVALID_ARGUMENT",
+            "registered_proof 77",
+        ),
         ("not_json", "INVALID_ARGUMENT", "not JSON"),
-        ("json_not_c1", "INVALID_ARGUMENT", "not a commit phase 1 output"),
+        (
+            "json_not_c1",
+            "INVALID_ARGUMENT",
+            "not a commit phase 1 output",
+        ),
         ("other_sector_number", "INVALID_ARGUMENT", "another sector"),
         ("other_miner", "INVALID_ARGUMENT", "of miner f01001"),
         ("c1_of_another_sector", "INVALID_ARGUMENT", "another sector"),
         ("no_request_id", "INVALID_ARGUMENT", "request_id is empty"),
-        ("oversized", "RESOURCE_EXHAUSTED", "message length too large"),
-        ("prove_without_submit", "INVALID_ARGUMENT", "ProveRequest.submit"),
+        (
+            "oversized",
+            "RESOURCE_EXHAUSTED",
+            "message length too large",
+        ),
+        (
+            "prove_without_submit",
+            "INVALID_ARGUMENT",
+            "ProveRequest.submit",
+        ),
         ("await_unknown", "NOT_FOUND", "unknown job id"),
     ];
     for (case, code, words) in expect {
         assert_eq!(codes[case][0], code, "{case}: {}", codes[case]);
         let message = codes[case][1].as_str().unwrap();
-        assert!(message.contains(words), "{case}: {message:?} lacks {words:?}");
+        assert!(
+            message.contains(words),
+            "{case}: {message:?} lacks {words:?}"
+        );
     }
     assert_eq!(r["good"], r["same"], "{r}");
     assert_eq!(r["reused_id"][0], "INVALID_ARGUMENT", "{r}");
-    assert!(r["reused_id"][1].as_str().unwrap().contains("other content"), "{r}");
+    assert!(
+        r["reused_id"][1]
+            .as_str()
+            .unwrap()
+            .contains("other content"),
+        "{r}"
+    );
     assert_eq!(r["await_timeout"], "TIMEOUT");
     let rejected = r["rejected"].as_object().unwrap();
-    let invalid = rejected["cuzk_requests_rejected_total{\"code\": \"invalid_argument\"}"].as_f64().unwrap();
+    let invalid = rejected["cuzk_requests_rejected_total{\"code\": \"invalid_argument\"}"]
+        .as_f64()
+        .unwrap();
     assert!(invalid >= 10.0, "{r}");
 }

@@ -3,7 +3,10 @@
 use clap::Parser;
 
 #[derive(Parser)]
-#[command(name = "cuzk-daemon", about = "Serve Curio's cuzk.v1.ProvingEngine over gRPC")]
+#[command(
+    name = "cuzk-daemon",
+    about = "Serve Curio's cuzk.v1.ProvingEngine over gRPC"
+)]
 struct Cli {
     #[command(flatten)]
     args: cuzk_daemon::DaemonArgs,
