@@ -1,6 +1,6 @@
-//! `cargo xtask fixtures <keys|fetch|seal> [ARGS]`: Filecoin fixtures, through
-//! `cuzk-filecoin`'s binary (built in release mode: key generation and
-//! sealing are heavy, and xtask itself stays free of the Filecoin crates).
+//! `cargo xtask fixtures <keys|fetch|seal|synth-sector> [ARGS]`: Filecoin
+//! fixtures, through `cuzk fixtures` (built in release mode: key generation
+//! and sealing are heavy, and xtask itself stays free of the Filecoin crates).
 //!
 //! * `keys [--sector-size 2KiB | --proof-type NAME] [--seed N] [--dir DIR] [--force]
 //!   [--backend auto|cuda|cpu]`:
@@ -14,12 +14,15 @@
 //!   against its published digest before it is put in the cache.
 //! * `seal [--proof-type NAME] [--actor ID] [--sector N] [--seed N] [--curio] --out FILE`:
 //!   seals a sector of random data and writes its C1 output.
+//! * `synth-sector [--sector-size SIZE | --proof-type NAME] [--seed S] [--sector-id N]
+//!   [--prover-id f0ID] [--plain] --out FILE`: the C1 output of a synthetic CC
+//!   sector of any size, in seconds (test data: consistent, not sealed).
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
 
-const TASKS: [&str; 3] = ["keys", "fetch", "seal"];
+const TASKS: [&str; 4] = ["keys", "fetch", "seal", "synth-sector"];
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
@@ -35,10 +38,11 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
             "--release",
             "-q",
             "-p",
-            "cuzk-filecoin",
+            "cuzk",
             "--bin",
-            "cuzk-filecoin",
+            "cuzk",
             "--",
+            "fixtures",
         ])
         .args(args)
         .status()

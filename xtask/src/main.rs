@@ -33,7 +33,7 @@ tasks:
   bench [ARGS]            pipeline sweep (cuzk-sched's sweep example; --help for options)
   demo [ARGS]             the main job: kernels for the local GPU if there is one (else the CPU),
                           then `cuzk demo ARGS` (key, batch of proofs, verification, timings)
-  fixtures keys|fetch|seal [ARGS]
+  fixtures keys|fetch|seal|synth-sector [ARGS]
                           Filecoin: PoRep test keys from a seed (keys), official parameter files
                           checked against their digests (fetch), a sealed sample C1 (seal)
 ";

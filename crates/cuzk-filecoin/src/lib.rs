@@ -2,6 +2,7 @@
 #![deny(unsafe_code)]
 
 mod c1;
+mod check;
 mod engine;
 mod error;
 pub mod fetch;
@@ -9,15 +10,18 @@ pub mod params;
 mod proof_type;
 mod prove;
 pub mod sample;
+mod sdr;
+pub mod synthetic;
 
 pub use c1::{parse_c1, C1Input, CurioSector};
+pub use check::check_c1;
 pub use engine::PorepSource;
 pub use error::Error;
 pub use params::{ParamsDir, TestKeys};
 pub use proof_type::{parse_sector_size, sector_size_label, ProofType};
 pub use prove::{
-    check_c1, partition_circuits, prove_partitions, verify, Partition, PartitionReport,
-    SectorIdentity, Verified,
+    partition_circuits, prove_partitions, verify, Partition, PartitionReport, SectorIdentity,
+    Verified,
 };
 
 use cuzk_groth16::prover::Backend;

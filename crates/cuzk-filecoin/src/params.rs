@@ -27,10 +27,6 @@ use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use crate::proof_type::{with_sector_shape, ProofType};
 use crate::Error;
 
-/// The largest sector size for which generating test keys on a developer
-/// machine is reasonable (its circuit has a few tens of millions of constraints).
-pub const MAX_TEST_KEY_SECTOR: u64 = 512 << 20;
-
 /// A parameter cache directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParamsDir(PathBuf);
@@ -140,15 +136,6 @@ impl ParamsDir {
         seed: u64,
         fixed_base: &dyn FixedBase,
     ) -> Result<TestKeys, Error> {
-        if proof_type.sector_size() > MAX_TEST_KEY_SECTOR {
-            return Err(Error::Unsupported {
-                proof_type: proof_type.name(),
-                why: format!(
-                    "test keys are generated for sectors up to {} only; fetch the official files",
-                    crate::proof_type::sector_size_label(MAX_TEST_KEY_SECTOR)
-                ),
-            });
-        }
         let params = self.params_path(proof_type)?;
         let vk = self.vk_path(proof_type)?;
         std::fs::create_dir_all(&self.0).map_err(|source| Error::Io {
@@ -211,15 +198,12 @@ pub fn fixtures_hint(proof_type: ProofType, dir: &Path) -> String {
         "`cargo xtask fixtures fetch --sector-size {size} --dir {}` (the official files, checked against their published digests)",
         dir.display()
     );
-    if proof_type.sector_size() <= MAX_TEST_KEY_SECTOR {
-        format!(
-            "`cargo xtask fixtures keys --proof-type {} --dir {}` (test keys, generated offline from a seed), or {fetch}",
-            proof_type.name(),
-            dir.display()
-        )
-    } else {
-        fetch
-    }
+    format!(
+        "`cargo xtask fixtures keys --proof-type {} --dir {}` (test keys, generated offline from a seed; \
+         a 32 GiB key takes minutes on a GPU box and ~100 GB of RAM), or {fetch}",
+        proof_type.name(),
+        dir.display()
+    )
 }
 
 fn missing(e: std::io::Error) -> String {

@@ -18,7 +18,7 @@ use cuzk_groth16::prover::{prove_with, Backend, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::CircuitShape;
 use ff::Field;
-use filecoin_hashers::{Domain, HashFunction, Hasher};
+use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
     as_safe_commitment, parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher,
     MerkleTreeTrait, PoRepConfig, VanillaSealProof,
@@ -26,13 +26,9 @@ use filecoin_proofs::{
 use filecoin_proofs_api::SectorId;
 use rand_core::RngCore;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
-use storage_proofs_core::drgraph::Graph;
-use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::multi_proof::MultiProof;
-use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{
-    generate_replica_id, ChallengeRequirements, PublicInputs, StackedCircuit, StackedCompound,
-    StackedDrg, Tau,
+    ChallengeRequirements, PublicInputs, StackedCircuit, StackedCompound, StackedDrg, Tau,
 };
 
 use crate::proof_type::with_sector_shape;
@@ -91,23 +87,6 @@ impl SectorIdentity {
             sector_id,
         }
     }
-}
-
-/// Checks a parsed C1 output against itself before any proving: the vanilla
-/// proofs must verify against its comm_r, comm_d, seed and replica id, as
-/// `seal_commit_phase2`'s circuits would otherwise be unsatisfiable. With a
-/// sector identity, the replica id must also be the one that identity and
-/// the C1's ticket and comm_d derive (and Curio's SectorNum must agree).
-pub fn check_c1(c1: &C1Input, sector: Option<&SectorIdentity>) -> Result<(), Error> {
-    if let (Some(s), Some(num)) = (sector, c1.sector_num()) {
-        if s.sector_id != num {
-            return Err(Error::OtherSector(format!(
-                "Curio's wrapper says sector {num}, the sector to prove is {}",
-                s.sector_id
-            )));
-        }
-    }
-    with_sector_shape!(c1.proof_type.sector_size(), check_typed, c1, sector)
 }
 
 /// Proves every partition of `c1` in order with `key` on `backend`, drawing
@@ -206,15 +185,16 @@ pub fn verify(
 
 /// Everything the generic steps share: the configuration, the public
 /// inputs, and the compound public parameters.
-struct Sector<Tree: 'static + MerkleTreeTrait> {
-    config: PoRepConfig,
-    inputs: PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
-    params: compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
+pub(crate) struct Sector<Tree: 'static + MerkleTreeTrait> {
+    pub(crate) config: PoRepConfig,
+    pub(crate) inputs: PublicInputs<<Tree::Hasher as Hasher>::Domain, DefaultPieceDomain>,
+    pub(crate) params:
+        compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>,
 }
 
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
 
-fn sector<Tree: 'static + MerkleTreeTrait>(c1: &C1Input) -> Result<Sector<Tree>, Error> {
+pub(crate) fn sector<Tree: 'static + MerkleTreeTrait>(c1: &C1Input) -> Result<Sector<Tree>, Error> {
     let config = c1.proof_type.config();
     let o = &c1.output;
     let comm_r: <Tree::Hasher as Hasher>::Domain = as_safe_commitment(&o.comm_r, "comm_r")
@@ -243,7 +223,7 @@ fn sector<Tree: 'static + MerkleTreeTrait>(c1: &C1Input) -> Result<Sector<Tree>,
     })
 }
 
-fn vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
+pub(crate) fn vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
     c1: &C1Input,
 ) -> Result<Vec<Vec<VanillaSealProof<Tree>>>, Error> {
     c1.output
@@ -251,91 +231,6 @@ fn vanilla_proofs<Tree: 'static + MerkleTreeTrait>(
         .clone()
         .try_into()
         .map_err(|e| Error::filecoin("reading the vanilla proofs", e))
-}
-
-fn check_typed<Tree: 'static + MerkleTreeTrait>(
-    c1: &C1Input,
-    identity: Option<&SectorIdentity>,
-) -> Result<(), Error> {
-    let s = sector::<Tree>(c1)?;
-    let o = &c1.output;
-    if let Some(id) = identity {
-        let comm_d = DefaultPieceDomain::try_from_bytes(&o.comm_d)
-            .map_err(|e| Error::Tampered(format!("comm_d: {e:#}")))?;
-        let derived: <Tree::Hasher as Hasher>::Domain = generate_replica_id::<Tree::Hasher, _>(
-            &id.prover_id,
-            id.sector_id,
-            &o.ticket,
-            comm_d,
-            &s.config.porep_id,
-        );
-        if derived != s.inputs.replica_id {
-            return Err(Error::OtherSector(format!(
-                "its replica id is not the one prover {} and sector {} derive with its ticket \
-                 and comm_d (another sector's or another miner's C1, or a changed ticket)",
-                hex_prefix(&id.prover_id),
-                id.sector_id
-            )));
-        }
-    }
-    let vanilla = vanilla_proofs::<Tree>(c1)?;
-    let ok = <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme<'_>>::verify_all_partitions(
-        &s.params.vanilla_params,
-        &s.inputs,
-        &vanilla,
-    )
-    .map_err(|e| Error::filecoin("checking the vanilla proofs", e))?;
-    if ok {
-        Ok(())
-    } else {
-        Err(diagnose(&s, &vanilla))
-    }
-}
-
-/// Names what a C1 whose vanilla proofs do not verify got wrong.
-fn diagnose<Tree: 'static + MerkleTreeTrait>(
-    s: &Sector<Tree>,
-    vanilla: &[Vec<VanillaSealProof<Tree>>],
-) -> Error {
-    let tau = s.inputs.tau.as_ref().expect("set by sector()");
-    let first = &vanilla[0][0];
-    let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&first.comm_c(), &first.comm_r_last());
-    if comm_r != tau.comm_r {
-        return Error::Tampered(
-            "comm_r is not H(comm_c, comm_r_last) of its vanilla proofs (changed comm_r?)".into(),
-        );
-    }
-    if vanilla
-        .iter()
-        .flatten()
-        .any(|p| p.comm_d_proofs.root() != tau.comm_d)
-    {
-        return Error::Tampered(
-            "comm_d is not the data tree root its vanilla proofs open (changed comm_d?)".into(),
-        );
-    }
-    let nodes = s.params.vanilla_params.graph.size();
-    for (k, proofs) in vanilla.iter().enumerate() {
-        let challenges = s
-            .inputs
-            .challenges(&s.params.vanilla_params.challenges, nodes, Some(k));
-        let answered = challenges.len() == proofs.len()
-            && proofs
-                .iter()
-                .zip(&challenges)
-                .all(|(p, &c)| p.comm_d_proofs.proves_challenge(c));
-        if !answered {
-            return Error::Tampered(format!(
-                "partition {k}'s vanilla proofs open other nodes than the challenges its seed and \
-                 replica id select (changed seed or replica id?)"
-            ));
-        }
-    }
-    Error::Tampered(
-        "the vanilla proofs open the right nodes but do not verify against the replica id \
-         (changed replica id or proof contents?)"
-            .into(),
-    )
 }
 
 /// One partition: its circuit and the public inputs the verifier derives for it.
@@ -460,7 +355,7 @@ fn verify_replica_typed<Tree: 'static + MerkleTreeTrait>(
     .map_err(|e| Error::filecoin("verifying the proof", e))
 }
 
-fn hex_prefix(bytes: &[u8]) -> String {
+pub(crate) fn hex_prefix(bytes: &[u8]) -> String {
     let used = bytes.iter().rposition(|&b| b != 0).map_or(1, |i| i + 1);
     bytes[..used].iter().map(|b| format!("{b:02x}")).collect()
 }

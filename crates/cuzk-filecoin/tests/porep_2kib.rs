@@ -416,3 +416,59 @@ fn synthetic_porep_c1_is_proved_and_verified() {
         Verified::VerifySeal
     );
 }
+
+#[test]
+fn a_synthetic_sector_is_proved_and_verify_seal_accepts_it() {
+    use cuzk_filecoin::synthetic::SyntheticSector;
+    let s = sealed();
+    let identity = SectorIdentity::from_actor(ACTOR, SECTOR + 200);
+    let made = SyntheticSector {
+        proof_type: s.c1.proof_type,
+        identity,
+        seed: 0x5717,
+    }
+    .generate()
+    .unwrap();
+    // Through its JSON, as `cuzk porep-c2` reads it.
+    let c1 = parse_c1(&serde_json::to_vec(&made.output).unwrap()).unwrap();
+    cuzk_filecoin::check_c1(&c1, Some(&identity)).unwrap();
+    let proof = prove(&c1, &s.params, 0x5717);
+    let vk = s.params.load_verifying_key(c1.proof_type).unwrap();
+    assert_eq!(
+        verify(&c1, &proof, &vk, Some(&identity)).unwrap(),
+        Verified::VerifySeal
+    );
+    let mut bad = proof.clone();
+    bad[150] ^= 0x01;
+    assert!(verify(&c1, &bad, &vk, Some(&identity)).is_err());
+}
+
+/// A really sealed C1 and a synthetic one go through the same checks: a
+/// changed path element of either is refused before synthesis, naming the
+/// partition and the challenge.
+#[test]
+fn a_changed_path_element_is_refused_naming_the_challenge() {
+    use cuzk_filecoin::synthetic::SyntheticSector;
+    let s = sealed();
+    let synthetic = SyntheticSector {
+        proof_type: s.c1.proof_type,
+        identity: s.identity,
+        seed: 3,
+    }
+    .generate()
+    .unwrap();
+    for (name, json) in [
+        ("sealed", s.c1_json.clone()),
+        ("synthetic", serde_json::to_vec(&synthetic.output).unwrap()),
+    ] {
+        cuzk_filecoin::check_c1(&parse_c1(&json).unwrap(), Some(&s.identity)).unwrap();
+        let bad = edited(&json, |v| {
+            let hash = &mut v["vanilla_proofs"]["StackedDrg2KiBV1"][0][1]["comm_r_last_proof"]
+                ["data"]["Single"]["path"]["path"][1]["hashes"][5];
+            let byte = &mut hash[0];
+            *byte = (byte.as_u64().unwrap() ^ 1).into();
+        });
+        let err = expect_refused(&bad, Some(&s.identity), "partition 0, challenge 1");
+        assert!(err.to_string().contains("comm_r_last"), "{name}: {err}");
+    }
+}

@@ -1,0 +1,147 @@
+//! Synthetic sectors at every size pass the C1 check (storage-proofs'
+//! vanilla verification and cuzk's per-challenge check of what the circuit
+//! enforces) with the sector identity they were made for, are reproducible,
+//! and a C1 with one vanilla-proof value changed anywhere is refused before
+//! any synthesis, naming the partition and challenge. No key is needed:
+//! proving a synthetic sector is `porep_2kib.rs`'s job (it has the keys).
+
+use cuzk_filecoin::synthetic::{supported_names, SyntheticSector};
+use cuzk_filecoin::{check_c1, parse_c1, parse_sector_size, Error, ProofType, SectorIdentity};
+use filecoin_proofs_api::RegisteredSealProof;
+
+const ACTOR: u64 = 1000;
+const SECTOR: u64 = 42;
+
+fn v1_1(size: &str) -> ProofType {
+    let bytes = parse_sector_size(size).unwrap();
+    let proof = ProofType::ALL
+        .into_iter()
+        .find(|p| u64::from(p.sector_size()) == bytes && format!("{p:?}").ends_with("V1_1"))
+        .unwrap();
+    ProofType::new(proof).unwrap()
+}
+
+fn request(proof_type: ProofType, seed: u64) -> SyntheticSector {
+    SyntheticSector {
+        proof_type,
+        identity: SectorIdentity::from_actor(ACTOR, SECTOR),
+        seed,
+    }
+}
+
+fn json(request: &SyntheticSector) -> Vec<u8> {
+    serde_json::to_vec(&request.generate().unwrap().output).unwrap()
+}
+
+#[test]
+fn every_size_passes_the_c1_check_for_its_sector_only() {
+    for size in ["2KiB", "8MiB", "512MiB", "32GiB", "64GiB"] {
+        let pt = v1_1(size);
+        let r = request(pt, 7);
+        let made = r.generate().unwrap();
+        assert_eq!(made.challenges % pt.partitions(), 0, "{size}");
+        let c1 = parse_c1(&serde_json::to_vec(&made.output).unwrap()).unwrap();
+        assert_eq!(c1.proof_type, pt);
+        check_c1(&c1, Some(&r.identity)).unwrap_or_else(|e| panic!("{size}: {e}"));
+        check_c1(&c1, None).unwrap();
+        let other = SectorIdentity::from_actor(ACTOR, SECTOR + 1);
+        let err = check_c1(&c1, Some(&other)).unwrap_err();
+        assert!(matches!(err, Error::OtherSector(_)), "{size}: {err}");
+        eprintln!(
+            "{size}: {} challenges, {} opened nodes, {:?}",
+            made.challenges, made.opened_nodes, made.elapsed
+        );
+    }
+}
+
+#[test]
+fn the_same_request_gives_the_same_bytes() {
+    let pt = v1_1("2KiB");
+    assert_eq!(json(&request(pt, 3)), json(&request(pt, 3)));
+    assert_ne!(json(&request(pt, 3)), json(&request(pt, 4)));
+    // The V1 (API 1.0) type of the same size derives another porep id.
+    let v1 = ProofType::new(RegisteredSealProof::StackedDrg2KiBV1).unwrap();
+    let r = request(v1, 3);
+    let c1 = parse_c1(&json(&r)).unwrap();
+    check_c1(&c1, Some(&r.identity)).unwrap();
+}
+
+#[test]
+fn types_it_cannot_make_are_refused_naming_the_supported_ones() {
+    let synth = ProofType::new(RegisteredSealProof::StackedDrg2KiBV1_1_Feat_SyntheticPoRep);
+    let err = request(synth.unwrap(), 1)
+        .generate()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("comm_r"), "{err}");
+    assert!(err.contains("StackedDrg32GiBV1_1"), "{err}");
+    let names = supported_names();
+    assert_eq!(names.len(), 10);
+    assert!(names.iter().all(|n| !n.contains("Feat")));
+}
+
+/// The plain C1 JSON with `edit` applied to partition 0's challenge 1.
+fn edited(c1: &[u8], edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_slice(c1).unwrap();
+    let proofs = v["vanilla_proofs"]
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+        .next()
+        .unwrap();
+    edit(&mut proofs[0][1]);
+    serde_json::to_vec(&v).unwrap()
+}
+
+/// Flips the low bit of the first byte of a 32-byte value (keeping it a field element).
+fn flip(value: &mut serde_json::Value) {
+    let byte = &mut value[0];
+    *byte = (byte.as_u64().unwrap() ^ 1).into();
+}
+
+fn refused(c1: &[u8], want: &[&str]) {
+    let c1 = parse_c1(c1).unwrap();
+    let err = check_c1(&c1, None).unwrap_err().to_string();
+    for w in want {
+        assert!(err.contains(w), "{err:?} lacks {w:?}");
+    }
+}
+
+#[test]
+fn one_changed_value_is_refused_naming_partition_and_challenge() {
+    let good = json(&request(v1_1("8MiB"), 11));
+    let at = ["partition 0, challenge 1"];
+    // A sibling in the data tree's path (the vanilla verification only checks its index).
+    refused(
+        &edited(&good, |p| {
+            flip(&mut p["comm_d_proofs"]["data"]["Single"]["path"]["path"][3]["hashes"][0])
+        }),
+        &[at[0], "comm_d"],
+    );
+    // A sibling in the replica tree's path (likewise).
+    refused(
+        &edited(&good, |p| {
+            flip(&mut p["comm_r_last_proof"]["data"]["Single"]["path"]["path"][2]["hashes"][5])
+        }),
+        &[at[0], "comm_r_last"],
+    );
+    // A label in the challenge's own column.
+    refused(
+        &edited(&good, |p| {
+            flip(&mut p["replica_column_proofs"]["c_x"]["column"]["rows"][1])
+        }),
+        &[at[0], "own column"],
+    );
+    // A label in a parent's column.
+    refused(
+        &edited(&good, |p| {
+            flip(&mut p["replica_column_proofs"]["exp_parents"][2]["column"]["rows"][0])
+        }),
+        &[at[0], "parent 8"],
+    );
+    // A labelling proof's copy of a parent (the circuit reads the columns instead).
+    refused(
+        &edited(&good, |p| flip(&mut p["labeling_proofs"][1]["parents"][0])),
+        &["vanilla verification refuses"],
+    );
+}

@@ -1,0 +1,367 @@
+//! `cuzk fixtures`: Filecoin test data, also run by `cargo xtask fixtures`.
+//!
+//! * `keys`: PoRep test keys for any sector size, generated offline from a
+//!   seed (the fixed-base step on a CUDA device when there is one), under
+//!   their official names.
+//! * `fetch`: the official parameter files of the crates' manifest, each
+//!   checked against its digest.
+//! * `seal`: a sector of random data sealed by filecoin-proofs (up to
+//!   512 MiB), written as its C1 output.
+//! * `synth-sector`: a synthetic CC sector's C1 output for any size, made in
+//!   seconds without sealing (test data; the proofs over it are real).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use base64::Engine as _;
+use clap::Subcommand;
+use cuzk_filecoin::fetch::{self, Fetched};
+use cuzk_filecoin::sample::seal_random_sector;
+use cuzk_filecoin::synthetic::{supported_names, SyntheticSector};
+use cuzk_filecoin::{parse_sector_size, ParamsDir, ProofType, SectorIdentity};
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use rand::SeedableRng;
+
+use crate::backend::select_fixed_base;
+use crate::commands::porep_c2::parse_actor;
+use crate::output::{peak_rss, write_atomically};
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Fixtures {
+    /// Generate PoRep test keys (.params and .vk) under their official names.
+    /// Test keys only: anyone with the seed can forge proofs.
+    Keys {
+        /// Sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB); every PoRep proof type of one
+        /// sector size shares one circuit, hence one key.
+        #[arg(long, default_value = "2KiB", conflicts_with = "proof_type")]
+        sector_size: String,
+        /// A registered proof type name instead (StackedDrg2KiBV1_1, ...).
+        #[arg(long)]
+        proof_type: Option<String>,
+        /// Seed of the toxic waste.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Parameter cache directory (default: FIL_PROOFS_PARAMETER_CACHE, else
+        /// /var/tmp/filecoin-proof-parameters).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Regenerate even if both files are present and whole.
+        #[arg(long)]
+        force: bool,
+        /// Where the key generator's fixed-base step runs: `auto` (the first
+        /// CUDA device when there is one, else the CPU), `cuda` or `cpu`. The
+        /// bytes are the same.
+        #[arg(long, default_value = "auto")]
+        backend: String,
+    },
+    /// Download the official parameter files and check their digests.
+    Fetch {
+        /// Only files for this sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB).
+        #[arg(long)]
+        sector_size: Option<String>,
+        /// Only PoRep files (not PoSt or sector update).
+        #[arg(long)]
+        porep_only: bool,
+        /// Parameter cache directory (default as for `keys`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// IPFS gateway URL prefix (default: IPFS_GATEWAY, else Filecoin's).
+        #[arg(long)]
+        gateway: Option<String>,
+    },
+    /// Seal a sector of random data with filecoin-proofs; write its C1 output as JSON.
+    Seal {
+        /// Registered proof type.
+        #[arg(long, default_value = "StackedDrg2KiBV1_1")]
+        proof_type: String,
+        /// Miner actor id (f0<id>).
+        #[arg(long, default_value_t = 1000)]
+        actor: u64,
+        /// Sector number.
+        #[arg(long, default_value_t = 1)]
+        sector: u64,
+        /// Seed of the data, ticket and seed.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Write Curio's wrapper ({"SectorNum","Phase1Out","SectorSize"}) instead of the plain JSON.
+        #[arg(long)]
+        curio: bool,
+        /// Where to write the C1 output.
+        #[arg(long, short)]
+        out: PathBuf,
+    },
+    /// Write the C1 output of a synthetic committed-capacity sector of any size
+    /// (test data: consistent, not sealed; the proofs made from it are real).
+    SynthSector {
+        /// Sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB): its V1_1 proof type.
+        #[arg(long, default_value = "32GiB", conflicts_with = "proof_type")]
+        sector_size: String,
+        /// A registered proof type name instead (interactive, not synthetic PoRep).
+        #[arg(long)]
+        proof_type: Option<String>,
+        /// Seed of the ticket, the interactive seed and the unconstrained labels.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Sector number.
+        #[arg(long, default_value_t = 1)]
+        sector_id: u64,
+        /// Miner actor id (f01000 or 1000): the prover id of the replica id.
+        #[arg(long, default_value = "f01000")]
+        prover_id: String,
+        /// Write the bare C1 JSON instead of Curio's {"SectorNum","Phase1Out","SectorSize"} wrapper.
+        #[arg(long)]
+        plain: bool,
+        /// Where to write the C1 output (written atomically).
+        #[arg(long, short)]
+        out: PathBuf,
+    },
+}
+
+pub(crate) fn run(task: Fixtures) -> Result<()> {
+    match task {
+        Fixtures::Keys {
+            sector_size,
+            proof_type,
+            seed,
+            dir,
+            force,
+            backend,
+        } => keys(
+            &sector_size,
+            proof_type.as_deref(),
+            seed,
+            dir,
+            force,
+            &backend,
+        ),
+        Fixtures::Fetch {
+            sector_size,
+            porep_only,
+            dir,
+            gateway,
+        } => fetch_files(sector_size.as_deref(), porep_only, dir, gateway),
+        Fixtures::Seal {
+            proof_type,
+            actor,
+            sector,
+            seed,
+            curio,
+            out,
+        } => seal(&proof_type, actor, sector, seed, curio, out),
+        Fixtures::SynthSector {
+            sector_size,
+            proof_type,
+            seed,
+            sector_id,
+            prover_id,
+            plain,
+            out,
+        } => {
+            let proof_type = proof_type_arg(&sector_size, proof_type.as_deref()).map_err(|e| {
+                anyhow::anyhow!(
+                    "{e:#}\n  synthetic sectors are made for: {}",
+                    supported_names().join(", ")
+                )
+            })?;
+            let identity = SectorIdentity::from_actor(parse_actor(&prover_id)?, sector_id);
+            synth_sector(proof_type, identity, seed, plain, out)
+        }
+    }
+}
+
+fn dir_or_default(dir: Option<PathBuf>) -> ParamsDir {
+    dir.map_or_else(ParamsDir::filecoin, ParamsDir::new)
+}
+
+fn size_arg(text: &str) -> Result<u64> {
+    parse_sector_size(text)
+        .with_context(|| format!("{text:?} is not a sector size (like 2KiB, 32GiB)"))
+}
+
+/// `--proof-type NAME`, else the V1_1 type of `--sector-size`.
+fn proof_type_arg(sector_size: &str, proof_type: Option<&str>) -> Result<ProofType> {
+    if let Some(name) = proof_type {
+        return Ok(ProofType::from_name(name)?);
+    }
+    let size = size_arg(sector_size)?;
+    let proof = ProofType::ALL
+        .into_iter()
+        .find(|p| u64::from(p.sector_size()) == size && format!("{p:?}").ends_with("V1_1"))
+        .with_context(|| {
+            format!(
+                "no PoRep proof type has {size}-byte sectors (sizes: 2KiB, 8MiB, 512MiB, 32GiB, 64GiB)"
+            )
+        })?;
+    Ok(ProofType::new(proof)?)
+}
+
+/// The C1 output as the plain JSON, or in Curio's wrapper.
+fn c1_bytes(c1: &SealCommitPhase1Output, sector: u64, curio: bool) -> Result<Vec<u8>> {
+    let plain = serde_json::to_vec(c1)?;
+    if !curio {
+        return Ok(plain);
+    }
+    Ok(serde_json::to_vec(&serde_json::json!({
+        "SectorNum": sector,
+        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(&plain),
+        "SectorSize": u64::from(c1.registered_proof.sector_size()),
+    }))?)
+}
+
+fn keys(
+    sector_size: &str,
+    proof_type: Option<&str>,
+    seed: u64,
+    dir: Option<PathBuf>,
+    force: bool,
+    backend: &str,
+) -> Result<()> {
+    let proof_type = proof_type_arg(sector_size, proof_type)?;
+    let dir = dir_or_default(dir);
+    if !force && dir.check(proof_type).is_ok() {
+        println!(
+            "present: {} and {}",
+            dir.params_path(proof_type)?.display(),
+            dir.vk_path(proof_type)?.display()
+        );
+        return Ok(());
+    }
+    let fixed_base = select_fixed_base("keys", backend)?;
+    eprintln!(
+        "generating test keys for {} (seed {seed}) in {}",
+        proof_type.name(),
+        dir.path().display()
+    );
+    let t = Instant::now();
+    let keys = dir.generate_test_keys_with(proof_type, seed, fixed_base.as_ref())?;
+    println!(
+        "wrote {} ({} bytes) and {} in {:.1}s (fixed-base step: {})",
+        keys.params.display(),
+        keys.summary.file_len,
+        keys.vk.display(),
+        t.elapsed().as_secs_f64(),
+        fixed_base.name()
+    );
+    if let Some(peak) = peak_rss() {
+        println!(
+            "peak host RSS {}",
+            cuzk_pipeline::memory::format_bytes(peak)
+        );
+    }
+    Ok(())
+}
+
+fn seal(
+    proof_type: &str,
+    actor: u64,
+    sector: u64,
+    seed: u64,
+    curio: bool,
+    out: PathBuf,
+) -> Result<()> {
+    let proof_type = ProofType::from_name(proof_type)?;
+    let work = tempfile::tempdir().context("creating a work directory")?;
+    if std::env::var_os("FIL_PROOFS_PARENT_CACHE").is_none() {
+        std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.path().join("parents"));
+    }
+    let identity = SectorIdentity::from_actor(actor, sector);
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let t = Instant::now();
+    let c1 = seal_random_sector(proof_type, work.path(), &identity, &mut rng)?;
+    let bytes = c1_bytes(&c1, sector, curio)?;
+    write_atomically(&out, &bytes)?;
+    println!(
+        "sealed sector {sector} of f0{actor} ({}) in {:.1}s; C1 output: {} ({} bytes)",
+        proof_type.name(),
+        t.elapsed().as_secs_f64(),
+        out.display(),
+        bytes.len()
+    );
+    Ok(())
+}
+
+fn synth_sector(
+    proof_type: ProofType,
+    identity: SectorIdentity,
+    seed: u64,
+    plain: bool,
+    out: PathBuf,
+) -> Result<()> {
+    let request = SyntheticSector {
+        proof_type,
+        identity,
+        seed,
+    };
+    let made = request.generate()?;
+    let bytes = c1_bytes(&made.output, identity.sector_id, !plain)?;
+    write_atomically(&out, &bytes)?;
+    println!(
+        "TEST DATA: synthetic CC sector {} of prover {} ({}), seed {seed}: not sealed, only \
+         consistent; proofs made from it are real.",
+        identity.sector_id,
+        hex_prefix(&identity.prover_id),
+        proof_type.name(),
+    );
+    println!(
+        "{} challenges over {} partition(s), {} labelled nodes, {} opened nodes, made in {:.3}s",
+        made.challenges,
+        proof_type.partitions(),
+        made.labelled_nodes,
+        made.opened_nodes,
+        made.elapsed.as_secs_f64()
+    );
+    println!(
+        "wrote {} ({} bytes, {})",
+        out.display(),
+        bytes.len(),
+        if plain {
+            "plain C1 JSON"
+        } else {
+            "Curio's wrapper"
+        }
+    );
+    Ok(())
+}
+
+/// The prover id's significant bytes in hex.
+fn hex_prefix(id: &[u8; 32]) -> String {
+    let len = id.iter().rposition(|&b| b != 0).map_or(1, |i| i + 1);
+    id[..len].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn fetch_files(
+    sector_size: Option<&str>,
+    porep_only: bool,
+    dir: Option<PathBuf>,
+    gateway: Option<String>,
+) -> Result<()> {
+    let size = sector_size.map(size_arg).transpose()?;
+    let entries = fetch::manifest(size, porep_only);
+    if entries.is_empty() {
+        bail!("the manifest lists no file for that selection");
+    }
+    let dir = dir_or_default(dir);
+    let gateway = gateway
+        .or_else(|| std::env::var("IPFS_GATEWAY").ok())
+        .unwrap_or_else(|| fetch::DEFAULT_GATEWAY.to_string());
+    let mut count = 0;
+    let results = fetch::fetch(dir.path(), &gateway, &entries, &mut |e| {
+        count += 1;
+        eprintln!(
+            "[{count}/{}] {} ({} bytes sector)",
+            entries.len(),
+            e.name,
+            e.sector_size
+        );
+    })?;
+    for r in results {
+        match r {
+            Fetched::Present(p) => println!("present, digest ok: {}", p.display()),
+            Fetched::Downloaded(p, n) => {
+                println!("downloaded, digest ok: {} ({n} bytes)", p.display())
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,9 @@
+//! One module per `cuzk` subcommand: its arguments (clap) and its `run`.
+
+pub(crate) mod demo;
+pub(crate) mod fixtures;
+pub(crate) mod info;
+pub(crate) mod porep_c2;
+pub(crate) mod prove;
+pub(crate) mod setup;
+pub(crate) mod verify;
