@@ -1,5 +1,7 @@
 //! `cuzk-daemon`: the proving daemon on its own (the same as `cuzk daemon`).
 
+use std::io::IsTerminal;
+
 use clap::Parser;
 
 #[derive(Parser)]
@@ -19,6 +21,8 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour for a terminal only: under systemd the log goes to the journal.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     if let Err(e) = cuzk_daemon::run(Cli::parse().args) {
         let mut text = e.to_string();
