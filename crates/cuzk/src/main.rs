@@ -42,6 +42,8 @@ enum Command {
     /// Filecoin test data: test keys, official parameter files, sealed and synthetic C1s.
     #[command(subcommand)]
     Fixtures(commands::fixtures::Fixtures),
+    /// The proving daemon: Curio's cuzk.v1.ProvingEngine over gRPC (logs: RUST_LOG=info)
+    Daemon(cuzk_daemon::DaemonArgs),
 }
 
 fn main() {
@@ -67,5 +69,6 @@ fn run(cli: Cli) -> Result<()> {
         Command::PorepC2(args) => commands::porep_c2::run(args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Fixtures(task) => commands::fixtures::run(task),
+        Command::Daemon(args) => Ok(cuzk_daemon::run(args)?),
     }
 }

@@ -1,0 +1,147 @@
+//! The daemon's errors: configuration and start-up ([`ConfigError`],
+//! [`DaemonError`]), the journal ([`JournalError`]), the key manager
+//! ([`SrsError`]), and what a request is answered with ([`RequestError`],
+//! one gRPC status code each, its message naming the problem).
+
+use std::path::PathBuf;
+
+/// A configuration file or value the daemon cannot use.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("reading the configuration {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not the TOML the daemon expects (unknown key, wrong type).
+    #[error("configuration {}: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    /// A value is out of range.
+    #[error("configuration key {key}: {problem}")]
+    Invalid { key: &'static str, problem: String },
+    /// A listen address that is neither `unix:PATH` nor `HOST:PORT`.
+    #[error("listen address {address:?}: {problem}")]
+    Address { address: String, problem: String },
+}
+
+/// The journal of accepted jobs could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// A file operation failed.
+    #[error("journal: {context} {}: {source}", path.display())]
+    Io {
+        context: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A record could not be encoded.
+    #[error("journal: encoding a record: {0}")]
+    Encode(#[source] serde_json::Error),
+}
+
+/// Why a proving key could not be made ready.
+#[derive(Debug, thiserror::Error)]
+pub enum SrsError {
+    /// A circuit id this daemon does not know.
+    #[error("unknown circuit id {id:?}: this daemon serves {known}")]
+    UnknownCircuit { id: String, known: String },
+    /// The key files are absent or broken.
+    #[error("{circuit_id}: {source}")]
+    Key {
+        circuit_id: String,
+        #[source]
+        source: Box<cuzk_filecoin::Error>,
+    },
+    /// The key is larger than the whole host-memory budget for keys.
+    #[error("{circuit_id}: the key needs {needed} bytes of host memory but srs.host_budget is {budget} bytes")]
+    TooLarge {
+        circuit_id: String,
+        needed: u64,
+        budget: u64,
+    },
+    /// Jobs are proving with it.
+    #[error("{circuit_id} is in use by {refs} running job(s) and cannot be evicted now")]
+    InUse { circuit_id: String, refs: u32 },
+}
+
+/// Why the daemon could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// The configuration is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The journal is unusable.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The engine refused its configuration.
+    #[error("starting the proving engine: {0}")]
+    Engine(#[from] cuzk_pipeline::StartError),
+    /// `backend = "cuda"` without a usable device, or a device that failed to open.
+    #[error("proving.backend: {0}")]
+    Backend(String),
+    /// A listener could not be bound.
+    #[error("listening on {address}: {source}")]
+    Bind {
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The async runtime could not start.
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The gRPC server failed.
+    #[error("gRPC server on {address}: {source}")]
+    Serve {
+        address: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+}
+
+/// What a request is answered with when it is not served: a gRPC code and a
+/// message naming the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The request itself is wrong (a missing field, a C1 for another sector, ...).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// A proof kind this daemon does not prove yet.
+    #[error("{0}")]
+    Unimplemented(String),
+    /// The queue or its memory is full; the message has the numbers.
+    #[error("{0}")]
+    ResourceExhausted(String),
+    /// No such job (or circuit).
+    #[error("{0}")]
+    NotFound(String),
+    /// The daemon cannot serve it in its present state (missing key files, key in use).
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// The daemon is shutting down.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Something on the daemon's side failed (the journal could not be written).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<RequestError> for tonic::Status {
+    fn from(e: RequestError) -> Self {
+        match e {
+            RequestError::InvalidArgument(m) => tonic::Status::invalid_argument(m),
+            RequestError::Unimplemented(m) => tonic::Status::unimplemented(m),
+            RequestError::ResourceExhausted(m) => tonic::Status::resource_exhausted(m),
+            RequestError::NotFound(m) => tonic::Status::not_found(m),
+            RequestError::FailedPrecondition(m) => tonic::Status::failed_precondition(m),
+            RequestError::Unavailable(m) => tonic::Status::unavailable(m),
+            RequestError::Internal(m) => tonic::Status::internal(m),
+        }
+    }
+}

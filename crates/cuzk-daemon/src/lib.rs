@@ -1,0 +1,35 @@
+#![doc = include_str!("../README.md")]
+#![deny(unsafe_code)]
+
+pub mod cli;
+pub mod config;
+pub mod daemon;
+pub mod error;
+pub mod journal;
+pub mod listen;
+pub mod metrics;
+pub mod porep;
+pub mod proto;
+mod server;
+pub mod service;
+pub mod srs;
+
+pub use cli::DaemonArgs;
+pub use config::Config;
+pub use error::{ConfigError, DaemonError, JournalError, RequestError, SrsError};
+
+/// Runs `cuzk daemon`: prints the default configuration if asked, else
+/// serves until SIGTERM or SIGINT, drains, and returns `Ok` (exit 0).
+pub fn run(args: DaemonArgs) -> Result<(), DaemonError> {
+    if args.print_default_config {
+        print!("{}", config::EXAMPLE);
+        return Ok(());
+    }
+    let config = args.config()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("cuzk-daemon-io")
+        .build()
+        .map_err(DaemonError::Runtime)?;
+    runtime.block_on(server::serve(config))
+}

@@ -1,0 +1,145 @@
+//! `POREP_SEAL_COMMIT` requests: checking one as Curio fills it (the
+//! `{SectorNum, Phase1Out, SectorSize}` wrapper as `vanilla_proof`, the
+//! registered proof, sector size, sector number and miner id beside it)
+//! before it is accepted, and the engine job that proves it.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use blstrs::Scalar as Fr;
+use cuzk_filecoin::{
+    check_c1, parse_c1, C1Input, ParamsDir, PorepSource, ProofType, SectorIdentity,
+};
+use cuzk_pipeline::{PartitionSource, SourceError};
+
+use crate::error::RequestError;
+use crate::proto::SubmitProofRequest;
+
+/// A checked PoRep request: its C1, the sector it is for, and the proof type.
+#[derive(Debug)]
+pub struct PorepRequest {
+    pub c1: C1Input,
+    pub identity: SectorIdentity,
+    pub proof_type: ProofType,
+}
+
+/// Checks a request as the issue lists the ways it can be wrong: no vanilla
+/// proof, a registered proof that is not an interactive PoRep type, a sector
+/// size that contradicts it, a vanilla proof that is not the JSON it should
+/// be, a C1 of another proof type or for another sector (sector number or
+/// miner id), and missing key files. Every refusal names the problem.
+pub fn check_request(
+    req: &SubmitProofRequest,
+    params: &ParamsDir,
+) -> Result<PorepRequest, RequestError> {
+    if req.vanilla_proof.is_empty() {
+        return Err(RequestError::InvalidArgument(
+            "vanilla_proof is empty: POREP_SEAL_COMMIT needs Curio's {\"SectorNum\", \"Phase1Out\", \"SectorSize\"} JSON of the commit phase 1 output".into(),
+        ));
+    }
+    let proof_type = registered_seal_proof(req.registered_proof)?;
+    if req.sector_size != proof_type.sector_size() {
+        return Err(RequestError::InvalidArgument(format!(
+            "sector_size {} contradicts registered_proof {} ({}, which proves {}-byte sectors)",
+            req.sector_size,
+            req.registered_proof,
+            proof_type.name(),
+            proof_type.sector_size()
+        )));
+    }
+    let c1 = parse_c1(&req.vanilla_proof)
+        .map_err(|e| RequestError::InvalidArgument(format!("vanilla_proof: {e}")))?;
+    if c1.proof_type != proof_type {
+        return Err(RequestError::InvalidArgument(format!(
+            "vanilla_proof is a C1 output of {}, but registered_proof {} is {}",
+            c1.proof_type.name(),
+            req.registered_proof,
+            proof_type.name()
+        )));
+    }
+    let identity = SectorIdentity::from_actor(req.miner_id, req.sector_number);
+    check_c1(&c1, Some(&identity)).map_err(|e| {
+        RequestError::InvalidArgument(format!(
+            "vanilla_proof does not fit sector {} of miner f0{}: {e}",
+            req.sector_number, req.miner_id
+        ))
+    })?;
+    params
+        .check(proof_type)
+        .map_err(|e| RequestError::FailedPrecondition(e.to_string()))?;
+    Ok(PorepRequest {
+        c1,
+        identity,
+        proof_type,
+    })
+}
+
+/// The PoRep proof type of a numeric `RegisteredSealProof` (the registry's
+/// order, as filecoin-ffi and Curio number them).
+pub fn registered_seal_proof(number: u64) -> Result<ProofType, RequestError> {
+    let proof = usize::try_from(number)
+        .ok()
+        .and_then(|n| ProofType::ALL.get(n).copied())
+        .ok_or_else(|| {
+            RequestError::InvalidArgument(format!(
+                "registered_proof {number} is not a RegisteredSealProof (0..={})",
+                ProofType::ALL.len() - 1
+            ))
+        })?;
+    ProofType::new(proof)
+        .map_err(|e| RequestError::InvalidArgument(format!("registered_proof {number}: {e}")))
+}
+
+/// A PoRep source that notes when its first partition started synthesis:
+/// the end of the job's queue wait, for `AwaitProofResponse.queue_wait_ms`.
+pub struct TimedSource {
+    inner: PorepSource,
+    first_synthesis: OnceLock<Instant>,
+}
+
+impl TimedSource {
+    /// Wraps `inner`.
+    pub fn new(inner: PorepSource) -> Arc<Self> {
+        Arc::new(TimedSource {
+            inner,
+            first_synthesis: OnceLock::new(),
+        })
+    }
+
+    /// When the first partition started synthesis, if one has.
+    pub fn first_synthesis(&self) -> Option<Instant> {
+        self.first_synthesis.get().copied()
+    }
+}
+
+impl std::fmt::Debug for TimedSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimedSource")
+            .field("inner", &self.inner)
+            .field("first_synthesis", &self.first_synthesis)
+            .finish()
+    }
+}
+
+impl PartitionSource for TimedSource {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn num_partitions(&self) -> usize {
+        self.inner.num_partitions()
+    }
+
+    fn shape(&self) -> cuzk_synth::CircuitShape {
+        self.inner.shape()
+    }
+
+    fn synthesize(&self, index: usize) -> Result<cuzk_synth::Synthesized, SourceError> {
+        self.first_synthesis.get_or_init(Instant::now);
+        self.inner.synthesize(index)
+    }
+
+    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
+        self.inner.public_inputs(index)
+    }
+}

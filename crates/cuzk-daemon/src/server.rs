@@ -1,0 +1,283 @@
+//! Starting and stopping the daemon: the parameter cache, the devices and
+//! engine, the key manager, the journal, the listeners (gRPC on each
+//! address, HTTP on the status address), and the drain on SIGTERM/SIGINT.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cuzk_cuda::VramBudget;
+use cuzk_filecoin::ParamsDir;
+use cuzk_pipeline::{Device, EngineConfig, Scheduler};
+use cuzk_sched::Engine;
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::config::{Config, ProvingConfig};
+use crate::daemon::{Daemon, DeviceView, GpuView, Settings};
+use crate::error::{ConfigError, DaemonError};
+use crate::journal::Journal;
+use crate::listen::{bind_unix, ListenAddr};
+use crate::proto::proving_engine_server::ProvingEngineServer;
+use crate::service::Service;
+use crate::srs::SrsManager;
+
+/// `MemTotal` from /proc/meminfo, bytes.
+fn physical_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn cpu_device() -> (Device, DeviceView) {
+    let device = Device::cpu(0, 1);
+    let view = DeviceView {
+        name: device.name.clone(),
+        gpu: None,
+        admission: Arc::clone(&device.admission),
+        workers: device.workers(),
+    };
+    (device, view)
+}
+
+/// Every CUDA device as an engine device; empty when there is none.
+fn cuda_devices(workers: usize, budget: VramBudget) -> Result<Vec<(Device, DeviceView)>, String> {
+    let infos = match cuzk_cuda::devices() {
+        Ok(v) => v,
+        Err(cuzk_cuda::Error::NoDevice(why)) => {
+            tracing::info!("no CUDA device: {why}");
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut out = Vec::new();
+    for info in infos {
+        let gpu = cuzk_cuda::Gpu::open_with(info.ordinal, budget).map_err(|e| e.to_string())?;
+        let device = cuzk_gpu::admission::pipeline_device(&gpu, workers, budget)
+            .map_err(|e| e.to_string())?;
+        let view = DeviceView {
+            name: device.name.clone(),
+            gpu: Some(GpuView {
+                ordinal: info.ordinal as u32,
+                model: info.name.clone(),
+                vram_total: info.total_memory as u64,
+            }),
+            admission: Arc::clone(&device.admission),
+            workers: device.workers(),
+        };
+        out.push((device, view));
+    }
+    Ok(out)
+}
+
+fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, DaemonError> {
+    let budget = VramBudget::parse(&p.vram_budget).map_err(|problem| {
+        DaemonError::Config(ConfigError::Invalid {
+            key: "proving.vram_budget",
+            problem,
+        })
+    })?;
+    let devices = match p.backend.as_str() {
+        "cpu" => vec![cpu_device()],
+        "cuda" => {
+            let gpus = cuda_devices(p.gpu_workers, budget).map_err(DaemonError::Backend)?;
+            if gpus.is_empty() {
+                return Err(DaemonError::Backend(
+                    "\"cuda\" was asked for, but this machine has no CUDA device".into(),
+                ));
+            }
+            gpus
+        }
+        _ => match cuda_devices(p.gpu_workers, budget) {
+            Ok(gpus) if !gpus.is_empty() => gpus,
+            Ok(_) => vec![cpu_device()],
+            Err(e) => {
+                tracing::warn!("a CUDA device is present but unusable ({e}); proving on the CPU");
+                vec![cpu_device()]
+            }
+        },
+    };
+    for (d, v) in &devices {
+        tracing::info!(device = %d.name, workers = d.workers(), gpu = ?v.gpu, "proving device");
+    }
+    Ok(devices)
+}
+
+/// gRPC answers a message beyond the receive limit with RESOURCE_EXHAUSTED
+/// (Go's and the C core's servers do); tonic says OUT_OF_RANGE, a code none
+/// of the daemon's own answers uses. The status travels in the headers of a
+/// trailers-only response, so it is rewritten there.
+fn oversized_is_resource_exhausted(
+    mut response: http::Response<tonic::body::Body>,
+) -> http::Response<tonic::body::Body> {
+    let out_of_range = (tonic::Code::OutOfRange as i32).to_string();
+    let headers = response.headers_mut();
+    if headers.get("grpc-status").map(|v| v.as_bytes()) == Some(out_of_range.as_bytes()) {
+        let exhausted = (tonic::Code::ResourceExhausted as i32).to_string();
+        headers.insert(
+            "grpc-status",
+            http::HeaderValue::from_str(&exhausted).expect("digits"),
+        );
+    }
+    response
+}
+
+/// Runs the daemon until SIGTERM or SIGINT, then drains and returns.
+pub async fn serve(config: Config) -> Result<(), DaemonError> {
+    // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use:
+    // set it before anything touches the crates, so verify_seal and the key
+    // manager read the same directory.
+    if !config.proving.params_dir.is_empty() {
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &config.proving.params_dir);
+    }
+    let params = ParamsDir::filecoin();
+    tracing::info!(params = %params.path().display(), "parameter cache");
+
+    let devices = select_devices(&config.proving)?;
+    let memory = physical_memory().unwrap_or(16 << 30);
+    let mut engine_config = EngineConfig {
+        synthesis_workers: config.proving.synthesis_workers,
+        devices: devices.iter().map(|(d, _)| d.clone()).collect(),
+        max_in_flight: config.proving.partitions_in_flight,
+        verify: true,
+        ..EngineConfig::default()
+    };
+    if config.proving.engine_memory_budget > 0 {
+        engine_config.memory_budget = config.proving.engine_memory_budget;
+    }
+    let engine = Engine::start(engine_config)?;
+    let srs_budget = match config.srs.host_budget {
+        0 => memory / 2,
+        b => b,
+    };
+    let srs = SrsManager::new(
+        params.clone(),
+        srs_budget,
+        Duration::from_secs(config.srs.idle_secs),
+        Duration::from_secs(config.srs.warm_secs),
+    );
+    let (journal, replayed) = Journal::open(&config.state.dir)?;
+    tracing::info!(dir = %config.state.dir.display(), jobs = replayed.len(), "journal replayed");
+    let settings = Settings {
+        max_queued_jobs: config.limits.max_queued_jobs,
+        max_queued_bytes: config.limits.max_queued_bytes,
+        bulk_jobs_in_engine: config.proving.bulk_jobs_in_engine,
+        max_results: config.retention.max_results,
+        delivered_retention: Duration::from_secs(config.retention.delivered_secs),
+    };
+    let daemon = Daemon::start(
+        settings,
+        params,
+        engine,
+        devices.into_iter().map(|(_, v)| v).collect(),
+        srs,
+        journal,
+        replayed,
+    );
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let max = config.listen.max_message_bytes as usize;
+    let mode = config.socket_mode()?;
+    let mut servers = Vec::new();
+    let mut sockets = Vec::new();
+    for address in config.listen_addresses()? {
+        let service = ProvingEngineServer::new(Service::new(Arc::clone(&daemon)))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max);
+        let mut stop = stop_rx.clone();
+        let shutdown = async move {
+            let _ = stop.wait_for(|s| *s).await;
+        };
+        let bind_error = |source| DaemonError::Bind {
+            address: address.to_string(),
+            source,
+        };
+        let router = tonic::transport::Server::builder()
+            .layer(tower::util::MapResponseLayer::new(
+                oversized_is_resource_exhausted,
+            ))
+            .add_service(service);
+        let shown = address.to_string();
+        let task = match &address {
+            ListenAddr::Unix(path) => {
+                let listener = bind_unix(path, mode).map_err(bind_error)?;
+                sockets.push(path.clone());
+                tracing::info!(address = %shown, mode = format!("{mode:o}"), "listening");
+                tokio::spawn(router.serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::UnixListenerStream::new(listener),
+                    shutdown,
+                ))
+            }
+            ListenAddr::Tcp(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(bind_error)?;
+                if address.is_local() {
+                    tracing::info!(address = %shown, "listening");
+                } else {
+                    tracing::warn!(address = %shown,
+                        "listening on a non-loopback address, as configured: anyone who can reach it can submit proofs (plaintext gRPC, no authentication)");
+                }
+                tokio::spawn(router.serve_with_incoming_shutdown(
+                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                    shutdown,
+                ))
+            }
+        };
+        servers.push((shown, task));
+    }
+    let mut status_task = None;
+    if !config.listen.status_address.is_empty() {
+        let addr: std::net::SocketAddr =
+            config
+                .listen
+                .status_address
+                .parse()
+                .map_err(|e| ConfigError::Invalid {
+                    key: "listen.status_address",
+                    problem: format!("{e}"),
+                })?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| DaemonError::Bind {
+                address: addr.to_string(),
+                source,
+            })?;
+        tracing::info!(address = %addr, "status server: GET /metrics, GET /status");
+        status_task = Some(tokio::spawn(crate::metrics::serve_status(
+            listener,
+            Arc::clone(&daemon),
+            stop_rx.clone(),
+        )));
+    }
+    tracing::info!("cuzk daemon ready");
+
+    let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Runtime)?;
+    let which = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    let grace = Duration::from_secs(config.shutdown.grace_secs);
+    tracing::info!(signal = which, grace_s = grace.as_secs(), "stopping");
+    let d = Arc::clone(&daemon);
+    let _ = tokio::task::spawn_blocking(move || d.drain(grace)).await;
+    let _ = stop_tx.send(true);
+    for (address, task) in servers {
+        match tokio::time::timeout(Duration::from_secs(10), task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(source))) => return Err(DaemonError::Serve { address, source }),
+            Ok(Err(e)) => tracing::error!(address = %address, error = %e, "server task"),
+            Err(_) => {
+                tracing::warn!(address = %address, "connections still open after 10 s; closing")
+            }
+        }
+    }
+    if let Some(t) = status_task {
+        let _ = t.await;
+    }
+    for path in sockets {
+        let _ = std::fs::remove_file(path);
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
