@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
 # The 32 GiB PoRep run on the GPU machine (issue 13), over binaries built here:
 #
-#   .device-carry/fs/cuzk.xz            release `cuzk`, stripped, kernels for sm_90 embedded
+#   .device-carry/fs/cuzk.xz            release `cuzk`, stripped (xz)
 #   .device-carry/fs/gpu_full_scale.xz  cuzk-filecoin's tests/gpu_full_scale.rs, likewise
+#   .device-carry/fs/kernels/           target/kernels/*.fatbin and *.fatbin.sha256 (sm_90):
+#                                       read at run time from $FS/kernels, beside $FS/bin
+#
+# Make them with:
+#   cargo xtask kernels --arch sm_90 && cargo build --release -p cuzk &&
+#   cargo test --release -p cuzk-filecoin --test gpu_full_scale --no-run
+#   then strip + `xz -6` each binary into .device-carry/fs/ and copy the kernels folder.
+#
+# Device time: the whole run needs ~20 minutes (key ~3.3 min, two proofs ~10-12 min at 3
+# partitions in flight, the 2^27 identity ~5 min); it was lost once (session 6) because the
+# second call started after the 30 s warm window: issue each `wait` call the moment the
+# previous one returns, and do nothing in between.
 #
 # The run outlasts one device call (10 minutes), so `start` launches it in its own
 # process session (which a call's end does not kill) and each `wait N` call follows it
@@ -128,14 +140,21 @@ collect() {
   ls -la "$OUT"
 }
 
+install_bins() {
+  for f in cuzk gpu_full_scale; do
+    xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f" || exit 1
+  done
+  if [ -d "$here/.device-carry/fs/kernels" ]; then
+    cp -r "$here/.device-carry/fs/kernels" "$FS/kernels"
+  fi
+}
+
 case "${1:-}" in
   start)
     echo "$FS" > /tmp/cuzk-fs-path
     df -h /tmp "$here" /; echo "run folder: $FS"
     rm -rf "$FS"; mkdir -p "$bin"
-    for f in cuzk gpu_full_scale; do
-      xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f" || exit 1
-    done
+    install_bins
     setsid nohup bash "$0" steps > "$FS/run.log" 2>&1 < /dev/null &
     echo "started; following it"
     exec bash "$0" wait "${2:-560}"
@@ -143,9 +162,7 @@ case "${1:-}" in
   steps) steps ;;
   small)
     rm -rf "$FS"; mkdir -p "$bin"
-    for f in cuzk gpu_full_scale; do
-      xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f" || exit 1
-    done
+    install_bins
     small 2>&1 | tee "$FS/small.txt"
     [ -n "${OUT:-}" ] && cp "$FS"/small*.log "$FS/identity.log" "$OUT/" ;;
   wait)
