@@ -42,7 +42,10 @@ fn a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof() {
     let key = params.load_proving_key(c1.proof_type).unwrap();
     eprintln!("key loaded in {:.1?}", t.elapsed());
     let source = PorepSource::new(&c1, &key).unwrap();
-    let inputs = source.public_inputs(k).unwrap().expect("PoRep knows its inputs");
+    let inputs = source
+        .public_inputs(k)
+        .unwrap()
+        .expect("PoRep knows its inputs");
     let t = Instant::now();
     let witness = source.synthesize(k).unwrap();
     let shape = witness.shape();
