@@ -230,7 +230,7 @@ impl Config {
         cuzk_cuda::VramBudget::parse(&self.proving.vram_budget).map_err(|problem| {
             ConfigError::Invalid {
                 key: "proving.vram_budget",
-                problem,
+                problem: problem.to_string(),
             }
         })?;
         let positive = [

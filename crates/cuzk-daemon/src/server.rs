@@ -73,7 +73,7 @@ fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, Daemon
     let budget = VramBudget::parse(&p.vram_budget).map_err(|problem| {
         DaemonError::Config(ConfigError::Invalid {
             key: "proving.vram_budget",
-            problem,
+            problem: problem.to_string(),
         })
     })?;
     let devices = match p.backend.as_str() {
