@@ -167,6 +167,27 @@ impl Timeline {
             .unwrap_or_default()
     }
 
+    /// The recorded events as JSON lines, one object per event with `t_us`,
+    /// `job`, `partition`, `event` and `worker` (what the sweep and `cuzk
+    /// porep-c2 --timeline` write, and `benches/tools/timeline_svg.py` draws).
+    pub fn json_lines(&self) -> String {
+        let mut text = String::new();
+        for e in self.events() {
+            text.push_str(
+                &serde_json::json!({
+                    "t_us": u64::try_from(e.at.as_micros()).unwrap_or(u64::MAX),
+                    "job": e.job.0,
+                    "partition": e.partition,
+                    "event": e.kind.as_str(),
+                    "worker": e.worker,
+                })
+                .to_string(),
+            );
+            text.push('\n');
+        }
+        text
+    }
+
     /// The event kinds of one partition, in order.
     pub fn partition_events(&self, job: JobId, partition: usize) -> Vec<EventKind> {
         self.events()

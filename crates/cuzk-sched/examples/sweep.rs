@@ -768,21 +768,8 @@ fn timeline_file(p: &Point, repeat: usize) -> String {
 }
 
 fn write_timeline(path: &Path, timeline: &Timeline) -> Result<()> {
-    let mut text = String::new();
-    for e in timeline.events() {
-        let _ = writeln!(
-            text,
-            "{}",
-            json!({
-                "t_us": u64::try_from(e.at.as_micros()).unwrap_or(u64::MAX),
-                "job": e.job.0,
-                "partition": e.partition,
-                "event": e.kind.as_str(),
-                "worker": e.worker,
-            })
-        );
-    }
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    std::fs::write(path, timeline.json_lines())
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 /// A bar chart of proofs per hour per grid point, with each point's busy

@@ -447,7 +447,7 @@ fn through_engine(
         ),
     ));
     if let Some(path) = &args.timeline {
-        write_timeline(path, &timeline)?;
+        write_atomically(path, timeline.json_lines().as_bytes())?;
         stages.push((
             "timeline".into(),
             Duration::ZERO,
@@ -458,20 +458,4 @@ fn through_engine(
         .iter()
         .map(|o| o.proofs.iter().flat_map(|p| p.to_bytes()).collect())
         .collect())
-}
-
-/// The timeline as JSON lines (what `benches/tools/timeline_svg.py` draws).
-fn write_timeline(path: &Path, timeline: &Timeline) -> Result<()> {
-    let mut text = String::new();
-    for e in timeline.events() {
-        text.push_str(&serde_json::to_string(&serde_json::json!({
-            "t_us": u64::try_from(e.at.as_micros()).unwrap_or(u64::MAX),
-            "job": e.job.0,
-            "partition": e.partition,
-            "event": e.kind.as_str(),
-            "worker": e.worker,
-        }))?);
-        text.push('\n');
-    }
-    write_atomically(path, text.as_bytes())
 }
