@@ -31,10 +31,14 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     #[doc(hidden)]
     const KERNELS: [&'static str; 8];
     /// Accumulation kernels compiled with different launch bounds (index 0 is
-    /// KERNELS' own); the benchmark times them.
+    /// KERNELS' own); the benchmark times them. Only index 0 and the default
+    /// are in the production units (kernels/msm/g1.cu, g2.cu); the others
+    /// are in the benchmark units g1_variants.cu and g2_variants.cu
+    /// (kernels/manifest-dev.toml), so they are missing where those are.
     #[doc(hidden)]
     const ACCUMULATE_VARIANTS: &'static [&'static str];
-    /// Likewise for the bitmap batch sum.
+    /// Likewise for the bitmap batch sum (index 0, the default, in
+    /// production; the others in the benchmark units).
     #[doc(hidden)]
     const BITMAP_VARIANTS: &'static [&'static str];
     /// The variants used by default.
