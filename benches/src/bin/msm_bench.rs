@@ -28,7 +28,7 @@ use clap::Parser;
 use cuzk_cuda::msm::{
     choose_window_bits, data, BatchSum, BucketSort, Classifier, Msm, MsmCurve, G1, G2,
 };
-use cuzk_cuda::{DeviceBuffer, Gpu, Stream};
+use cuzk_cuda::{DeviceBuffer, Gpu, Stream, VramBudget};
 use cuzk_field::limbs::{FrLimbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::{Curve, Field, Fr, G1Projective, G2Projective, Group};
 use rand::{Rng, SeedableRng};
@@ -86,6 +86,10 @@ struct Args {
     /// Seed of the bases and scalars (random when absent; printed either way).
     #[arg(long)]
     seed: Option<u64>,
+    /// Device memory the bindings may reserve: `auto` (what is free, less a
+    /// margin) or a size such as `40GiB` (room for a profiler beside it).
+    #[arg(long, default_value = "auto", value_parser = VramBudget::parse)]
+    vram_budget: VramBudget,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -452,7 +456,7 @@ fn classify_row(
 
 fn main() -> BoxResult<()> {
     let args = Args::parse_smoke_aware();
-    let Some(gpu) = Gpu::first()? else {
+    let Some(gpu) = Gpu::first_with(args.vram_budget)? else {
         println!("msm_bench: skipped: no CUDA device");
         return Ok(());
     };

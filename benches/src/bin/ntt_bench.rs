@@ -22,7 +22,7 @@ use std::time::Instant;
 use clap::Parser;
 use cuzk_cuda::ntt::{h_step, ntt, ntt_with, pass_plan, NttConfig, NttKind};
 use cuzk_cuda::testing::{mul_throughput_probe, ProbeProduct, MUL_PROBE_CHAINS};
-use cuzk_cuda::{DeviceBuffer, Gpu, PinnedBuffer, Stream};
+use cuzk_cuda::{DeviceBuffer, Gpu, PinnedBuffer, Stream, VramBudget};
 use cuzk_field::limbs::{FqLimbs, FrLimbs};
 
 /// The target for a forward 2^27 NTT (ms).
@@ -49,6 +49,10 @@ struct Args {
     /// Largest transform (log2).
     #[arg(long, default_value_t = 27)]
     max_log: u32,
+    /// Device memory the bindings may reserve: `auto` (what is free, less a
+    /// margin) or a size such as `40GiB` (room for a profiler beside it).
+    #[arg(long, default_value = "auto", value_parser = VramBudget::parse)]
+    vram_budget: VramBudget,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -68,7 +72,7 @@ impl Args {
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse_smoke_aware();
-    let Some(gpu) = Gpu::first()? else {
+    let Some(gpu) = Gpu::first_with(args.vram_budget)? else {
         println!("ntt_bench: skipped: no CUDA device");
         return Ok(());
     };

@@ -117,9 +117,11 @@ impl fmt::Debug for Gpu {
 static OPEN: Mutex<Vec<(usize, Weak<GpuInner>)>> = Mutex::new(Vec::new());
 
 impl Gpu {
-    /// Opens device `ordinal` with the VRAM budget of `CUZK_VRAM_BUDGET`
-    /// (default: what is free less a margin), or returns the handle already
-    /// open in this process.
+    /// Opens device `ordinal` with the [`VramBudget::Auto`] budget (what is
+    /// free less a margin), or returns the handle already open in this
+    /// process, whatever its budget. The bindings read no setting of their
+    /// own: a program that takes a budget (`--vram-budget`) resolves it once
+    /// and opens with [`Gpu::open_with`] / [`Gpu::first_with`].
     pub fn open(ordinal: usize) -> Result<Gpu> {
         let mut open = OPEN.lock().expect("device registry poisoned");
         open.retain(|(_, w)| w.strong_count() > 0);
@@ -130,7 +132,7 @@ impl Gpu {
         {
             return Ok(Gpu { inner });
         }
-        let gpu = Self::open_new(ordinal, VramBudget::from_env()?)?;
+        let gpu = Self::open_new(ordinal, VramBudget::Auto)?;
         open.push((ordinal, Arc::downgrade(&gpu.inner)));
         Ok(gpu)
     }

@@ -14,12 +14,17 @@
 //! The worker's scratch (the G1 and G2 Pippenger scratch, the classifier, the
 //! batch sums and the NTT tables) is sized once for the longest MSM it runs:
 //! the longest section when the key is resident, one chunk when streamed.
-//! The kernels' footprints come from the caller ([`Footprints`]), so this
-//! crate needs no CUDA.
+//! The kernels' footprints come in through [`Footprints`] ([`CudaFootprints`]
+//! asks cuzk-cuda's bindings), so the plan's arithmetic is tested on any
+//! machine. It lives here, beside the allocations it describes (`worker.rs`,
+//! `streamed.rs`), so a change to one is seen next to the other.
 
 use std::fmt;
 
-use crate::alloc::human;
+use cuzk_arena::human;
+use cuzk_cuda::gather::BitmapGather;
+use cuzk_cuda::msm::{Classifier, Msm, G1, G2};
+use cuzk_synth::CircuitShape;
 
 /// Bytes of one Fr scalar, one affine G1 point and one affine G2 point.
 pub const SCALAR_BYTES: u64 = 32;
@@ -45,6 +50,25 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// The key counts and witness length a circuit of this shape has: the one
+    /// place that derives a plan's shape (from a synthesized witness's
+    /// `Synthesized::shape`, or a circuit's before synthesis). H has n − 1
+    /// points; A one per input and per aux variable in A's density; B₁ and B₂
+    /// one per input and aux variable in B's density; L one per aux variable.
+    pub fn of_circuit(c: &CircuitShape) -> Shape {
+        let n = 1usize << c.domain_log2;
+        let b = c.b_input_density + c.b_aux_density;
+        Shape {
+            domain: n,
+            h: n - 1,
+            l: c.num_aux,
+            a: c.num_inputs + c.a_aux_density,
+            b_g1: b,
+            b_g2: b,
+            aux: c.num_aux,
+        }
+    }
+
     /// Bytes of the key's points (the SRS).
     pub fn srs_bytes(&self) -> u64 {
         (self.h + self.l + self.a + self.b_g1) as u64 * G1_BYTES + self.b_g2 as u64 * G2_BYTES
@@ -298,6 +322,27 @@ impl fmt::Display for VramPlan {
             human(big.bytes),
             human(self.peak())
         )
+    }
+}
+
+/// The kernels' device-memory footprints, as cuzk-cuda sizes them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CudaFootprints;
+
+impl Footprints for CudaFootprints {
+    fn msm_g1(&self, len: usize) -> u64 {
+        Msm::<G1>::bytes_for(len)
+    }
+    fn msm_g2(&self, len: usize) -> u64 {
+        Msm::<G2>::bytes_for(len)
+    }
+    fn classifier(&self, len: usize) -> u64 {
+        Classifier::bytes_for(len) + BitmapGather::bytes_for(len)
+    }
+    fn fixed(&self) -> u64 {
+        // Batch-sum partials (a few thousand XYZZ points per curve), the NTT
+        // twiddle tables (a few MiB) and result slots.
+        64 << 20
     }
 }
 
