@@ -59,7 +59,7 @@ impl CudaBackend {
     /// `count` workers on one device sharing an arena (the device's, or one
     /// of `budget` carved from it) and one resident key: the scheduler's GPU
     /// workers. Each gives its scratch back after every partition, so that
-    /// [`admission::VramAdmission`] can count memory per running partition.
+    /// [`VramAdmission`](crate::admission::VramAdmission) can count memory per running partition.
     pub fn workers(
         gpu: &Gpu,
         count: usize,

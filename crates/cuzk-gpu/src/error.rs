@@ -15,7 +15,7 @@ pub enum GpuError {
     /// No VRAM plan fits the worker's budget.
     #[error(transparent)]
     Plan(#[from] PlanError),
-    /// The plan mode forced by [`CudaBackend::force_mode`] does not fit.
+    /// The plan mode forced by [`CudaBackend::force_mode`](crate::CudaBackend::force_mode) does not fit.
     #[error("the forced plan does not fit: {plan} (budget {})", human(*.budget))]
     ForcedPlanDoesNotFit { plan: String, budget: u64 },
 }

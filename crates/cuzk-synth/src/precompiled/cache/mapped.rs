@@ -51,7 +51,7 @@ impl Fields<'_> {
 
 impl MappedR1cs {
     /// Opens, maps and checks the cache file at `path`, which must hold
-    /// circuit `expected`; see the [module documentation](self) for what is
+    /// circuit `expected`; see the [cache module](super) documentation for what is
     /// checked. Costs one read of the file (parallel checksums).
     pub fn open(path: &Path, expected: &CircuitId) -> Result<Self, CacheError> {
         let io = |op: &'static str| {

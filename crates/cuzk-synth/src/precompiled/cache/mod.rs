@@ -29,7 +29,7 @@
 //! digest, the structure (row offsets ascending, columns and ids in range,
 //! canonical coefficients, density counts) — before it hands out a
 //! [`R1csRef`]; a file failing any check is reported as a [`CacheError`]
-//! and never used. [`write`] is atomic (a temporary sibling, fsync,
+//! and never used. [`write()`] is atomic (a temporary sibling, fsync,
 //! rename), so a reader sees the old file or the whole new one.
 
 use std::fmt;
