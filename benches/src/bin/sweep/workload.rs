@@ -45,7 +45,7 @@ pub enum Workload {
         proof_type: ProofType,
         sectors: Vec<Sector>,
         key: Arc<ProvingKey>,
-        vk: bellperson::groth16::VerifyingKey<blstrs::Bls12>,
+        vk: Box<bellperson::groth16::VerifyingKey<blstrs::Bls12>>,
         /// Whether the sectors were made here (test data) or read.
         synthetic: bool,
         key_file: u64,
@@ -276,7 +276,7 @@ fn porep(o: &Options) -> Result<Workload> {
         path.display(),
         t.elapsed().as_secs_f64()
     );
-    let vk = params.load_verifying_key(proof_type)?;
+    let vk = Box::new(params.load_verifying_key(proof_type)?);
     Ok(Workload::Porep {
         proof_type,
         sectors,
