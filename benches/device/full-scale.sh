@@ -131,7 +131,8 @@ steps() {
   # all 10 partitions at once: expected to run out of host memory; recorded).
   mark anchor
   if [ -x "$bin/anchor-c2" ]; then
-    /usr/bin/time -v timeout "${ANCHOR_TIMEOUT:-300}" "$bin/anchor-c2" --c1 "$FS/c1-1.json" \
+    timev=(); [ -x /usr/bin/time ] && timev=(/usr/bin/time -v)
+    "${timev[@]}" timeout "${ANCHOR_TIMEOUT:-300}" "$bin/anchor-c2" --c1 "$FS/c1-1.json" \
       --out "$FS/proof-anchor.bin" --prover-id f01000 --verbose > "$FS/anchor.log" 2>&1
     echo "anchor rc=$?" >> "$FS/anchor.log"
     dmesg 2>/dev/null | grep -iE "out of memory|oom-kill|killed process" | tail -5 >> "$FS/anchor.log"
