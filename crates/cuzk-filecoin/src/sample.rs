@@ -1,7 +1,10 @@
 //! Sealing a sector of random data through filecoin-proofs (add piece,
 //! pre-commit phases 1 and 2, the synthetic proofs for synthetic PoRep types,
 //! commit phase 1), to get a real C1 output for
-//! tests, demos and benchmarks without a storage provider's pipeline.
+//! tests, demos and benchmarks without a storage provider's pipeline; and,
+//! from the sealed replica and its cache, the PoSt vanilla proofs a
+//! storage provider's node would send (filecoin-proofs-api's challenges and
+//! `generate_single_vanilla_proof`).
 //!
 //! filecoin-proofs reads its settings once per process: set
 //! `FIL_PROOFS_PARENT_CACHE` (where pre-commit phase 1 keeps the graph's
@@ -9,17 +12,20 @@
 //! if the default is not wanted. No parameter file is needed to seal.
 
 use std::fs::{File, OpenOptions};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use filecoin_proofs::{PaddedBytesAmount, UnpaddedBytesAmount};
+use filecoin_proofs_api::post::{
+    generate_fallback_sector_challenges, generate_single_vanilla_proof,
+};
 use filecoin_proofs_api::seal::{
     add_piece, generate_synth_proofs, seal_commit_phase1, seal_pre_commit_phase1,
     seal_pre_commit_phase2, SealCommitPhase1Output,
 };
-use filecoin_proofs_api::{ApiFeature, SectorId};
+use filecoin_proofs_api::{ApiFeature, PrivateReplicaInfo, SectorId};
 use rand_core::RngCore;
 
-use crate::{Error, ProofType, SectorIdentity};
+use crate::{Error, PostType, ProofType, SectorIdentity};
 
 /// The largest sector this is meant for (sealing is done in `work`, on disk).
 pub const MAX_SAMPLE_SECTOR: u64 = 512 << 20;
@@ -33,6 +39,41 @@ pub fn seal_random_sector(
     identity: &SectorIdentity,
     rng: &mut dyn RngCore,
 ) -> Result<SealCommitPhase1Output, Error> {
+    Ok(seal_sample_sector(proof_type, work, identity, rng)?.c1)
+}
+
+/// A sector sealed by [`seal_sample_sector`]: its C1 output, and the
+/// replica and cache a PoSt's vanilla proofs are read from (both kept:
+/// nothing clears the cache).
+#[derive(Clone, Debug)]
+pub struct SampleSector {
+    /// The commit phase 1 output.
+    pub c1: SealCommitPhase1Output,
+    /// The sealed replica file.
+    pub sealed: PathBuf,
+    /// The cache directory (trees, p_aux, t_aux).
+    pub cache: PathBuf,
+}
+
+impl SampleSector {
+    /// The replica as filecoin-proofs-api's PoSt functions name it.
+    pub fn replica_info(&self, post_type: PostType) -> PrivateReplicaInfo {
+        PrivateReplicaInfo::new(
+            post_type.registered(),
+            self.c1.comm_r,
+            self.cache.clone(),
+            self.sealed.clone(),
+        )
+    }
+}
+
+/// [`seal_random_sector`], keeping the replica and cache paths.
+pub fn seal_sample_sector(
+    proof_type: ProofType,
+    work: &Path,
+    identity: &SectorIdentity,
+    rng: &mut dyn RngCore,
+) -> Result<SampleSector, Error> {
     if proof_type.sector_size() > MAX_SAMPLE_SECTOR {
         return Err(Error::Unsupported {
             proof_type: proof_type.name(),
@@ -100,7 +141,7 @@ pub fn seal_random_sector(
         )
         .map_err(|e| Error::filecoin("generate_synth_proofs", e))?;
     }
-    seal_commit_phase1(
+    let c1 = seal_commit_phase1(
         &cache,
         &sealed,
         identity.prover_id,
@@ -110,5 +151,47 @@ pub fn seal_random_sector(
         pc2,
         &pieces,
     )
-    .map_err(|e| Error::filecoin("seal_commit_phase1", e))
+    .map_err(|e| Error::filecoin("seal_commit_phase1", e))?;
+    Ok(SampleSector { c1, sealed, cache })
+}
+
+/// The bincode `FallbackPoStSectorProof`s a node sends for a PoSt of
+/// `post_type` over `sectors` (sector number and its sealed replica), in
+/// that order: the challenges of every sector from
+/// `generate_fallback_sector_challenges`, then each sector's
+/// `generate_single_vanilla_proof`. For a WindowPoSt the challenges of
+/// V1_2 do not depend on the partition, so any run of consecutive sectors
+/// of the list is one partition's proofs.
+///
+/// A replica may stand for several sector numbers: a PoSt binds a sector
+/// number to its comm_r only through the challenges.
+pub fn post_vanilla_proofs(
+    post_type: PostType,
+    randomness: &[u8; 32],
+    prover_id: [u8; 32],
+    sectors: &[(u64, &SampleSector)],
+) -> Result<Vec<Vec<u8>>, Error> {
+    let ids: Vec<SectorId> = sectors.iter().map(|(id, _)| SectorId::from(*id)).collect();
+    let challenges =
+        generate_fallback_sector_challenges(post_type.registered(), randomness, &ids, prover_id)
+            .map_err(|e| Error::filecoin("generate_fallback_sector_challenges", e))?;
+    sectors
+        .iter()
+        .map(|(id, sector)| {
+            let id = SectorId::from(*id);
+            let of_sector = challenges.get(&id).ok_or_else(|| {
+                Error::filecoin(
+                    "generate_fallback_sector_challenges",
+                    "a sector without challenges",
+                )
+            })?;
+            generate_single_vanilla_proof(
+                post_type.registered(),
+                id,
+                &sector.replica_info(post_type),
+                of_sector,
+            )
+            .map_err(|e| Error::filecoin("generate_single_vanilla_proof", e))
+        })
+        .collect()
 }
