@@ -41,6 +41,25 @@ impl From<PostType> for Circuit {
 }
 
 impl Circuit {
+    /// Looks a registered proof type of any kind up by its registry name
+    /// (`StackedDrg2KiBV1_1`, `StackedDrgWinning2KiBV1`, …).
+    pub fn from_name(name: &str) -> Result<Self, Error> {
+        if let Ok(p) = ProofType::from_name(name) {
+            return Ok(Circuit::Porep(p));
+        }
+        if PostType::ALL.iter().any(|p| format!("{p:?}") == name) {
+            return Ok(Circuit::Post(PostType::from_name(name)?));
+        }
+        if ProofType::ALL.iter().any(|p| format!("{p:?}") == name) {
+            // A PoRep type that exists but is not supported: say why.
+            return Ok(Circuit::Porep(ProofType::from_name(name)?));
+        }
+        Err(Error::Unsupported {
+            proof_type: name.to_string(),
+            why: "not a registered PoRep or PoSt proof type".into(),
+        })
+    }
+
     /// The registered proof type's name (`StackedDrg2KiBV1_1`, `StackedDrgWinning2KiBV1`).
     pub fn name(self) -> String {
         match self {
