@@ -16,16 +16,20 @@ use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 
 use crate::proof_type::with_sector_shape;
-use crate::{Error, PostType, ProofType};
+use crate::{Error, PostType, ProofType, UpdateType};
 
 /// One circuit with its own key pair: a PoRep proof type's partition
-/// circuit, or a PoSt type's circuit.
+/// circuit, a PoSt type's circuit, or an update type's partition
+/// circuit. (The update types' names are those of the V1 PoRep types:
+/// [`Circuit::from_name`] reads such a name as the PoRep type.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Circuit {
     /// PoRep commit phase 2 (one circuit per partition, one key).
     Porep(ProofType),
     /// WinningPoSt or WindowPoSt.
     Post(PostType),
+    /// The empty-sector update (SnapDeals), one circuit per partition.
+    Update(UpdateType),
 }
 
 impl From<ProofType> for Circuit {
@@ -37,6 +41,12 @@ impl From<ProofType> for Circuit {
 impl From<PostType> for Circuit {
     fn from(p: PostType) -> Self {
         Circuit::Post(p)
+    }
+}
+
+impl From<UpdateType> for Circuit {
+    fn from(p: UpdateType) -> Self {
+        Circuit::Update(p)
     }
 }
 
@@ -65,6 +75,7 @@ impl Circuit {
         match self {
             Circuit::Porep(p) => p.name(),
             Circuit::Post(p) => p.name(),
+            Circuit::Update(p) => p.name(),
         }
     }
 
@@ -73,6 +84,7 @@ impl Circuit {
         match self {
             Circuit::Porep(p) => p.sector_size(),
             Circuit::Post(p) => p.sector_size(),
+            Circuit::Update(p) => p.sector_size(),
         }
     }
 
@@ -81,6 +93,7 @@ impl Circuit {
         match self {
             Circuit::Porep(p) => p.circuit_identifier(),
             Circuit::Post(p) => p.circuit_identifier(),
+            Circuit::Update(p) => p.circuit_identifier(),
         }
     }
 
@@ -106,6 +119,7 @@ impl Circuit {
                 with_sector_shape!(p.sector_size(), porep_key, p, seed, fixed_base)
             }
             Circuit::Post(p) => with_sector_shape!(p.sector_size(), post_key, p, seed, fixed_base),
+            Circuit::Update(p) => crate::snap::generate_key(p, seed, fixed_base),
         }
     }
 }

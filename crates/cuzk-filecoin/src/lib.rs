@@ -13,6 +13,7 @@ mod proof_type;
 mod prove;
 pub mod sample;
 mod sdr;
+mod snap;
 pub mod synthetic;
 
 pub use c1::{parse_c1, C1Input, CurioSector};
@@ -29,6 +30,7 @@ pub use prove::{
     partition_circuits, prove_partitions, verify, Partition, PartitionReport, SectorIdentity,
     Verified,
 };
+pub use snap::{prove_update, verify_update, UpdateRequest, UpdateSource, UpdateType};
 
 use cuzk_groth16::prover::Backend;
 use rand_core::RngCore;

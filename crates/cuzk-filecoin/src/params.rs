@@ -182,10 +182,14 @@ pub fn fixtures_hint(circuit: impl Into<Circuit>, dir: &Path) -> String {
         "`cargo xtask fixtures fetch --sector-size {size} --dir {}` (the official files, checked against their published digests)",
         dir.display()
     );
+    // The update types share their names with PoRep types: name them by size and kind.
+    let which = match circuit {
+        Circuit::Update(_) => format!("--sector-size {size} --kind update"),
+        _ => format!("--proof-type {}", circuit.name()),
+    };
     format!(
-        "`cargo xtask fixtures keys --proof-type {} --dir {}` (test keys, generated offline from a seed; \
+        "`cargo xtask fixtures keys {which} --dir {}` (test keys, generated offline from a seed; \
          a 32 GiB key takes minutes on a GPU box and ~100 GB of RAM), or {fetch}",
-        circuit.name(),
         dir.display()
     )
 }

@@ -4,7 +4,9 @@
 //! tests, demos and benchmarks without a storage provider's pipeline; and,
 //! from the sealed replica and its cache, the PoSt vanilla proofs a
 //! storage provider's node would send (filecoin-proofs-api's challenges and
-//! `generate_single_vanilla_proof`).
+//! `generate_single_vanilla_proof`); and a SnapDeals update of a sealed
+//! CC sector (`empty_sector_update_encode_into`) with its per-partition
+//! vanilla proofs (`generate_partition_proofs`).
 //!
 //! filecoin-proofs reads its settings once per process: set
 //! `FIL_PROOFS_PARENT_CACHE` (where pre-commit phase 1 keeps the graph's
@@ -22,10 +24,11 @@ use filecoin_proofs_api::seal::{
     add_piece, generate_synth_proofs, seal_commit_phase1, seal_pre_commit_phase1,
     seal_pre_commit_phase2, SealCommitPhase1Output,
 };
-use filecoin_proofs_api::{ApiFeature, PrivateReplicaInfo, SectorId};
+use filecoin_proofs_api::update::{empty_sector_update_encode_into, generate_partition_proofs};
+use filecoin_proofs_api::{ApiFeature, PieceInfo, PrivateReplicaInfo, SectorId};
 use rand_core::RngCore;
 
-use crate::{Error, PostType, ProofType, SectorIdentity};
+use crate::{Error, PostType, ProofType, SectorIdentity, UpdateType};
 
 /// The largest sector this is meant for (sealing is done in `work`, on disk).
 pub const MAX_SAMPLE_SECTOR: u64 = 512 << 20;
@@ -74,6 +77,27 @@ pub fn seal_sample_sector(
     identity: &SectorIdentity,
     rng: &mut dyn RngCore,
 ) -> Result<SampleSector, Error> {
+    seal_sector(proof_type, work, identity, rng, false)
+}
+
+/// A committed-capacity sector (all zeros) sealed as [`seal_sample_sector`]
+/// seals one: what a SnapDeals update fills with data.
+pub fn seal_cc_sector(
+    proof_type: ProofType,
+    work: &Path,
+    identity: &SectorIdentity,
+    rng: &mut dyn RngCore,
+) -> Result<SampleSector, Error> {
+    seal_sector(proof_type, work, identity, rng, true)
+}
+
+fn seal_sector(
+    proof_type: ProofType,
+    work: &Path,
+    identity: &SectorIdentity,
+    rng: &mut dyn RngCore,
+    zeros: bool,
+) -> Result<SampleSector, Error> {
     if proof_type.sector_size() > MAX_SAMPLE_SECTOR {
         return Err(Error::Unsupported {
             proof_type: proof_type.name(),
@@ -83,7 +107,9 @@ pub fn seal_sample_sector(
     let proof = proof_type.registered();
     let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(proof_type.sector_size()));
     let mut data = vec![0u8; u64::from(unpadded) as usize];
-    rng.fill_bytes(&mut data);
+    if !zeros {
+        rng.fill_bytes(&mut data);
+    }
     let staged = work.join("staged");
     let sealed = work.join("sealed");
     let cache = work.join("cache");
@@ -194,4 +220,101 @@ pub fn post_vanilla_proofs(
             .map_err(|e| Error::filecoin("generate_single_vanilla_proof", e))
         })
         .collect()
+}
+
+/// A SnapDeals update made by [`update_sample_sector`]: the commitments
+/// and the per-partition vanilla proofs (bincode `PartitionProof`s, as
+/// Curio sends them).
+#[derive(Clone, Debug)]
+pub struct SampleUpdate {
+    /// comm_r of the sector key (the CC sector before the update).
+    pub comm_r_old: [u8; 32],
+    /// comm_r of the updated replica.
+    pub comm_r_new: [u8; 32],
+    /// comm_d of the new data.
+    pub comm_d_new: [u8; 32],
+    /// One vanilla proof per partition, in order.
+    pub vanilla_proofs: Vec<Vec<u8>>,
+}
+
+/// Updates the sealed CC sector `sector` with new data through
+/// filecoin-proofs-api, in `work`: one piece of random data from `rng`
+/// filling the first half of the sector and a zero piece the rest (how a
+/// deal smaller than the sector is padded), encoded into a new replica by
+/// `empty_sector_update_encode_into`; then the partitions' vanilla proofs
+/// by `generate_partition_proofs`.
+pub fn update_sample_sector(
+    sector: &SampleSector,
+    work: &Path,
+    rng: &mut dyn RngCore,
+) -> Result<SampleUpdate, Error> {
+    let seal = ProofType::new(sector.c1.registered_proof)?;
+    let update = UpdateType::for_seal(seal);
+    let io = |context, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io {
+            context,
+            path,
+            source,
+        }
+    };
+    let cache = work.join("update-cache");
+    let replica = work.join("update-sealed");
+    let staged = work.join("update-staged");
+    std::fs::create_dir_all(&cache).map_err(io("creating", &cache))?;
+    // encode_into maps the new replica: it must have the sector key's size.
+    File::create(&replica)
+        .and_then(|f| f.set_len(seal.sector_size()))
+        .map_err(io("creating", &replica))?;
+    let mut staged_file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged)
+        .map_err(io("creating", &staged))?;
+    let half = UnpaddedBytesAmount::from(PaddedBytesAmount(seal.sector_size() / 2));
+    let mut data = vec![0u8; u64::from(half) as usize];
+    rng.fill_bytes(&mut data);
+    let zeros = vec![0u8; data.len()];
+    let mut pieces: Vec<PieceInfo> = Vec::new();
+    for bytes in [&data, &zeros] {
+        let (piece, _) = add_piece(
+            seal.registered(),
+            &bytes[..],
+            &mut staged_file,
+            half,
+            &pieces.iter().map(|p| p.size).collect::<Vec<_>>(),
+        )
+        .map_err(|e| Error::filecoin("add_piece", e))?;
+        pieces.push(piece);
+    }
+    drop(staged_file);
+    let encoded = empty_sector_update_encode_into(
+        update.registered(),
+        &replica,
+        &cache,
+        &sector.sealed,
+        &sector.cache,
+        &staged,
+        &pieces,
+    )
+    .map_err(|e| Error::filecoin("empty_sector_update_encode_into", e))?;
+    let vanilla = generate_partition_proofs(
+        update.registered(),
+        sector.c1.comm_r,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        &sector.sealed,
+        &sector.cache,
+        &replica,
+        &cache,
+    )
+    .map_err(|e| Error::filecoin("generate_partition_proofs", e))?;
+    Ok(SampleUpdate {
+        comm_r_old: sector.c1.comm_r,
+        comm_r_new: encoded.comm_r_new,
+        comm_d_new: encoded.comm_d_new,
+        vanilla_proofs: vanilla.into_iter().map(|p| p.0).collect(),
+    })
 }

@@ -41,6 +41,8 @@ enum Command {
     WinningPost(commands::winning_post::WinningPostArgs),
     /// Filecoin WindowPoSt, one partition: its sectors' vanilla proofs in, a verified proof out.
     WindowPost(commands::window_post::WindowPostArgs),
+    /// Filecoin SnapDeals update: the partitions' vanilla proofs and commitments in, a verified proof out.
+    SnapProve(commands::snap_prove::SnapProveArgs),
     /// One command end to end: key (cached), a batch of partitions, verification, timings.
     Demo(commands::demo::DemoArgs),
     /// Filecoin test data: test keys, official parameter files, sealed and synthetic C1s.
@@ -73,6 +75,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::PorepC2(args) => commands::porep_c2::run(args),
         Command::WinningPost(args) => commands::winning_post::run(args),
         Command::WindowPost(args) => commands::window_post::run(args),
+        Command::SnapProve(args) => commands::snap_prove::run(args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Fixtures(task) => commands::fixtures::run(task),
         Command::Daemon(args) => Ok(cuzk_daemon::run(args)?),

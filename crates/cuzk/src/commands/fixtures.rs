@@ -1,7 +1,7 @@
 //! `cuzk fixtures`: Filecoin test data, also run by `cargo xtask fixtures`.
 //!
-//! * `keys`: test keys for any sector size (the PoRep, WinningPoSt or
-//!   WindowPoSt circuit), generated offline from a seed (the fixed-base step
+//! * `keys`: test keys for any sector size (the PoRep, WinningPoSt,
+//!   WindowPoSt or update circuit), generated offline from a seed (the fixed-base step
 //!   on a CUDA device when there is one), under their official names.
 //! * `fetch`: the official parameter files of the crates' manifest, each
 //!   checked against its digest.
@@ -19,7 +19,9 @@ use clap::Subcommand;
 use cuzk_filecoin::fetch::{self, Fetched};
 use cuzk_filecoin::sample::seal_random_sector;
 use cuzk_filecoin::synthetic::{supported_names, SyntheticSector};
-use cuzk_filecoin::{parse_sector_size, Circuit, ParamsDir, PostType, ProofType, SectorIdentity};
+use cuzk_filecoin::{
+    parse_sector_size, Circuit, ParamsDir, PostType, ProofType, SectorIdentity, UpdateType,
+};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use rand::SeedableRng;
 
@@ -30,7 +32,7 @@ use crate::output::{peak_rss, write_atomically};
 #[derive(Subcommand, Debug)]
 pub(crate) enum Fixtures {
     /// Generate test keys (.params and .vk) under their official names, for
-    /// a PoRep, WinningPoSt or WindowPoSt circuit.
+    /// a PoRep, WinningPoSt, WindowPoSt or SnapDeals update circuit.
     /// Test keys only: anyone with the seed can forge proofs.
     Keys {
         /// Sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB); every PoRep proof type of one
@@ -38,7 +40,8 @@ pub(crate) enum Fixtures {
         #[arg(long, default_value = "2KiB", conflicts_with = "proof_type")]
         sector_size: String,
         /// With --sector-size: which circuit of that size (`porep`, `winning-post`,
-        /// `window-post`).
+        /// `window-post`, `update`: the SnapDeals update, whose proof type names are
+        /// the V1 PoRep ones).
         #[arg(long, default_value = "porep", conflicts_with = "proof_type")]
         kind: String,
         /// A registered proof type name instead (StackedDrg2KiBV1_1,
@@ -214,7 +217,8 @@ fn circuit_arg(sector_size: &str, kind: &str, proof_type: Option<&str>) -> Resul
         "porep" => Circuit::Porep(porep),
         "winning-post" => Circuit::Post(PostType::winning_for(porep)),
         "window-post" => Circuit::Post(PostType::window_for(porep)),
-        other => bail!("--kind {other:?}: expected porep, winning-post or window-post"),
+        "update" => Circuit::Update(UpdateType::for_seal(porep)),
+        other => bail!("--kind {other:?}: expected porep, winning-post, window-post or update"),
     })
 }
 

@@ -7,6 +7,7 @@ pub(crate) mod porep_c2;
 pub(crate) mod post;
 pub(crate) mod prove;
 pub(crate) mod setup;
+pub(crate) mod snap_prove;
 pub(crate) mod verify;
 pub(crate) mod window_post;
 pub(crate) mod winning_post;

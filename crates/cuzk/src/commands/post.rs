@@ -53,10 +53,10 @@ pub(crate) struct PostArgs {
 
 type Stages = Vec<(String, Duration, String)>;
 
-fn parse_hex(text: &str) -> Result<Vec<u8>> {
+pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>> {
     let t = text.trim().trim_start_matches("0x");
     if t.len() % 2 != 0 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-        bail!("--randomness {text:?} is not hex (64 hex digits for 32 bytes)");
+        bail!("{text:?} is not hex (64 hex digits for 32 bytes)");
     }
     Ok((0..t.len())
         .step_by(2)
@@ -77,7 +77,7 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
 
     let t = Instant::now();
     let post_type = PostType::from_name(&args.proof_type)?;
-    let randomness = parse_hex(&args.randomness)?;
+    let randomness = parse_hex(&args.randomness).context("--randomness")?;
     let prover_id = SectorIdentity::from_actor(parse_actor(&args.prover_id)?, 0).prover_id;
     let mut vanilla = Vec::with_capacity(args.vanilla.len());
     for path in &args.vanilla {
