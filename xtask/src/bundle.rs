@@ -2,7 +2,7 @@
 //! cuzk-cuda's device tests and benchmarks, in `bundle/`:
 //!
 //! * `bin/`: every test target of cuzk-cuda and cuzk-gpu, every example in
-//!   [`BENCH_EXAMPLES`], the `cuzk` binary and cuzk-sched's `sweep`, release builds, stripped;
+//!   [`BENCH_EXAMPLES`], the `cuzk` binary and cuzk-benches' `sweep`, release builds, stripped;
 //! * `kernels/`: every unit's fatbin with its stamp and ptxas resource report,
 //!   once: the executables read them from `../kernels` beside their `bin/`
 //!   when they open a device (`cuzk_cuda::kernels`);
@@ -77,15 +77,8 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
     // (benches/device/gpu-prover.sh pipeline).
     tools.extend(cargo_executables(
         root,
-        &[
-            "build",
-            "--release",
-            "-p",
-            "cuzk-sched",
-            "--example",
-            "sweep",
-        ],
-        "example",
+        &["build", "--release", "-p", "cuzk-benches", "--bin", "sweep"],
+        "bin",
         &cargo_env,
     )?);
 

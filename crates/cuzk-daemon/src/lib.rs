@@ -2,6 +2,7 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod error;

@@ -141,14 +141,23 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
         verify: true,
         ..EngineConfig::default()
     };
-    if config.proving.engine_memory_budget > 0 {
-        engine_config.memory_budget = config.proving.engine_memory_budget;
-    }
-    let engine = Engine::start(engine_config)?;
+    // Keys and partitions share the host: by default the keys get 3/8 of RAM
+    // (a 32 GiB PoRep key of 44 GiB on a 128 GiB box) and the partitions what
+    // is left of 3/4 of RAM, so the two never reach the OOM killer together.
     let srs_budget = match config.srs.host_budget {
-        0 => memory / 2,
+        0 => memory / 8 * 3,
         b => b,
     };
+    engine_config.memory_budget = match config.proving.engine_memory_budget {
+        0 => (memory / 4 * 3).saturating_sub(srs_budget),
+        b => b,
+    };
+    tracing::info!(
+        keys = srs_budget,
+        partitions = engine_config.memory_budget,
+        "host-memory budgets (bytes)"
+    );
+    let engine = Engine::start(engine_config)?;
     let srs = SrsManager::new(
         params.clone(),
         srs_budget,

@@ -25,7 +25,7 @@ pub use params::{ParamsDir, TestKeys};
 pub use post::{
     prove_post, verify_post, PostKind, PostRequest, PostSource, PostType, PostVerified,
 };
-pub use proof_type::{parse_sector_size, sector_size_label, ProofType};
+pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};
 pub use prove::{
     partition_circuits, prove_partitions, verify, Partition, PartitionReport, SectorIdentity,
     Verified,

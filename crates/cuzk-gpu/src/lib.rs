@@ -384,6 +384,14 @@ impl Backend for CudaBackend {
         let plan = self.last_plan.lock().clone()?;
         Some(format!("{plan}; arena {}", self.inner.lock().arena.usage()))
     }
+
+    /// Nothing per partition: a, b, c and the aux values go to the device
+    /// straight from the witness through the worker's pinned pool (made once
+    /// per worker), and the quotient, the gathered scalars and the MSM
+    /// scratch live in VRAM under the arena's admission.
+    fn host_working_set(&self, _shape: &cuzk_synth::CircuitShape) -> u64 {
+        0
+    }
 }
 
 /// Device-event marks of one partition's stages on the compute stream.

@@ -173,6 +173,28 @@ pub trait Backend: Send + Sync {
     fn last_run(&self) -> Option<String> {
         None
     }
+
+    /// Host memory a partition of `shape` needs on top of its witness while
+    /// this backend proves it, at the peak: what an engine reserves for it
+    /// beside the witness. The default is the CPU prover's
+    /// ([`cpu_host_working_set`]); a backend that computes in its own memory
+    /// says how little it needs on the host.
+    fn host_working_set(&self, shape: &CircuitShape) -> u64 {
+        cpu_host_working_set(shape)
+    }
+}
+
+/// The CPU prover's host memory beside the witness, at its peak: the
+/// quotient needs a, b and c padded to the domain size n at once (3n `Fr`;
+/// afterwards only h, n − 1 `Fr`, is kept); the density-gathered scalars of A
+/// and B come after h is freed. The larger of the two; blst's Pippenger
+/// scratch (a few MiB) is not counted.
+pub fn cpu_host_working_set(shape: &CircuitShape) -> u64 {
+    let fr = std::mem::size_of::<Fr>() as u64;
+    let n = 1u64 << shape.domain_log2;
+    let gathered = (shape.num_inputs + shape.a_aux_density) as u64
+        + (shape.b_input_density + shape.b_aux_density) as u64;
+    (3 * n).max(gathered) * fr
 }
 
 /// The CPU backend: cuzk-field's NTT and split MSM, rayon and blst threads.

@@ -8,7 +8,7 @@ use cuzk_groth16::prover::{Backend, CpuBackend};
 use cuzk_synth::CircuitShape;
 
 use crate::admission::{Admission, AlwaysAdmit};
-use crate::memory::PartitionFootprint;
+use crate::memory::Provers;
 use crate::scheduler::StartError;
 use crate::timeline::Timeline;
 use cuzk_arena::human as format_bytes;
@@ -134,7 +134,7 @@ pub struct EngineConfig {
     /// Bound of each priority class's channel from the provers to the epilogue.
     pub epilogue_queue: usize,
     /// Host memory the engine may reserve for partitions, bytes (see
-    /// [`PartitionFootprint`]). It covers the partitions in flight only: the
+    /// [`crate::PartitionFootprint`]). It covers the partitions in flight only: the
     /// proving keys (loaded or mapped by the caller) and the engine's own
     /// few megabytes come on top.
     pub memory_budget: u64,
@@ -205,7 +205,7 @@ impl EngineConfig {
             }
         }
         if let Some(shape) = &self.largest_partition {
-            let f = PartitionFootprint::cpu(shape);
+            let f = Provers::of(self).footprint(shape);
             if f.total() > self.memory_budget {
                 return Err(StartError::BudgetTooSmall {
                     budget: self.memory_budget,

@@ -457,6 +457,49 @@ pub fn out_of_device_memory_is_proved_on_the_fallback<S: Scheduler>() {
     sched.shutdown();
 }
 
+/// On a device whose backend keeps its working set off the host (a GPU), a
+/// partition reserves only its witness; one the device has not the memory
+/// for grows its reservation by the fallback's (the CPU's) working set
+/// before the fallback proves it. With a budget of exactly one witness, the
+/// grown partition is the only one admitted, so it goes over the budget
+/// rather than wait forever, and the peak shows the growth.
+pub fn the_host_working_set_is_the_backends<S: Scheduler>() {
+    let shape = demo_source(10, 0, 1).shape();
+    let witness = PartitionFootprint::cpu(&shape).witness;
+    let cpu = cuzk_groth16::prover::cpu_host_working_set(&shape);
+    let backend = FaultyBackend::in_vram();
+    backend.inject(
+        crate::testing::demo_inputs(10, 95, 1),
+        BackendFault::OutOfDeviceMemory,
+    );
+    let mut cfg = config(1, 1);
+    cfg.devices = vec![Device::new("in-vram-0", backend, 1)];
+    cfg.memory_budget = witness;
+    cfg.largest_partition = Some(shape.clone());
+    assert_eq!(crate::Provers::of(&cfg).footprint(&shape).total(), witness);
+    let sched: S = start(cfg);
+    let out = expect_ok(
+        sched
+            .submit(demo_job(10, demo_source(10, 95, 2), 95))
+            .unwrap()
+            .wait(),
+        "job on a device with no host working set",
+    );
+    assert_all_valid(&out, 10, 95);
+    assert_eq!(out.partitions[0].backend, "faulty");
+    assert_eq!(out.partitions[1].backend, "cpu");
+    sched.wait_idle();
+    let m = sched.metrics().memory;
+    assert_eq!((m.reserved, m.partitions_in_flight), (0, 0), "drained");
+    // The witness's estimate less what synthesis did not use, plus the CPU's.
+    assert!(
+        m.peak_reserved > witness && m.peak_reserved <= witness + cpu,
+        "peak {} for a witness of {witness} and a CPU working set of {cpu}",
+        m.peak_reserved
+    );
+    sched.shutdown();
+}
+
 /// With verification off, proofs come back unchecked (an invalid one too,
 /// as this check's own verification shows), marked `Skipped`.
 pub fn verification_can_be_turned_off<S: Scheduler>() {
@@ -664,6 +707,7 @@ macro_rules! scheduler_conformance_tests {
             faults_are_isolated_under_load,
             invalid_proofs_are_retried_on_the_fallback,
             out_of_device_memory_is_proved_on_the_fallback,
+            the_host_working_set_is_the_backends,
             verification_can_be_turned_off,
             bad_jobs_are_refused_at_submission,
             small_budgets_are_refused_with_the_numbers,

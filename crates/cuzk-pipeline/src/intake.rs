@@ -42,6 +42,8 @@ struct IntakeState {
     reserved: u64,
     peak_reserved: u64,
     in_flight: usize,
+    /// Admitted partitions waiting in [`Reservation::grow`].
+    growing: usize,
     closed: bool,
 }
 
@@ -197,6 +199,28 @@ impl Intake {
         }
     }
 
+    /// Adds `bytes` to an admitted partition's reservation: waits until they
+    /// fit the budget, or until every admitted partition is itself waiting
+    /// here (none would ever give memory back), when it goes over the budget
+    /// rather than deadlock, and says so.
+    fn grow(&self, bytes: u64) {
+        let mut st = self.state.lock();
+        st.growing += 1;
+        while st.reserved + bytes > self.budget && st.growing < st.in_flight {
+            self.changed.wait_for(&mut st, RECHECK);
+        }
+        st.growing -= 1;
+        st.reserved += bytes;
+        st.peak_reserved = st.peak_reserved.max(st.reserved);
+        if st.reserved > self.budget {
+            tracing::warn!(
+                reserved = st.reserved,
+                budget = self.budget,
+                "host-memory reservation over budget: every admitted partition needed more at once"
+            );
+        }
+    }
+
     fn give_back(&self, bytes: u64, partition_done: bool) {
         let mut st = self.state.lock();
         st.reserved -= bytes;
@@ -220,6 +244,15 @@ impl Reservation {
     /// Bytes still held.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Holds `bytes` more (a partition moved to a prover that needs more host
+    /// memory than the one it was admitted for); blocks until they fit.
+    pub fn grow(&mut self, bytes: u64) {
+        if bytes > 0 {
+            self.intake.grow(bytes);
+            self.bytes += bytes;
+        }
     }
 
     /// Gives back up to `bytes` (what was freed); the rest stays held.

@@ -10,12 +10,23 @@
 //!
 //! Reserving the prover's working set from the start costs memory while a
 //! partition waits for a prover; the alternative (reserve it at the prover)
-//! needs headroom kept back per prover worker to be deadlock-free. For the GPU
-//! the working set lives in VRAM and the arena's admission accounts for it.
+//! needs headroom kept back per prover worker to be deadlock-free. The working
+//! set is the engine's backends' own figure
+//! ([`cuzk_groth16::prover::Backend::host_working_set`]): the CPU's padded
+//! a, b, c, or next to nothing for a GPU, whose working set lives in VRAM
+//! under the arena's admission. At a 32 GiB PoRep partition (domain 2^27) the
+//! CPU's is 12 GiB beside a 15.6 GiB witness: reserving it for a GPU engine
+//! (as cuzk did until 2026-12-01) admitted one partition where three fit.
 
 /// Bytes as a short figure for messages (cuzk-arena's, the one formatter).
 pub use cuzk_arena::human;
+use std::fmt;
+use std::sync::Arc;
+
+use cuzk_groth16::prover::Backend;
 use cuzk_synth::{CircuitShape, Synthesized};
+
+use crate::config::EngineConfig;
 
 /// Bytes of one `Fr` in a `Vec<Fr>` (four 64-bit limbs, Montgomery form).
 const FR_BYTES: u64 = 32;
@@ -35,21 +46,23 @@ impl PartitionFootprint {
     /// * witness: a, b and c, one `Fr` per constraint each; one `Fr` per input
     ///   and per aux variable; three density bitmaps (A-aux and B-aux: one bit
     ///   per aux variable; B-input: one per input), rounded up to words.
-    /// * working set: the H polynomial needs a, b, c padded to the domain
-    ///   size n at once (3n `Fr`; afterwards only h, n − 1 `Fr`, is kept); the
-    ///   density-gathered scalars of A and B come after h is freed. The peak
-    ///   is the larger of the two. blst's Pippenger scratch (a few MiB) is
-    ///   not counted.
+    /// * working set: [`cuzk_groth16::prover::cpu_host_working_set`] (the
+    ///   quotient's padded a, b, c, or the gathered A and B scalars).
     pub fn cpu(shape: &CircuitShape) -> Self {
+        PartitionFootprint::with_working_set(
+            shape,
+            cuzk_groth16::prover::cpu_host_working_set(shape),
+        )
+    }
+
+    /// The witness of `shape` (as [`PartitionFootprint::cpu`] counts it) and
+    /// a prover's `working_set` beside it.
+    pub fn with_working_set(shape: &CircuitShape, working_set: u64) -> Self {
         let constraints = shape.num_constraints as u64;
         let inputs = shape.num_inputs as u64;
         let aux = shape.num_aux as u64;
         let words = |bits: u64| bits.div_ceil(64) * 8;
         let witness = (3 * constraints + inputs + aux) * FR_BYTES + 2 * words(aux) + words(inputs);
-        let n = 1u64 << shape.domain_log2;
-        let gathered = (inputs + shape.a_aux_density as u64)
-            + (shape.b_input_density + shape.b_aux_density) as u64;
-        let working_set = (3 * n).max(gathered) * FR_BYTES;
         PartitionFootprint {
             witness,
             working_set,
@@ -59,6 +72,46 @@ impl PartitionFootprint {
     /// Everything: what a partition reserves before synthesis.
     pub fn total(&self) -> u64 {
         self.witness + self.working_set
+    }
+}
+
+/// The prover backends of an engine's devices, which size what a partition
+/// reserves beside its witness.
+#[derive(Clone)]
+pub struct Provers(Vec<Arc<dyn Backend>>);
+
+impl Provers {
+    /// Every backend of every device of `config`.
+    pub fn of(config: &EngineConfig) -> Self {
+        Provers(
+            config
+                .devices
+                .iter()
+                .flat_map(|d| d.backends.iter().cloned())
+                .collect(),
+        )
+    }
+
+    /// What a partition of `shape` reserves: its witness and the largest
+    /// working set among the provers (the CPU's for a CPU device; nothing for
+    /// a GPU, which computes in VRAM). A partition moved to the fallback asks
+    /// for the fallback's working set then ([`crate::Reservation::grow`]).
+    pub fn footprint(&self, shape: &CircuitShape) -> PartitionFootprint {
+        let working_set = self
+            .0
+            .iter()
+            .map(|b| b.host_working_set(shape))
+            .max()
+            .unwrap_or_else(|| cuzk_groth16::prover::cpu_host_working_set(shape));
+        PartitionFootprint::with_working_set(shape, working_set)
+    }
+}
+
+impl fmt::Debug for Provers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|b| b.name()))
+            .finish()
     }
 }
 

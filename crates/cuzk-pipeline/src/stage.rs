@@ -260,6 +260,7 @@ impl SynthesizedPartition {
             .emit(job.id(), partition, EventKind::ProveStart, worker);
         let mut ticket = Some(ticket);
         let mut backend = on.backend.name();
+        let mut grown = 0;
         let result = {
             let _busy = ctx.meters.stage(Stage::Prove).busy();
             match prove_partition(&*on.backend, job.key(), &witness) {
@@ -275,8 +276,14 @@ impl SynthesizedPartition {
                     tracing::warn!(job = %job.id(), partition, backend, fallback,
                         error = %crate::ErrorChain(&e),
                         "out of device memory; proving the partition on the fallback");
-                    // The device's room is not needed for the fallback.
+                    // The device's room is not needed for the fallback, but
+                    // the fallback's host working set is (a GPU's is in VRAM).
                     drop(ticket.take());
+                    grown = ctx
+                        .fallback
+                        .host_working_set(job.shape())
+                        .saturating_sub(job.footprint().working_set);
+                    reservation.grow(grown);
                     backend = fallback;
                     prove_partition(&*ctx.fallback, job.key(), &witness)
                 }
@@ -296,7 +303,7 @@ impl SynthesizedPartition {
         ctx.timeline
             .emit(job.id(), partition, EventKind::ProveEnd, worker);
         drop(ticket);
-        reservation.release(job.footprint().working_set);
+        reservation.release(job.footprint().working_set + grown);
         let witness = if ctx.verify {
             Some(witness)
         } else {

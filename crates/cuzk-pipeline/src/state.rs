@@ -25,7 +25,7 @@ use crate::job::{
     Job, JobError, JobId, JobOutput, JobResult, PartitionError, PartitionReport, PartitionSource,
     Priority, Randomness,
 };
-use crate::memory::PartitionFootprint;
+use crate::memory::{PartitionFootprint, Provers};
 use crate::metrics::JobCounters;
 use crate::scheduler::SubmitError;
 
@@ -60,14 +60,15 @@ struct Slot {
 impl JobState {
     /// Checks a job and readies it for an engine: it must have partitions,
     /// its key must fit its shape (`check_key_shape`), and one partition's
-    /// [`PartitionFootprint`] must fit `memory_budget`. Draws `r` and `s`
-    /// (see [`Randomness`]) and, when `verify` is on and the job brought
-    /// none, prepares the verifying key.
+    /// [`PartitionFootprint`] on the engine's `provers` must fit
+    /// `memory_budget`. Draws `r` and `s` (see [`Randomness`]) and, when
+    /// `verify` is on and the job brought none, prepares the verifying key.
     pub fn prepare(
         id: JobId,
         job: Job,
         verify: bool,
         memory_budget: u64,
+        provers: &Provers,
         counters: Arc<JobCounters>,
     ) -> Result<Arc<JobState>, SubmitError> {
         let partitions = job.source.num_partitions();
@@ -79,7 +80,7 @@ impl JobState {
             label: job.label.clone(),
             source,
         })?;
-        let footprint = PartitionFootprint::cpu(&shape);
+        let footprint = provers.footprint(&shape);
         if footprint.total() > memory_budget {
             return Err(SubmitError::BudgetTooSmall {
                 label: job.label,

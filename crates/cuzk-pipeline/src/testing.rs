@@ -284,6 +284,8 @@ pub struct FaultyBackend {
     inner: Arc<dyn Backend>,
     faults: Mutex<Vec<(Vec<Fr>, BackendFault)>>,
     gate: Arc<Gate>,
+    /// `Some(bytes)`: the host working set it reports (a GPU's is 0).
+    host_working_set: Option<u64>,
 }
 
 impl FaultyBackend {
@@ -293,6 +295,19 @@ impl FaultyBackend {
             inner: Arc::new(CpuBackend),
             faults: Mutex::new(Vec::new()),
             gate: Gate::new(),
+            host_working_set: None,
+        })
+    }
+
+    /// Like [`FaultyBackend::new`], but reporting no host working set, as a
+    /// GPU backend does (its working set is in VRAM): the engine then
+    /// reserves only the witness for its partitions.
+    pub fn in_vram() -> Arc<FaultyBackend> {
+        Arc::new(FaultyBackend {
+            inner: Arc::new(CpuBackend),
+            faults: Mutex::new(Vec::new()),
+            gate: Gate::new(),
+            host_working_set: Some(0),
         })
     }
 
@@ -350,6 +365,11 @@ impl Backend for FaultyBackend {
             }
             None => self.inner.msm_sums(key, witness, timings),
         }
+    }
+
+    fn host_working_set(&self, shape: &cuzk_synth::CircuitShape) -> u64 {
+        self.host_working_set
+            .unwrap_or_else(|| self.inner.host_working_set(shape))
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cuzk_pipeline::{
-    EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters, MetricsSnapshot, Scheduler,
-    StageContext, StartError, SubmitError, Timeline,
+    EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters, MetricsSnapshot, Provers,
+    Scheduler, StageContext, StartError, SubmitError, Timeline,
 };
 
 /// Every partition, one after the other, on one thread: synthesis, prove,
@@ -21,6 +21,8 @@ use cuzk_pipeline::{
 #[derive(Debug)]
 pub struct SerialScheduler {
     intake: Arc<Intake>,
+    /// Every device's prover backends: what a partition's footprint is sized for.
+    provers: Provers,
     ctx: StageContext,
     meters: Arc<Meters>,
     next_id: AtomicU64,
@@ -65,6 +67,7 @@ impl Scheduler for SerialScheduler {
         };
         Ok(SerialScheduler {
             intake,
+            provers: Provers::of(&config),
             ctx,
             meters,
             next_id: AtomicU64::new(0),
@@ -84,6 +87,7 @@ impl Scheduler for SerialScheduler {
             job,
             self.verify,
             self.intake.budget(),
+            &self.provers,
             Arc::clone(&self.meters.jobs),
         )?;
         self.intake.push(&state)?;

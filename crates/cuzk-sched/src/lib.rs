@@ -7,8 +7,8 @@ use std::thread::JoinHandle;
 
 use cuzk_pipeline::{
     priority_channel, DeviceWorker, EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters,
-    MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition, Scheduler, StageContext,
-    StartError, SubmitError, SynthesizedPartition, Timeline,
+    MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition, Provers, Scheduler,
+    StageContext, StartError, SubmitError, SynthesizedPartition, Timeline,
 };
 
 /// The pipelined engine: a synthesis pool, prover workers per device and an
@@ -17,6 +17,8 @@ use cuzk_pipeline::{
 #[derive(Debug)]
 pub struct Engine {
     intake: Arc<Intake>,
+    /// Every device's prover backends: what a partition's footprint is sized for.
+    provers: Provers,
     ctx: StageContext,
     meters: Arc<Meters>,
     next_id: AtomicU64,
@@ -135,6 +137,7 @@ impl Scheduler for Engine {
         tracing::info!(config = ?config, "cuzk-sched engine started");
         Ok(Engine {
             intake,
+            provers: Provers::of(&config),
             ctx,
             meters,
             next_id: AtomicU64::new(0),
@@ -156,6 +159,7 @@ impl Scheduler for Engine {
             job,
             self.verify,
             self.intake.budget(),
+            &self.provers,
             Arc::clone(&self.meters.jobs),
         )?;
         self.intake.push(&state)?;

@@ -1,7 +1,7 @@
 //! `cuzk`: the command line of the cuzk Groth16 engine.
 //!
 //! One module per command under `commands/` (`setup`, `prove`, `verify`,
-//! `info`, `demo`, `porep-c2`, `fixtures`); `backend` picks the prover and
+//! `info`, `demo`, `porep-c2`, `fixtures`, `client`); `backend` picks the prover and
 //! the key generator's fixed-base step; `output` holds what the commands
 //! share for printing and writing.
 
@@ -50,6 +50,9 @@ enum Command {
     Fixtures(commands::fixtures::Fixtures),
     /// The proving daemon: Curio's cuzk.v1.ProvingEngine over gRPC (logs: RUST_LOG=info)
     Daemon(cuzk_daemon::DaemonArgs),
+    /// Talk to a running daemon: prove a C1 through it, or print its status.
+    #[command(subcommand)]
+    Client(commands::client::ClientCommand),
 }
 
 fn main() {
@@ -79,5 +82,6 @@ fn run(cli: Cli) -> Result<()> {
         Command::Demo(args) => commands::demo::run(args),
         Command::Fixtures(task) => commands::fixtures::run(task),
         Command::Daemon(args) => Ok(cuzk_daemon::run(args)?),
+        Command::Client(command) => commands::client::run(command),
     }
 }

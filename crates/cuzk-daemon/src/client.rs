@@ -1,0 +1,120 @@
+//! A client of the `cuzk.v1.ProvingEngine` service, for operators and
+//! benchmarks: `cuzk client prove` sends a C1 the way Curio does and prints
+//! the daemon's timings beside the client's own wall time (their difference
+//! is what gRPC costs); `cuzk client status` prints `GetStatus`.
+//!
+//! The tests drive the daemon with Python's grpcio instead (a client that is
+//! not ours); this one exists because the GPU machine has no Python packages.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::listen::ListenAddr;
+use crate::proto::proving_engine_client::ProvingEngineClient;
+use crate::proto::{
+    AwaitProofResponse, GetStatusRequest, GetStatusResponse, ProveRequest, SubmitProofRequest,
+};
+
+/// What can go wrong talking to a daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The address is neither `unix:PATH` nor `HOST:PORT`.
+    #[error(transparent)]
+    Address(#[from] crate::error::ConfigError),
+    /// No daemon answered at the address.
+    #[error("cannot reach the daemon at {address}")]
+    Connect {
+        /// The address as given.
+        address: String,
+        /// Why.
+        #[source]
+        source: tonic::transport::Error,
+    },
+    /// The daemon answered the call with an error status.
+    #[error("{method}: {}: {}", .status.code(), .status.message())]
+    Call {
+        /// The method called.
+        method: &'static str,
+        /// The status returned.
+        status: tonic::Status,
+    },
+}
+
+/// A connection to one daemon.
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: ProvingEngineClient<Channel>,
+}
+
+impl Client {
+    /// Connects to `unix:PATH` or `HOST:PORT` (the forms `--listen` takes).
+    pub async fn connect(address: &str) -> Result<Client, ClientError> {
+        let failed = |source| ClientError::Connect {
+            address: address.into(),
+            source,
+        };
+        let channel = match ListenAddr::parse(address)? {
+            ListenAddr::Tcp(a) => Endpoint::from_shared(format!("http://{a}"))
+                .map_err(failed)?
+                .connect()
+                .await
+                .map_err(failed)?,
+            ListenAddr::Unix(path) => {
+                // The URI is a placeholder: the connector ignores it and dials the socket.
+                let path: PathBuf = path;
+                Endpoint::from_static("http://localhost")
+                    .connect_with_connector(tower::service_fn(move |_| {
+                        let path = path.clone();
+                        async move {
+                            let stream = tokio::net::UnixStream::connect(path).await?;
+                            Ok::<_, std::io::Error>(TokioIo::new(stream))
+                        }
+                    }))
+                    .await
+                    .map_err(failed)?
+            }
+        };
+        let inner = ProvingEngineClient::new(channel)
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(usize::MAX);
+        Ok(Client { inner })
+    }
+
+    /// `Prove`: submits and waits for the job's end (its status says how it ended).
+    pub async fn prove(
+        &mut self,
+        submit: SubmitProofRequest,
+        deadline: Option<Duration>,
+    ) -> Result<AwaitProofResponse, ClientError> {
+        let mut request = tonic::Request::new(ProveRequest {
+            submit: Some(submit),
+        });
+        if let Some(d) = deadline {
+            request.set_timeout(d);
+        }
+        let response = self
+            .inner
+            .prove(request)
+            .await
+            .map_err(|status| ClientError::Call {
+                method: "Prove",
+                status,
+            })?;
+        Ok(response.into_inner().result.unwrap_or_default())
+    }
+
+    /// `GetStatus`.
+    pub async fn status(&mut self) -> Result<GetStatusResponse, ClientError> {
+        self.inner
+            .get_status(GetStatusRequest {})
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| ClientError::Call {
+                method: "GetStatus",
+                status,
+            })
+    }
+}
