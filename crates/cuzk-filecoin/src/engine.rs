@@ -18,7 +18,8 @@ use crate::{partition_circuits, C1Input, Error};
 
 /// One partition's synthesis, its circuit inside; given the shape to
 /// reserve room for.
-type Synthesis = Box<dyn FnOnce(&CircuitShape) -> Result<Synthesized, SynthesisError> + Send>;
+pub(crate) type Synthesis =
+    Box<dyn FnOnce(&CircuitShape) -> Result<Synthesized, SynthesisError> + Send>;
 
 /// The partition circuits of one C1, built as `seal_commit_phase2` builds
 /// them, each synthesized once, on whichever thread asks; with the public
@@ -77,7 +78,7 @@ fn erased<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// The shape a PoRep key proves (see [`PorepSource`]).
-fn shape_from_key(key: &ProvingKey) -> CircuitShape {
+pub(crate) fn shape_from_key(key: &ProvingKey) -> CircuitShape {
     let num_inputs = key.vk.ic.len();
     let domain = (key.h.len() + 1).next_power_of_two();
     // The one B input is ONE; a key that disagrees fails the submission check.

@@ -1,5 +1,5 @@
-//! The ways a PoRep C2 can fail, each naming what is wrong and, where a user
-//! can act, what to do about it.
+//! The ways a proof (PoRep C2, PoSt, sector update) can fail, each naming
+//! what is wrong and, where a user can act, what to do about it.
 
 use std::path::PathBuf;
 
@@ -65,6 +65,10 @@ pub enum Error {
     /// The finished proof did not verify: never returned as output.
     #[error("the proof does not verify ({0}); nothing was written")]
     InvalidProof(&'static str),
+    /// A PoSt or update request that is not what its kind expects: the
+    /// vanilla proofs, the randomness, the proof type or the partition.
+    #[error("{kind} request refused: {problem}")]
+    BadRequest { kind: &'static str, problem: String },
     /// An error from the Filecoin crates, with what was being done.
     #[error("{context}: {message}")]
     Filecoin {

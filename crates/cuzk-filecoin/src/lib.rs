@@ -3,26 +3,34 @@
 
 mod c1;
 mod check;
+mod circuit;
 mod engine;
 mod error;
 pub mod fetch;
 pub mod params;
+mod post;
 mod proof_type;
 mod prove;
 pub mod sample;
 mod sdr;
+mod snap;
 pub mod synthetic;
 
 pub use c1::{parse_c1, C1Input, CurioSector};
 pub use check::check_c1;
+pub use circuit::Circuit;
 pub use engine::PorepSource;
 pub use error::Error;
 pub use params::{ParamsDir, TestKeys};
+pub use post::{
+    prove_post, verify_post, PostKind, PostRequest, PostSource, PostType, PostVerified,
+};
 pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};
 pub use prove::{
     partition_circuits, prove_partitions, verify, Partition, PartitionReport, SectorIdentity,
     Verified,
 };
+pub use snap::{prove_update, verify_update, UpdateRequest, UpdateSource, UpdateType};
 
 use cuzk_groth16::prover::Backend;
 use rand_core::RngCore;

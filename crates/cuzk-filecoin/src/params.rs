@@ -18,13 +18,9 @@ use cuzk_groth16::encoding::PointCheck;
 use cuzk_groth16::params::KeySummary;
 use cuzk_groth16::setup::{CpuFixedBase, FixedBase};
 use cuzk_groth16::ProvingKey;
-use filecoin_proofs::{parameters::public_params, DefaultPieceHasher, MerkleTreeTrait};
-use rand::SeedableRng;
-use rand_chacha::ChaCha20Rng;
-use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
-use crate::proof_type::{with_sector_shape, ProofType};
+use crate::circuit::Circuit;
+use crate::proof_type::sector_size_label;
 use crate::Error;
 
 /// A parameter cache directory.
@@ -50,29 +46,31 @@ impl ParamsDir {
         &self.0
     }
 
-    /// Where the proving key of `proof_type` is (or would be).
-    pub fn params_path(&self, proof_type: ProofType) -> Result<PathBuf, Error> {
-        Ok(self.0.join(proof_type.params_file_name()?))
+    /// Where the proving key of a circuit (a PoRep [`ProofType`], a
+    /// [`crate::PostType`], …) is (or would be).
+    pub fn params_path(&self, circuit: impl Into<Circuit>) -> Result<PathBuf, Error> {
+        Ok(self.0.join(circuit.into().params_file_name()?))
     }
 
-    /// Where the verifying key of `proof_type` is (or would be).
-    pub fn vk_path(&self, proof_type: ProofType) -> Result<PathBuf, Error> {
-        Ok(self.0.join(proof_type.vk_file_name()?))
+    /// Where the verifying key of a circuit is (or would be).
+    pub fn vk_path(&self, circuit: impl Into<Circuit>) -> Result<PathBuf, Error> {
+        Ok(self.0.join(circuit.into().vk_file_name()?))
     }
 
     /// Checks, cheaply, that both key files are present and whole: the
     /// `.params` file's section counts must account for its exact length and
     /// its public inputs must be the circuit's; the `.vk` must decode.
-    pub fn check(&self, proof_type: ProofType) -> Result<(), Error> {
-        let params = self.params_path(proof_type)?;
+    pub fn check(&self, circuit: impl Into<Circuit>) -> Result<(), Error> {
+        let circuit = circuit.into();
+        let params = self.params_path(circuit)?;
         let summary = KeySummary::from_path(&params)
-            .map_err(|e| self.key_error("proving key", &params, proof_type, e))?;
-        let vk = self.load_verifying_key(proof_type)?;
+            .map_err(|e| self.key_error("proving key", &params, circuit, e))?;
+        let vk = self.load_verifying_key(circuit)?;
         if summary.ic.count != vk.ic.len() as u64 {
             return Err(self.key_error(
                 "proving key",
                 &params,
-                proof_type,
+                circuit,
                 format!(
                     "has {} public inputs but the verifying key has {}: the two files are from different setups",
                     summary.public_inputs(),
@@ -86,29 +84,31 @@ impl ParamsDir {
     /// Reads the proving key for cuzk's prover. Points are checked on the
     /// curve, not for subgroup membership, as Filecoin does for files whose
     /// digest it trusts (see `cargo xtask fixtures fetch`).
-    pub fn load_proving_key(&self, proof_type: ProofType) -> Result<ProvingKey, Error> {
-        let path = self.params_path(proof_type)?;
+    pub fn load_proving_key(&self, circuit: impl Into<Circuit>) -> Result<ProvingKey, Error> {
+        let circuit = circuit.into();
+        let path = self.params_path(circuit)?;
         ProvingKey::read_mmap(&path, PointCheck::OnCurve)
-            .map_err(|e| self.key_error("proving key", &path, proof_type, e))
+            .map_err(|e| self.key_error("proving key", &path, circuit, e))
     }
 
     /// Reads the verifying key as the Filecoin crates do (bellperson's reader).
     pub fn load_verifying_key(
         &self,
-        proof_type: ProofType,
+        circuit: impl Into<Circuit>,
     ) -> Result<groth16::VerifyingKey<Bls12>, Error> {
-        let path = self.vk_path(proof_type)?;
+        let circuit = circuit.into();
+        let path = self.vk_path(circuit)?;
         let file = File::open(&path)
-            .map_err(|e| self.key_error("verifying key", &path, proof_type, missing(e)))?;
+            .map_err(|e| self.key_error("verifying key", &path, circuit, missing(e)))?;
         groth16::VerifyingKey::<Bls12>::read(BufReader::new(file))
-            .map_err(|e| self.key_error("verifying key", &path, proof_type, e))
+            .map_err(|e| self.key_error("verifying key", &path, circuit, e))
     }
 
     fn key_error(
         &self,
         what: &'static str,
         path: &Path,
-        proof_type: ProofType,
+        circuit: Circuit,
         problem: impl std::fmt::Display,
     ) -> Error {
         Error::KeyFile {
@@ -116,15 +116,19 @@ impl ParamsDir {
             path: path.to_path_buf(),
             dir: self.0.clone(),
             problem: problem.to_string(),
-            hint: fixtures_hint(proof_type, &self.0),
+            hint: fixtures_hint(circuit, &self.0),
         }
     }
 
-    /// Generates test keys for `proof_type` from `seed` and writes both files
+    /// Generates test keys for a circuit from `seed` and writes both files
     /// under their official names (each atomically). Anyone who knows the
     /// seed can forge proofs: these keys are for tests only.
-    pub fn generate_test_keys(&self, proof_type: ProofType, seed: u64) -> Result<TestKeys, Error> {
-        self.generate_test_keys_with(proof_type, seed, &CpuFixedBase)
+    pub fn generate_test_keys(
+        &self,
+        circuit: impl Into<Circuit>,
+        seed: u64,
+    ) -> Result<TestKeys, Error> {
+        self.generate_test_keys_with(circuit, seed, &CpuFixedBase)
     }
 
     /// [`ParamsDir::generate_test_keys`] with the key generator's fixed-base
@@ -132,24 +136,19 @@ impl ParamsDir {
     /// or the CPU's): the same bytes either way.
     pub fn generate_test_keys_with(
         &self,
-        proof_type: ProofType,
+        circuit: impl Into<Circuit>,
         seed: u64,
         fixed_base: &dyn FixedBase,
     ) -> Result<TestKeys, Error> {
-        let params = self.params_path(proof_type)?;
-        let vk = self.vk_path(proof_type)?;
+        let circuit = circuit.into();
+        let params = self.params_path(circuit)?;
+        let vk = self.vk_path(circuit)?;
         std::fs::create_dir_all(&self.0).map_err(|source| Error::Io {
             context: "creating the parameter directory",
             path: self.0.clone(),
             source,
         })?;
-        let key = with_sector_shape!(
-            proof_type.sector_size(),
-            generate_typed,
-            proof_type,
-            seed,
-            fixed_base
-        )?;
+        let key = circuit.generate_key(seed, fixed_base)?;
         key.write_to_path(&params).map_err(|e| Error::Io {
             context: "writing",
             path: params.clone(),
@@ -175,33 +174,22 @@ pub struct TestKeys {
     pub summary: KeySummary,
 }
 
-fn generate_typed<Tree: 'static + MerkleTreeTrait>(
-    proof_type: ProofType,
-    seed: u64,
-    fixed_base: &dyn FixedBase,
-) -> Result<ProvingKey, Error> {
-    let vanilla = public_params::<Tree>(&proof_type.config())
-        .map_err(|e| Error::filecoin("setting up the PoRep parameters", e))?;
-    let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::blank_circuit(&vanilla);
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    cuzk_groth16::setup::generate_key_with(circuit, &mut rng, fixed_base)
-        .map_err(|e| Error::filecoin("generating the test key", e))
-}
-
-/// How to get the key files of `proof_type` into `dir`.
-pub fn fixtures_hint(proof_type: ProofType, dir: &Path) -> String {
-    let size = proof_type.sector_size_label();
+/// How to get the key files of a circuit into `dir`.
+pub fn fixtures_hint(circuit: impl Into<Circuit>, dir: &Path) -> String {
+    let circuit = circuit.into();
+    let size = sector_size_label(circuit.sector_size());
     let fetch = format!(
         "`cargo xtask fixtures fetch --sector-size {size} --dir {}` (the official files, checked against their published digests)",
         dir.display()
     );
+    // The update types share their names with PoRep types: name them by size and kind.
+    let which = match circuit {
+        Circuit::Update(_) => format!("--sector-size {size} --kind update"),
+        _ => format!("--proof-type {}", circuit.name()),
+    };
     format!(
-        "`cargo xtask fixtures keys --proof-type {} --dir {}` (test keys, generated offline from a seed; \
+        "`cargo xtask fixtures keys {which} --dir {}` (test keys, generated offline from a seed; \
          a 32 GiB key takes minutes on a GPU box and ~100 GB of RAM), or {fetch}",
-        proof_type.name(),
         dir.display()
     )
 }

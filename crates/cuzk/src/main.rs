@@ -37,6 +37,12 @@ enum Command {
     Info(commands::info::InfoArgs),
     /// Filecoin PoRep commit phase 2: C1 output in, verified partition proofs out.
     PorepC2(commands::porep_c2::PorepC2Args),
+    /// Filecoin WinningPoSt: the challenged sector's vanilla proof in, a verified proof out.
+    WinningPost(commands::winning_post::WinningPostArgs),
+    /// Filecoin WindowPoSt, one partition: its sectors' vanilla proofs in, a verified proof out.
+    WindowPost(commands::window_post::WindowPostArgs),
+    /// Filecoin SnapDeals update: the partitions' vanilla proofs and commitments in, a verified proof out.
+    SnapProve(commands::snap_prove::SnapProveArgs),
     /// One command end to end: key (cached), a batch of partitions, verification, timings.
     Demo(commands::demo::DemoArgs),
     /// Filecoin test data: test keys, official parameter files, sealed and synthetic C1s.
@@ -70,6 +76,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Verify(args) => commands::verify::run(args),
         Command::Info(args) => commands::info::run(args),
         Command::PorepC2(args) => commands::porep_c2::run(args),
+        Command::WinningPost(args) => commands::winning_post::run(args),
+        Command::WindowPost(args) => commands::window_post::run(args),
+        Command::SnapProve(args) => commands::snap_prove::run(args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Fixtures(task) => commands::fixtures::run(task),
         Command::Daemon(args) => Ok(cuzk_daemon::run(args)?),

@@ -1,8 +1,8 @@
 //! `cuzk fixtures`: Filecoin test data, also run by `cargo xtask fixtures`.
 //!
-//! * `keys`: PoRep test keys for any sector size, generated offline from a
-//!   seed (the fixed-base step on a CUDA device when there is one), under
-//!   their official names.
+//! * `keys`: test keys for any sector size (the PoRep, WinningPoSt,
+//!   WindowPoSt or update circuit), generated offline from a seed (the fixed-base step
+//!   on a CUDA device when there is one), under their official names.
 //! * `fetch`: the official parameter files of the crates' manifest, each
 //!   checked against its digest.
 //! * `seal`: a sector of random data sealed by filecoin-proofs (up to
@@ -19,7 +19,9 @@ use clap::Subcommand;
 use cuzk_filecoin::fetch::{self, Fetched};
 use cuzk_filecoin::sample::seal_random_sector;
 use cuzk_filecoin::synthetic::{supported_names, SyntheticSector};
-use cuzk_filecoin::{parse_sector_size, ParamsDir, ProofType, SectorIdentity};
+use cuzk_filecoin::{
+    parse_sector_size, Circuit, ParamsDir, PostType, ProofType, SectorIdentity, UpdateType,
+};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use rand::SeedableRng;
 
@@ -29,14 +31,21 @@ use crate::output::{peak_rss, write_atomically};
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Fixtures {
-    /// Generate PoRep test keys (.params and .vk) under their official names.
+    /// Generate test keys (.params and .vk) under their official names, for
+    /// a PoRep, WinningPoSt, WindowPoSt or SnapDeals update circuit.
     /// Test keys only: anyone with the seed can forge proofs.
     Keys {
         /// Sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB); every PoRep proof type of one
         /// sector size shares one circuit, hence one key.
         #[arg(long, default_value = "2KiB", conflicts_with = "proof_type")]
         sector_size: String,
-        /// A registered proof type name instead (StackedDrg2KiBV1_1, ...).
+        /// With --sector-size: which circuit of that size (`porep`, `winning-post`,
+        /// `window-post`, `update`: the SnapDeals update, whose proof type names are
+        /// the V1 PoRep ones).
+        #[arg(long, default_value = "porep", conflicts_with = "proof_type")]
+        kind: String,
+        /// A registered proof type name instead (StackedDrg2KiBV1_1,
+        /// StackedDrgWinning2KiBV1, StackedDrgWindow2KiBV1_2, ...).
         #[arg(long)]
         proof_type: Option<String>,
         /// Seed of the toxic waste.
@@ -122,6 +131,7 @@ pub(crate) fn run(task: Fixtures) -> Result<()> {
     match task {
         Fixtures::Keys {
             sector_size,
+            kind,
             proof_type,
             seed,
             dir,
@@ -129,6 +139,7 @@ pub(crate) fn run(task: Fixtures) -> Result<()> {
             backend,
         } => keys(
             &sector_size,
+            &kind,
             proof_type.as_deref(),
             seed,
             dir,
@@ -187,6 +198,21 @@ fn proof_type_arg(sector_size: &str, proof_type: Option<&str>) -> Result<ProofTy
     Ok(ProofType::for_sector_size(size_arg(sector_size)?)?)
 }
 
+/// `--proof-type NAME` (any kind), else the `--kind` circuit of `--sector-size`.
+fn circuit_arg(sector_size: &str, kind: &str, proof_type: Option<&str>) -> Result<Circuit> {
+    if let Some(name) = proof_type {
+        return Ok(Circuit::from_name(name)?);
+    }
+    let porep = proof_type_arg(sector_size, None)?;
+    Ok(match kind {
+        "porep" => Circuit::Porep(porep),
+        "winning-post" => Circuit::Post(PostType::winning_for(porep)),
+        "window-post" => Circuit::Post(PostType::window_for(porep)),
+        "update" => Circuit::Update(UpdateType::for_seal(porep)),
+        other => bail!("--kind {other:?}: expected porep, winning-post, window-post or update"),
+    })
+}
+
 /// The C1 output as the plain JSON, or in Curio's wrapper.
 fn c1_bytes(c1: &SealCommitPhase1Output, sector: u64, curio: bool) -> Result<Vec<u8>> {
     let plain = serde_json::to_vec(c1)?;
@@ -202,13 +228,14 @@ fn c1_bytes(c1: &SealCommitPhase1Output, sector: u64, curio: bool) -> Result<Vec
 
 fn keys(
     sector_size: &str,
+    kind: &str,
     proof_type: Option<&str>,
     seed: u64,
     dir: Option<PathBuf>,
     force: bool,
     backend: &str,
 ) -> Result<()> {
-    let proof_type = proof_type_arg(sector_size, proof_type)?;
+    let proof_type = circuit_arg(sector_size, kind, proof_type)?;
     let dir = dir_or_default(dir);
     if !force && dir.check(proof_type).is_ok() {
         println!(

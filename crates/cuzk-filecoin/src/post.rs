@@ -1,0 +1,724 @@
+//! WinningPoSt and one WindowPoSt partition on cuzk: from the per-sector
+//! vanilla proofs Curio sends (bincode `FallbackPoStSectorProof`s), the
+//! randomness and the prover id, the one circuit built exactly as
+//! filecoin-proofs' `generate_winning_post_with_vanilla` and
+//! `generate_single_window_post_with_vanilla` build it, as a
+//! `cuzk_pipeline::PartitionSource` of one partition, proved by a cuzk
+//! `Backend`, and checked by the crates' own verifier.
+//!
+//! The facts followed (filecoin-proofs 19.1, storage-proofs-post 19.1):
+//!
+//! * WinningPoSt: exactly `sector_count` (1) vanilla proofs; the public
+//!   inputs of the prover are `{randomness, prover_id, sectors: one per
+//!   vanilla proof, k: None}`; `partition_vanilla_proofs` unrolls the one
+//!   sector proof's 66 inclusion proofs into 66 "sectors" of one challenge
+//!   (the setup's `sector_count` is 66, `challenge_count` 1), checking them
+//!   against the challenges; the circuit is `FallbackPoStCompound::circuit(…,
+//!   Some(0))`. The verifier lists the sector 66 times, so its public inputs
+//!   are derived from that list, not from the prover's.
+//! * WindowPoSt: at most `sector_count` vanilla proofs (one partition), in
+//!   the order given; `k: Some(partition_index)`;
+//!   `single_partition_vanilla_proofs` checks them and pads a short
+//!   partition by repeating the last sector's proof (the circuit and the
+//!   public inputs repeat the last sector too); the circuit is built with
+//!   `Some(0)`, as `prove_with_vanilla` numbers its one partition.
+//! * The output is the one Groth16 proof's 192 bytes.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use bellperson::groth16;
+use blstrs::{Bls12, Scalar as Fr};
+use cuzk_groth16::prover::{prove_with, Backend};
+use cuzk_groth16::ProvingKey;
+use cuzk_pipeline::{PartitionSource, SourceError};
+use cuzk_synth::CircuitShape;
+use filecoin_hashers::Hasher;
+use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
+use filecoin_proofs::{
+    as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs,
+    FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType,
+};
+use filecoin_proofs_api::{PublicReplicaInfo, RegisteredPoStProof, SectorId};
+use rand_core::RngCore;
+use storage_proofs_core::api_version::ApiVersion;
+use storage_proofs_core::compound_proof::{self, CompoundProof};
+use storage_proofs_core::multi_proof::MultiProof;
+use storage_proofs_post::fallback::{
+    self, ChallengeRequirements, FallbackPoSt, FallbackPoStCompound, PublicSector,
+};
+
+use crate::engine::{shape_from_key, Synthesis};
+use crate::proof_type::{sector_size_label, with_sector_shape};
+use crate::{Error, PartitionReport, ProofType};
+
+/// Which PoSt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PostKind {
+    /// WinningPoSt: one sector, 66 challenges, for a block (seconds count).
+    Winning,
+    /// WindowPoSt: up to `sector_count` sectors per partition, 10 challenges each.
+    Window,
+}
+
+impl PostKind {
+    fn name(self) -> &'static str {
+        match self {
+            PostKind::Winning => "WinningPoSt",
+            PostKind::Window => "WindowPoSt",
+        }
+    }
+}
+
+/// A registered PoSt proof type that cuzk proves: every WinningPoSt type
+/// and the V1_2 WindowPoSt types. The V1 WindowPoSt types (ApiVersion
+/// 1.0.0, replaced by V1_2 to fix challenge grinding) are refused: the
+/// crates' single-partition prover derives partition `k`'s challenges as
+/// partition 0's, which is right for V1_2 only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PostType(RegisteredPoStProof);
+
+impl PostType {
+    /// All registered PoSt proof types, supported or not, in registry order.
+    pub const ALL: [RegisteredPoStProof; 15] = {
+        use RegisteredPoStProof::*;
+        [
+            StackedDrgWinning2KiBV1,
+            StackedDrgWinning8MiBV1,
+            StackedDrgWinning512MiBV1,
+            StackedDrgWinning32GiBV1,
+            StackedDrgWinning64GiBV1,
+            StackedDrgWindow2KiBV1,
+            StackedDrgWindow8MiBV1,
+            StackedDrgWindow512MiBV1,
+            StackedDrgWindow32GiBV1,
+            StackedDrgWindow64GiBV1,
+            StackedDrgWindow2KiBV1_2,
+            StackedDrgWindow8MiBV1_2,
+            StackedDrgWindow512MiBV1_2,
+            StackedDrgWindow32GiBV1_2,
+            StackedDrgWindow64GiBV1_2,
+        ]
+    };
+
+    /// The proof type, or why it is not supported.
+    pub fn new(proof: RegisteredPoStProof) -> Result<Self, Error> {
+        if proof.typ() == PoStType::Window && proof.version() != ApiVersion::V1_2_0 {
+            return Err(Error::Unsupported {
+                proof_type: format!("{proof:?}"),
+                why: "WindowPoSt before V1_2 is not proved by cuzk (the network takes the V1_2 \
+                      types; use the V1_2 type of the same sector size)"
+                    .into(),
+            });
+        }
+        Ok(PostType(proof))
+    }
+
+    /// Looks a proof type up by its registry name (`StackedDrgWinning2KiBV1`).
+    pub fn from_name(name: &str) -> Result<Self, Error> {
+        let proof = Self::ALL
+            .into_iter()
+            .find(|p| format!("{p:?}") == name)
+            .ok_or_else(|| Error::Unsupported {
+                proof_type: name.to_string(),
+                why: "not a registered PoSt proof type".into(),
+            })?;
+        Self::new(proof)
+    }
+
+    /// The WinningPoSt type of a PoRep proof type's sectors.
+    pub fn winning_for(seal: ProofType) -> Self {
+        Self::of_size(PostKind::Winning, seal.sector_size())
+    }
+
+    /// The (V1_2) WindowPoSt type of a PoRep proof type's sectors.
+    pub fn window_for(seal: ProofType) -> Self {
+        Self::of_size(PostKind::Window, seal.sector_size())
+    }
+
+    /// The supported type of `kind` for sectors of `size` bytes (a PoRep
+    /// proof type's size: every one has both kinds).
+    fn of_size(kind: PostKind, size: u64) -> Self {
+        Self::ALL
+            .into_iter()
+            .filter_map(|p| Self::new(p).ok())
+            .find(|p| p.kind() == kind && p.sector_size() == size)
+            .expect("every PoRep sector size has a WinningPoSt and a V1_2 WindowPoSt type")
+    }
+
+    /// The registered proof.
+    pub fn registered(self) -> RegisteredPoStProof {
+        self.0
+    }
+
+    /// Its registry name.
+    pub fn name(self) -> String {
+        format!("{:?}", self.0)
+    }
+
+    /// Winning or Window.
+    pub fn kind(self) -> PostKind {
+        match self.0.typ() {
+            PoStType::Winning => PostKind::Winning,
+            PoStType::Window => PostKind::Window,
+        }
+    }
+
+    /// Sector size in bytes.
+    pub fn sector_size(self) -> u64 {
+        u64::from(self.0.sector_size())
+    }
+
+    /// filecoin-proofs' configuration for it.
+    pub fn config(self) -> PoStConfig {
+        self.0.as_v1_config()
+    }
+
+    /// Sectors per proof: exactly this many for WinningPoSt (1), at most
+    /// this many per WindowPoSt partition (2349 at 32 GiB).
+    pub fn sector_count(self) -> usize {
+        self.0.sector_count()
+    }
+
+    /// The circuit's identifier in the parameter cache.
+    pub fn circuit_identifier(self) -> Result<String, Error> {
+        self.0
+            .circuit_identifier()
+            .map_err(|e| Error::filecoin("computing the circuit identifier", e))
+    }
+}
+
+/// One PoSt to prove: the proof type, the chain randomness, the prover id
+/// and the per-sector vanilla proofs as Curio sends them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostRequest {
+    post_type: PostType,
+    randomness: [u8; 32],
+    prover_id: [u8; 32],
+    vanilla_proofs: Vec<Vec<u8>>,
+    partition_index: usize,
+}
+
+impl PostRequest {
+    /// A WinningPoSt: `vanilla_proofs` are bincode `FallbackPoStSectorProof`s,
+    /// one per challenged sector (`post_type.sector_count()` of them).
+    pub fn winning(
+        post_type: PostType,
+        randomness: &[u8],
+        prover_id: [u8; 32],
+        vanilla_proofs: Vec<Vec<u8>>,
+    ) -> Result<Self, Error> {
+        Self::new(
+            PostKind::Winning,
+            post_type,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+            0,
+        )
+    }
+
+    /// One WindowPoSt partition: the vanilla proofs of its sectors, in
+    /// order (at most `post_type.sector_count()`), and its index in the deadline.
+    pub fn window(
+        post_type: PostType,
+        randomness: &[u8],
+        prover_id: [u8; 32],
+        vanilla_proofs: Vec<Vec<u8>>,
+        partition_index: usize,
+    ) -> Result<Self, Error> {
+        Self::new(
+            PostKind::Window,
+            post_type,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+            partition_index,
+        )
+    }
+
+    fn new(
+        kind: PostKind,
+        post_type: PostType,
+        randomness: &[u8],
+        prover_id: [u8; 32],
+        vanilla_proofs: Vec<Vec<u8>>,
+        partition_index: usize,
+    ) -> Result<Self, Error> {
+        let refuse = |problem: String| Error::BadRequest {
+            kind: kind.name(),
+            problem,
+        };
+        if post_type.kind() != kind {
+            return Err(refuse(format!(
+                "{} is a {} proof type",
+                post_type.name(),
+                post_type.kind().name()
+            )));
+        }
+        let randomness: [u8; 32] = randomness.try_into().map_err(|_| {
+            refuse(format!(
+                "the randomness is {} bytes; it must be 32 (a field element, little-endian)",
+                randomness.len()
+            ))
+        })?;
+        let n = vanilla_proofs.len();
+        let count = post_type.sector_count();
+        match kind {
+            PostKind::Winning if n != count => {
+                return Err(refuse(format!(
+                    "{n} vanilla proofs for {}: it proves exactly {count} sector(s)",
+                    post_type.name()
+                )))
+            }
+            PostKind::Window if n == 0 || n > count => {
+                return Err(refuse(format!(
+                    "{n} vanilla proofs for one {} partition: it holds 1 to {count} sectors",
+                    post_type.name()
+                )))
+            }
+            _ => {}
+        }
+        Ok(PostRequest {
+            post_type,
+            randomness,
+            prover_id,
+            vanilla_proofs,
+            partition_index,
+        })
+    }
+
+    /// The proof type.
+    pub fn post_type(&self) -> PostType {
+        self.post_type
+    }
+
+    /// The randomness.
+    pub fn randomness(&self) -> &[u8; 32] {
+        &self.randomness
+    }
+
+    /// The prover id.
+    pub fn prover_id(&self) -> &[u8; 32] {
+        &self.prover_id
+    }
+
+    /// The WindowPoSt partition index (0 for WinningPoSt).
+    pub fn partition_index(&self) -> usize {
+        self.partition_index
+    }
+
+    /// The vanilla proofs, as given.
+    pub fn vanilla_proofs(&self) -> &[Vec<u8>] {
+        &self.vanilla_proofs
+    }
+
+    /// The sectors proved, with their comm_r, in the order of the vanilla
+    /// proofs (decoding them; an undecodable one is an error).
+    pub fn sectors(&self) -> Result<Vec<(u64, [u8; 32])>, Error> {
+        with_sector_shape!(self.post_type.sector_size(), sectors_typed, self)
+    }
+
+    fn refuse(&self, problem: String) -> Error {
+        Error::BadRequest {
+            kind: self.post_type.kind().name(),
+            problem,
+        }
+    }
+}
+
+/// The one circuit of a PoSt as a job for cuzk's engine (see
+/// [`crate::PorepSource`] for the shape taken from the key).
+pub struct PostSource {
+    label: String,
+    shape: CircuitShape,
+    circuit: Mutex<Option<Synthesis>>,
+    inputs: Vec<Fr>,
+}
+
+impl PostSource {
+    /// The circuit of `request`, to be proved with `key` (the proof type's key).
+    pub fn new(request: &PostRequest, key: &ProvingKey) -> Result<Self, Error> {
+        let (synthesis, inputs) =
+            with_sector_shape!(request.post_type.sector_size(), erased_circuit, request)?;
+        let pt = request.post_type;
+        Ok(PostSource {
+            label: match pt.kind() {
+                PostKind::Winning => format!("WinningPoSt {}", pt.name()),
+                PostKind::Window => format!(
+                    "WindowPoSt {} partition {}",
+                    pt.name(),
+                    request.partition_index
+                ),
+            },
+            shape: shape_from_key(key),
+            circuit: Mutex::new(Some(synthesis)),
+            inputs,
+        })
+    }
+}
+
+impl std::fmt::Debug for PostSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostSource")
+            .field("label", &self.label)
+            .field("shape", &self.shape)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionSource for PostSource {
+    fn describe(&self) -> String {
+        self.label.clone()
+    }
+
+    fn num_partitions(&self) -> usize {
+        1
+    }
+
+    fn shape(&self) -> CircuitShape {
+        self.shape.clone()
+    }
+
+    /// Synthesizes the circuit, once (it is consumed).
+    fn synthesize(&self, index: usize) -> Result<cuzk_synth::Synthesized, SourceError> {
+        if index != 0 {
+            return Err(SourceError::new(format!(
+                "no partition {index}: a PoSt has one circuit"
+            )));
+        }
+        let synthesis = self
+            .circuit
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .ok_or_else(|| SourceError::new("the PoSt circuit was already synthesized"))?;
+        let witness = synthesis(&self.shape)?;
+        if witness.input_assignment.get(1..) != Some(&self.inputs[..]) {
+            return Err(SourceError::new(
+                "the synthesized public inputs differ from the ones Filecoin's verifier derives",
+            ));
+        }
+        Ok(witness)
+    }
+
+    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
+        Ok((index == 0).then(|| self.inputs.clone()))
+    }
+}
+
+/// Proves `request` on this thread: builds and synthesizes its circuit,
+/// checks the public inputs against the verifier's, proves it with `key`
+/// on `backend` (r then s drawn from `rng`, bellperson's order). Returns
+/// the 192-byte proof and what it cost. This does not verify: call
+/// [`verify_post`].
+pub fn prove_post(
+    request: &PostRequest,
+    key: &ProvingKey,
+    backend: &dyn Backend,
+    rng: &mut dyn RngCore,
+) -> Result<(Vec<u8>, PartitionReport), Error> {
+    let start = Instant::now();
+    let source = PostSource::new(request, key)?;
+    let witness = source.synthesize(0).map_err(|e| Error::Filecoin {
+        context: "synthesizing the PoSt circuit",
+        message: e.message,
+    })?;
+    let synthesis = start.elapsed();
+    let randomness = cuzk_groth16::prover::draw_randomness(1, rng);
+    let start = Instant::now();
+    let proved =
+        prove_with(backend, key, &witness, randomness[0].0, randomness[0].1).map_err(|source| {
+            Error::Prove {
+                partition: 0,
+                source,
+            }
+        })?;
+    let report = PartitionReport {
+        partition: 0,
+        of: 1,
+        synthesis,
+        proving: start.elapsed(),
+        timings: proved.timings,
+        shape: witness.shape(),
+        backend: proved.backend,
+    };
+    Ok((proved.proof.to_bytes().to_vec(), report))
+}
+
+/// How a PoSt proof was verified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostVerified {
+    /// filecoin-proofs-api's `verify_winning_post` or `verify_window_post`
+    /// (which read the `.vk` from `FIL_PROOFS_PARAMETER_CACHE`), after
+    /// `FallbackPoStCompound::verify` with the given key.
+    FilecoinApi,
+    /// `FallbackPoStCompound::verify` with the given key only, on the public
+    /// inputs as the crates' prover orders them: a WindowPoSt partition
+    /// whose sectors are not in ascending order (`verify_window_post` takes
+    /// the sectors as a sorted map, so it proves nothing about such a proof).
+    Compound,
+}
+
+/// Verifies a PoSt proof with the Filecoin crates' verifier (see
+/// [`PostVerified`]). An invalid proof is an error.
+pub fn verify_post(
+    request: &PostRequest,
+    proof: &[u8],
+    vk: &groth16::VerifyingKey<Bls12>,
+) -> Result<PostVerified, Error> {
+    if proof.len() != cuzk_groth16::proof::PROOF_LEN {
+        return Err(Error::InvalidProof(
+            "a PoSt proof is one 192-byte Groth16 proof",
+        ));
+    }
+    let valid = with_sector_shape!(
+        request.post_type.sector_size(),
+        verify_compound_typed,
+        request,
+        proof,
+        vk
+    )?;
+    if !valid {
+        return Err(Error::InvalidProof(
+            "rejected by FallbackPoStCompound::verify",
+        ));
+    }
+    let sectors = request.sectors()?;
+    let pt = request.post_type;
+    let replica = |comm_r| PublicReplicaInfo::new(pt.registered(), comm_r);
+    let valid = match pt.kind() {
+        PostKind::Winning => {
+            let replicas: BTreeMap<_, _> = sectors
+                .iter()
+                .map(|&(id, comm_r)| (SectorId::from(id), replica(comm_r)))
+                .collect();
+            filecoin_proofs_api::post::verify_winning_post(
+                &request.randomness,
+                proof,
+                &replicas,
+                request.prover_id,
+            )
+            .map_err(|e| Error::filecoin("verify_winning_post", e))?
+        }
+        PostKind::Window => {
+            if !sectors.windows(2).all(|w| w[0].0 < w[1].0) {
+                return Ok(PostVerified::Compound);
+            }
+            let replicas: BTreeMap<_, _> = sectors
+                .iter()
+                .map(|&(id, comm_r)| (SectorId::from(id), replica(comm_r)))
+                .collect();
+            filecoin_proofs_api::post::verify_window_post(
+                &request.randomness,
+                &[(pt.registered(), proof)],
+                &replicas,
+                request.prover_id,
+            )
+            .map_err(|e| Error::filecoin("verify_window_post", e))?
+        }
+    };
+    if valid {
+        Ok(PostVerified::FilecoinApi)
+    } else {
+        Err(Error::InvalidProof(match pt.kind() {
+            PostKind::Winning => "rejected by filecoin-proofs' verify_winning_post",
+            PostKind::Window => "rejected by filecoin-proofs' verify_window_post",
+        }))
+    }
+}
+
+type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+
+/// A request decoded for one tree shape, with the crates' parameters and
+/// the public inputs of their prover and of their verifier.
+struct Typed<Tree: 'static + MerkleTreeTrait> {
+    config: PoStConfig,
+    params: compound_proof::PublicParams<'static, FallbackPoSt<'static, Tree>>,
+    proofs: Vec<FallbackPoStSectorProof<Tree>>,
+    prover_inputs: fallback::PublicInputs<Domain<Tree>>,
+    verifier_inputs: fallback::PublicInputs<Domain<Tree>>,
+}
+
+fn decode<Tree: 'static + MerkleTreeTrait>(
+    request: &PostRequest,
+) -> Result<Vec<FallbackPoStSectorProof<Tree>>, Error> {
+    let pt = request.post_type;
+    let config = pt.config();
+    let challenges = config.challenge_count;
+    let mut seen = std::collections::BTreeSet::new();
+    request
+        .vanilla_proofs
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            let proof: FallbackPoStSectorProof<Tree> =
+                bincode::deserialize(bytes).map_err(|e| {
+                    request.refuse(format!(
+                        "vanilla proof {i} is not a bincode FallbackPoStSectorProof of a {} sector: {e}",
+                        sector_size_label(pt.sector_size())
+                    ))
+                })?;
+            let used = bincode::serialized_size(&proof).unwrap_or(u64::MAX);
+            if used != bytes.len() as u64 {
+                return Err(request.refuse(format!(
+                    "vanilla proof {i} has {} bytes after its FallbackPoStSectorProof of {used} bytes",
+                    bytes.len() as u64 - used.min(bytes.len() as u64)
+                )));
+            }
+            let id = u64::from(proof.sector_id);
+            if !seen.insert(id) {
+                return Err(request.refuse(format!(
+                    "vanilla proof {i} is for sector {id}, which an earlier one already proves"
+                )));
+            }
+            let sectors = &proof.vanilla_proof.sectors;
+            let inclusions = sectors.first().map_or(0, |s| s.inclusion_proofs.len());
+            if sectors.len() != 1 || inclusions != challenges {
+                return Err(request.refuse(format!(
+                    "vanilla proof {i} (sector {id}) holds {} sector proof(s) with {inclusions} \
+                     inclusion proof(s); a {} sector proof is one with {challenges}",
+                    sectors.len(),
+                    pt.name()
+                )));
+            }
+            Ok(proof)
+        })
+        .collect()
+}
+
+fn typed<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Typed<Tree>, Error> {
+    let pt = request.post_type;
+    let config = pt.config();
+    let proofs = decode::<Tree>(request)?;
+    let randomness: Domain<Tree> = as_safe_commitment(&request.randomness, "randomness")
+        .map_err(|e| request.refuse(format!("{e:#}: the randomness is not a field element")))?;
+    let prover_id: Domain<Tree> = as_safe_commitment(&request.prover_id, "prover_id")
+        .map_err(|e| request.refuse(format!("{e:#}: the prover id is not a field element")))?;
+    let (vanilla_params, k) = match pt.kind() {
+        PostKind::Winning => (
+            winning_post_setup_params(&config)
+                .map_err(|e| Error::filecoin("setting up the WinningPoSt parameters", e))?,
+            None,
+        ),
+        PostKind::Window => (
+            window_post_setup_params(&config),
+            Some(request.partition_index),
+        ),
+    };
+    let verifier_copies = match pt.kind() {
+        // verify_winning_post lists the sectors once per unrolled "sector".
+        PostKind::Winning => vanilla_params.sector_count,
+        PostKind::Window => 1,
+    };
+    let params = FallbackPoStCompound::<Tree>::setup(&compound_proof::SetupParams {
+        vanilla_params,
+        // One partition: a window request holds at most sector_count sectors.
+        partitions: None,
+        priority: config.priority,
+    })
+    .map_err(|e| Error::filecoin("setting up the PoSt parameters", e))?;
+    let sectors: Vec<_> = proofs
+        .iter()
+        .map(|p| PublicSector {
+            id: p.sector_id,
+            comm_r: p.comm_r,
+        })
+        .collect();
+    let prover_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: sectors.clone(),
+        k,
+    };
+    let verifier_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors: (0..verifier_copies)
+            .flat_map(|_| sectors.iter().cloned())
+            .collect(),
+        k: None,
+    };
+    Ok(Typed {
+        config,
+        params,
+        proofs,
+        prover_inputs,
+        verifier_inputs,
+    })
+}
+
+fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
+    request: &PostRequest,
+) -> Result<(Synthesis, Vec<Fr>), Error> {
+    let t = typed::<Tree>(request)?;
+    let vanilla_params = &t.params.vanilla_params;
+    let refused = |e: String| {
+        request.refuse(format!(
+            "the vanilla proofs do not prove the challenges of this randomness and these sectors: {e}"
+        ))
+    };
+    let partition = match request.post_type.kind() {
+        PostKind::Winning => {
+            partition_vanilla_proofs(&t.config, vanilla_params, &t.prover_inputs, 1, &t.proofs)
+                .map_err(|e| refused(format!("{e:#}")))?
+                .pop()
+                .ok_or_else(|| Error::filecoin("partitioning the vanilla proofs", "no partition"))?
+        }
+        PostKind::Window => {
+            single_partition_vanilla_proofs(&t.config, vanilla_params, &t.prover_inputs, &t.proofs)
+                .map_err(|e| refused(format!("{e:#}")))?
+        }
+    };
+    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::circuit(
+        &t.prover_inputs,
+        Default::default(),
+        &partition,
+        vanilla_params,
+        Some(0),
+    )
+    .map_err(|e| Error::filecoin("building the PoSt circuit", e))?;
+    let inputs = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::generate_public_inputs(
+        &t.verifier_inputs,
+        vanilla_params,
+        Some(0),
+    )
+    .map_err(|e| Error::filecoin("deriving the public inputs", e))?;
+    let synthesis: Synthesis =
+        Box::new(move |shape: &CircuitShape| cuzk_synth::synthesize_with_capacity(circuit, shape));
+    Ok((synthesis, inputs))
+}
+
+fn verify_compound_typed<Tree: 'static + MerkleTreeTrait>(
+    request: &PostRequest,
+    proof: &[u8],
+    vk: &groth16::VerifyingKey<Bls12>,
+) -> Result<bool, Error> {
+    let t = typed::<Tree>(request)?;
+    let pvk = groth16::prepare_verifying_key(vk);
+    let multi = MultiProof::new_from_bytes(None, proof, &pvk)
+        .map_err(|e| Error::filecoin("reading the proof", e))?;
+    <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::verify(
+        &t.params,
+        &t.verifier_inputs,
+        &multi,
+        &ChallengeRequirements {
+            minimum_challenge_count: t.config.challenge_count * t.config.sector_count,
+        },
+    )
+    .map_err(|e| Error::filecoin("verifying the proof", e))
+}
+
+fn sectors_typed<Tree: 'static + MerkleTreeTrait>(
+    request: &PostRequest,
+) -> Result<Vec<(u64, [u8; 32])>, Error> {
+    Ok(decode::<Tree>(request)?
+        .iter()
+        .map(|p| {
+            let mut comm_r = [0u8; 32];
+            comm_r.copy_from_slice(AsRef::<[u8]>::as_ref(&p.comm_r));
+            (u64::from(p.sector_id), comm_r)
+        })
+        .collect())
+}

@@ -1,0 +1,189 @@
+//! What `cuzk winning-post` and `cuzk window-post` share: the request read
+//! from files (bincode vanilla proofs, as Curio packs them), the key from
+//! the parameter cache under its official name, the proof made on this
+//! thread, verified with the Filecoin crates, and written atomically only
+//! then, with one timing line per stage (porep-c2's conventions).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use cuzk_filecoin::{
+    prove_post, verify_post, ParamsDir, PostKind, PostRequest, PostType, PostVerified,
+    SectorIdentity,
+};
+
+use crate::backend::{select_backend, BackendArgs};
+use crate::commands::porep_c2::parse_actor;
+use crate::output::{peak_rss, rng_from, secs, spinner, stage_list, write_atomically};
+
+#[derive(Args, Debug)]
+pub(crate) struct PostArgs {
+    /// The registered PoSt proof type (StackedDrgWinning32GiBV1, StackedDrgWindow32GiBV1_2, …).
+    #[arg(long)]
+    proof_type: String,
+    /// One sector's vanilla proof: a bincode FallbackPoStSectorProof, as
+    /// filecoin-proofs-api's generate_single_vanilla_proof returns it and
+    /// Curio sends it. Repeat per sector, in order.
+    #[arg(long, required = true)]
+    vanilla: Vec<PathBuf>,
+    /// The challenge randomness: 32 bytes in hex (64 digits).
+    #[arg(long)]
+    randomness: String,
+    /// Miner actor id (f01000 or 1000): the prover id is its id address payload.
+    #[arg(long)]
+    prover_id: String,
+    /// Where to write the 192-byte proof; written atomically, and only once it has verified.
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Parameter cache holding v28-….params and .vk (default: FIL_PROOFS_PARAMETER_CACHE,
+    /// else /var/tmp/filecoin-proof-parameters).
+    #[arg(long)]
+    params_dir: Option<PathBuf>,
+    /// Do not verify the proof before writing it.
+    #[arg(long)]
+    no_verify: bool,
+    /// Seed of the proof randomness (r, s); random when absent.
+    #[arg(long)]
+    rng_seed: Option<u64>,
+    #[command(flatten)]
+    backend: BackendArgs,
+}
+
+type Stages = Vec<(String, Duration, String)>;
+
+pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>> {
+    let t = text.trim().trim_start_matches("0x");
+    if t.len() % 2 != 0 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!("{text:?} is not hex (64 hex digits for 32 bytes)");
+    }
+    Ok((0..t.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&t[i..i + 2], 16).expect("checked hex digits"))
+        .collect())
+}
+
+/// Proves one PoSt of `kind` (`partition`: the WindowPoSt partition index).
+pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()> {
+    // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use:
+    // set it before anything touches the crates, so its verifier and cuzk
+    // read the same directory.
+    if let Some(dir) = &args.params_dir {
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
+    }
+    let params = ParamsDir::filecoin();
+    let mut stages: Stages = Vec::new();
+
+    let t = Instant::now();
+    let post_type = PostType::from_name(&args.proof_type)?;
+    let randomness = parse_hex(&args.randomness).context("--randomness")?;
+    let prover_id = SectorIdentity::from_actor(parse_actor(&args.prover_id)?, 0).prover_id;
+    let mut vanilla = Vec::with_capacity(args.vanilla.len());
+    for path in &args.vanilla {
+        vanilla.push(
+            std::fs::read(path)
+                .with_context(|| format!("reading the vanilla proof {}", path.display()))?,
+        );
+    }
+    let bytes: usize = vanilla.iter().map(Vec::len).sum();
+    let request = match kind {
+        PostKind::Winning => PostRequest::winning(post_type, &randomness, prover_id, vanilla)?,
+        PostKind::Window => {
+            PostRequest::window(post_type, &randomness, prover_id, vanilla, partition)?
+        }
+    };
+    let sectors = request.sectors()?;
+    stages.push((
+        "parse".into(),
+        t.elapsed(),
+        format!(
+            "{}, {} sector(s) ({}), {bytes} bytes of vanilla proofs{}",
+            post_type.name(),
+            sectors.len(),
+            sectors
+                .iter()
+                .map(|(id, _)| id.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            match kind {
+                PostKind::Winning => String::new(),
+                PostKind::Window => format!(", partition {partition}"),
+            }
+        ),
+    ));
+
+    let t = Instant::now();
+    params.check(post_type)?;
+    stages.push((
+        "check".into(),
+        t.elapsed(),
+        "key files present and whole".into(),
+    ));
+
+    let backend = select_backend(&args.backend)?;
+    let t = Instant::now();
+    let key_path = params.params_path(post_type)?;
+    let s = spinner(format!("reading {}", key_path.display()));
+    let key = params.load_proving_key(post_type)?;
+    s.finish_and_clear();
+    stages.push(("key".into(), t.elapsed(), key_path.display().to_string()));
+
+    let s = spinner("synthesizing and proving".into());
+    let mut rng = rng_from(args.rng_seed);
+    let (proof, report) = prove_post(&request, &key, backend.as_ref(), &mut rng)?;
+    s.finish_and_clear();
+    drop(key);
+    let shape = &report.shape;
+    stages.push((
+        "synthesis".into(),
+        report.synthesis,
+        format!(
+            "{} constraints, {} inputs, {} aux (vanilla proofs checked against the challenges)",
+            shape.num_constraints, shape.num_inputs, shape.num_aux
+        ),
+    ));
+    stages.push((
+        "proving".into(),
+        report.proving,
+        format!("{}: {}", report.backend, stage_list(&report.timings)),
+    ));
+
+    if args.no_verify {
+        stages.push((
+            "verification".into(),
+            Duration::ZERO,
+            "skipped (--no-verify)".into(),
+        ));
+    } else {
+        let t = Instant::now();
+        let vk = params.load_verifying_key(post_type)?;
+        let how = verify_post(&request, &proof, &vk)?;
+        stages.push((
+            "verification".into(),
+            t.elapsed(),
+            match (how, kind) {
+                (PostVerified::FilecoinApi, PostKind::Winning) => {
+                    "valid: filecoin-proofs-api verify_winning_post"
+                }
+                (PostVerified::FilecoinApi, PostKind::Window) => {
+                    "valid: filecoin-proofs-api verify_window_post on the partition's sectors"
+                }
+                (PostVerified::Compound, _) => {
+                    "valid: FallbackPoStCompound::verify (sectors not in ascending order)"
+                }
+            }
+            .into(),
+        ));
+    }
+
+    write_atomically(&args.out, &proof)?;
+    for (stage, d, note) in &stages {
+        println!("{stage:<13} {:>10}  {note}", secs(*d));
+    }
+    if let Some(peak) = peak_rss() {
+        println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
+    }
+    println!("wrote {} ({} bytes)", args.out.display(), proof.len());
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! `cuzk snap-prove`: a SnapDeals (empty-sector update) proof from the
+//! per-partition vanilla proofs and the three commitments, as
+//! `generate_empty_sector_update_proof_with_vanilla` proves it, verified
+//! with filecoin-proofs-api's `verify_empty_sector_update_proof` before it
+//! is written (porep-c2's conventions: cache keys, atomic output, timing lines).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use cuzk_filecoin::{
+    parse_sector_size, prove_update, verify_update, ParamsDir, ProofType, UpdateRequest, UpdateType,
+};
+
+use crate::backend::{select_backend, BackendArgs};
+use crate::commands::post::parse_hex;
+use crate::output::{peak_rss, rng_from, secs, spinner, stage_list, write_atomically};
+
+#[derive(Args, Debug)]
+pub(crate) struct SnapProveArgs {
+    /// Sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB): the update proof type is
+    /// that size's (its registry names are those of the V1 PoRep types).
+    #[arg(long)]
+    sector_size: String,
+    /// One partition's vanilla proof: a bincode PartitionProof, as
+    /// filecoin-proofs-api's generate_partition_proofs returns it and Curio
+    /// sends it. Repeat per partition, in order (16 at 32 GiB).
+    #[arg(long, required = true)]
+    vanilla: Vec<PathBuf>,
+    /// comm_r of the sector key (before the update), 32 bytes in hex.
+    #[arg(long)]
+    comm_r_old: String,
+    /// comm_r of the updated replica, 32 bytes in hex.
+    #[arg(long)]
+    comm_r_new: String,
+    /// comm_d of the new data, 32 bytes in hex.
+    #[arg(long)]
+    comm_d_new: String,
+    /// Where to write the proof (192 bytes per partition); written atomically,
+    /// and only once it has verified.
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Parameter cache holding v28-….params and .vk (default: FIL_PROOFS_PARAMETER_CACHE,
+    /// else /var/tmp/filecoin-proof-parameters).
+    #[arg(long)]
+    params_dir: Option<PathBuf>,
+    /// Do not verify the proof before writing it.
+    #[arg(long)]
+    no_verify: bool,
+    /// Seed of the proof randomness (r, s); random when absent.
+    #[arg(long)]
+    rng_seed: Option<u64>,
+    #[command(flatten)]
+    backend: BackendArgs,
+}
+
+pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
+    // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use.
+    if let Some(dir) = &args.params_dir {
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
+    }
+    let params = ParamsDir::filecoin();
+    let mut stages: Vec<(String, Duration, String)> = Vec::new();
+
+    let t = Instant::now();
+    let size = parse_sector_size(&args.sector_size).with_context(|| {
+        format!(
+            "--sector-size {:?} is not a size like 2KiB",
+            args.sector_size
+        )
+    })?;
+    let seal = ProofType::ALL
+        .into_iter()
+        .filter_map(|p| ProofType::new(p).ok())
+        .find(|p| p.sector_size() == size)
+        .with_context(|| format!("no registered proof type has {size}-byte sectors"))?;
+    let update_type = UpdateType::for_seal(seal);
+    let hex = |text: &str, name: &str| parse_hex(text).with_context(|| format!("--{name}"));
+    let mut vanilla = Vec::with_capacity(args.vanilla.len());
+    for path in &args.vanilla {
+        vanilla.push(
+            std::fs::read(path)
+                .with_context(|| format!("reading the vanilla proof {}", path.display()))?,
+        );
+    }
+    let bytes: usize = vanilla.iter().map(Vec::len).sum();
+    let request = UpdateRequest::new(
+        update_type,
+        vanilla,
+        &hex(&args.comm_r_old, "comm-r-old")?,
+        &hex(&args.comm_r_new, "comm-r-new")?,
+        &hex(&args.comm_d_new, "comm-d-new")?,
+    )?;
+    stages.push((
+        "parse".into(),
+        t.elapsed(),
+        format!(
+            "update {}, {} partition(s), {bytes} bytes of vanilla proofs",
+            update_type.name(),
+            update_type.partitions()
+        ),
+    ));
+
+    let t = Instant::now();
+    params.check(update_type)?;
+    stages.push((
+        "check".into(),
+        t.elapsed(),
+        "key files present and whole".into(),
+    ));
+
+    let backend = select_backend(&args.backend)?;
+    let t = Instant::now();
+    let key_path = params.params_path(update_type)?;
+    let s = spinner(format!("reading {}", key_path.display()));
+    let key = params.load_proving_key(update_type)?;
+    s.finish_and_clear();
+    stages.push(("key".into(), t.elapsed(), key_path.display().to_string()));
+
+    let mut synthesis = Duration::ZERO;
+    let mut proving = Duration::ZERO;
+    let mut shape = String::new();
+    let mut backend_name = "";
+    let mut rng = rng_from(args.rng_seed);
+    let s = spinner("checking the vanilla proofs, synthesizing and proving".into());
+    let proof = prove_update(&request, &key, backend.as_ref(), &mut rng, &mut |p| {
+        synthesis += p.synthesis;
+        proving += p.proving;
+        backend_name = p.backend;
+        shape = format!(
+            "{} constraints, {} inputs, {} aux per partition",
+            p.shape.num_constraints, p.shape.num_inputs, p.shape.num_aux
+        );
+        s.suspend(|| {
+            eprintln!(
+                "partition {}/{}: synthesis {}, proving {} ({}: {})",
+                p.partition + 1,
+                p.of,
+                secs(p.synthesis),
+                secs(p.proving),
+                p.backend,
+                stage_list(&p.timings)
+            )
+        });
+    })?;
+    s.finish_and_clear();
+    drop(key);
+    stages.push(("synthesis".into(), synthesis, shape));
+    stages.push(("proving".into(), proving, backend_name.to_string()));
+
+    if args.no_verify {
+        stages.push((
+            "verification".into(),
+            Duration::ZERO,
+            "skipped (--no-verify)".into(),
+        ));
+    } else {
+        let t = Instant::now();
+        let vk = params.load_verifying_key(update_type)?;
+        verify_update(&request, &proof, &vk)?;
+        stages.push((
+            "verification".into(),
+            t.elapsed(),
+            "valid: filecoin-proofs-api verify_empty_sector_update_proof".into(),
+        ));
+    }
+
+    write_atomically(&args.out, &proof)?;
+    for (stage, d, note) in &stages {
+        println!("{stage:<13} {:>10}  {note}", secs(*d));
+    }
+    if let Some(peak) = peak_rss() {
+        println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
+    }
+    println!("wrote {} ({} bytes)", args.out.display(), proof.len());
+    Ok(())
+}
