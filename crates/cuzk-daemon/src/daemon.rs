@@ -5,9 +5,10 @@
 //! A job goes `Accepting` (checked, being journaled) → `Queued` → `Starting`
 //! (its key being made HOT, its circuits built) → `Running` (in the engine)
 //! → `Finished`. The dispatcher thread hands the queue's head to the engine:
-//! HIGH and CRITICAL jobs at once (as the engine's latency class, so their
-//! partitions overtake every bulk partition not yet started), NORMAL and LOW
-//! ones while fewer than `bulk_jobs_in_engine` bulk jobs are in it; one
+//! HIGH and CRITICAL jobs at once (in the engine's class of the same name, so
+//! their partitions overtake every lower-class partition not yet started),
+//! NORMAL and LOW ones while fewer than `bulk_jobs_in_engine` bulk jobs are
+//! in it; one
 //! waiter thread per running job waits for its proofs, checks them with
 //! filecoin-proofs' `verify_seal`, and records the result, journal first.
 
@@ -614,11 +615,7 @@ impl Daemon {
             let e = &t.jobs[&id];
             (e.priority, format!("{id} ({})", e.accepted.request_id))
         };
-        let class = if priority as i32 >= Priority::High as i32 {
-            cuzk_pipeline::Priority::Latency
-        } else {
-            cuzk_pipeline::Priority::Bulk
-        };
+        let class = engine_class(priority);
         let job = Job::new(
             Arc::clone(&source) as Arc<dyn cuzk_pipeline::PartitionSource>,
             Arc::clone(&lease.key),
@@ -1069,6 +1066,16 @@ impl Daemon {
             RequestError::Internal(_) => "internal",
         };
         *self.stats.rejected.lock().entry(code).or_default() += 1;
+    }
+}
+
+/// The engine's class for a wire priority (unspecified is NORMAL).
+pub fn engine_class(priority: Priority) -> cuzk_pipeline::Priority {
+    match priority {
+        Priority::Critical => cuzk_pipeline::Priority::Critical,
+        Priority::High => cuzk_pipeline::Priority::High,
+        Priority::Normal | Priority::Unspecified => cuzk_pipeline::Priority::Normal,
+        Priority::Low => cuzk_pipeline::Priority::Low,
     }
 }
 

@@ -138,6 +138,8 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
         synthesis_workers: config.proving.synthesis_workers,
         devices: devices.iter().map(|(d, _)| d.clone()).collect(),
         max_in_flight: config.proving.partitions_in_flight,
+        critical_reserve: config.proving.critical_reserve,
+        reserve_class: config.reserve_class()?,
         verify: true,
         ..EngineConfig::default()
     };

@@ -10,6 +10,14 @@
 //! not starved. Partitions of finished (cancelled, failed) jobs are dropped
 //! when they reach the head.
 //!
+//! **Headroom**: a reserve of the budget ([`HostReserve`]) that only the
+//! classes at or above its class may use. A lower-class partition is admitted
+//! only while the live reservations stay under `budget − reserve`, so however
+//! much lower-class work is queued or admitted, a reserve-class partition of
+//! up to `reserve` bytes finds room at the next free synthesis worker.
+//! Reserve-class partitions are bounded by the budget alone, not by the
+//! in-flight limit (which lower-class work may have filled).
+//!
 //! [`Priority`]: crate::Priority
 
 use std::cmp::Ordering as CmpOrdering;
@@ -19,6 +27,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::job::Priority;
 use crate::metrics::MemoryMetrics;
 use crate::scheduler::SubmitError;
 use crate::state::JobState;
@@ -34,6 +43,30 @@ pub struct Intake {
     changed: Condvar,
     budget: u64,
     max_in_flight: usize,
+    reserve: HostReserve,
+}
+
+/// Bytes of the host-memory budget kept for the most urgent classes (see the
+/// [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostReserve {
+    /// Bytes only `class` and more urgent classes may use (0: no reserve).
+    pub bytes: u64,
+    /// The least urgent class that may use them.
+    pub class: Priority,
+}
+
+impl HostReserve {
+    /// No reserve: every class shares the whole budget.
+    pub const NONE: HostReserve = HostReserve {
+        bytes: 0,
+        class: Priority::Critical,
+    };
+
+    /// Whether partitions of `priority` may use the reserve.
+    pub fn admits(&self, priority: Priority) -> bool {
+        self.bytes > 0 && priority.at_least(self.class)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -85,19 +118,39 @@ pub struct Admitted {
 
 impl Intake {
     /// An empty intake admitting at most `max_in_flight` partitions and
-    /// `budget` bytes of footprints at once.
+    /// `budget` bytes of footprints at once, with no reserve.
     pub fn new(budget: u64, max_in_flight: usize) -> Arc<Intake> {
+        Intake::with_reserve(budget, max_in_flight, HostReserve::NONE)
+    }
+
+    /// As [`Intake::new`], keeping `reserve.bytes` of `budget` for
+    /// `reserve.class` and more urgent classes (at most the whole budget).
+    pub fn with_reserve(budget: u64, max_in_flight: usize, reserve: HostReserve) -> Arc<Intake> {
         Arc::new(Intake {
             state: Mutex::new(IntakeState::default()),
             changed: Condvar::new(),
             budget,
             max_in_flight: max_in_flight.max(1),
+            reserve: HostReserve {
+                bytes: reserve.bytes.min(budget),
+                ..reserve
+            },
         })
     }
 
     /// The memory budget in bytes.
     pub fn budget(&self) -> u64 {
         self.budget
+    }
+
+    /// The part of the budget partitions of `priority` may use: all of it
+    /// for the reserve's classes, the rest less the reserve.
+    pub fn budget_for(&self, priority: Priority) -> u64 {
+        if self.reserve.admits(priority) {
+            self.budget
+        } else {
+            self.budget - self.reserve.bytes
+        }
     }
 
     /// Queues every partition of `job` (already checked by
@@ -131,7 +184,9 @@ impl Intake {
             }
             if let Some(head) = st.queue.peek() {
                 let need = head.job.footprint().total();
-                if st.in_flight < self.max_in_flight && st.reserved + need <= self.budget {
+                let class = head.job.priority();
+                let slot = st.in_flight < self.max_in_flight || self.reserve.admits(class);
+                if slot && st.reserved + need <= self.budget_for(class) {
                     let head = st.queue.pop().expect("peeked");
                     st.in_flight += 1;
                     st.reserved += need;

@@ -95,7 +95,11 @@ impl Engine {
 impl Scheduler for Engine {
     fn start(config: EngineConfig) -> Result<Self, StartError> {
         config.validate()?;
-        let intake = Intake::new(config.memory_budget, config.max_in_flight);
+        let intake = Intake::with_reserve(
+            config.memory_budget,
+            config.max_in_flight,
+            config.host_reserve(),
+        );
         let meters = Arc::new(Meters::new([
             config.synthesis_workers,
             config.prover_workers(),
@@ -154,11 +158,12 @@ impl Scheduler for Engine {
 
     fn submit(&self, job: Job) -> Result<JobHandle, SubmitError> {
         let id = JobId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let budget = self.intake.budget_for(job.priority);
         let state = JobState::prepare(
             id,
             job,
             self.verify,
-            self.intake.budget(),
+            budget,
             &self.provers,
             Arc::clone(&self.meters.jobs),
         )?;
