@@ -115,6 +115,8 @@ struct Entry {
     /// Cancelled because the daemon is stopping (not by a client).
     interrupted: bool,
     in_bulk_slot: bool,
+    /// When the dispatcher first asked for the job's key (its SRS wait starts).
+    key_asked: Option<Instant>,
     done: tokio::sync::watch::Sender<bool>,
 }
 
@@ -309,6 +311,13 @@ enum Outcome {
     Interrupted,
 }
 
+/// A job the dispatcher took from the queue, with its key leased.
+struct Started {
+    id: String,
+    request: Arc<PorepRequest>,
+    lease: crate::srs::SrsLease,
+}
+
 impl Daemon {
     /// The daemon over a started engine, its devices, key manager and
     /// journal; `replayed` is what the journal held (queued again or kept
@@ -336,6 +345,13 @@ impl Daemon {
             stopped: tokio::sync::watch::channel(false).0,
         });
         daemon.restore(replayed);
+        // A key loaded (or failed) may let queued jobs start: wake the dispatcher.
+        let weak = Arc::downgrade(&daemon);
+        daemon.srs.on_load_end(move || {
+            if let Some(d) = weak.upgrade() {
+                d.wake.notify_all();
+            }
+        });
         let d = Arc::clone(&daemon);
         std::thread::Builder::new()
             .name("dispatcher".into())
@@ -419,6 +435,7 @@ impl Daemon {
                     cancel_requested: false,
                     interrupted: false,
                     in_bulk_slot: false,
+                    key_asked: None,
                     done: tokio::sync::watch::channel(finished).0,
                 },
             );
@@ -486,6 +503,7 @@ impl Daemon {
                     cancel_requested: false,
                     interrupted: false,
                     in_bulk_slot: false,
+                    key_asked: None,
                     done: tokio::sync::watch::channel(false).0,
                 },
             );
@@ -543,72 +561,109 @@ impl Daemon {
     fn dispatch_loop(self: Arc<Self>) {
         let mut last_tick = Instant::now();
         loop {
-            let picked = {
+            let (picked, failed) = {
                 let mut t = self.table.lock();
                 loop {
                     if t.stopping {
                         return;
                     }
                     if !t.draining {
-                        if let Some(p) = self.pick(&mut t) {
-                            break Some(p);
+                        let (picked, failed) = self.pick(&mut t);
+                        if picked.is_some() || !failed.is_empty() {
+                            break (picked, failed);
                         }
                     }
                     self.wake.wait_for(&mut t, Duration::from_secs(1));
                     if last_tick.elapsed() >= Duration::from_secs(1) {
-                        break None;
+                        break (None, Vec::new());
                     }
                 }
             };
+            for (id, error) in failed {
+                self.fail_before_engine(&id, error);
+            }
             match picked {
-                Some((id, request)) => self.start_job(id, request),
-                None => {
+                Some(started) => {
+                    let daemon = Arc::clone(&self);
+                    std::thread::Builder::new()
+                        .name(started.id.clone())
+                        .spawn(move || daemon.run_job(started))
+                        .expect("spawning a job thread");
+                }
+                None if last_tick.elapsed() >= Duration::from_secs(1) => {
                     last_tick = Instant::now();
                     self.srs.tick();
                     self.expire();
                 }
+                None => {}
             }
         }
     }
 
-    /// Takes the queue's head if it may enter the engine now.
-    fn pick(&self, t: &mut Table) -> Option<(String, Arc<PorepRequest>)> {
-        let (&key, id) = t.queue.iter().next()?;
-        let id = id.clone();
-        let latency = key.0 .0 >= Priority::High as i32;
-        if !latency && t.bulk_in_engine >= self.settings.bulk_jobs_in_engine {
-            return None;
+    /// Takes the first queued job that may enter the engine now and whose
+    /// key is HOT. A job whose key is loading stays queued (its loader
+    /// thread wakes the dispatcher), so other circuits' jobs go past it;
+    /// jobs whose key failed to load are returned to be failed.
+    #[allow(clippy::type_complexity)]
+    fn pick(&self, t: &mut Table) -> (Option<Started>, Vec<(String, String)>) {
+        let mut failed = Vec::new();
+        let candidates: Vec<((Reverse<i32>, u64), String)> =
+            t.queue.iter().map(|(k, id)| (*k, id.clone())).collect();
+        for (key, id) in candidates {
+            let latency = key.0 .0 >= Priority::High as i32;
+            if !latency && t.bulk_in_engine >= self.settings.bulk_jobs_in_engine {
+                // Everything behind a bulk job is bulk too.
+                break;
+            }
+            let entry = t.jobs.get_mut(&id).expect("queued jobs are in the table");
+            let Phase::Queued(request) = &entry.phase else {
+                unreachable!("a queued job in phase {}", entry.phase.name());
+            };
+            let request = Arc::clone(request);
+            let asked = *entry.key_asked.get_or_insert_with(Instant::now);
+            let lease = match self.srs.try_acquire(request.proof_type, asked) {
+                Ok(Some(lease)) => lease,
+                Ok(None) => continue,
+                Err(e) => {
+                    t.queue.remove(&key);
+                    entry.phase = Phase::Starting;
+                    // SrsError's messages carry their causes.
+                    failed.push((id, format!("the proving key: {e}")));
+                    continue;
+                }
+            };
+            t.queue.remove(&key);
+            entry.phase = Phase::Starting;
+            entry.in_bulk_slot = !latency;
+            if !latency {
+                t.bulk_in_engine += 1;
+            }
+            return (Some(Started { id, request, lease }), failed);
         }
-        t.queue.remove(&key);
-        if !latency {
-            t.bulk_in_engine += 1;
-        }
-        let entry = t.jobs.get_mut(&id).expect("queued jobs are in the table");
-        entry.in_bulk_slot = !latency;
-        match std::mem::replace(&mut entry.phase, Phase::Starting) {
-            Phase::Queued(request) => Some((id, request)),
-            other => unreachable!("a queued job in phase {}", other.name()),
-        }
+        (None, failed)
     }
 
-    fn start_job(self: &Arc<Self>, id: String, request: Arc<PorepRequest>) {
-        let fail = |message: String| {
-            let total = self
-                .table
-                .lock()
-                .jobs
-                .get(&id)
-                .map_or(Duration::ZERO, |e| e.accepted_at.elapsed());
-            tracing::error!(job = %id, error = %message, "job failed before the engine");
-            self.finish(&id, Outcome::Done(unproved(Status::Failed, message, total)));
-        };
-        let lease = match self.srs.acquire(request.proof_type) {
-            Ok(l) => l,
-            Err(e) => return fail(format!("the proving key: {e}")),
-        };
+    fn fail_before_engine(&self, id: &str, message: String) {
+        let total = self
+            .table
+            .lock()
+            .jobs
+            .get(id)
+            .map_or(Duration::ZERO, |e| e.accepted_at.elapsed());
+        tracing::error!(job = %id, error = %message, "job failed before the engine");
+        self.finish(id, Outcome::Done(unproved(Status::Failed, message, total)));
+    }
+
+    /// A job thread: builds the job's circuits, hands it to the engine, waits
+    /// for its proofs and records the outcome.
+    fn run_job(self: Arc<Self>, started: Started) {
+        let Started { id, request, lease } = started;
         let source = match PorepSource::new(&request.c1, &lease.key) {
             Ok(s) => TimedSource::new(s),
-            Err(e) => return fail(format!("building the partition circuits: {e}")),
+            Err(e) => {
+                return self
+                    .fail_before_engine(&id, format!("building the partition circuits: {e}"))
+            }
         };
         let (priority, label) = {
             let t = self.table.lock();
@@ -625,7 +680,9 @@ impl Daemon {
         .with_label(label);
         let handle: JobHandle = match self.engine.submit(job) {
             Ok(h) => h,
-            Err(e) => return fail(format!("the engine refused the job: {e}")),
+            Err(e) => {
+                return self.fail_before_engine(&id, format!("the engine refused the job: {e}"))
+            }
         };
         {
             let mut t = self.table.lock();
@@ -636,16 +693,10 @@ impl Daemon {
             }
         }
         tracing::info!(job = %id, engine_job = %handle.id(), class = class.as_str(), "job in the engine");
-        let daemon = Arc::clone(self);
-        std::thread::Builder::new()
-            .name(format!("await-{id}"))
-            .spawn(move || {
-                let result = handle.wait();
-                let outcome = daemon.outcome(&id, result, &request, &lease, &source);
-                drop(lease);
-                daemon.finish(&id, outcome);
-            })
-            .expect("spawning a job waiter");
+        let result = handle.wait();
+        let outcome = self.outcome(&id, result, &request, &lease, &source);
+        drop(lease);
+        self.finish(&id, outcome);
     }
 
     fn outcome(

@@ -66,6 +66,13 @@ pub enum SrsError {
         needed: u64,
         budget: u64,
     },
+    /// Its loader thread failed while this job waited for it.
+    #[error("the key could not be loaded: {source}")]
+    LoadFailed {
+        circuit_id: String,
+        #[source]
+        source: std::sync::Arc<SrsError>,
+    },
     /// Jobs are proving with it.
     #[error("{circuit_id} is in use by {refs} running job(s) and cannot be evicted now")]
     InUse { circuit_id: String, refs: u32 },

@@ -18,6 +18,14 @@
 //! Reserve-class partitions are bounded by the budget alone, not by the
 //! in-flight limit (which lower-class work may have filled).
 //!
+//! **Loans**: what else lives in the same host memory (the daemon's proving
+//! keys) takes its bytes out of the budget with [`Intake::lend`], and gives
+//! them back by dropping the [`HostLoan`]: partitions are admitted against
+//! `budget − lent`, so they get every byte the keys do not hold right now. A
+//! loan waiting for room has first claim on what admitted partitions free
+//! (no new partition is admitted past it), so a key is never starved by a
+//! stream of partitions.
+//!
 //! [`Priority`]: crate::Priority
 
 use std::cmp::Ordering as CmpOrdering;
@@ -77,6 +85,10 @@ struct IntakeState {
     in_flight: usize,
     /// Admitted partitions waiting in [`Reservation::grow`].
     growing: usize,
+    /// Bytes held by [`HostLoan`]s.
+    lent: u64,
+    /// Bytes of loans waiting for room.
+    claimed: u64,
     closed: bool,
 }
 
@@ -143,6 +155,34 @@ impl Intake {
         self.budget
     }
 
+    /// Takes `bytes` out of the partitions' budget until the loan drops,
+    /// waiting (ahead of every queued partition) until admitted partitions
+    /// leave room. `None` if `bytes` exceed the whole budget less the
+    /// reserve: the loan could never be made.
+    pub fn lend(self: &Arc<Self>, bytes: u64) -> Option<HostLoan> {
+        if bytes > self.budget - self.reserve.bytes {
+            return None;
+        }
+        let mut st = self.state.lock();
+        st.claimed += bytes;
+        while st.reserved + st.lent + bytes > self.budget - self.reserve.bytes {
+            self.changed.wait_for(&mut st, RECHECK);
+        }
+        st.claimed -= bytes;
+        st.lent += bytes;
+        drop(st);
+        self.changed.notify_all();
+        Some(HostLoan {
+            intake: Arc::clone(self),
+            bytes,
+        })
+    }
+
+    /// Bytes lent now ([`Intake::lend`]).
+    pub fn lent(&self) -> u64 {
+        self.state.lock().lent
+    }
+
     /// The part of the budget partitions of `priority` may use: all of it
     /// for the reserve's classes, the rest less the reserve.
     pub fn budget_for(&self, priority: Priority) -> u64 {
@@ -186,7 +226,8 @@ impl Intake {
                 let need = head.job.footprint().total();
                 let class = head.job.priority();
                 let slot = st.in_flight < self.max_in_flight || self.reserve.admits(class);
-                if slot && st.reserved + need <= self.budget_for(class) {
+                let held = st.reserved + st.lent + st.claimed;
+                if slot && held + need <= self.budget_for(class) {
                     let head = st.queue.pop().expect("peeked");
                     st.in_flight += 1;
                     st.reserved += need;
@@ -249,6 +290,8 @@ impl Intake {
             budget: self.budget,
             reserved: st.reserved,
             peak_reserved: st.peak_reserved,
+            lent: st.lent,
+            lend_waiting: st.claimed,
             partitions_in_flight: st.in_flight,
             partitions_queued: st.queue.iter().filter(|q| !q.job.is_finished()).count(),
         }
@@ -261,7 +304,7 @@ impl Intake {
     fn grow(&self, bytes: u64) {
         let mut st = self.state.lock();
         st.growing += 1;
-        while st.reserved + bytes > self.budget && st.growing < st.in_flight {
+        while st.reserved + st.lent + bytes > self.budget && st.growing < st.in_flight {
             self.changed.wait_for(&mut st, RECHECK);
         }
         st.growing -= 1;
@@ -274,6 +317,11 @@ impl Intake {
                 "host-memory reservation over budget: every admitted partition needed more at once"
             );
         }
+    }
+
+    fn repay(&self, bytes: u64) {
+        self.state.lock().lent -= bytes;
+        self.changed.notify_all();
     }
 
     fn give_back(&self, bytes: u64, partition_done: bool) {
@@ -323,5 +371,36 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.intake.give_back(self.bytes, true);
+    }
+}
+
+/// Bytes of the budget lent out of the engine ([`Intake::lend`]); dropping
+/// it gives them back.
+#[derive(Debug)]
+pub struct HostLoan {
+    intake: Arc<Intake>,
+    bytes: u64,
+}
+
+impl HostLoan {
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Gives back what is held beyond `bytes` (an estimate turned out
+    /// larger than what was needed); never blocks.
+    pub fn shrink_to(&mut self, bytes: u64) {
+        if bytes < self.bytes {
+            let freed = self.bytes - bytes;
+            self.bytes = bytes;
+            self.intake.repay(freed);
+        }
+    }
+}
+
+impl Drop for HostLoan {
+    fn drop(&mut self) {
+        self.intake.repay(self.bytes);
     }
 }

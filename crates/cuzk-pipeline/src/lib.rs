@@ -25,7 +25,7 @@ pub use admission::{Admission, AdmissionError, AdmissionTicket, AlwaysAdmit, Cou
 pub use chain::ErrorChain;
 pub use channel::{priority_channel, PriorityReceiver, PrioritySender};
 pub use config::{Device, DeviceWorker, EngineConfig};
-pub use intake::{Admitted, HostReserve, Intake, Reservation};
+pub use intake::{Admitted, HostLoan, HostReserve, Intake, Reservation};
 pub use job::{
     DemoSource, Job, JobError, JobId, JobOutput, JobResult, PartitionError, PartitionReport,
     PartitionSource, Priority, Randomness, SourceError, Stage, Verification,

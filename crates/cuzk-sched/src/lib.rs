@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cuzk_pipeline::{
-    priority_channel, DeviceWorker, EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters,
-    MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition, Provers, Scheduler,
-    StageContext, StartError, SubmitError, SynthesizedPartition, Timeline,
+    priority_channel, DeviceWorker, EngineConfig, HostLoan, Intake, Job, JobHandle, JobId,
+    JobState, Meters, MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition, Provers,
+    Scheduler, StageContext, StartError, SubmitError, SynthesizedPartition, Timeline,
 };
 
 /// The pipelined engine: a synthesis pool, prover workers per device and an
@@ -89,6 +89,32 @@ impl Engine {
                 proved.finish(&ctx, &name);
             }
         }
+    }
+}
+
+impl Engine {
+    /// What lends this engine's host memory to whatever else lives in it
+    /// (the daemon's HOT proving keys), so partitions get the rest.
+    pub fn host_lender(&self) -> HostLender {
+        HostLender(Arc::clone(&self.intake))
+    }
+}
+
+/// Lends an engine's host memory ([`Engine::host_lender`]); cheap to clone.
+#[derive(Debug, Clone)]
+pub struct HostLender(Arc<Intake>);
+
+impl HostLender {
+    /// Takes `bytes` out of the partitions' budget until the loan drops,
+    /// waiting for admitted partitions to leave room; `None` if it could
+    /// never fit. See [`Intake::lend`].
+    pub fn lend(&self, bytes: u64) -> Option<HostLoan> {
+        self.0.lend(bytes)
+    }
+
+    /// The engine's whole budget (keys and partitions).
+    pub fn budget(&self) -> u64 {
+        self.0.budget()
     }
 }
 

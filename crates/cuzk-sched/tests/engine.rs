@@ -179,6 +179,62 @@ fn the_reserve_is_checked_at_start_and_at_submission() {
     engine.shutdown();
 }
 
+/// A budget of two partitions; a job of three with partition 0 held at a
+/// gate. A loan of the whole budget waits for that partition to finish and
+/// keeps every other partition out while it waits (it was asked first) and
+/// while it is held: lent memory is not the partitions'.
+#[test]
+fn a_loan_waits_for_admitted_partitions_and_shrinks_what_is_admitted() {
+    let need = one_partition();
+    let mut cfg = config(1, 1);
+    cfg.memory_budget = 2 * need;
+    let engine = Arc::new(Engine::start(cfg).unwrap());
+    assert!(
+        engine.host_lender().lend(2 * need + 1).is_none(),
+        "never fits"
+    );
+    let gate = Gate::new();
+    let job = engine
+        .submit(demo_job(
+            10,
+            Arc::new(GatedSource::new(demo_source(10, 1, 3), gate.clone(), 0)),
+            1,
+        ))
+        .unwrap();
+    let job_id = job.id();
+    gate.wait_held();
+    let lender = engine.host_lender();
+    let borrower = {
+        let engine = Arc::clone(&engine);
+        std::thread::spawn(move || {
+            let loan = lender.lend(2 * need).expect("fits the budget");
+            let m = engine.metrics().memory;
+            let p1_started = engine
+                .timeline()
+                .first(job_id, 1, EventKind::SynthesisStart)
+                .is_some();
+            drop(loan);
+            (m, p1_started)
+        })
+    };
+    wait_until("the loan waits", || {
+        engine.metrics().memory.lend_waiting == 2 * need
+    });
+    gate.open();
+    let (at_loan, p1_started) = borrower.join().unwrap();
+    assert_eq!(
+        (at_loan.lent, at_loan.reserved),
+        (2 * need, 0),
+        "the loan came when partition 0 had given its memory back"
+    );
+    assert!(!p1_started, "partition 1 waited behind the loan");
+    let out = ok(job.wait());
+    assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
+    engine.wait_idle();
+    let m = engine.metrics().memory;
+    assert_eq!((m.lent, m.lend_waiting, m.reserved), (0, 0, 0));
+}
+
 #[test]
 fn full_channels_hold_synthesis_back_and_metrics_show_it() {
     let backend = FaultyBackend::new();
