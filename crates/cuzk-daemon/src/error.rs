@@ -59,8 +59,8 @@ pub enum SrsError {
         #[source]
         source: Box<cuzk_filecoin::Error>,
     },
-    /// The key is larger than the whole host-memory budget for keys.
-    #[error("{circuit_id}: the key needs {needed} bytes of host memory but srs.host_budget is {budget} bytes")]
+    /// The key is larger than what keys may hold of the host.
+    #[error("{circuit_id}: the key needs {needed} bytes of host memory but keys may hold at most {budget} bytes (srs.host_budget, and proving.engine_memory_budget less proving.critical_reserve)")]
     TooLarge {
         circuit_id: String,
         needed: u64,

@@ -313,7 +313,7 @@ impl SrsManager {
         let budget = self
             .lender
             .as_ref()
-            .map_or(self.budget, |l| self.budget.min(l.budget()));
+            .map_or(self.budget, |l| self.budget.min(l.lendable()));
         if needed > budget {
             return Err(SrsError::TooLarge {
                 circuit_id: id.into(),

@@ -160,12 +160,12 @@ impl Intake {
     /// leave room. `None` if `bytes` exceed the whole budget less the
     /// reserve: the loan could never be made.
     pub fn lend(self: &Arc<Self>, bytes: u64) -> Option<HostLoan> {
-        if bytes > self.budget - self.reserve.bytes {
+        if bytes > self.lendable() {
             return None;
         }
         let mut st = self.state.lock();
         st.claimed += bytes;
-        while st.reserved + st.lent + bytes > self.budget - self.reserve.bytes {
+        while st.reserved + st.lent + bytes > self.lendable() {
             self.changed.wait_for(&mut st, RECHECK);
         }
         st.claimed -= bytes;
@@ -176,6 +176,12 @@ impl Intake {
             intake: Arc::clone(self),
             bytes,
         })
+    }
+
+    /// The most that can be lent: the budget less the reserve (loans never
+    /// take the reserve's bytes).
+    pub fn lendable(&self) -> u64 {
+        self.budget - self.reserve.bytes
     }
 
     /// Bytes lent now ([`Intake::lend`]).

@@ -112,9 +112,9 @@ impl HostLender {
         self.0.lend(bytes)
     }
 
-    /// The engine's whole budget (keys and partitions).
-    pub fn budget(&self) -> u64 {
-        self.0.budget()
+    /// The most a loan may take: the engine's budget less its reserve.
+    pub fn lendable(&self) -> u64 {
+        self.0.lendable()
     }
 }
 
