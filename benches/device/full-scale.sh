@@ -3,36 +3,48 @@
 #
 #   .device-carry/fs/cuzk.xz            release `cuzk`, stripped (xz)
 #   .device-carry/fs/gpu_full_scale.xz  cuzk-filecoin's tests/gpu_full_scale.rs, likewise
+#   .device-carry/fs/sweep.xz           cuzk-benches' sweep binary, likewise
+#   .device-carry/fs/anchor-c2.xz       benches/anchor-c2 (optional: its step is skipped without)
 #   .device-carry/fs/kernels/           target/kernels/*.fatbin and *.fatbin.sha256 (sm_90):
 #                                       read at run time from $FS/kernels, beside $FS/bin
 #
 # Make them with:
-#   cargo xtask kernels --arch sm_90 && cargo build --release -p cuzk &&
-#   cargo test --release -p cuzk-filecoin --test gpu_full_scale --no-run
+#   cargo xtask kernels --arch sm_90 && cargo build --release -p cuzk -p cuzk-benches --bin cuzk --bin sweep &&
+#   cargo test --release -p cuzk-filecoin --test gpu_full_scale --no-run && benches/anchor-c2/build.sh
 #   then strip + `xz -6` each binary into .device-carry/fs/ and copy the kernels folder.
 #
-# Device time: the whole run needs ~20 minutes (key ~3.3 min, two proofs ~10-12 min at 3
-# partitions in flight, the 2^27 identity ~5 min); it was lost once (session 6) because the
-# second call started after the 30 s warm window: issue each `wait` call the moment the
-# previous one returns, and do nothing in between.
+# Device time: ~26 minutes in all (estimates, 2026-12-01): key ~3.5 min, the two-proof
+# sweep ~8 min at 4 partitions in flight, porep-c2 ~5, the anchor <= 5 (timeout), the 2^27
+# identity ~4.5, the daemon ~5.5. It was lost once (session 6) because the second call
+# started after the 30 s warm window: issue each `wait` call the moment the previous one
+# returns, and do nothing in between.
 #
 # The run outlasts one device call (10 minutes), so `start` launches it in its own
 # process session (which a call's end does not kill) and each `wait N` call follows it
-# for up to N seconds; calls must follow each other within the machine's 30 s warm
-# window. Steps, each logged under $FS (default /tmp/fs):
+# for up to N seconds, copying what is logged so far into $OUT every 20 s (so a call cut
+# off by the device budget still brings the logs back); calls must follow each other
+# within the machine's 30 s warm window. Steps, each logged under $FS, in the order of
+# what matters most (a run cut short loses the last ones):
 #
-#   0. 8 MiB and 512 MiB synthetic sectors: keys on the GPU, proofs, verify_seal;
-#   1. the 32 GiB test key (seed 0, official name) with the fixed-base step on the GPU,
-#      timed, peak RSS;
-#   2. two synthetic 32 GiB C1s (CC sectors 1 and 2 of f01000, seeds 1 and 2);
-#   3. both proved back to back through the engine (`porep-c2 --c1 a --c1 b`), verified
-#      with verify_seal, with the TIMELINE, host memory and VRAM sampled every 2 s;
-#   4. one partition proved on the GPU and on the CPU with the same r, s: byte-identical
-#      (tests/gpu_full_scale.rs);
-#   5. a table of what was measured.
+#   keys      the 32 GiB test key (seed 0, official name), fixed-base step on the GPU, timed,
+#             peak memory; the 512 MiB key for the daemon's small check;
+#   c1s       two synthetic 32 GiB C1s (CC sectors 1 and 2 of f01000, seeds 1 and 2), one of
+#             512 MiB;
+#   sweep     both 32 GiB C1s back to back through the engine as a one-point sweep
+#             (`sweep --circuit porep --c1 a --c1 b --points W:1:W+1 --budget 64GiB`):
+#             steady state, verify_seal on each, table, JSON, chart, TIMELINE;
+#   porep     `cuzk porep-c2` on C1 1 alone: the CLI's stage table (and the daemon's reference);
+#   anchor    supraseal-c2 (filecoin-proofs' seal_commit_phase2, cuda-supraseal) on C1 1 with the
+#             same key: wall time and peak RSS, or how far it got before running out of memory;
+#   identity  one 32 GiB partition (domain 2^27) proved on the GPU and on the CPU with the
+#             same r, s: byte-identical (tests/gpu_full_scale.rs);
+#   daemon    `cuzk daemon` over a unix socket, driven by `cuzk client`: 512 MiB (and
+#             porep-c2 on it for reference), then the 32 GiB C1 1; GetStatus before and after;
+#   then a table of what was measured (summary.txt). Host memory, VRAM and GPU utilization
+#   are sampled every 2 s (samples.txt).
 #
-# `wait` copies the logs, the TIMELINE and the samples into $OUT as fs.tgz when the run
-# has finished (or when asked to with `collect`).
+# `wait` leaves the logs, the TIMELINEs, the sweep's results and the samples in $OUT as
+# fs.tgz (and summary.txt once the run has finished).
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 # The run needs ~50 GB of disk for the key: take the mount with the most room among /tmp,
@@ -45,6 +57,10 @@ FS=${FS:-$(cat /tmp/cuzk-fs-path 2>/dev/null || pick_fs)}
 bin=$FS/bin
 P=$FS/params
 WORKERS=${WORKERS:-4}
+# Four 32 GiB partitions in flight (15.6 GiB of witness each) beside the 44 GiB key:
+# ~110 GiB of the box's 126 at the peak (the default, 3/4 of RAM less the key, admits 3).
+HOST_BUDGET=${HOST_BUDGET:-64GiB}
+HOST_BUDGET_BYTES=$(( ${HOST_BUDGET%GiB} << 30 ))
 
 # The 8 MiB and 512 MiB part alone (step 0), plus the GPU/CPU identity on the 512 MiB
 # partition: a few minutes, for a short device budget.
@@ -72,64 +88,127 @@ steps() {
   export FIL_PROOFS_PARAMETER_CACHE=$P RUST_LOG=${RUST_LOG:-warn}
   mkdir -p "$P"
   nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
-  free -g; df -h /tmp; nproc
+  free -g; df -h "$FS"; nproc
   ( while :; do
       echo "$(date +%s) $(free -b | awk '/Mem:/{print $3}') $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits | tr -d ' ')"
       sleep 2
     done ) > "$FS/samples.txt" 2>/dev/null &
   sampler=$!
+  mark() { echo "$1 $(date +%s)" >> "$FS/marks.txt"; echo "== step $1"; }
 
-  echo "== step 0: 8 MiB and 512 MiB synthetic sectors, keys on the GPU, proofs, verify_seal"
-  for size in 8MiB 512MiB; do
-    "$bin/cuzk" fixtures keys --sector-size $size --backend cuda --dir "$P" > "$FS/small-$size.log" 2>&1
-    "$bin/cuzk" fixtures synth-sector --sector-size $size --seed 5 --sector-id 5 \
-      --prover-id f01000 --out "$FS/c1-$size.json" >> "$FS/small-$size.log" 2>&1
-    "$bin/cuzk" porep-c2 --c1 "$FS/c1-$size.json" --out "$FS/proof-$size.bin" --prover-id f01000 \
-      --backend cuda >> "$FS/small-$size.log" 2>&1
-    echo "$size rc=$?" >> "$FS/small-$size.log"
-  done
-
-  echo "== step 1: key"; date +%s > "$FS/t-keys-start"
+  mark keys
   RUST_LOG=cuzk_groth16=info,cuzk_gpu=info "$bin/cuzk" fixtures keys --sector-size 32GiB \
     --backend cuda --dir "$P" > "$FS/keys.log" 2>&1
-  echo "keys rc=$?" >> "$FS/keys.log"; date +%s > "$FS/t-keys-end"
-  ls -la "$P"; df -h /tmp
+  echo "keys rc=$?" >> "$FS/keys.log"
+  "$bin/cuzk" fixtures keys --sector-size 512MiB --backend cuda --dir "$P" > "$FS/keys-512MiB.log" 2>&1
+  ls -la "$P"; df -h "$FS"
 
-  echo "== step 2: C1s"
+  mark c1s
   for s in 1 2; do
     "$bin/cuzk" fixtures synth-sector --sector-size 32GiB --seed $s --sector-id $s \
       --prover-id f01000 --out "$FS/c1-$s.json" >> "$FS/c1.log" 2>&1
   done
+  "$bin/cuzk" fixtures synth-sector --sector-size 512MiB --seed 5 --sector-id 5 \
+    --prover-id f01000 --out "$FS/c1-512MiB.json" >> "$FS/c1.log" 2>&1
 
-  echo "== step 3: two proofs back to back"; date +%s > "$FS/t-porep-start"
-  "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" \
-    --out "$FS/proof-1.bin" --out "$FS/proof-2.bin" --prover-id f01000 \
-    --synthesis-workers "$WORKERS" --backend cuda --rng-seed 7 \
-    --timeline "$FS/timeline.jsonl" > "$FS/porep.log" 2>&1
-  echo "porep rc=$?" >> "$FS/porep.log"; date +%s > "$FS/t-porep-end"
+  # Two proofs back to back through the engine, as a one-point sweep: the
+  # steady state, every proof checked by verify_seal, table + JSON + chart +
+  # TIMELINE in $FS/sweep.
+  mark sweep
+  "$bin/sweep" --circuit porep --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --prover-id f01000 \
+    --backend cuda --points "$WORKERS:1:$(( WORKERS + 1 ))" --budget "$HOST_BUDGET" \
+    --out "$FS/sweep" > "$FS/sweep.log" 2>&1
+  echo "sweep rc=$?" >> "$FS/sweep.log"
 
-  echo "== step 4: GPU and CPU proofs of one partition"
+  # One proof through the CLI: its stage table and the reference for the daemon.
+  mark porep
+  "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1.bin" --prover-id f01000 \
+    --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
+    --timeline "$FS/timeline-porep-c2.jsonl" > "$FS/porep.log" 2>&1
+  echo "porep rc=$?" >> "$FS/porep.log"
+
+  # supraseal-c2 through filecoin-proofs on the same C1 and key (it synthesizes
+  # all 10 partitions at once: expected to run out of host memory; recorded).
+  mark anchor
+  if [ -x "$bin/anchor-c2" ]; then
+    timev=(); [ -x /usr/bin/time ] && timev=(/usr/bin/time -v)
+    "${timev[@]}" timeout "${ANCHOR_TIMEOUT:-300}" "$bin/anchor-c2" --c1 "$FS/c1-1.json" \
+      --out "$FS/proof-anchor.bin" --prover-id f01000 --verbose > "$FS/anchor.log" 2>&1
+    echo "anchor rc=$?" >> "$FS/anchor.log"
+    dmesg 2>/dev/null | grep -iE "out of memory|oom-kill|killed process" | tail -5 >> "$FS/anchor.log"
+  fi
+
+  mark identity
   CUZK_GPU_C1="$FS/c1-1.json" "$bin/gpu_full_scale" --nocapture > "$FS/identity.log" 2>&1
   echo "identity rc=$?" >> "$FS/identity.log"
+
+  # The daemon, over a unix socket, with the client in `cuzk client`: 512 MiB
+  # against porep-c2 on the same C1, then the 32 GiB C1 of the CLI run above.
+  mark daemon
+  cat > "$FS/daemon.toml" <<TOML
+[listen]
+addresses = ["unix:$FS/cuzk.sock"]
+status_address = "127.0.0.1:9821"
+[proving]
+params_dir = "$P"
+backend = "cuda"
+synthesis_workers = $WORKERS
+gpu_workers = 1
+partitions_in_flight = $(( WORKERS + 1 ))
+engine_memory_budget = $HOST_BUDGET_BYTES
+[srs]
+host_budget = $(( 46 << 30 ))
+[state]
+dir = "$FS/daemon-state"
+TOML
+  "$bin/cuzk" porep-c2 --c1 "$FS/c1-512MiB.json" --out "$FS/proof-512MiB.bin" --prover-id f01000 \
+    --backend cuda > "$FS/porep-512MiB.log" 2>&1
+  echo "porep-512MiB rc=$?" >> "$FS/porep-512MiB.log"
+  RUST_LOG=info "$bin/cuzk" daemon --config "$FS/daemon.toml" > "$FS/daemon.log" 2>&1 &
+  daemon=$!
+  for _ in $(seq 60); do [ -S "$FS/cuzk.sock" ] && break; sleep 1; done
+  c="$bin/cuzk client"
+  $c status --daemon "unix:$FS/cuzk.sock" > "$FS/client.log" 2>&1
+  $c prove --daemon "unix:$FS/cuzk.sock" --c1 "$FS/c1-512MiB.json" --prover-id f01000 \
+    --out "$FS/proof-d512.bin" >> "$FS/client.log" 2>&1
+  echo "client 512MiB rc=$?" >> "$FS/client.log"
+  $c status --daemon "unix:$FS/cuzk.sock" >> "$FS/client.log" 2>&1
+  $c prove --daemon "unix:$FS/cuzk.sock" --c1 "$FS/c1-1.json" --prover-id f01000 \
+    --out "$FS/proof-d1.bin" >> "$FS/client.log" 2>&1
+  echo "client 32GiB rc=$?" >> "$FS/client.log"
+  $c status --daemon "unix:$FS/cuzk.sock" >> "$FS/client.log" 2>&1
+  kill -TERM $daemon; wait $daemon; echo "daemon rc=$?" >> "$FS/daemon.log"
+  mark end
   kill $sampler
   summary > "$FS/summary.txt"
   touch "$FS/done"
 }
 
+# Seconds between two marks of $FS/marks.txt.
+span() {
+  awk -v a="$1" -v b="$2" '$1 == a {s = $2} $1 == b {e = $2} END {if (s && e) print e - s; else print "?"}' "$FS/marks.txt"
+}
+
 summary() {
   echo "== 32 GiB PoRep on $(nvidia-smi --query-gpu=name --format=csv,noheader), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
-  echo "-- 8 MiB and 512 MiB synthetic sectors:"
-  grep -hE "wrote.*params|verification|rc=|error" "$FS"/small-*.log
-  echo "-- key:"; grep -E "wrote|peak|rc=|error" "$FS/keys.log"
-  echo "   wall $(( $(cat "$FS/t-keys-end") - $(cat "$FS/t-keys-start") )) s"
-  echo "-- C1s:"; grep -E "challenges|wrote" "$FS/c1.log"
-  echo "-- proofs:"; grep -vE "^partition|^sector [0-9]+ partition" "$FS/porep.log" | tail -25
-  echo "   wall $(( $(cat "$FS/t-porep-end") - $(cat "$FS/t-porep-start") )) s"
-  echo "-- peak host memory used (free), peak VRAM used, mean GPU utilization over the proofs:"
-  awk -v a="$(cat "$FS/t-porep-start")" -v b="$(cat "$FS/t-porep-end")" \
-    '{split($3, g, ","); if ($1 >= a && $1 <= b) {n++; u += g[2]}; if ($2 > m) m = $2; if (g[1] > v) v = g[1]}
-     END {printf "   %.1f GiB host, %.1f GiB VRAM, %.1f%% GPU\n", m / 2^30, v / 1024, n ? u / n : 0}' "$FS/samples.txt"
-  echo "-- identity:"; grep -E "partition|cuda|cpu|rc=|panicked|test result" "$FS/identity.log" | tail -8
+  echo "-- key: $(span keys c1s) s (with the 512 MiB key)"; grep -E "wrote|peak|rc=|error" "$FS/keys.log"
+  echo "-- C1s:"; grep -E "challenges|rc=|error" "$FS/c1.log"
+  echo "-- sweep (two proofs back to back), $(span sweep porep) s:"; grep -vE "^backend:" "$FS/sweep.log" | tail -14
+  echo "-- porep-c2 (one proof), $(span porep anchor) s:"; grep -vE "^partition|^sector [0-9]+ partition" "$FS/porep.log" | tail -16
+  echo "-- anchor (supraseal-c2), $(span anchor identity) s:"
+  grep -E "wall|key|synthesis|proving|verify|rc=|Maximum resident|Killed|memory|error|panicked" "$FS/anchor.log" 2>/dev/null | tail -14
+  echo "-- identity, $(span identity daemon) s:"; grep -E "partition|cuda|cpu|rc=|panicked|test result" "$FS/identity.log" | tail -8
+  echo "-- daemon, $(span daemon end) s:"; grep -E "rc=|verification|total" "$FS/porep-512MiB.log" | tail -3
+  cat "$FS/client.log" 2>/dev/null | tail -30
+  echo "-- peak host memory used (free), peak VRAM used, mean GPU utilization per step:"
+  for step in keys sweep porep anchor identity daemon; do
+    next=$(awk -v a=$step '$1 == a {f = 1; next} f {print $1; exit}' "$FS/marks.txt")
+    a=$(awk -v s=$step '$1 == s {print $2}' "$FS/marks.txt"); b=$(awk -v s="$next" '$1 == s {print $2}' "$FS/marks.txt")
+    [ -n "$a" ] && [ -n "$b" ] || continue
+    awk -v a="$a" -v b="$b" -v s=$step \
+      '{split($3, g, ","); if ($1 >= a && $1 <= b) {n++; u += g[2]; if ($2 > m) m = $2; if (g[1] > v) v = g[1]}}
+       END {printf "   %-9s %6.1f GiB host, %6.1f GiB VRAM, %5.1f%% GPU\n", s, m / 2^30, v / 1024, n ? u / n : 0}' "$FS/samples.txt"
+  done
 }
 
 collect() {
@@ -141,9 +220,13 @@ collect() {
 }
 
 install_bins() {
-  for f in cuzk gpu_full_scale; do
+  for f in cuzk gpu_full_scale sweep; do
     xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f" || exit 1
   done
+  # The supraseal-c2 anchor (benches/anchor-c2/build.sh), when carried.
+  if [ -e "$here/.device-carry/fs/anchor-c2.xz" ]; then
+    xz -dc "$here/.device-carry/fs/anchor-c2.xz" > "$bin/anchor-c2" && chmod +x "$bin/anchor-c2"
+  fi
   if [ -d "$here/.device-carry/fs/kernels" ]; then
     cp -r "$here/.device-carry/fs/kernels" "$FS/kernels"
   fi
@@ -169,8 +252,9 @@ case "${1:-}" in
     deadline=$(( $(date +%s) + ${2:-560} ))
     while [ ! -e "$FS/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do
       sleep 20
-      echo "[$(date +%T)] $(grep -h '^== step' "$FS/run.log" | tail -1) | $(tail -1 "$FS/samples.txt" 2>/dev/null)"
-      tail -2 "$FS/porep.log" 2>/dev/null | cut -c1-160
+      echo "[$(date +%T)] $(tail -1 "$FS/marks.txt" 2>/dev/null) | $(tail -1 "$FS/samples.txt" 2>/dev/null)"
+      # What the run has logged so far comes back even if the call is cut off.
+      collect > /dev/null
     done
     if [ -e "$FS/done" ]; then cat "$FS/summary.txt"; collect; else echo "still running"; fi
     ;;

@@ -15,9 +15,7 @@
 
 CUZK_MSM_CURVE_KERNELS(g1, cuzk::fq_t, __launch_bounds__(64, 6), __launch_bounds__(128, 3))
 
-// Residency variants for the benchmark to time again now that the field
-// product is the carry-chain form (fewer instructions, different pressure).
-CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_g1_8x64, cuzk::fq_t, __launch_bounds__(64, 8), true)
+// The accumulation a proof runs (G1::DEFAULT_ACCUMULATE_VARIANT). The other
+// residency variants are in g1_variants.cu, a benchmark unit
+// (kernels/manifest-dev.toml).
 CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_g1_unbounded, cuzk::fq_t, , true)
-CUZK_MSM_BITMAP_KERNEL(msm_batch_sum_bitmap_g1_4x128, cuzk::fq_t, __launch_bounds__(128, 4))
-CUZK_MSM_BITMAP_KERNEL(msm_batch_sum_bitmap_g1_unbounded, cuzk::fq_t, )

@@ -1,17 +1,18 @@
 //! `cargo xtask bench`: pipeline sweeps.
 //!
-//! xtask stays small, so the sweep itself is the `sweep` example of
-//! `cuzk-sched` (release build); this forwards the arguments to it. See
-//! `cargo xtask bench --help` for the options (circuit, jobs, partitions,
-//! the grid of synthesis workers × prover workers per device × partitions
-//! in flight × memory budget, output directory).
+//! xtask stays small, so the sweep itself is the `sweep` binary of
+//! `cuzk-benches` (release build); this forwards the arguments to it. See
+//! `cargo xtask bench --help` for the options (the circuit: demo or PoRep on
+//! synthetic sectors, jobs, partitions, the grid of synthesis workers ×
+//! prover workers per device × partitions in flight × memory budget, output
+//! directory).
 
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-/// Runs `cargo run --release -p cuzk-sched --example sweep -- ARGS` from the
+/// Runs `cargo run --release -p cuzk-benches --bin sweep -- ARGS` from the
 /// workspace root.
 pub fn run(args: &[String]) -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -24,8 +25,8 @@ pub fn run(args: &[String]) -> Result<()> {
             "run",
             "--release",
             "-p",
-            "cuzk-sched",
-            "--example",
+            "cuzk-benches",
+            "--bin",
             "sweep",
             "--",
         ])

@@ -1,8 +1,8 @@
 //! `cargo xtask bundle`: everything a GPU machine without cargo needs to run
 //! cuzk-cuda's device tests and benchmarks, in `bundle/`:
 //!
-//! * `bin/`: every test target of cuzk-cuda and cuzk-gpu, every example in
-//!   [`BENCH_EXAMPLES`], the `cuzk` binary and cuzk-sched's `sweep`, release builds, stripped;
+//! * `bin/`: every test target of cuzk-cuda and cuzk-gpu, every benchmark in
+//!   [`BENCH_BINS`] (binaries of cuzk-benches), the `cuzk` binary and cuzk-benches' `sweep`, release builds, stripped;
 //! * `kernels/`: every unit's fatbin with its stamp and ptxas resource report,
 //!   once: the executables read them from `../kernels` beside their `bin/`
 //!   when they open a device (`cuzk_cuda::kernels`);
@@ -12,8 +12,9 @@ use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Benchmark executables (examples of cuzk-cuda) that go into the bundle.
-const BENCH_EXAMPLES: &[&str] = &["ntt_bench", "msm_bench"];
+/// Kernel benchmarks that go into the bundle: binaries of cuzk-benches
+/// (benches/src/bin/), in the order run.sh runs them.
+const BENCH_BINS: &[&str] = &["ntt_bench", "msm_bench"];
 
 pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
     // Build from a snapshot of kernels/, and point cuzk-cuda's build script at
@@ -59,12 +60,12 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
         &cargo_env,
     )?;
     tests.sort();
-    let mut bench_args = vec!["build", "--release", "-p", "cuzk-cuda"];
-    for b in BENCH_EXAMPLES {
-        bench_args.extend(["--example", b]);
+    let mut bench_args = vec!["build", "--release", "-p", "cuzk-benches"];
+    for b in BENCH_BINS {
+        bench_args.extend(["--bin", b]);
     }
-    let mut benches = cargo_executables(root, &bench_args, "example", &cargo_env)?;
-    benches.sort_by_key(|(name, _)| BENCH_EXAMPLES.iter().position(|b| b == name));
+    let mut benches = cargo_executables(root, &bench_args, "bin", &cargo_env)?;
+    benches.sort_by_key(|(name, _)| BENCH_BINS.iter().position(|b| b == name));
 
     // The CLI, so the device can make keys (`cuzk setup`) and prove end to end.
     let mut tools = cargo_executables(
@@ -77,15 +78,8 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
     // (benches/device/gpu-prover.sh pipeline).
     tools.extend(cargo_executables(
         root,
-        &[
-            "build",
-            "--release",
-            "-p",
-            "cuzk-sched",
-            "--example",
-            "sweep",
-        ],
-        "example",
+        &["build", "--release", "-p", "cuzk-benches", "--bin", "sweep"],
+        "bin",
         &cargo_env,
     )?);
 

@@ -31,7 +31,7 @@ tasks:
   bundle [--arch LIST] [--force] [--exclude DIR]
                           kernels (from a snapshot of kernels/, optionally without kernels/DIR),
                           then release GPU tests and benches into bundle/ with run.sh
-  bench [ARGS]            pipeline sweep (cuzk-sched's sweep example; --help for options)
+  bench [ARGS]            pipeline sweep (cuzk-benches' sweep: --circuit demo|porep; --help)
   demo [ARGS]             the main job: kernels for the local GPU if there is one (else the CPU),
                           then `cuzk demo ARGS` (key, batch of proofs, verification, timings)
   fixtures keys|fetch|seal|synth-sector [ARGS]

@@ -78,19 +78,6 @@ impl VramBudget {
         }
         Ok(VramBudget::Bytes(bytes))
     }
-
-    /// `CUZK_VRAM_BUDGET` when set (same syntax as [`VramBudget::parse`]), else `Auto`.
-    pub fn from_env() -> Result<Self> {
-        match std::env::var("CUZK_VRAM_BUDGET") {
-            Ok(v) if !v.trim().is_empty() => {
-                VramBudget::parse(&v).map_err(|source| Error::Budget {
-                    variable: "CUZK_VRAM_BUDGET",
-                    source,
-                })
-            }
-            _ => Ok(VramBudget::Auto),
-        }
-    }
 }
 
 impl fmt::Display for VramBudget {

@@ -30,14 +30,6 @@ pub enum Error {
     /// and how much there is.
     #[error("out of device memory: {0}")]
     OutOfMemory(String),
-    /// A VRAM budget setting that does not parse.
-    #[error("{variable} is not a VRAM budget")]
-    Budget {
-        /// Where the setting came from (`CUZK_VRAM_BUDGET`).
-        variable: &'static str,
-        #[source]
-        source: crate::arena::BudgetError,
-    },
     /// Arguments that a launch wrapper rejected before launching.
     #[error("kernel {kernel}: {message}")]
     BadArguments {

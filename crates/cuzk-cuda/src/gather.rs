@@ -9,7 +9,7 @@ use cuzk_field::limbs::FrLimbs;
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
 use crate::ffi::KernelArgs;
-use crate::msm::{exclusive_scan, SCAN_TILE};
+use crate::scan::{exclusive_scan, SCAN_TILE};
 
 /// Reusable scratch for gathers by bitmaps of up to `max_len` bits.
 pub struct BitmapGather {
@@ -51,7 +51,7 @@ impl BitmapGather {
         })
     }
 
-    /// out[head + k] = values[i_k] for the k-th set bit i_k < n of `bitmap`
+    /// `out[head + k] = values[i_k]` for the k-th set bit i_k < n of `bitmap`
     /// (LSB-first u64 words, as `cuzk_synth::Density::as_words`); returns the
     /// number of set bits. Queued on the stream (the count is computed on the
     /// host, so nothing waits).

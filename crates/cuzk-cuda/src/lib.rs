@@ -10,6 +10,7 @@ pub mod kernels;
 pub mod keygen;
 pub mod msm;
 pub mod ntt;
+mod scan;
 pub mod testing;
 
 pub use arena::{Arena, BudgetError, VramBudget};

@@ -448,7 +448,7 @@ pub fn z_inv_on_coset(n: usize) -> Fr {
         .expect("g^n ≠ 1")
 }
 
-/// The H step on coset evaluations: a[i] ← (a[i]·b[i] − c[i]) / Z, where
+/// The H step on coset evaluations: `a[i] ← (a[i]·b[i] − c[i]) / Z`, where
 /// Z = g^n − 1 and n = a.len() (all three of equal length).
 pub fn h_step(
     stream: &Stream,

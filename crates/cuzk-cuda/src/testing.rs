@@ -180,7 +180,7 @@ pub fn field_op<F: TestField>(
     }
 }
 
-/// `out_affine[i]` = op(a[i], b[i]) in affine form, and `out_jacobian[3i..3i+3]`
+/// `out_affine[i]` = `op(a[i], b[i])` in affine form, and `out_jacobian[3i..3i+3]`
 /// the same point as blst Jacobian (X, Y, Z).
 pub fn curve_op<P: TestCurve>(
     stream: &Stream,

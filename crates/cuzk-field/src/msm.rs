@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use crate::classify::classify;
 
-/// Σ scalars[i]·bases[i] in G1. Infinity among the bases is allowed.
+/// Σ `scalars[i]·bases[i]` in G1. Infinity among the bases is allowed.
 ///
 /// # Panics
 /// If the lengths differ.
@@ -23,7 +23,7 @@ pub fn msm_g1(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
     msm_generic::<G1>(bases, scalars)
 }
 
-/// Σ scalars[i]·bases[i] in G2. Infinity among the bases is allowed.
+/// Σ `scalars[i]·bases[i]` in G2. Infinity among the bases is allowed.
 ///
 /// # Panics
 /// If the lengths differ.
@@ -31,12 +31,12 @@ pub fn msm_g2(bases: &[G2Affine], scalars: &[Fr]) -> G2Projective {
     msm_generic::<G2>(bases, scalars)
 }
 
-/// Σ bases[i] over `indices` in G1 (the "one-scalar" sum).
+/// Σ `bases[i]` over `indices` in G1 (the "one-scalar" sum).
 pub fn sum_g1(bases: &[G1Affine], indices: &[u32]) -> G1Projective {
     G1::sum(bases, indices)
 }
 
-/// Σ bases[i] over `indices` in G2.
+/// Σ `bases[i]` over `indices` in G2.
 pub fn sum_g2(bases: &[G2Affine], indices: &[u32]) -> G2Projective {
     G2::sum(bases, indices)
 }

@@ -7,7 +7,7 @@
 //! `ntt` maps coefficients c to evaluations e_j = Σ c_i ω^{ij}.
 //!
 //! The transform is in place and iterative radix-2: a bit-reversal permutation,
-//! then the first [`BLOCK_LOG`] butterfly levels inside cache-sized blocks (one
+//! then the first `BLOCK_LOG` butterfly levels inside cache-sized blocks (one
 //! pass over memory for all of them), then the remaining levels over the whole
 //! vector. Every level runs on rayon.
 
@@ -144,12 +144,12 @@ pub fn powers(x: Fr, len: usize) -> Vec<Fr> {
     out
 }
 
-/// values[i] *= g^i.
+/// `values[i] *= g^i`.
 pub fn distribute_powers(values: &mut [Fr], g: Fr) {
     distribute_powers_scaled(values, g, Fr::ONE)
 }
 
-/// values[i] *= c · g^i.
+/// `values[i] *= c · g^i`.
 pub fn distribute_powers_scaled(values: &mut [Fr], g: Fr, c: Fr) {
     let chunk = 1 << 14;
     values

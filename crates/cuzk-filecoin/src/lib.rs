@@ -18,7 +18,7 @@ pub use check::check_c1;
 pub use engine::PorepSource;
 pub use error::Error;
 pub use params::{ParamsDir, TestKeys};
-pub use proof_type::{parse_sector_size, sector_size_label, ProofType};
+pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};
 pub use prove::{
     partition_circuits, prove_partitions, verify, Partition, PartitionReport, SectorIdentity,
     Verified,

@@ -106,6 +106,23 @@ impl ProofType {
         format!("{:?}", self.0)
     }
 
+    /// The current (V1_1) interactive proof type of `sector_size`-byte
+    /// sectors: what a new sector of that size is sealed with.
+    pub fn for_sector_size(sector_size: u64) -> Result<Self, Error> {
+        let proof = ProofType::ALL
+            .into_iter()
+            .find(|p| {
+                u64::from(p.sector_size()) == sector_size && format!("{p:?}").ends_with("V1_1")
+            })
+            .ok_or_else(|| Error::Unsupported {
+                proof_type: format!("{sector_size}-byte sectors"),
+                why: "no PoRep proof type has that sector size (sizes: 2KiB, 8MiB, 512MiB, 32GiB, \
+                      64GiB)"
+                    .into(),
+            })?;
+        ProofType::new(proof)
+    }
+
     /// Sector size in bytes.
     pub fn sector_size(self) -> u64 {
         u64::from(self.0.sector_size())
@@ -153,6 +170,15 @@ pub fn sector_size_label(bytes: u64) -> String {
         }
     }
     format!("{bytes}B")
+}
+
+/// A miner actor id as operators write it: `f01000`, `t01000` or `1000`.
+pub fn parse_actor_id(text: &str) -> Option<u64> {
+    let digits = text
+        .strip_prefix("f0")
+        .or_else(|| text.strip_prefix("t0"))
+        .unwrap_or(text);
+    digits.parse().ok()
 }
 
 /// Parses `2KiB`, `8MiB`, `512MiB`, `32GiB`, `64GiB` (or a plain byte count).

@@ -5,27 +5,10 @@
 
 use std::sync::Arc;
 
-use cuzk_arena::{Shape, SrsMode, VramPlan};
+use crate::plan::{CudaFootprints, Shape, SrsMode, VramPlan};
 use cuzk_pipeline::admission::{Admission, AdmissionError, AdmissionTicket};
 use cuzk_synth::CircuitShape;
 use parking_lot::{Condvar, Mutex};
-
-use crate::CudaFootprints;
-
-/// The key counts a circuit of this shape needs, as a plan shape.
-pub fn shape_of_circuit(c: &CircuitShape) -> Shape {
-    let n = 1usize << c.domain_log2;
-    let b = c.b_input_density + c.b_aux_density;
-    Shape {
-        domain: n,
-        h: n - 1,
-        l: c.num_aux,
-        a: c.num_inputs + c.a_aux_density,
-        b_g1: b,
-        b_g2: b,
-        aux: c.num_aux,
-    }
-}
 
 /// Admits partitions while their VRAM plans fit the device's arena together:
 /// a resident key is counted once, each running partition its worker bytes
@@ -47,7 +30,7 @@ impl VramAdmission {
 
     /// The plan a partition of `shape` runs under on this device.
     pub fn plan(&self, shape: &CircuitShape) -> Result<VramPlan, AdmissionError> {
-        VramPlan::new(shape_of_circuit(shape), self.capacity, &CudaFootprints)
+        VramPlan::new(Shape::of_circuit(shape), self.capacity, &CudaFootprints)
             .map_err(AdmissionError::new)
     }
 
@@ -151,7 +134,7 @@ mod tests {
         let err = adm.admit(&shape).unwrap_err();
         // The plan's own error travels as the typed source.
         let plan = std::error::Error::source(&err)
-            .and_then(|s| s.downcast_ref::<cuzk_arena::PlanError>())
+            .and_then(|s| s.downcast_ref::<crate::PlanError>())
             .expect("the source is the plan error");
         assert_eq!(plan.budget, 64 << 20);
         let msg = cuzk_pipeline::ErrorChain(&err).to_string();
@@ -163,7 +146,7 @@ mod tests {
     #[test]
     fn circuit_shape_maps_to_key_counts() {
         let c = DemoCircuit::shape_for(12, 0.95);
-        let s = shape_of_circuit(&c);
+        let s = Shape::of_circuit(&c);
         assert_eq!(s.domain, 1 << 12);
         assert_eq!(s.h, (1 << 12) - 1);
         assert_eq!(s.a, c.num_inputs + c.a_aux_density);
@@ -188,7 +171,7 @@ mod porep_plan {
             b_aux_density: 33_112_281,
             domain_log2: 27,
         };
-        let shape = shape_of_circuit(&c);
+        let shape = Shape::of_circuit(&c);
         let plan = VramPlan::new(shape, 16 << 30, &CudaFootprints).unwrap();
         assert!(matches!(plan.mode, SrsMode::Streamed { .. }), "{plan}");
         assert!(plan.fits(), "{plan}");

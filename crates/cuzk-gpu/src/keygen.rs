@@ -28,7 +28,7 @@ const MAX_GPU_WINDOW: u32 = 20;
 /// 2^24's G1 at 16-bit windows (0.5 M table points) instead of 20.
 const TABLE_WEIGHT: u128 = 256;
 
-/// The window for `n` products on the GPU (see [`TABLE_WEIGHT`]).
+/// The window for `n` products on the GPU (see `TABLE_WEIGHT`).
 pub fn gpu_window_for(n: usize) -> u32 {
     (1..=MAX_GPU_WINDOW.min(MAX_WINDOW_BITS))
         .min_by_key(|&w| windows_for(w) as u128 * (n as u128 + TABLE_WEIGHT * (1u128 << (w - 1))))

@@ -119,7 +119,7 @@ fn key_mismatch_fails_before_any_kernel() {
 /// resident, for every available size.
 #[test]
 fn streamed_key_gives_the_same_proofs_as_resident() {
-    use cuzk_gpu::{shape_of, SrsMode};
+    use cuzk_gpu::{Shape, SrsMode};
     let Some(gpu) = backend() else { return };
     let mut rng = ChaCha20Rng::seed_from_u64(7);
     for (k, path) in keys() {
@@ -130,7 +130,7 @@ fn streamed_key_gives_the_same_proofs_as_resident() {
         let resident = prove_with(&gpu, &key, &w, r, s).unwrap();
         assert_eq!(gpu.last_plan().unwrap().mode, SrsMode::Resident);
         // Four chunks or more (at least the planner's smallest chunk).
-        let longest = shape_of(&key, &w).longest_msm();
+        let longest = Shape::of_circuit(&w.shape()).longest_msm();
         let chunk = (longest / 4).max(cuzk_gpu::MIN_CHUNK).next_power_of_two();
         gpu.force_mode(Some(SrsMode::Streamed { chunk }));
         let streamed = prove_with(&gpu, &key, &w, r, s).unwrap();

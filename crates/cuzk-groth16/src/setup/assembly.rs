@@ -32,7 +32,7 @@ struct Term {
     coeff: Fr,
 }
 
-/// See the [module documentation](self).
+/// See the module documentation (`setup::assembly`).
 #[derive(Debug, Default)]
 pub struct KeyAssembly {
     num_inputs: usize,

@@ -128,7 +128,7 @@ impl CoeffIdsRef<'_> {
     }
 }
 
-/// One owned matrix (A, B or C) in CSR; see the [module docs](self).
+/// One owned matrix (A, B or C) in CSR; see the `matrix` module's documentation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SparseMatrix {
     /// `rows + 1` offsets into `cols`/`ids`, starting at 0: row `r` is

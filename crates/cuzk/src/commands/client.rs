@@ -165,7 +165,7 @@ async fn prove(args: ProveArgs) -> Result<()> {
         args.out.display()
     );
     println!(
-        "daemon: total {} (queue {}, key load {}, synthesis {}, GPU {})",
+        "daemon: total {} (queue {}, key load {}, synthesis {}, proving {})",
         ms(r.total_ms),
         ms(r.queue_wait_ms),
         ms(r.srs_load_ms),

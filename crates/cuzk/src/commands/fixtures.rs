@@ -184,16 +184,7 @@ fn proof_type_arg(sector_size: &str, proof_type: Option<&str>) -> Result<ProofTy
     if let Some(name) = proof_type {
         return Ok(ProofType::from_name(name)?);
     }
-    let size = size_arg(sector_size)?;
-    let proof = ProofType::ALL
-        .into_iter()
-        .find(|p| u64::from(p.sector_size()) == size && format!("{p:?}").ends_with("V1_1"))
-        .with_context(|| {
-            format!(
-                "no PoRep proof type has {size}-byte sectors (sizes: 2KiB, 8MiB, 512MiB, 32GiB, 64GiB)"
-            )
-        })?;
-    Ok(ProofType::new(proof)?)
+    Ok(ProofType::for_sector_size(size_arg(sector_size)?)?)
 }
 
 /// The C1 output as the plain JSON, or in Curio's wrapper.

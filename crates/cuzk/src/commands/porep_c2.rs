@@ -83,12 +83,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 /// `f01000`, `t01000` or `1000` → 1000.
 pub(crate) fn parse_actor(text: &str) -> Result<u64> {
-    let digits = text
-        .strip_prefix("f0")
-        .or_else(|| text.strip_prefix("t0"))
-        .unwrap_or(text);
-    digits
-        .parse()
+    cuzk_filecoin::parse_actor_id(text)
         .with_context(|| format!("--prover-id {text:?} is not an actor id (like f01000 or 1000)"))
 }
 

@@ -11,14 +11,18 @@
 //! `CUZK_BENCH_OUT=dir` also writes `dir/ntt_bench.json` and appends the
 //! table to `dir/summary.txt`.
 //!
-//! `cargo run --release -p cuzk-cuda --example ntt_bench [-- --smoke | --max-log K]`
+//! `cargo run --release -p cuzk-benches --bin ntt_bench -- [--smoke] [--min-log K]
+//! [--max-log K]`. Without a CUDA device it says it skipped and exits 0, so CI
+//! smoke-runs it (`.ci/run`). The product-rate probe kernels are in the test
+//! unit (kernels/manifest-dev.toml), which a bundle carries.
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use clap::Parser;
 use cuzk_cuda::ntt::{h_step, ntt, ntt_with, pass_plan, NttConfig, NttKind};
 use cuzk_cuda::testing::{mul_throughput_probe, ProbeProduct, MUL_PROBE_CHAINS};
-use cuzk_cuda::{DeviceBuffer, Gpu, PinnedBuffer, Stream};
+use cuzk_cuda::{DeviceBuffer, Gpu, PinnedBuffer, Stream, VramBudget};
 use cuzk_field::limbs::{FqLimbs, FrLimbs};
 
 /// The target for a forward 2^27 NTT (ms).
@@ -31,54 +35,53 @@ fn main() {
     }
 }
 
+/// GPU NTT benchmark over Fr, with the copy and product-rate ceilings
+/// measured in the same run.
+#[derive(Parser, Debug)]
+#[command(name = "ntt_bench")]
 struct Args {
+    /// A smoke run: 2^10 … 2^12, one repeat, small ceiling probes.
+    #[arg(long, alias = "test")]
     smoke: bool,
+    /// Smallest transform (log2).
+    #[arg(long, default_value_t = 16)]
     min_log: u32,
+    /// Largest transform (log2).
+    #[arg(long, default_value_t = 27)]
     max_log: u32,
+    /// Device memory the bindings may reserve: `auto` (what is free, less a
+    /// margin) or a size such as `40GiB` (room for a profiler beside it).
+    #[arg(long, default_value = "auto", value_parser = VramBudget::parse)]
+    vram_budget: VramBudget,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut a = Args {
-        smoke: false,
-        min_log: 16,
-        max_log: 27,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            // `--test` as `cargo bench -- --test` passes it: a smoke run.
-            "--smoke" | "--test" => a.smoke = true,
-            "--max-log" => {
-                a.max_log = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .ok_or("--max-log K")?
-            }
-            "--min-log" => {
-                a.min_log = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .ok_or("--min-log K")?
-            }
-            "--bench" => {} // passed by `cargo bench`
-            other => return Err(format!("unknown argument {other}")),
+impl Args {
+    /// The command line, with a smoke run's sizes applied.
+    fn parse_smoke_aware() -> Self {
+        let mut a = Args::parse();
+        if a.smoke {
+            a.min_log = 10;
+            a.max_log = 12;
         }
+        a
     }
-    if a.smoke {
-        a.min_log = 10;
-        a.max_log = 12;
-    }
-    Ok(a)
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let args = parse_args()?;
-    let Some(gpu) = Gpu::first()? else {
+    let args = Args::parse_smoke_aware();
+    let Some(gpu) = Gpu::first_with(args.vram_budget)? else {
         println!("ntt_bench: skipped: no CUDA device");
         return Ok(());
     };
     let stream = gpu.new_stream()?;
-    println!("ntt_bench on {}", gpu.info());
+    println!(
+        "ntt_bench on {} (host: {})",
+        gpu.info(),
+        cuzk_benches::machine()
+    );
     let reps = |log_n: u32| {
         if args.smoke {
             1

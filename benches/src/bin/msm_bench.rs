@@ -14,22 +14,21 @@
 //! of the H200 (shared/GPU-NOTES.md). Batch sums: the larger of that and the
 //! bytes read over 4.3 TB/s. Classification: bytes over 4.3 TB/s.
 //!
-//! `cargo run --release -p cuzk-cuda --example msm_bench -- [--smoke] [--sweep]
+//! `cargo run --release -p cuzk-benches --bin msm_bench -- [--smoke] [--sweep]
 //! [--max-log-g1 K] [--max-log-g2 K] [--repeats R] [--json PATH]
-//! [--g1-logs 20,24,26] [--g2-logs 24] [--msm-only] [--variants] [--compare-sorts]`
-//!
-//! `--g1-logs`/`--g2-logs` replace the 2^16, 2^18 … sizes; `--msm-only` skips
-//! the variant timings, batch sums and classification (`--variants` keeps
-//! the variant timings); `--compare-sorts`
-//! times every size with both bucket sorts (counting, radix) on the same
-//! bases, rows "G1 MSM counting" / "G1 MSM radix".
+//! [--g1-logs 20,24,26] [--g2-logs 24] [--msm-only] [--variants] [--compare-sorts]
+//! [--seed S]` (`--help` says what each does). Without a CUDA device it says it
+//! skipped and exits 0, so CI smoke-runs it (`.ci/run`). The tuning variants
+//! and the benchmark bases' kernels are in the test and benchmark units
+//! (kernels/manifest-dev.toml), which a bundle carries.
 
 use std::fmt::Write as _;
 
+use clap::Parser;
 use cuzk_cuda::msm::{
     choose_window_bits, data, BatchSum, BucketSort, Classifier, Msm, MsmCurve, G1, G2,
 };
-use cuzk_cuda::{DeviceBuffer, Gpu, Stream};
+use cuzk_cuda::{DeviceBuffer, Gpu, Stream, VramBudget};
 use cuzk_field::limbs::{FrLimbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::{Curve, Field, Fr, G1Projective, G2Projective, Group};
 use rand::{Rng, SeedableRng};
@@ -45,66 +44,69 @@ const BYTES_PER_S: f64 = 4.3e12;
 /// Montgomery reduction.
 const IMAD_PER_FQ_MUL: f64 = 2.0 * 12.0 * 12.0;
 
+/// GPU MSM, batch-sum and classification benchmarks (bases and scalars in
+/// device memory, CUDA events, median of repeats).
+#[derive(Parser, Debug)]
+#[command(name = "msm_bench")]
 struct Args {
+    /// A smoke run: 2^10/2^12 (G1) and 2^8/2^10 (G2), two repeats, no sweep.
+    #[arg(long, alias = "test")]
     smoke: bool,
+    /// Also time every window size around the model's choice at 2^24 (and
+    /// 2^26 for G1).
+    #[arg(long)]
     sweep: bool,
+    /// Largest G1 size (log2) of the default 2^16, 2^18, … series.
+    #[arg(long, default_value_t = 26)]
     max_log_g1: u32,
+    /// Largest G2 size (log2) of the default series.
+    #[arg(long, default_value_t = 24)]
     max_log_g2: u32,
+    /// Repeats per measurement (median reported).
+    #[arg(long, default_value_t = 7)]
     repeats: usize,
+    /// Also write the rows as JSON to this file.
+    #[arg(long)]
     json: Option<String>,
+    /// G1 sizes (log2, comma-separated) instead of the default series.
+    #[arg(long, value_delimiter = ',')]
     g1_logs: Option<Vec<u32>>,
+    /// G2 sizes (log2, comma-separated) instead of the default series.
+    #[arg(long, value_delimiter = ',')]
     g2_logs: Option<Vec<u32>>,
+    /// Only the MSMs: no variant timings, batch sums or classification.
+    #[arg(long)]
     msm_only: bool,
+    /// Time the accumulation variants even with --msm-only.
+    #[arg(long)]
     variants: bool,
+    /// Time every size with both bucket sorts (rows "… counting" / "… radix").
+    #[arg(long)]
     compare_sorts: bool,
+    /// Seed of the bases and scalars (random when absent; printed either way).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Device memory the bindings may reserve: `auto` (what is free, less a
+    /// margin) or a size such as `40GiB` (room for a profiler beside it).
+    #[arg(long, default_value = "auto", value_parser = VramBudget::parse)]
+    vram_budget: VramBudget,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
 }
 
-fn parse_logs(s: Option<String>) -> BoxResult<Vec<u32>> {
-    let s = s.ok_or("a comma-separated list of log2 sizes")?;
-    Ok(s.split(',')
-        .map(|x| x.trim().parse())
-        .collect::<Result<_, _>>()?)
-}
-
-fn parse_args() -> BoxResult<Args> {
-    let mut a = Args {
-        smoke: false,
-        sweep: false,
-        max_log_g1: 26,
-        max_log_g2: 24,
-        repeats: 7,
-        json: None,
-        g1_logs: None,
-        g2_logs: None,
-        msm_only: false,
-        variants: false,
-        compare_sorts: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--smoke" | "--test" => a.smoke = true,
-            "--sweep" => a.sweep = true,
-            "--max-log-g1" => a.max_log_g1 = it.next().ok_or("--max-log-g1 K")?.parse()?,
-            "--max-log-g2" => a.max_log_g2 = it.next().ok_or("--max-log-g2 K")?.parse()?,
-            "--repeats" => a.repeats = it.next().ok_or("--repeats R")?.parse()?,
-            "--json" => a.json = Some(it.next().ok_or("--json PATH")?),
-            "--g1-logs" => a.g1_logs = Some(parse_logs(it.next())?),
-            "--g2-logs" => a.g2_logs = Some(parse_logs(it.next())?),
-            "--msm-only" => a.msm_only = true,
-            "--variants" => a.variants = true,
-            "--compare-sorts" => a.compare_sorts = true,
-            "--bench" => {} // cargo bench passes this
-            other => return Err(format!("unknown argument {other}").into()),
+impl Args {
+    /// The command line, with a smoke run's sizes applied.
+    fn parse_smoke_aware() -> Self {
+        let mut a = Args::parse();
+        if a.smoke {
+            a.max_log_g1 = a.max_log_g1.min(12);
+            a.max_log_g2 = a.max_log_g2.min(10);
+            a.repeats = 2;
+            a.sweep = false;
         }
+        a
     }
-    if a.smoke {
-        a.max_log_g1 = a.max_log_g1.min(12);
-        a.max_log_g2 = a.max_log_g2.min(10);
-        a.repeats = 2;
-        a.sweep = false;
-    }
-    Ok(a)
 }
 
 /// Field products (in Fq units) of the curve's mixed and full additions.
@@ -453,14 +455,14 @@ fn classify_row(
 }
 
 fn main() -> BoxResult<()> {
-    let args = parse_args()?;
-    let Some(gpu) = Gpu::first()? else {
-        println!("skipped: no CUDA device");
+    let args = Args::parse_smoke_aware();
+    let Some(gpu) = Gpu::first_with(args.vram_budget)? else {
+        println!("msm_bench: skipped: no CUDA device");
         return Ok(());
     };
-    println!("{}", gpu.info());
+    println!("{} (host: {})", gpu.info(), cuzk_benches::machine());
     let s = gpu.new_stream()?;
-    let seed: u64 = rand::random();
+    let seed: u64 = args.seed.unwrap_or_else(rand::random);
     println!("seed {seed}");
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let mut rows = Vec::new();

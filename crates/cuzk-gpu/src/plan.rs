@@ -14,12 +14,17 @@
 //! The worker's scratch (the G1 and G2 Pippenger scratch, the classifier, the
 //! batch sums and the NTT tables) is sized once for the longest MSM it runs:
 //! the longest section when the key is resident, one chunk when streamed.
-//! The kernels' footprints come from the caller ([`Footprints`]), so this
-//! crate needs no CUDA.
+//! The kernels' footprints come in through [`Footprints`] ([`CudaFootprints`]
+//! asks cuzk-cuda's bindings), so the plan's arithmetic is tested on any
+//! machine. It lives here, beside the allocations it describes (`worker.rs`,
+//! `streamed.rs`), so a change to one is seen next to the other.
 
 use std::fmt;
 
-use crate::alloc::human;
+use cuzk_arena::human;
+use cuzk_cuda::gather::BitmapGather;
+use cuzk_cuda::msm::{Classifier, Msm, G1, G2};
+use cuzk_synth::CircuitShape;
 
 /// Bytes of one Fr scalar, one affine G1 point and one affine G2 point.
 pub const SCALAR_BYTES: u64 = 32;
@@ -45,6 +50,25 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// The key counts and witness length a circuit of this shape has: the one
+    /// place that derives a plan's shape (from a synthesized witness's
+    /// `Synthesized::shape`, or a circuit's before synthesis). H has n − 1
+    /// points; A one per input and per aux variable in A's density; B₁ and B₂
+    /// one per input and aux variable in B's density; L one per aux variable.
+    pub fn of_circuit(c: &CircuitShape) -> Shape {
+        let n = 1usize << c.domain_log2;
+        let b = c.b_input_density + c.b_aux_density;
+        Shape {
+            domain: n,
+            h: n - 1,
+            l: c.num_aux,
+            a: c.num_inputs + c.a_aux_density,
+            b_g1: b,
+            b_g2: b,
+            aux: c.num_aux,
+        }
+    }
+
     /// Bytes of the key's points (the SRS).
     pub fn srs_bytes(&self) -> u64 {
         (self.h + self.l + self.a + self.b_g1) as u64 * G1_BYTES + self.b_g2 as u64 * G2_BYTES
@@ -301,6 +325,27 @@ impl fmt::Display for VramPlan {
     }
 }
 
+/// The kernels' device-memory footprints, as cuzk-cuda sizes them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CudaFootprints;
+
+impl Footprints for CudaFootprints {
+    fn msm_g1(&self, len: usize) -> u64 {
+        Msm::<G1>::bytes_for(len)
+    }
+    fn msm_g2(&self, len: usize) -> u64 {
+        Msm::<G2>::bytes_for(len)
+    }
+    fn classifier(&self, len: usize) -> u64 {
+        Classifier::bytes_for(len) + BitmapGather::bytes_for(len)
+    }
+    fn fixed(&self) -> u64 {
+        // Batch-sum partials (a few thousand XYZZ points per curve), the NTT
+        // twiddle tables (a few MiB) and result slots.
+        64 << 20
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,6 +392,31 @@ mod tests {
         assert_eq!(plan.largest_stage().name, "h_poly");
         assert_eq!(plan.partition_peak, 3 * (1 << 24) * 32);
         assert!(plan.workers_that_fit() >= 2, "{plan}");
+    }
+
+    /// A 32 GiB PoRep partition (the real circuit's counts, as issue #13's
+    /// H200 run synthesized it) with the kernels' own footprints, under the
+    /// arena the H200 gave that run (135.05 GiB): the key stays resident and
+    /// one worker fits beside it with room for a second.
+    #[test]
+    fn a_32_gib_porep_partition_plans_resident_on_an_h200() {
+        let shape = Shape::of_circuit(&CircuitShape {
+            num_constraints: 130_278_869,
+            num_inputs: 328,
+            num_aux: 130_169_893,
+            a_aux_density: 129_753_292,
+            b_input_density: 1,
+            b_aux_density: 33_112_281,
+            domain_log2: 27,
+        });
+        let arena = 145_006_595_840; // 135.05 GiB
+        let plan = VramPlan::new(shape, arena, &CudaFootprints).unwrap();
+        println!("{plan}");
+        assert_eq!(plan.mode, SrsMode::Resident, "{plan}");
+        // 130.2 M + 129.8 M + 33.1 M G1 points, 33.1 M G2 points, 2^27 - 1 for H.
+        assert_eq!(plan.srs_device_bytes, shape.srs_bytes());
+        assert!(plan.fits() && plan.workers_that_fit() >= 2, "{plan}");
+        assert_eq!(plan.largest_stage().name, "h_poly", "{plan}");
     }
 
     #[test]

@@ -1,0 +1,152 @@
+//! Typed buffers: [`DeviceBuffer`] (a handle to an arena region, never a
+//! Rust reference to device memory) and [`PinnedBuffer`] (page-locked host
+//! memory for fast copies).
+
+use super::stream::check_len;
+use super::*;
+
+/// `len` values of `T` in device memory: a handle, never a Rust reference to
+/// device memory. A region of an arena, returned (in order on its stream)
+/// when dropped.
+pub struct DeviceBuffer<T: DeviceRepr> {
+    /// The arena region (released, stream-ordered, on drop).
+    pub(crate) _region: Region,
+    pub(crate) ptr: sys::CUdeviceptr,
+    pub(crate) len: usize,
+    pub(crate) _t: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer<{}>[{}] @ {:#x}",
+            std::any::type_name::<T>(),
+            self.len,
+            self.ptr
+        )
+    }
+}
+
+impl<T: DeviceRepr> DeviceBuffer<T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn size_bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
+    /// The device address, for kernel arguments (crate-internal).
+    pub(crate) fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+}
+
+/// Page-locked host memory for full-rate asynchronous copies. Remembers
+/// its last asynchronous copy, and waits for it before the host touches the
+/// memory again.
+pub struct PinnedBuffer<T: DeviceRepr> {
+    pub(crate) bytes: ffi::PinnedBytes,
+    pub(crate) len: usize,
+    pub(crate) last_use: Mutex<Option<CudaEvent>>,
+    pub(crate) _t: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> fmt::Debug for PinnedBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "PinnedBuffer<{}>[{}]",
+            std::any::type_name::<T>(),
+            self.len
+        )
+    }
+}
+
+impl<T: DeviceRepr> PinnedBuffer<T> {
+    /// Allocates `len` zeroed elements of pinned host memory on `gpu`'s
+    /// context (a slow, host-side call: allocate staging once, at start).
+    pub fn new(gpu: &Gpu, len: usize) -> Result<Self> {
+        let bytes = len * std::mem::size_of::<T>();
+        let pinned = ffi::PinnedBytes::new(&gpu.inner.ctx, bytes)
+            .cuda("cuMemHostAlloc", || format!("{bytes} bytes"))?;
+        Ok(PinnedBuffer {
+            bytes: pinned,
+            len,
+            last_use: Mutex::new(None),
+            _t: PhantomData,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn mark_used(&self, stream: &Stream) -> Result<()> {
+        let e = stream
+            .inner
+            .record_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))
+            .cuda("cuEventRecord", || "pinned buffer use".into())?;
+        *self.last_use.lock().expect("pinned lock poisoned") = Some(e);
+        Ok(())
+    }
+
+    /// Waits for the last asynchronous copy that used this buffer.
+    pub fn wait_unused(&self) -> Result<()> {
+        if let Some(e) = self.last_use.lock().expect("pinned lock poisoned").take() {
+            e.synchronize()
+                .cuda("cuEventSynchronize", || "pinned buffer".into())?;
+        }
+        Ok(())
+    }
+
+    /// The memory as values, for filling it in place (after pending copies).
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
+        self.wait_unused()?;
+        let len = self.len;
+        let bytes = self.bytes.as_mut_slice();
+        Ok(&mut ffi::values_mut::<T>(bytes)[..len])
+    }
+
+    /// Fills the buffer from `values` (same length). Waits for pending copies
+    /// involving this buffer first.
+    pub fn write(&mut self, values: &[T]) -> Result<()> {
+        check_len("PinnedBuffer::write", values.len(), self.len)?;
+        self.as_mut_slice()?.copy_from_slice(values);
+        Ok(())
+    }
+
+    /// Copies the buffer into `out` (same length), after pending copies finish.
+    pub fn read(&self, out: &mut [T]) -> Result<()> {
+        check_len("PinnedBuffer::read", out.len(), self.len)?;
+        self.wait_unused()?;
+        let dst = ffi::as_bytes_mut(out);
+        let n = dst.len();
+        dst.copy_from_slice(&self.bytes.as_slice()[..n]);
+        Ok(())
+    }
+}
+
+impl PinnedBuffer<u8> {
+    /// Staging bytes viewed as values of `T` (as many whole values as fit),
+    /// for filling in place; waits for the buffer's last copy first.
+    pub fn values_mut<T: DeviceRepr>(&mut self) -> Result<&mut [T]> {
+        self.wait_unused()?;
+        Ok(ffi::values_mut::<T>(self.bytes.as_mut_slice()))
+    }
+}
+
+impl<T: DeviceRepr> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        let _ = self.wait_unused();
+    }
+}

@@ -1,0 +1,319 @@
+//! Step 1 of Pippenger: the (bucket, point) pairs of every window grouped by
+//! bucket, with each bucket's offset into the sorted entries. Two sorts give
+//! every bucket the same multiset of entries ([`BucketSort`]): a counting
+//! sort for small MSMs and an LSD radix sort for large ones
+//! (kernels/msm/scalars.cu); [`super::plan`] picks one per shape.
+
+use cuzk_field::limbs::FrLimbs;
+
+use super::curve::MsmCurve;
+use super::plan::{
+    radix_sizes, windows_for, RADIX_BITS, RADIX_MIN_PAIRS, RADIX_THREADS, RADIX_TILE,
+};
+use super::Msm;
+use crate::device::{grid, DeviceBuffer, Stream};
+use crate::error::{ensure, Error, Result};
+use crate::ffi::KernelArgs;
+use crate::scan::{exclusive_scan, fill_u32, SCAN_TILE};
+
+/// Digit kernels: threads per block, blocks per SM.
+const DIGIT_THREADS: u32 = 256;
+const DIGIT_BLOCKS_PER_SM: u32 = 8;
+
+/// How the (bucket, point) pairs are grouped by bucket before accumulation.
+/// Both give every bucket the same multiset of entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BucketSort {
+    /// Histogram, scan, scatter through per-bucket atomic cursors: few
+    /// launches, but one return-value atomic and one random 4-byte write per
+    /// pair (18.6 ms of 2.2e8 pairs at 2^24 on the H200).
+    Counting,
+    /// LSD radix sort of (key, entry) over 8-bit digits, reduce-then-scan
+    /// per tile, no global atomics; bucket offsets from the sorted keys'
+    /// run boundaries. Sorts the windows in groups of ≈ 2^26 pairs (at least
+    /// one window), with 16 bytes of scratch per pair of a group: 1 GiB up
+    /// to n = 2^26, 16·n bytes above.
+    Radix,
+}
+
+impl BucketSort {
+    /// The sort [`Msm::new`] uses for `len` pairs with c-bit windows.
+    pub fn for_shape(len: usize, window_bits: u32) -> Self {
+        let w = windows_for(window_bits);
+        if len.saturating_mul(w as usize) >= RADIX_MIN_PAIRS {
+            BucketSort::Radix
+        } else {
+            BucketSort::Counting
+        }
+    }
+}
+
+/// Scratch of the radix sort beyond the counting sort's, for one group of
+/// windows: keys and entries twice (ping-pong), the per-tile histograms and
+/// their scan, and the running count of sorted entries.
+pub(super) struct RadixScratch {
+    pub(super) keys: [DeviceBuffer<u32>; 2],
+    pub(super) vals: [DeviceBuffer<u32>; 2],
+    pub(super) tile_hist: DeviceBuffer<u32>,
+    pub(super) tile_off: DeviceBuffer<u32>,
+    pub(super) tile_sums: DeviceBuffer<u32>,
+    pub(super) done: DeviceBuffer<u32>,
+    /// Windows per group.
+    pub(super) group: u32,
+}
+
+impl RadixScratch {
+    pub(super) fn new(stream: &Stream, max_len: usize, group: u32) -> Result<Self> {
+        let (pairs, hist) = radix_sizes(max_len, group);
+        Ok(RadixScratch {
+            keys: [stream.alloc(pairs)?, stream.alloc(pairs)?],
+            vals: [stream.alloc(pairs)?, stream.alloc(pairs)?],
+            tile_hist: stream.alloc(hist)?,
+            tile_off: stream.alloc(hist + 1)?,
+            tile_sums: stream.alloc(hist.div_ceil(SCAN_TILE) + 1)?,
+            done: stream.alloc(1)?,
+            group,
+        })
+    }
+}
+
+impl<C: MsmCurve> Msm<C> {
+    /// Step 1: entries grouped by bucket key, offsets[key] where each starts
+    /// (offsets[keys] = the number of entries). Marks "start" first.
+    pub(super) fn sort(
+        &mut self,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+        bound: u32,
+    ) -> Result<()> {
+        self.mark("start")?;
+        if self.plan.sort == BucketSort::Radix {
+            return self.radix_sort(scalars, indices, len, bound);
+        }
+        let plan = self.plan.clone();
+        let s = self.stream.clone();
+        let s = &s;
+        let keys = plan.keys() as u32;
+        fill_u32(s, &self.counts, 0, keys)?;
+        let digit_grid = grid(
+            (len as u32)
+                .div_ceil(DIGIT_THREADS)
+                .clamp(1, s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM),
+            DIGIT_THREADS,
+        );
+        let idx_ptr = indices.map_or(0, |b| b.device_ptr());
+        let sizes = || {
+            format!(
+                "{len} pairs, c = {}, {} windows",
+                plan.window_bits, plan.windows
+            )
+        };
+        let args = KernelArgs::new()
+            .device_ptr(scalars.device_ptr())
+            .device_ptr(idx_ptr)
+            .u32(len as u32)
+            .u32(bound)
+            .u32(plan.window_bits)
+            .u32(plan.windows)
+            .device_ptr(self.counts.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: arguments in the order of msm_digit_histogram; scalars are read
+        // at indices < bound ≤ scalars.len() (or < len ≤ bound), idx at j < len ≤
+        // idx.len(), counts at keys < plan.keys() = counts.len().
+        unsafe {
+            s.launch("msm_digit_histogram", digit_grid, args, sizes)?;
+        }
+        self.mark("histogram")?;
+        exclusive_scan(
+            s,
+            &self.counts,
+            keys,
+            &self.tile_sums,
+            &self.offsets,
+            Some(&self.cursors),
+        )?;
+        self.mark("scan")?;
+        let args = KernelArgs::new()
+            .device_ptr(scalars.device_ptr())
+            .device_ptr(idx_ptr)
+            .u32(len as u32)
+            .u32(bound)
+            .u32(plan.window_bits)
+            .u32(plan.windows)
+            .device_ptr(self.cursors.device_ptr())
+            .device_ptr(self.entries.device_ptr());
+        #[allow(unsafe_code)]
+        // SAFETY: as for the histogram; cursors has keys + 1 entries and every
+        // position written is < offsets[keys] ≤ len·windows ≤ entries.len().
+        unsafe {
+            s.launch("msm_digit_scatter", digit_grid, args, sizes)?;
+        }
+        self.mark("scatter")
+    }
+
+    /// The radix sort (see kernels/msm/scalars.cu): the keys of all pairs into
+    /// `entries`, window-major; then per group of windows
+    /// ⌈log₂(W·2^(c−1) + 1) / 8⌉ passes, the last writing the group's entries
+    /// after those of the groups before, and the group's bucket counts; then
+    /// the scan of the counts into offsets.
+    fn radix_sort(
+        &mut self,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+        bound: u32,
+    ) -> Result<()> {
+        let plan = self.plan.clone();
+        let s = self.stream.clone();
+        let s = &s;
+        let keys = plan.keys() as u32;
+        let sentinel = keys; // W·2^(c−1): zero digits, sorted past every bucket
+        let passes = (32 - sentinel.leading_zeros()).div_ceil(RADIX_BITS);
+        let windows = plan.windows;
+        let r = self.radix.as_ref().ok_or_else(|| Error::BadArguments {
+            kernel: "msm_radix_scatter",
+            message: "radix sort without its scratch".into(),
+        })?;
+        let group = r.group;
+        // Two passes at least: the first reads keys from `entries`, the last
+        // writes entries there, and they must not be one launch.
+        ensure("msm_radix_scatter", passes >= 2, || {
+            format!("{passes} passes for keys below {sentinel}")
+        })?;
+        ensure(
+            "msm_radix_scatter",
+            len * group as usize <= r.keys[0].len(),
+            || format!("{len} pairs × {group} windows, scratch {}", r.keys[0].len()),
+        )?;
+        let word = std::mem::size_of::<u32>() as u64;
+        let idx_ptr = indices.map_or(0, |b| b.device_ptr());
+        fill_u32(s, &self.counts, 0, keys)?;
+        fill_u32(s, &r.done, 0, 1)?;
+        if len > 0 {
+            let blocks = (len as u32)
+                .div_ceil(256)
+                .min(s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM);
+            let args = KernelArgs::new()
+                .device_ptr(scalars.device_ptr())
+                .device_ptr(idx_ptr)
+                .u32(len as u32)
+                .u32(bound)
+                .u32(plan.window_bits)
+                .u32(windows)
+                .device_ptr(self.entries.device_ptr());
+            #[allow(unsafe_code)]
+            // SAFETY: msm_radix_digits(scalars, idx, n, bound, c, windows,
+            // keys_out): reads scalars below bound ≤ scalars.len() and idx[0..len)
+            // (len ≤ idx.len(), checked by the callers); writes
+            // entries[0..len·windows), len ≤ max_len.
+            unsafe {
+                s.launch("msm_radix_digits", grid(blocks, 256), args, || {
+                    format!("{len} scalars, c = {}", plan.window_bits)
+                })?;
+            }
+        }
+        // (self.mark would borrow all of self while `r` is held.)
+        if self.profile {
+            let e = s.record()?;
+            self.marks.push(("radix digits", e));
+        }
+        let mut w0 = 0;
+        while len > 0 && w0 < windows {
+            let w1 = (w0 + group).min(windows);
+            let total = (len * (w1 - w0) as usize) as u32;
+            let ntiles = (total as usize).div_ceil(RADIX_TILE) as u32;
+            let hist = ntiles << RADIX_BITS;
+            let sizes =
+                || format!("windows {w0}..{w1} of {len} pairs, {ntiles} tiles, {passes} passes");
+            ensure(
+                "msm_radix_counts",
+                hist as usize <= r.tile_hist.len(),
+                sizes,
+            )?;
+            for p in 0..passes {
+                let shift = p * RADIX_BITS;
+                let last = p + 1 == passes;
+                let (keys_in, vals_in) = if p == 0 {
+                    (self.entries.device_ptr() + w0 as u64 * len as u64 * word, 0)
+                } else {
+                    let q = ((p - 1) % 2) as usize;
+                    (r.keys[q].device_ptr(), r.vals[q].device_ptr())
+                };
+                let q = (p % 2) as usize;
+                let (vals_out, out_base) = if last {
+                    (self.entries.device_ptr(), r.done.device_ptr())
+                } else {
+                    (r.vals[q].device_ptr(), 0)
+                };
+                let args = KernelArgs::new()
+                    .device_ptr(keys_in)
+                    .u32(total)
+                    .u32(shift)
+                    .device_ptr(r.tile_hist.device_ptr())
+                    .u32(ntiles);
+                #[allow(unsafe_code)]
+                // SAFETY: msm_radix_counts(keys_in, total, shift, tile_hist,
+                // ntiles): reads keys_in[0..total) (the group's slice of
+                // entries, or a scratch buffer of ≥ total words), writes
+                // tile_hist[0..256·ntiles), within its length (checked above).
+                unsafe {
+                    s.launch("msm_radix_counts", grid(ntiles, RADIX_THREADS), args, sizes)?;
+                }
+                exclusive_scan(s, &r.tile_hist, hist, &r.tile_sums, &r.tile_off, None)?;
+                let args = KernelArgs::new()
+                    .device_ptr(keys_in)
+                    .device_ptr(vals_in)
+                    .u32(total)
+                    .u32(shift)
+                    .device_ptr(r.tile_off.device_ptr())
+                    .u32(ntiles)
+                    .device_ptr(idx_ptr)
+                    .u32(len as u32)
+                    .device_ptr(out_base)
+                    .device_ptr(r.keys[q].device_ptr())
+                    .device_ptr(vals_out);
+                #[allow(unsafe_code)]
+                // SAFETY: msm_radix_scatter(keys_in, vals_in, total, shift,
+                // tile_off, ntiles, idx, n, out_base, keys_out, vals_out): reads
+                // [0..total) of the inputs and idx[0..len); writes a permutation
+                // of [0, total) of keys[q] (≠ the input buffer) and of vals_out:
+                // scratch, or entries from *done (the real entries of earlier
+                // groups, ≤ w0·len) to at most w1·len ≤ entries.len(), keys of
+                // later groups untouched.
+                unsafe {
+                    s.launch(
+                        "msm_radix_scatter",
+                        grid(ntiles, RADIX_THREADS),
+                        args,
+                        sizes,
+                    )?;
+                }
+            }
+            let q = ((passes - 1) % 2) as usize;
+            let blocks = total
+                .div_ceil(256)
+                .min(s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM * 2);
+            let args = KernelArgs::new()
+                .device_ptr(r.keys[q].device_ptr())
+                .u32(total)
+                .u32(sentinel)
+                .device_ptr(self.counts.device_ptr())
+                .device_ptr(r.done.device_ptr());
+            #[allow(unsafe_code)]
+            // SAFETY: msm_radix_bucket_counts(keys, total, sentinel, counts,
+            // real_total): reads keys[q][0..total), adds to counts[k] for k <
+            // sentinel = plan.keys() = counts.len() and to done[0].
+            unsafe {
+                s.launch("msm_radix_bucket_counts", grid(blocks, 256), args, sizes)?;
+            }
+            w0 = w1;
+        }
+        if self.profile {
+            let e = s.record()?;
+            self.marks.push(("radix sort", e));
+        }
+        exclusive_scan(s, &self.counts, keys, &self.tile_sums, &self.offsets, None)?;
+        self.mark("bucket offsets")
+    }
+}

@@ -1,0 +1,211 @@
+//! [`CudaBackend`]: the GPU implementation of the prover's `Backend`. One
+//! backend is one worker on one device; this file opens it (alone on the
+//! device's arena, under a smaller budget, or as one of several workers
+//! sharing an arena and a resident key) and plans each partition before any
+//! kernel runs. The proving itself is `worker.rs` and `streamed.rs`.
+
+use cuzk_cuda::msm::BatchSum;
+use cuzk_cuda::{Arena, Gpu, PinnedBuffer, VramBudget};
+use cuzk_groth16::prover::{Backend, MsmSums, ProveError, StageTimings};
+use cuzk_groth16::ProvingKey;
+use cuzk_synth::Synthesized;
+use parking_lot::Mutex;
+
+use crate::error::{gpu_err, GpuError};
+use crate::plan::{CudaFootprints, PlanError, Shape, SrsMode, VramPlan};
+use crate::srs::SrsSlot;
+use crate::worker::Worker;
+use crate::{FILL_THREADS, STAGE_BYTES};
+
+/// The GPU backend of the prover: one worker (one compute stream, one copy
+/// stream, its own MSM scratch and pinned staging) on one device, with every
+/// buffer taken from a VRAM arena.
+pub struct CudaBackend {
+    name: &'static str,
+    inner: Mutex<Worker>,
+    last_plan: Mutex<Option<VramPlan>>,
+    forced: Mutex<Option<SrsMode>>,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CudaBackend {
+    /// A worker on `gpu`, using the device's whole arena.
+    pub fn new(gpu: Gpu) -> Result<Self, cuzk_cuda::Error> {
+        let arena = gpu.arena().clone();
+        Self::in_arena(gpu, arena, SrsSlot::default())
+    }
+
+    /// A worker that behaves as if the device had `budget` of memory: with
+    /// `Bytes(b)` smaller than the device's arena, an arena of `b` bytes is
+    /// carved out of it (no device allocation); otherwise the device's arena.
+    pub fn with_budget(gpu: Gpu, budget: VramBudget) -> Result<Self, cuzk_cuda::Error> {
+        let arena = match budget {
+            VramBudget::Bytes(b) if b < gpu.arena().capacity() => {
+                let s = gpu.new_stream()?;
+                gpu.arena().sub(b, &s)?
+            }
+            _ => gpu.arena().clone(),
+        };
+        Self::in_arena(gpu, arena, SrsSlot::default())
+    }
+
+    /// `count` workers on one device sharing an arena (the device's, or one
+    /// of `budget` carved from it) and one resident key: the scheduler's GPU
+    /// workers. Each gives its scratch back after every partition, so that
+    /// [`VramAdmission`](crate::admission::VramAdmission) can count memory per running partition.
+    pub fn workers(
+        gpu: &Gpu,
+        count: usize,
+        budget: VramBudget,
+    ) -> Result<Vec<Self>, cuzk_cuda::Error> {
+        let arena = match budget {
+            VramBudget::Bytes(b) if b < gpu.arena().capacity() => {
+                let s = gpu.new_stream()?;
+                gpu.arena().sub(b, &s)?
+            }
+            _ => gpu.arena().clone(),
+        };
+        let slot = SrsSlot::default();
+        (0..count)
+            .map(|_| {
+                let b = Self::in_arena(gpu.clone(), arena.clone(), slot.clone())?;
+                b.inner.lock().release_scratch = true;
+                Ok(b)
+            })
+            .collect()
+    }
+
+    fn in_arena(gpu: Gpu, arena: Arena, srs: SrsSlot) -> Result<Self, cuzk_cuda::Error> {
+        let stream = gpu.new_stream_in(&arena)?;
+        let copy = gpu.new_stream_in(&arena)?;
+        let ordinal = gpu.info().ordinal;
+        let name: &'static str = Box::leak(format!("cuda:{ordinal}").into_boxed_str());
+        let fill = rayon::ThreadPoolBuilder::new()
+            .num_threads(FILL_THREADS)
+            .thread_name(move |i| format!("cuzk-cuda{ordinal}-fill{i}"))
+            .build()
+            .map_err(|e| {
+                tracing::warn!(
+                    "GPU {ordinal}: no staging-fill threads ({e}); the global rayon pool fills"
+                )
+            })
+            .ok();
+        Ok(CudaBackend {
+            name,
+            inner: Mutex::new(Worker {
+                staging: [
+                    PinnedBuffer::new(&gpu, STAGE_BYTES)?,
+                    PinnedBuffer::new(&gpu, STAGE_BYTES)?,
+                ],
+                next_stage: 0,
+                fill,
+                sum_g1: BatchSum::new(&stream)?,
+                sum_g2: BatchSum::new(&stream)?,
+                scratch: None,
+                release_scratch: false,
+                gpu,
+                arena,
+                stream,
+                copy,
+                srs,
+            }),
+            last_plan: Mutex::new(None),
+            forced: Mutex::new(None),
+        })
+    }
+
+    /// Runs every partition in `mode` instead of the planner's choice (when
+    /// it fits the budget): for tests and benchmarks of streaming on a card
+    /// where the key would be resident. `None` restores the planner.
+    pub fn force_mode(&self, mode: Option<SrsMode>) {
+        *self.forced.lock() = mode;
+    }
+
+    /// The backend on the first CUDA device; `Ok(None)` when there is none.
+    pub fn first() -> Result<Option<Self>, cuzk_cuda::Error> {
+        match Gpu::first()? {
+            None => Ok(None),
+            Some(gpu) => Self::new(gpu).map(Some),
+        }
+    }
+
+    /// The device's name, for reports.
+    pub fn device_name(&self) -> String {
+        self.inner.lock().gpu.info().name.clone()
+    }
+
+    /// Bytes of the arena this worker allocates from.
+    pub fn budget_bytes(&self) -> u64 {
+        self.inner.lock().arena.capacity()
+    }
+
+    /// The plan a partition of `shape` would run under, or why none fits.
+    pub fn plan(&self, shape: Shape) -> Result<VramPlan, PlanError> {
+        VramPlan::new(shape, self.budget_bytes(), &CudaFootprints)
+    }
+
+    /// The plan of the last partition proved (for reports).
+    pub fn last_plan(&self) -> Option<VramPlan> {
+        self.last_plan.lock().clone()
+    }
+
+    /// The arena's accounting (in use, peak, largest free block).
+    pub fn arena_usage(&self) -> cuzk_arena::Usage {
+        self.inner.lock().arena.usage()
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn msm_sums(
+        &self,
+        key: &ProvingKey,
+        w: &Synthesized,
+        t: &mut StageTimings,
+    ) -> Result<MsmSums, ProveError> {
+        let mut worker = self.inner.lock();
+        // Plan before any kernel runs: a budget too small fails here, with numbers.
+        let shape = Shape::of_circuit(&w.shape());
+        let budget = worker.arena.capacity();
+        let plan = match *self.forced.lock() {
+            None => VramPlan::new(shape, budget, &CudaFootprints).map_err(GpuError::Plan),
+            Some(mode) => {
+                let p = VramPlan::with_mode(shape, budget, mode, &CudaFootprints);
+                if p.fits() {
+                    Ok(p)
+                } else {
+                    Err(GpuError::ForcedPlanDoesNotFit {
+                        plan: p.to_string(),
+                        budget,
+                    })
+                }
+            }
+        }?;
+        tracing::debug!(%plan, "VRAM plan");
+        *self.last_plan.lock() = Some(plan.clone());
+        worker.prove(&plan, key, w, t).map_err(gpu_err)
+    }
+
+    fn last_run(&self) -> Option<String> {
+        let plan = self.last_plan.lock().clone()?;
+        Some(format!("{plan}; arena {}", self.inner.lock().arena.usage()))
+    }
+
+    /// Nothing per partition: a, b, c and the aux values go to the device
+    /// straight from the witness through the worker's pinned pool (made once
+    /// per worker), and the quotient, the gathered scalars and the MSM
+    /// scratch live in VRAM under the arena's admission.
+    fn host_working_set(&self, _shape: &cuzk_synth::CircuitShape) -> u64 {
+        0
+    }
+}

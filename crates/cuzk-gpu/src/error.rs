@@ -1,0 +1,45 @@
+//! [`GpuError`]: why the GPU backend could not prove a partition, and how it
+//! maps onto the prover's [`ProveError`].
+
+use cuzk_arena::human;
+use cuzk_groth16::prover::{BackendFailure, ProveError};
+
+use crate::plan::PlanError;
+
+/// Why the GPU backend could not prove a partition.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// A CUDA call or kernel launch failed, or the arena ran out.
+    #[error(transparent)]
+    Cuda(#[from] cuzk_cuda::Error),
+    /// No VRAM plan fits the worker's budget.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The plan mode forced by [`CudaBackend::force_mode`](crate::CudaBackend::force_mode) does not fit.
+    #[error("the forced plan does not fit: {plan} (budget {})", human(*.budget))]
+    ForcedPlanDoesNotFit { plan: String, budget: u64 },
+}
+
+impl GpuError {
+    /// Whether the device lacked memory (the partition would fit elsewhere)
+    /// or failed.
+    pub fn failure(&self) -> BackendFailure {
+        match self {
+            GpuError::Cuda(e) if e.is_out_of_memory() => BackendFailure::OutOfDeviceMemory,
+            GpuError::Cuda(_) => BackendFailure::Fault,
+            GpuError::Plan(_) | GpuError::ForcedPlanDoesNotFit { .. } => {
+                BackendFailure::OutOfDeviceMemory
+            }
+        }
+    }
+}
+
+impl From<GpuError> for ProveError {
+    fn from(e: GpuError) -> Self {
+        ProveError::backend("cuda", e.failure(), e)
+    }
+}
+
+pub(crate) fn gpu_err(e: cuzk_cuda::Error) -> ProveError {
+    GpuError::Cuda(e).into()
+}

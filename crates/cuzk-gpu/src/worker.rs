@@ -1,0 +1,327 @@
+//! One worker's proving of a partition on its device: its scratch (sized
+//! once for the longest MSM it runs), the stage clock (CUDA events), the H
+//! polynomial and the five MSMs with the key resident. The streamed-key MSMs
+//! are `streamed.rs`; the resident key's upload is `srs.rs`.
+
+use std::ops::Add;
+use std::time::Duration;
+
+use cuzk_cuda::gather::BitmapGather;
+use cuzk_cuda::msm::{BatchSum, Classifier, Msm, G1, G2};
+use cuzk_cuda::ntt::{h_step, ntt, NttKind};
+use cuzk_cuda::{Arena, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream};
+use cuzk_field::limbs::{fr_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs};
+use cuzk_field::Fr;
+use cuzk_groth16::prover::{MsmSums, StageTimings};
+use cuzk_groth16::ProvingKey;
+use cuzk_synth::Synthesized;
+use rayon::prelude::*;
+
+use crate::plan::{SrsMode, VramPlan};
+use crate::srs::SrsSlot;
+use crate::STAGE_BYTES;
+
+pub(crate) struct Scratch {
+    pub(crate) len: usize,
+    pub(crate) g2_len: usize,
+    pub(crate) g1: Msm<G1>,
+    pub(crate) g2: Msm<G2>,
+    pub(crate) classifier: Classifier,
+    pub(crate) gather: BitmapGather,
+}
+
+pub(crate) struct Worker {
+    pub(crate) gpu: Gpu,
+    pub(crate) arena: Arena,
+    pub(crate) stream: Stream,
+    pub(crate) copy: Stream,
+    pub(crate) staging: [PinnedBuffer<u8>; 2],
+    pub(crate) next_stage: usize,
+    /// Fills the staging buffers; `None` if its threads could not be started
+    /// (then the global rayon pool does, slower beside other work).
+    pub(crate) fill: Option<rayon::ThreadPool>,
+    pub(crate) scratch: Option<Scratch>,
+    pub(crate) sum_g1: BatchSum<G1>,
+    pub(crate) sum_g2: BatchSum<G2>,
+    pub(crate) srs: SrsSlot,
+    /// Give the MSM scratch back to the arena after each partition (when the
+    /// arena is shared by several workers and admission counts it per partition).
+    pub(crate) release_scratch: bool,
+}
+
+/// Device-event marks of one partition's stages on the compute stream.
+pub(crate) struct Clock {
+    pub(crate) marks: Vec<(&'static str, Event, Event)>,
+    pub(crate) open: Option<(&'static str, Event)>,
+}
+
+impl Clock {
+    pub(crate) fn new() -> Self {
+        Clock {
+            marks: Vec::new(),
+            open: None,
+        }
+    }
+
+    pub(crate) fn start(&mut self, s: &Stream, name: &'static str) -> cuzk_cuda::Result<()> {
+        self.open = Some((name, s.record()?));
+        Ok(())
+    }
+
+    pub(crate) fn stop(&mut self, s: &Stream) -> cuzk_cuda::Result<()> {
+        if let Some((name, start)) = self.open.take() {
+            self.marks.push((name, start, s.record()?));
+        }
+        Ok(())
+    }
+
+    /// Each stage's device time (waits for the last event).
+    pub(crate) fn report(self, t: &mut StageTimings) -> cuzk_cuda::Result<()> {
+        for (name, a, b) in self.marks {
+            let ms = a.elapsed_ms(&b)?;
+            t.record(name, Duration::from_secs_f64(f64::from(ms) / 1e3));
+        }
+        Ok(())
+    }
+}
+
+/// Where a streamed MSM's scalars come from.
+pub(crate) enum Scalars<'a> {
+    Device(&'a DeviceBuffer<FrLimbs>),
+    Host(&'a [Fr]),
+}
+
+pub(crate) fn add_opt<P: Add<Output = P> + Copy>(acc: Option<P>, x: P) -> Option<P> {
+    Some(match acc {
+        None => x,
+        Some(a) => a + x,
+    })
+}
+
+impl Worker {
+    pub(crate) fn prove(
+        &mut self,
+        plan: &VramPlan,
+        key: &ProvingKey,
+        w: &Synthesized,
+        t: &mut StageTimings,
+    ) -> cuzk_cuda::Result<MsmSums> {
+        let s = self.stream.clone();
+        let n = plan.shape.domain;
+        match plan.mode {
+            SrsMode::Resident => self.make_resident(key, t)?,
+            // Free a resident key of another shape before streaming this one.
+            SrsMode::Streamed { .. } => *self.srs.0.lock() = None,
+        }
+        self.size_scratch(plan.msm_len, plan.msm_len.min(plan.shape.b_g2.max(1)))?;
+        let mut clock = Clock::new();
+
+        // H polynomial: a, b, c through the pinned pool into zeroed n-long
+        // buffers (the padding stays zero), then iNTT, coset NTT, (a·b − c)/Z,
+        // coset iNTT, all on the device.
+        clock.start(&s, "upload_abc")?;
+        let mut abc = Vec::with_capacity(3);
+        for v in [&w.a, &w.b, &w.c] {
+            let mut d = s.alloc::<FrLimbs>(n)?;
+            self.stage_upload(&s, fr_as_limbs(v), &mut d, 0)?;
+            abc.push(d);
+        }
+        clock.stop(&s)?;
+        clock.start(&s, "h_poly")?;
+        let (mut da, mut db, mut dc) = {
+            let mut it = abc.into_iter();
+            let mut next = || it.next().expect("three buffers");
+            (next(), next(), next())
+        };
+        for d in [&mut da, &mut db, &mut dc] {
+            ntt(&s, d, NttKind::Inverse)?;
+            ntt(&s, d, NttKind::CosetForward)?;
+        }
+        h_step(&s, &mut da, &db, &dc)?;
+        drop((db, dc));
+        ntt(&s, &mut da, NttKind::CosetInverse)?;
+        clock.stop(&s)?;
+
+        let sums = match plan.mode {
+            SrsMode::Resident => self.resident_msms(w, da, &mut clock)?,
+            SrsMode::Streamed { chunk } => self.streamed_msms(chunk, key, w, da, &mut clock, t)?,
+        };
+        if self.release_scratch {
+            self.scratch = None;
+        }
+        s.synchronize()?;
+        clock.report(t)?;
+        Ok(sums)
+    }
+
+    fn resident_msms(
+        &mut self,
+        w: &Synthesized,
+        dh: DeviceBuffer<FrLimbs>,
+        clock: &mut Clock,
+    ) -> cuzk_cuda::Result<MsmSums> {
+        let s = self.stream.clone();
+        let srs = self.srs.0.lock().clone().expect("made resident above");
+        let n = dh.len();
+
+        clock.start(&s, "msm_h")?;
+        let scratch = self.scratch.as_mut().expect("sized above");
+        scratch.g1.enqueue(&srs.h, &dh, None, n - 1)?;
+        let h = scratch.g1.result()?;
+        drop(dh);
+        clock.stop(&s)?;
+
+        // The aux values go up once: L's scalars, and the source of A's and
+        // B's dense scalars, gathered on the device by density bitmap.
+        clock.start(&s, "msm_l")?;
+        let aux = w.aux_assignment.len();
+        let mut dl = s.alloc::<FrLimbs>(aux)?;
+        self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut dl, 0)?;
+        let l = self.split_g1(&srs.l, &dl)?;
+        clock.stop(&s)?;
+
+        clock.start(&s, "msm_a")?;
+        let mut da = s.alloc::<FrLimbs>(srs.a.len())?;
+        let inputs = fr_as_limbs(&w.input_assignment);
+        s.upload_at(inputs, &mut da, 0)?;
+        self.gather_aux(&dl, w.a_aux_density.as_words(), &mut da, inputs.len(), aux)?;
+        let a = self.split_g1(&srs.a, &da)?;
+        drop(da);
+        clock.stop(&s)?;
+
+        // B in G1 and G2 share one upload and one classification.
+        clock.start(&s, "msm_b_g1")?;
+        let mut db = s.alloc::<FrLimbs>(srs.b_g1.len())?;
+        let b_inputs: Vec<Fr> = w
+            .b_input_density
+            .iter_ones()
+            .map(|i| w.input_assignment[i])
+            .collect();
+        s.upload_at(fr_as_limbs(&b_inputs), &mut db, 0)?;
+        self.gather_aux(
+            &dl,
+            w.b_aux_density.as_words(),
+            &mut db,
+            b_inputs.len(),
+            aux,
+        )?;
+        drop(dl);
+        let scratch = self.scratch.as_mut().expect("sized above");
+        let counts = scratch.classifier.classify(&db)?;
+        let b_g1 = self
+            .sum_g1
+            .sum_indices(&srs.b_g1, scratch.classifier.ones(), counts.ones)?
+            + scratch
+                .g1
+                .run_indexed(&srs.b_g1, &db, scratch.classifier.others(), counts.others)?;
+        clock.stop(&s)?;
+        clock.start(&s, "msm_b_g2")?;
+        let b_g2 = self
+            .sum_g2
+            .sum_indices(&srs.b_g2, scratch.classifier.ones(), counts.ones)?
+            + scratch
+                .g2
+                .run_indexed(&srs.b_g2, &db, scratch.classifier.others(), counts.others)?;
+        clock.stop(&s)?;
+        Ok(MsmSums {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
+    }
+
+    /// Fills `out[head..]` with the aux values at the set bits of `density`
+    /// (on the device) and checks that this completes `out` exactly.
+    fn gather_aux(
+        &mut self,
+        aux: &DeviceBuffer<FrLimbs>,
+        density: &[u64],
+        out: &mut DeviceBuffer<FrLimbs>,
+        head: usize,
+        n: usize,
+    ) -> cuzk_cuda::Result<()> {
+        let scratch = self.scratch.as_mut().expect("sized above");
+        let count = scratch.gather.gather(aux, n, density, out, head)?;
+        if head + count != out.len() {
+            return Err(cuzk_cuda::Error::BadArguments {
+                kernel: "prover_gather_set_bits",
+                message: format!(
+                    "{head} inputs + {count} aux values by density, but the key section has {} points",
+                    out.len()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Σ scalars[i]·bases[i] with the scalars classified on the device: ones
+    /// batch-summed, others through Pippenger, zeros skipped.
+    fn split_g1(
+        &mut self,
+        bases: &DeviceBuffer<G1AffineLimbs>,
+        scalars: &DeviceBuffer<FrLimbs>,
+    ) -> cuzk_cuda::Result<cuzk_field::G1Projective> {
+        let scratch = self.scratch.as_mut().expect("sized above");
+        let counts = scratch.classifier.classify(scalars)?;
+        let ones = self
+            .sum_g1
+            .sum_indices(bases, scratch.classifier.ones(), counts.ones)?;
+        let rest =
+            scratch
+                .g1
+                .run_indexed(bases, scalars, scratch.classifier.others(), counts.others)?;
+        Ok(ones + rest)
+    }
+
+    /// Scratch for G1 MSMs of up to `len` pairs and G2 MSMs of up to `g2_len`.
+    fn size_scratch(&mut self, len: usize, g2_len: usize) -> cuzk_cuda::Result<()> {
+        if self
+            .scratch
+            .as_ref()
+            .is_some_and(|sc| (sc.len, sc.g2_len) == (len, g2_len))
+        {
+            return Ok(());
+        }
+        self.scratch = None; // free the old scratch before making the new one
+        let s = &self.stream;
+        self.scratch = Some(Scratch {
+            len,
+            g2_len,
+            g1: Msm::new(s, len)?,
+            g2: Msm::new(s, g2_len)?,
+            classifier: Classifier::new(s, len)?,
+            gather: BitmapGather::new(s, len)?,
+        });
+        Ok(())
+    }
+
+    /// Copies `src` into `dst[at..]` on `stream` through the two pinned
+    /// staging buffers: one is filled (in parallel) while the other's copy runs.
+    pub(crate) fn stage_upload<T: DeviceRepr + Sync>(
+        &mut self,
+        stream: &Stream,
+        src: &[T],
+        dst: &mut DeviceBuffer<T>,
+        at: usize,
+    ) -> cuzk_cuda::Result<()> {
+        let per = (STAGE_BYTES / std::mem::size_of::<T>()).max(1);
+        for (i, piece) in src.chunks(per).enumerate() {
+            let buf = &mut self.staging[self.next_stage];
+            self.next_stage ^= 1;
+            let view = &mut buf.values_mut::<T>()?[..piece.len()];
+            let mut copy = || {
+                view.par_chunks_mut(1 << 14)
+                    .zip(piece.par_chunks(1 << 14))
+                    .for_each(|(d, s)| d.copy_from_slice(s))
+            };
+            match &self.fill {
+                Some(pool) => pool.install(copy),
+                None => copy(),
+            }
+            stream.upload_staged(buf, piece.len(), dst, at + i * per)?;
+        }
+        Ok(())
+    }
+}
