@@ -46,6 +46,8 @@ pub struct ProvingConfig {
     pub gpu_workers: usize,
     pub partitions_in_flight: usize,
     pub engine_memory_budget: u64,
+    pub critical_reserve: u64,
+    pub reserve_class: String,
     pub bulk_jobs_in_engine: usize,
 }
 
@@ -111,6 +113,8 @@ impl Default for ProvingConfig {
             gpu_workers: 2,
             partitions_in_flight: 4,
             engine_memory_budget: 0,
+            critical_reserve: 0,
+            reserve_class: "critical".into(),
             bulk_jobs_in_engine: 2,
         }
     }
@@ -205,6 +209,18 @@ impl Config {
             })
     }
 
+    /// The least urgent engine class that may use `proving.critical_reserve`.
+    pub fn reserve_class(&self) -> Result<cuzk_pipeline::Priority, ConfigError> {
+        match self.proving.reserve_class.as_str() {
+            "critical" => Ok(cuzk_pipeline::Priority::Critical),
+            "high" => Ok(cuzk_pipeline::Priority::High),
+            other => Err(ConfigError::Invalid {
+                key: "proving.reserve_class",
+                problem: format!("{other:?}: expected \"critical\" or \"high\""),
+            }),
+        }
+    }
+
     /// Refuses settings the daemon cannot run with, naming the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.listen_addresses()?;
@@ -227,6 +243,7 @@ impl Config {
                 ),
             });
         }
+        self.reserve_class()?;
         cuzk_cuda::VramBudget::parse(&self.proving.vram_budget).map_err(|problem| {
             ConfigError::Invalid {
                 key: "proving.vram_budget",
@@ -309,6 +326,10 @@ mod tests {
             "proving.synthesis_workers",
         );
         check("[limits]\nmax_queued_jobs = 0\n", "limits.max_queued_jobs");
+        check(
+            "[proving]\nreserve_class = \"normal\"\n",
+            "proving.reserve_class",
+        );
         check(
             "[listen]\nstatus_address = \"here\"\n",
             "listen.status_address",

@@ -2,38 +2,48 @@
 //! the daemon's queue (in priority order), what runs in the engine, and the
 //! results kept for their clients.
 //!
-//! A job goes `Accepting` (checked, being journaled) → `Queued` → `Starting`
-//! (its key being made HOT, its circuits built) → `Running` (in the engine)
-//! → `Finished`. The dispatcher thread hands the queue's head to the engine:
-//! HIGH and CRITICAL jobs at once (as the engine's latency class, so their
-//! partitions overtake every bulk partition not yet started), NORMAL and LOW
-//! ones while fewer than `bulk_jobs_in_engine` bulk jobs are in it; one
-//! waiter thread per running job waits for its proofs, checks them with
+//! A job goes `Accepting` (checked, being journaled) → `Queued` (waiting for
+//! its turn and for its key to be HOT) → `Starting` (its circuits being
+//! built) → `Running` (in the engine) → `Finished`. The dispatcher thread
+//! hands the first queued job whose key is HOT to the engine: HIGH and
+//! CRITICAL jobs at once (in the engine's class of the same name, so their
+//! partitions overtake every lower-class partition not yet started), NORMAL
+//! and LOW ones while fewer than `bulk_jobs_in_engine` bulk jobs are in it; a
+//! cold key loads on its own thread meanwhile. One thread per started job
+//! builds its circuits, waits for its proofs, checks them with
 //! filecoin-proofs' `verify_seal`, and records the result, journal first.
+//!
+//! The table and its types are here; the methods are split by concern:
+//! [`accept`] (submissions and the journal's replay), [`dispatch`] (the
+//! dispatcher and the job threads), [`results`] (endings, retention,
+//! `AwaitProof`, `CancelProof`, the drain).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use cuzk_filecoin::{ParamsDir, PorepSource};
-use cuzk_pipeline::{
-    Admission, Job, JobCanceller, JobError, JobHandle, MetricsSnapshot, Scheduler,
-};
+use cuzk_filecoin::ParamsDir;
+use cuzk_pipeline::{Admission, JobCanceller, MetricsSnapshot, Scheduler};
 use cuzk_sched::Engine;
 use parking_lot::{Condvar, Mutex};
-use prost::Message;
 use sha2::{Digest, Sha256};
 
 use crate::error::RequestError;
 use crate::journal::{Accepted, Finished, Journal, Replayed};
-use crate::porep::{check_request, PorepRequest, TimedSource};
+use crate::porep::PorepRequest;
 use crate::proto::{
-    await_proof_response::Status, AwaitProofResponse, Priority, ProofKind, SubmitProofRequest,
-    SubmitProofResponse,
+    await_proof_response::Status, Priority, SubmitProofRequest, SubmitProofResponse,
 };
 use crate::srs::SrsManager;
+
+mod accept;
+mod dispatch;
+mod results;
+
+pub use accept::check_envelope;
+pub use dispatch::engine_class;
 
 /// The numbers the job table keeps to.
 #[derive(Debug, Clone)]
@@ -114,6 +124,8 @@ struct Entry {
     /// Cancelled because the daemon is stopping (not by a client).
     interrupted: bool,
     in_bulk_slot: bool,
+    /// When the dispatcher first asked for the job's key (its SRS wait starts).
+    key_asked: Option<Instant>,
     done: tokio::sync::watch::Sender<bool>,
 }
 
@@ -308,6 +320,13 @@ enum Outcome {
     Interrupted,
 }
 
+/// A job the dispatcher took from the queue, with its key leased.
+struct Started {
+    id: String,
+    request: Arc<PorepRequest>,
+    lease: crate::srs::SrsLease,
+}
+
 impl Daemon {
     /// The daemon over a started engine, its devices, key manager and
     /// journal; `replayed` is what the journal held (queued again or kept
@@ -335,669 +354,19 @@ impl Daemon {
             stopped: tokio::sync::watch::channel(false).0,
         });
         daemon.restore(replayed);
+        // A key loaded (or failed) may let queued jobs start: wake the dispatcher.
+        let weak = Arc::downgrade(&daemon);
+        daemon.srs.on_load_end(move || {
+            if let Some(d) = weak.upgrade() {
+                d.wake.notify_all();
+            }
+        });
         let d = Arc::clone(&daemon);
         std::thread::Builder::new()
             .name("dispatcher".into())
             .spawn(move || d.dispatch_loop())
             .expect("spawning the dispatcher");
         daemon
-    }
-
-    fn restore(&self, replayed: Vec<Replayed>) {
-        let now_ms = unix_ms();
-        for r in replayed {
-            let (accepted, phase, bytes) = match r {
-                Replayed::Undelivered { accepted, result } => {
-                    let phase = Phase::Finished {
-                        result: Arc::new(result),
-                        at: Instant::now(),
-                        delivered: false,
-                    };
-                    (accepted, phase, 0)
-                }
-                Replayed::Unfinished { accepted, request } => {
-                    let checked = SubmitProofRequest::decode(&request[..])
-                        .map_err(|e| {
-                            RequestError::Internal(format!(
-                                "the journaled request does not decode: {e}"
-                            ))
-                        })
-                        .and_then(|req| {
-                            check_request(&req, &self.params)
-                                .map(|c| (c, req.vanilla_proof.len() as u64))
-                        });
-                    match checked {
-                        Ok((c, bytes)) => (accepted, Phase::Queued(Arc::new(c)), bytes),
-                        Err(e) => {
-                            let result = unproved(
-                                Status::Failed,
-                                format!("after a restart the journaled request was refused: {e}"),
-                                Duration::ZERO,
-                            );
-                            if let Err(e) = self.journal.finish(&accepted.job_id, &result) {
-                                tracing::error!(error = %e, "journal");
-                            }
-                            let phase = Phase::Finished {
-                                result: Arc::new(result),
-                                at: Instant::now(),
-                                delivered: false,
-                            };
-                            (accepted, phase, 0)
-                        }
-                    }
-                }
-            };
-            let age = Duration::from_millis(now_ms.saturating_sub(accepted.accepted_unix_ms));
-            let accepted_at = Instant::now().checked_sub(age).unwrap_or_else(Instant::now);
-            let priority = Priority::try_from(accepted.priority).unwrap_or(Priority::Normal);
-            let mut t = self.table.lock();
-            let seq = t.next_seq;
-            t.next_seq += 1;
-            let id = accepted.job_id.clone();
-            tracing::info!(job = %id, request_id = %accepted.request_id, phase = phase.name(),
-                "restored from the journal");
-            match &phase {
-                Phase::Queued(_) => {
-                    t.queue.insert((Reverse(priority as i32), seq), id.clone());
-                    t.unfinished += 1;
-                    t.unfinished_bytes += bytes;
-                }
-                _ => t.finished.push_back(id.clone()),
-            }
-            let finished = matches!(phase, Phase::Finished { .. });
-            t.by_request.insert(accepted.request_id.clone(), id.clone());
-            t.jobs.insert(
-                id,
-                Entry {
-                    accepted,
-                    accepted_at,
-                    seq,
-                    bytes,
-                    priority,
-                    phase,
-                    cancel_requested: false,
-                    interrupted: false,
-                    in_bulk_slot: false,
-                    done: tokio::sync::watch::channel(finished).0,
-                },
-            );
-        }
-    }
-
-    /// `SubmitProof` for a `POREP_SEAL_COMMIT` request whose kind and
-    /// priority were checked: blocking (it parses and checks the C1 and
-    /// fsyncs the journal).
-    pub fn submit(
-        &self,
-        req: SubmitProofRequest,
-        priority: Priority,
-    ) -> Result<SubmitProofResponse, RequestError> {
-        let digest = digest(&req);
-        let bytes = req.vanilla_proof.len() as u64;
-        {
-            let t = self.table.lock();
-            if t.draining {
-                return Err(RequestError::Unavailable(
-                    "the daemon is shutting down and takes no new jobs".into(),
-                ));
-            }
-            if let Some(known) = t.existing(&req.request_id, &digest)? {
-                return Ok(known);
-            }
-            t.check_room(&self.settings, bytes)?;
-        }
-        let checked = check_request(&req, &self.params)?;
-        let job_id = new_job_id();
-        let accepted = Accepted {
-            job_id: job_id.clone(),
-            request_id: req.request_id.clone(),
-            digest: digest.clone(),
-            proof_kind: req.proof_kind,
-            priority: priority as i32,
-            accepted_unix_ms: unix_ms(),
-        };
-        {
-            let mut t = self.table.lock();
-            if t.draining {
-                return Err(RequestError::Unavailable(
-                    "the daemon is shutting down and takes no new jobs".into(),
-                ));
-            }
-            // A twin submission may have won the race while this one was checked.
-            if let Some(known) = t.existing(&req.request_id, &digest)? {
-                return Ok(known);
-            }
-            t.check_room(&self.settings, bytes)?;
-            let seq = t.next_seq;
-            t.next_seq += 1;
-            t.unfinished += 1;
-            t.unfinished_bytes += bytes;
-            t.by_request.insert(req.request_id.clone(), job_id.clone());
-            t.jobs.insert(
-                job_id.clone(),
-                Entry {
-                    accepted: accepted.clone(),
-                    accepted_at: Instant::now(),
-                    seq,
-                    bytes,
-                    priority,
-                    phase: Phase::Accepting,
-                    cancel_requested: false,
-                    interrupted: false,
-                    in_bulk_slot: false,
-                    done: tokio::sync::watch::channel(false).0,
-                },
-            );
-        }
-        if let Err(e) = self.journal.accept(&accepted, &req.encode_to_vec()) {
-            tracing::error!(job = %job_id, error = %e, "could not journal an accepted job; refused");
-            let mut t = self.table.lock();
-            t.jobs.remove(&job_id);
-            t.by_request.remove(&req.request_id);
-            t.unfinished -= 1;
-            t.unfinished_bytes -= bytes;
-            return Err(RequestError::Internal(format!(
-                "the job could not be journaled, so it was not accepted: {e}"
-            )));
-        }
-        drop(req);
-        self.stats.accepted.fetch_add(1, Ordering::Relaxed);
-        let mut t = self.table.lock();
-        let entry = t.jobs.get_mut(&job_id).expect("inserted above");
-        if entry.cancel_requested {
-            entry.phase = Phase::Starting;
-            drop(t);
-            self.finish(&job_id, Outcome::Done(self.cancelled(&job_id)));
-            return Ok(SubmitProofResponse {
-                job_id,
-                queue_position: 0,
-                assigned_gpu: String::new(),
-            });
-        }
-        entry.phase = Phase::Queued(Arc::new(checked));
-        let key = (Reverse(priority as i32), entry.seq);
-        t.queue.insert(key, job_id.clone());
-        let queue_position = t.position(&job_id);
-        drop(t);
-        tracing::info!(job = %job_id, request_id = %accepted.request_id,
-            priority = priority.as_str_name(), queue_position, "job accepted");
-        self.wake.notify_all();
-        Ok(SubmitProofResponse {
-            job_id,
-            queue_position,
-            assigned_gpu: String::new(),
-        })
-    }
-
-    fn cancelled(&self, job_id: &str) -> Finished {
-        let total = self
-            .table
-            .lock()
-            .jobs
-            .get(job_id)
-            .map_or(Duration::ZERO, |e| e.accepted_at.elapsed());
-        unproved(Status::Cancelled, "cancelled by CancelProof".into(), total)
-    }
-
-    fn dispatch_loop(self: Arc<Self>) {
-        let mut last_tick = Instant::now();
-        loop {
-            let picked = {
-                let mut t = self.table.lock();
-                loop {
-                    if t.stopping {
-                        return;
-                    }
-                    if !t.draining {
-                        if let Some(p) = self.pick(&mut t) {
-                            break Some(p);
-                        }
-                    }
-                    self.wake.wait_for(&mut t, Duration::from_secs(1));
-                    if last_tick.elapsed() >= Duration::from_secs(1) {
-                        break None;
-                    }
-                }
-            };
-            match picked {
-                Some((id, request)) => self.start_job(id, request),
-                None => {
-                    last_tick = Instant::now();
-                    self.srs.tick();
-                    self.expire();
-                }
-            }
-        }
-    }
-
-    /// Takes the queue's head if it may enter the engine now.
-    fn pick(&self, t: &mut Table) -> Option<(String, Arc<PorepRequest>)> {
-        let (&key, id) = t.queue.iter().next()?;
-        let id = id.clone();
-        let latency = key.0 .0 >= Priority::High as i32;
-        if !latency && t.bulk_in_engine >= self.settings.bulk_jobs_in_engine {
-            return None;
-        }
-        t.queue.remove(&key);
-        if !latency {
-            t.bulk_in_engine += 1;
-        }
-        let entry = t.jobs.get_mut(&id).expect("queued jobs are in the table");
-        entry.in_bulk_slot = !latency;
-        match std::mem::replace(&mut entry.phase, Phase::Starting) {
-            Phase::Queued(request) => Some((id, request)),
-            other => unreachable!("a queued job in phase {}", other.name()),
-        }
-    }
-
-    fn start_job(self: &Arc<Self>, id: String, request: Arc<PorepRequest>) {
-        let fail = |message: String| {
-            let total = self
-                .table
-                .lock()
-                .jobs
-                .get(&id)
-                .map_or(Duration::ZERO, |e| e.accepted_at.elapsed());
-            tracing::error!(job = %id, error = %message, "job failed before the engine");
-            self.finish(&id, Outcome::Done(unproved(Status::Failed, message, total)));
-        };
-        let lease = match self.srs.acquire(request.proof_type) {
-            Ok(l) => l,
-            Err(e) => return fail(format!("the proving key: {e}")),
-        };
-        let source = match PorepSource::new(&request.c1, &lease.key) {
-            Ok(s) => TimedSource::new(s),
-            Err(e) => return fail(format!("building the partition circuits: {e}")),
-        };
-        let (priority, label) = {
-            let t = self.table.lock();
-            let e = &t.jobs[&id];
-            (e.priority, format!("{id} ({})", e.accepted.request_id))
-        };
-        let class = if priority as i32 >= Priority::High as i32 {
-            cuzk_pipeline::Priority::Latency
-        } else {
-            cuzk_pipeline::Priority::Bulk
-        };
-        let job = Job::new(
-            Arc::clone(&source) as Arc<dyn cuzk_pipeline::PartitionSource>,
-            Arc::clone(&lease.key),
-        )
-        .with_priority(class)
-        .with_verifying_key(Arc::clone(&lease.prepared))
-        .with_label(label);
-        let handle: JobHandle = match self.engine.submit(job) {
-            Ok(h) => h,
-            Err(e) => return fail(format!("the engine refused the job: {e}")),
-        };
-        {
-            let mut t = self.table.lock();
-            let entry = t.jobs.get_mut(&id).expect("a started job is in the table");
-            entry.phase = Phase::Running(handle.canceller());
-            if entry.cancel_requested {
-                handle.cancel();
-            }
-        }
-        tracing::info!(job = %id, engine_job = %handle.id(), class = class.as_str(), "job in the engine");
-        let daemon = Arc::clone(self);
-        std::thread::Builder::new()
-            .name(format!("await-{id}"))
-            .spawn(move || {
-                let result = handle.wait();
-                let outcome = daemon.outcome(&id, result, &request, &lease, &source);
-                drop(lease);
-                daemon.finish(&id, outcome);
-            })
-            .expect("spawning a job waiter");
-    }
-
-    fn outcome(
-        &self,
-        id: &str,
-        result: cuzk_pipeline::JobResult,
-        request: &PorepRequest,
-        lease: &crate::srs::SrsLease,
-        source: &TimedSource,
-    ) -> Outcome {
-        let (accepted_at, interrupted) = {
-            let t = self.table.lock();
-            let e = &t.jobs[id];
-            (e.accepted_at, e.interrupted)
-        };
-        let total = accepted_at.elapsed();
-        match result {
-            Ok(out) => {
-                let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
-                let device = out
-                    .partitions
-                    .first()
-                    .and_then(|p| self.devices.get(p.device))
-                    .map_or_else(String::new, |d| d.name.clone());
-                let synthesis: Duration = out.partitions.iter().map(|p| p.synthesis).sum();
-                let gpu: Duration = out.partitions.iter().map(|p| p.timings.total()).sum();
-                let queue_wait = source
-                    .first_synthesis()
-                    .map_or(total, |t| t.saturating_duration_since(accepted_at));
-                match cuzk_filecoin::verify(
-                    &request.c1,
-                    &proof,
-                    &lease.filecoin_vk,
-                    Some(&request.identity),
-                ) {
-                    Ok(how) => {
-                        tracing::info!(job = %id, verified = ?how, total_ms = millis(total), "proof verified");
-                        Outcome::Done(Finished {
-                            status: Status::Completed as i32,
-                            proof_hex: hex::encode(&proof),
-                            error_message: String::new(),
-                            queue_wait_ms: millis(queue_wait),
-                            srs_load_ms: millis(lease.load_time),
-                            synthesis_ms: millis(synthesis),
-                            gpu_compute_ms: millis(gpu),
-                            total_ms: millis(total),
-                            device,
-                        })
-                    }
-                    Err(e) => {
-                        tracing::error!(job = %id, error = %e, "a proof did not verify; not returned");
-                        Outcome::Done(unproved(
-                            Status::Failed,
-                            format!("the proof did not pass verify_seal and is not returned: {e}"),
-                            total,
-                        ))
-                    }
-                }
-            }
-            Err(JobError::Cancelled) if interrupted => Outcome::Interrupted,
-            Err(JobError::Cancelled) => Outcome::Done(unproved(
-                Status::Cancelled,
-                "cancelled by CancelProof".into(),
-                total,
-            )),
-            Err(e) => {
-                let mut message = e.to_string();
-                let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
-                while let Some(s) = source {
-                    message.push_str(&format!(": {s}"));
-                    source = s.source();
-                }
-                tracing::error!(job = %id, error = %message, "job failed in the engine");
-                Outcome::Done(unproved(Status::Failed, message, total))
-            }
-        }
-    }
-
-    /// Records a job's end: journal first, then the table, then the waiters.
-    fn finish(&self, id: &str, outcome: Outcome) {
-        if let Outcome::Done(result) = &outcome {
-            if let Err(e) = self.journal.finish(id, result) {
-                tracing::error!(job = %id, error = %e, "could not journal a result; it is kept in memory only");
-            }
-            let counter = match Status::try_from(result.status) {
-                Ok(Status::Completed) => &self.stats.completed,
-                Ok(Status::Cancelled) => &self.stats.cancelled,
-                _ => &self.stats.failed,
-            };
-            counter.fetch_add(1, Ordering::Relaxed);
-            if result.status == Status::Completed as i32 {
-                self.stats
-                    .latency
-                    .lock()
-                    .observe(result.total_ms as f64 / 1000.0);
-            }
-        }
-        let forgotten = {
-            let mut t = self.table.lock();
-            let Some(entry) = t.jobs.get_mut(id) else {
-                return;
-            };
-            let (bytes, bulk) = (entry.bytes, entry.in_bulk_slot);
-            entry.in_bulk_slot = false;
-            entry.phase = match outcome {
-                Outcome::Done(result) => Phase::Finished {
-                    result: Arc::new(result),
-                    at: Instant::now(),
-                    delivered: false,
-                },
-                Outcome::Interrupted => Phase::Interrupted,
-            };
-            // `send` would drop the value while nobody waits; a later waiter must see it.
-            entry.done.send_replace(true);
-            t.unfinished -= 1;
-            t.unfinished_bytes -= bytes;
-            if bulk {
-                t.bulk_in_engine -= 1;
-            }
-            t.finished.push_back(id.to_string());
-            self.retain(&mut t)
-        };
-        for id in forgotten {
-            let _ = self.journal.deliver(&id);
-        }
-        self.wake.notify_all();
-    }
-
-    /// Drops the oldest results beyond `max_results` (delivered ones first);
-    /// returns the undelivered ones dropped (to be marked in the journal).
-    fn retain(&self, t: &mut Table) -> Vec<String> {
-        let mut forgotten = Vec::new();
-        while t.finished.len() > self.settings.max_results {
-            let delivered = t.finished.iter().position(|id| {
-                matches!(
-                    t.jobs.get(id).map(|e| &e.phase),
-                    Some(Phase::Finished {
-                        delivered: true,
-                        ..
-                    })
-                )
-            });
-            let at = delivered.unwrap_or(0);
-            let id = t.finished.remove(at).expect("in range");
-            if delivered.is_none() {
-                tracing::warn!(job = %id, max_results = self.settings.max_results,
-                    "retention full: an undelivered result is dropped");
-                self.stats.results_dropped.fetch_add(1, Ordering::Relaxed);
-                forgotten.push(id.clone());
-            }
-            if let Some(e) = t.jobs.remove(&id) {
-                t.by_request.remove(&e.accepted.request_id);
-            }
-        }
-        forgotten
-    }
-
-    /// Drops delivered results older than the retention time.
-    fn expire(&self) {
-        let mut t = self.table.lock();
-        let keep = self.settings.delivered_retention;
-        let expired: Vec<String> = t
-            .finished
-            .iter()
-            .filter(|id| {
-                matches!(t.jobs.get(*id).map(|e| &e.phase),
-                    Some(Phase::Finished { delivered: true, at, .. }) if at.elapsed() >= keep)
-            })
-            .cloned()
-            .collect();
-        for id in expired {
-            t.finished.retain(|f| *f != id);
-            if let Some(e) = t.jobs.remove(&id) {
-                t.by_request.remove(&e.accepted.request_id);
-            }
-        }
-    }
-
-    /// `AwaitProof`: the job's result once it ends, or `TIMEOUT` after
-    /// `timeout` (`None`: no limit).
-    pub async fn await_job(
-        &self,
-        job_id: &str,
-        timeout: Option<Duration>,
-    ) -> Result<AwaitProofResponse, RequestError> {
-        let unknown = || {
-            RequestError::NotFound(format!(
-                "unknown job id {job_id:?}: not accepted by this daemon, or its result was delivered and has expired"
-            ))
-        };
-        let mut done = {
-            let t = self.table.lock();
-            t.jobs.get(job_id).ok_or_else(unknown)?.done.subscribe()
-        };
-        let mut stopped = self.stopped.subscribe();
-        let finished = async {
-            let _ = done.wait_for(|d| *d).await;
-        };
-        let limited = async {
-            match timeout {
-                Some(t) => tokio::time::timeout(t, finished).await.is_ok(),
-                None => {
-                    finished.await;
-                    true
-                }
-            }
-        };
-        let shutting_down = || {
-            RequestError::Unavailable(format!(
-                "the daemon is shutting down; job {job_id} stays in its journal and resumes when the daemon restarts"
-            ))
-        };
-        tokio::select! {
-            ended = limited => if !ended {
-                return Ok(AwaitProofResponse {
-                    job_id: job_id.into(),
-                    status: Status::Timeout as i32,
-                    ..Default::default()
-                });
-            },
-            _ = stopped.wait_for(|s| *s) => return Err(shutting_down()),
-        }
-        let (result, first_delivery) = {
-            let mut t = self.table.lock();
-            let entry = t.jobs.get_mut(job_id).ok_or_else(unknown)?;
-            match &mut entry.phase {
-                Phase::Finished {
-                    result, delivered, ..
-                } => {
-                    let first = !*delivered;
-                    *delivered = true;
-                    (Arc::clone(result), first)
-                }
-                Phase::Interrupted => return Err(shutting_down()),
-                other => unreachable!("a job signalled done in phase {}", other.name()),
-            }
-        };
-        if first_delivery {
-            if let Err(e) = tokio::task::block_in_place(|| self.journal.deliver(job_id)) {
-                tracing::error!(job = %job_id, error = %e, "journal");
-            }
-        }
-        Ok(AwaitProofResponse {
-            job_id: job_id.into(),
-            status: result.status,
-            proof: hex::decode(&result.proof_hex).unwrap_or_default(),
-            error_message: result.error_message.clone(),
-            queue_wait_ms: result.queue_wait_ms,
-            srs_load_ms: result.srs_load_ms,
-            synthesis_ms: result.synthesis_ms,
-            gpu_compute_ms: result.gpu_compute_ms,
-            total_ms: result.total_ms,
-        })
-    }
-
-    /// `CancelProof`: `true` if the job had left the queue (it was being
-    /// started or was running in the engine).
-    pub fn cancel(&self, job_id: &str) -> Result<bool, RequestError> {
-        let mut t = self.table.lock();
-        let entry = t
-            .jobs
-            .get_mut(job_id)
-            .ok_or_else(|| RequestError::NotFound(format!("unknown job id {job_id:?}")))?;
-        match &entry.phase {
-            Phase::Accepting => {
-                entry.cancel_requested = true;
-                Ok(false)
-            }
-            Phase::Queued(_) => {
-                let key = (Reverse(entry.priority as i32), entry.seq);
-                entry.phase = Phase::Starting;
-                t.queue.remove(&key);
-                drop(t);
-                tracing::info!(job = %job_id, "queued job cancelled");
-                self.finish(job_id, Outcome::Done(self.cancelled(job_id)));
-                Ok(false)
-            }
-            Phase::Starting => {
-                entry.cancel_requested = true;
-                Ok(true)
-            }
-            Phase::Running(canceller) => {
-                tracing::info!(job = %job_id, "running job cancelled");
-                canceller.cancel();
-                Ok(true)
-            }
-            Phase::Finished { .. } | Phase::Interrupted => Ok(false),
-        }
-    }
-
-    /// SIGTERM: takes no new jobs, lets running ones finish for `grace`,
-    /// cancels the rest (they stay unfinished in the journal), answers every
-    /// waiting client, and stops the dispatcher.
-    pub fn drain(&self, grace: Duration) {
-        let deadline = Instant::now() + grace;
-        let running = |t: &Table| {
-            t.jobs
-                .values()
-                .filter(|e| {
-                    matches!(
-                        e.phase,
-                        Phase::Starting | Phase::Running(_) | Phase::Accepting
-                    )
-                })
-                .count()
-        };
-        let mut t = self.table.lock();
-        t.draining = true;
-        tracing::info!(
-            running = running(&t),
-            queued = t.queue.len(),
-            grace_s = grace.as_secs(),
-            "draining: no new jobs; running jobs get the grace period"
-        );
-        while running(&t) > 0 && Instant::now() < deadline {
-            self.wake.wait_until(
-                &mut t,
-                deadline.min(Instant::now() + Duration::from_millis(200)),
-            );
-        }
-        let left = running(&t);
-        if left > 0 {
-            tracing::warn!(
-                jobs = left,
-                "grace period over: cancelling running jobs (they resume at the next start)"
-            );
-            for e in t.jobs.values_mut() {
-                match &e.phase {
-                    Phase::Running(c) => {
-                        e.interrupted = true;
-                        c.cancel();
-                    }
-                    Phase::Starting | Phase::Accepting => {
-                        e.interrupted = true;
-                        e.cancel_requested = true;
-                    }
-                    _ => {}
-                }
-            }
-            let stop_by = Instant::now() + Duration::from_secs(30);
-            while running(&t) > 0 && Instant::now() < stop_by {
-                self.wake
-                    .wait_until(&mut t, Instant::now() + Duration::from_millis(100));
-            }
-        }
-        t.stopping = true;
-        drop(t);
-        self.wake.notify_all();
-        self.stopped.send_replace(true);
     }
 
     /// Counts of the table.
@@ -1069,41 +438,5 @@ impl Daemon {
             RequestError::Internal(_) => "internal",
         };
         *self.stats.rejected.lock().entry(code).or_default() += 1;
-    }
-}
-
-/// Checks what every submission needs whatever its kind, and refuses kinds
-/// not proved yet by name; returns the priority (unspecified is NORMAL).
-pub fn check_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError> {
-    if req.request_id.is_empty() {
-        return Err(RequestError::InvalidArgument(
-            "request_id is empty: it is the idempotency key (Curio sends porep-<miner>-<sector>)"
-                .into(),
-        ));
-    }
-    let kind = ProofKind::try_from(req.proof_kind).map_err(|_| {
-        RequestError::InvalidArgument(format!("unknown proof_kind {}", req.proof_kind))
-    })?;
-    match kind {
-        ProofKind::PorepSealCommit => {}
-        ProofKind::Unspecified => {
-            return Err(RequestError::InvalidArgument(
-                "proof_kind is PROOF_KIND_UNSPECIFIED: say which proof to make".into(),
-            ))
-        }
-        other => {
-            return Err(RequestError::Unimplemented(format!(
-                "proof kind {} is not supported by this daemon yet (only POREP_SEAL_COMMIT is)",
-                other.as_str_name()
-            )))
-        }
-    }
-    match Priority::try_from(req.priority) {
-        Ok(Priority::Unspecified) => Ok(Priority::Normal),
-        Ok(p) => Ok(p),
-        Err(_) => Err(RequestError::InvalidArgument(format!(
-            "unknown priority {}",
-            req.priority
-        ))),
     }
 }

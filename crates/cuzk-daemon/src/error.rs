@@ -59,12 +59,19 @@ pub enum SrsError {
         #[source]
         source: Box<cuzk_filecoin::Error>,
     },
-    /// The key is larger than the whole host-memory budget for keys.
-    #[error("{circuit_id}: the key needs {needed} bytes of host memory but srs.host_budget is {budget} bytes")]
+    /// The key is larger than what keys may hold of the host.
+    #[error("{circuit_id}: the key needs {needed} bytes of host memory but keys may hold at most {budget} bytes (srs.host_budget, and proving.engine_memory_budget less proving.critical_reserve)")]
     TooLarge {
         circuit_id: String,
         needed: u64,
         budget: u64,
+    },
+    /// Its loader thread failed while this job waited for it.
+    #[error("the key could not be loaded: {source}")]
+    LoadFailed {
+        circuit_id: String,
+        #[source]
+        source: std::sync::Arc<SrsError>,
     },
     /// Jobs are proving with it.
     #[error("{circuit_id} is in use by {refs} running job(s) and cannot be evicted now")]

@@ -51,6 +51,7 @@ pub fn status(d: &Daemon) -> GetStatusResponse {
         .map(|s| SrsStatus {
             circuit_id: s.circuit_id.into(),
             tier: match s.tier {
+                _ if s.loading => srs_status::Tier::Loading,
                 Tier::Hot => srs_status::Tier::Hot,
                 Tier::Warm => srs_status::Tier::Warm,
                 Tier::Cold => srs_status::Tier::Cold,
@@ -324,9 +325,16 @@ pub fn prometheus_text(d: &Daemon) -> String {
         &mut o,
         "cuzk_engine_memory_budget_bytes",
         "gauge",
-        "The engine's host-memory budget for partitions.",
+        "The host-memory budget shared by partitions and hot keys.",
     );
     let _ = writeln!(o, "cuzk_engine_memory_budget_bytes {}", m.memory.budget);
+    family(
+        &mut o,
+        "cuzk_engine_memory_lent_bytes",
+        "gauge",
+        "Of that budget, lent to hot proving keys (the partitions get the rest).",
+    );
+    let _ = writeln!(o, "cuzk_engine_memory_lent_bytes {}", m.memory.lent);
     family(
         &mut o,
         "cuzk_engine_partitions_in_flight",
@@ -356,6 +364,20 @@ pub fn prometheus_text(d: &Daemon) -> String {
                 u8::from(k.tier == t)
             );
         }
+    }
+    family(
+        &mut o,
+        "cuzk_srs_loading",
+        "gauge",
+        "1 while a key is being read in by its loader thread.",
+    );
+    for k in &keys {
+        let _ = writeln!(
+            o,
+            "cuzk_srs_loading{{circuit_id=\"{}\"}} {}",
+            k.circuit_id,
+            u8::from(k.loading)
+        );
     }
     family(
         &mut o,

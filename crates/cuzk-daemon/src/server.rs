@@ -138,29 +138,35 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
         synthesis_workers: config.proving.synthesis_workers,
         devices: devices.iter().map(|(d, _)| d.clone()).collect(),
         max_in_flight: config.proving.partitions_in_flight,
+        critical_reserve: config.proving.critical_reserve,
+        reserve_class: config.reserve_class()?,
         verify: true,
         ..EngineConfig::default()
     };
-    // Keys and partitions share the host: by default the keys get 3/8 of RAM
-    // (a 32 GiB PoRep key of 44 GiB on a 128 GiB box) and the partitions what
-    // is left of 3/4 of RAM, so the two never reach the OOM killer together.
+    // Keys and partitions share one host budget (3/4 of RAM by default): each
+    // HOT key's bytes are lent out of the engine's budget while it is HOT, so
+    // partitions get exactly what the keys do not hold right now (a 44 GiB
+    // 32 GiB-PoRep key on a 128 GiB box leaves 52 GiB). srs.host_budget caps
+    // the keys alone (3/8 of RAM by default), so partitions always keep at
+    // least the rest.
+    engine_config.memory_budget = match config.proving.engine_memory_budget {
+        0 => memory / 4 * 3,
+        b => b,
+    };
     let srs_budget = match config.srs.host_budget {
         0 => memory / 8 * 3,
         b => b,
     };
-    engine_config.memory_budget = match config.proving.engine_memory_budget {
-        0 => (memory / 4 * 3).saturating_sub(srs_budget),
-        b => b,
-    };
     tracing::info!(
-        keys = srs_budget,
-        partitions = engine_config.memory_budget,
-        "host-memory budgets (bytes)"
+        shared = engine_config.memory_budget,
+        keys_at_most = srs_budget,
+        "host-memory budget of keys and partitions (bytes)"
     );
     let engine = Engine::start(engine_config)?;
     let srs = SrsManager::new(
         params.clone(),
         srs_budget,
+        Some(engine.host_lender()),
         Duration::from_secs(config.srs.idle_secs),
         Duration::from_secs(config.srs.warm_secs),
     );

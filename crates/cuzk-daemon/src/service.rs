@@ -145,7 +145,9 @@ fn srs_status(e: crate::error::SrsError) -> Status {
     let message = e.to_string();
     match e {
         SrsError::UnknownCircuit { .. } => Status::invalid_argument(message),
-        SrsError::Key { .. } | SrsError::InUse { .. } => Status::failed_precondition(message),
+        SrsError::Key { .. } | SrsError::LoadFailed { .. } | SrsError::InUse { .. } => {
+            Status::failed_precondition(message)
+        }
         SrsError::TooLarge { .. } => Status::resource_exhausted(message),
     }
 }

@@ -9,7 +9,12 @@
 //!
 //! Keys become HOT when a job needs one or on `PreloadSRS`, within a
 //! host-memory budget: a key that does not fit evicts idle HOT keys, least
-//! recently used first, or waits until jobs release theirs. A HOT key idle
+//! recently used first, or waits until jobs release theirs. A key is read in
+//! on a loader thread of its own ([`SrsManager::try_acquire`] starts it and
+//! returns at once), so the daemon's dispatcher never waits for a disk: jobs
+//! of that circuit stay queued while it is LOADING, other circuits' jobs go
+//! on. A failed load fails the jobs that were waiting for it (their
+//! `try_acquire` returns the error) and is tried again for the next job. A HOT key idle
 //! for `idle` becomes WARM, a WARM one idle for `warm` becomes COLD; a key
 //! is never evicted while a job holds a [`SrsLease`] on it. Every transition
 //! is logged and counted.
@@ -24,6 +29,9 @@ use cuzk_filecoin::{ParamsDir, ProofType};
 use cuzk_groth16::verifier::PreparedVerifyingKey;
 use cuzk_groth16::ProvingKey;
 use parking_lot::{Condvar, Mutex};
+
+use cuzk_pipeline::HostLoan;
+use cuzk_sched::HostLender;
 
 use crate::error::SrsError;
 
@@ -124,6 +132,9 @@ struct Loaded {
     prepared: Arc<PreparedVerifyingKey>,
     filecoin_vk: Arc<bellperson::groth16::VerifyingKey<Bls12>>,
     bytes: u64,
+    /// The key's bytes taken out of the engine's host budget (given back
+    /// when the key leaves HOT).
+    _loan: Option<HostLoan>,
 }
 
 struct Entry {
@@ -132,9 +143,15 @@ struct Entry {
     loaded: Option<Loaded>,
     mapped: Option<memmap2::Mmap>,
     loading: bool,
+    /// The last load's failure (when it ended, what it said), for the jobs
+    /// that were waiting for it.
+    failed: Option<(Instant, Arc<SrsError>)>,
     refs: u32,
     last_used: Instant,
 }
+
+/// Called after each load ends (the daemon wakes its dispatcher).
+type OnLoadEnd = Box<dyn Fn() + Send + Sync>;
 
 #[derive(Default)]
 struct State {
@@ -149,6 +166,8 @@ struct State {
 pub struct SrsStatus {
     pub circuit_id: &'static str,
     pub tier: Tier,
+    /// Being read in by a loader thread.
+    pub loading: bool,
     /// Parsed size when HOT, the file's size otherwise.
     pub size_bytes: u64,
     pub ref_count: u32,
@@ -161,10 +180,15 @@ pub struct SrsManager {
     /// public parameters: done once).
     paths: BTreeMap<&'static str, PathBuf>,
     budget: u64,
+    /// The engine whose partitions share the host with the keys: a HOT key's
+    /// bytes are lent out of its budget, so partitions get what keys do not
+    /// hold right now.
+    lender: Option<HostLender>,
     idle: Duration,
     warm: Duration,
     state: Mutex<State>,
     changed: Condvar,
+    on_load_end: Mutex<Option<OnLoadEnd>>,
 }
 
 impl std::fmt::Debug for SrsManager {
@@ -178,8 +202,15 @@ impl std::fmt::Debug for SrsManager {
 
 impl SrsManager {
     /// A manager over the parameter cache `params`, with `budget` bytes of
-    /// host memory for HOT keys, HOT → WARM after `idle`, WARM → COLD after `warm`.
-    pub fn new(params: ParamsDir, budget: u64, idle: Duration, warm: Duration) -> Arc<Self> {
+    /// host memory for HOT keys, HOT → WARM after `idle`, WARM → COLD after
+    /// `warm`; HOT keys borrow their bytes from `lender`'s engine if given.
+    pub fn new(
+        params: ParamsDir,
+        budget: u64,
+        lender: Option<HostLender>,
+        idle: Duration,
+        warm: Duration,
+    ) -> Arc<Self> {
         let paths = POREP_CIRCUITS
             .iter()
             .filter_map(|(id, name)| {
@@ -191,11 +222,18 @@ impl SrsManager {
             params,
             paths,
             budget,
+            lender,
             idle,
             warm,
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
+            on_load_end: Mutex::new(None),
         })
+    }
+
+    /// Calls `notify` whenever a load ends, loaded or failed.
+    pub fn on_load_end(&self, notify: impl Fn() + Send + Sync + 'static) {
+        *self.on_load_end.lock() = Some(Box::new(notify));
     }
 
     /// The host-memory budget for HOT keys.
@@ -203,87 +241,170 @@ impl SrsManager {
         self.budget
     }
 
-    /// Makes the key of `proof_type` HOT (loading it, evicting idle keys to
-    /// make room, or waiting for running jobs to release theirs) and holds
-    /// it until the lease drops.
+    /// Makes the key of `proof_type` HOT and holds it until the lease drops,
+    /// waiting for its loader thread (for `PreloadSRS`; the dispatcher uses
+    /// [`SrsManager::try_acquire`], which never waits).
     pub fn acquire(self: &Arc<Self>, proof_type: ProofType) -> Result<SrsLease, SrsError> {
+        let asked = Instant::now();
+        loop {
+            if let Some(lease) = self.try_acquire(proof_type, asked)? {
+                return Ok(lease);
+            }
+            let mut state = self.state.lock();
+            // Timed: the load may have ended between the two locks.
+            self.changed
+                .wait_for(&mut state, Duration::from_millis(100));
+        }
+    }
+
+    /// The key of `proof_type` if it is HOT (leased until the lease drops;
+    /// its `load_time` counts from `asked`, when the job first asked);
+    /// `None` while it loads, starting its loader thread if none runs. A
+    /// load that failed after `asked` is this job's error; one that failed
+    /// before is tried again.
+    pub fn try_acquire(
+        self: &Arc<Self>,
+        proof_type: ProofType,
+        asked: Instant,
+    ) -> Result<Option<SrsLease>, SrsError> {
         let id = circuit_id(proof_type);
-        let key_error = |source| SrsError::Key {
-            circuit_id: id.into(),
-            source: Box::new(source),
-        };
-        let path = self.params.params_path(proof_type).map_err(key_error)?;
+        let path = self
+            .params
+            .params_path(proof_type)
+            .map_err(|source| SrsError::Key {
+                circuit_id: id.into(),
+                source: Box::new(source),
+            })?;
+        let mut state = self.state.lock();
+        let entry = state.entries.entry(id).or_insert_with(|| Entry {
+            path: path.clone(),
+            tier: Tier::Cold,
+            loaded: None,
+            mapped: None,
+            loading: false,
+            failed: None,
+            refs: 0,
+            last_used: Instant::now(),
+        });
+        if let Some(l) = &entry.loaded {
+            entry.refs += 1;
+            entry.last_used = Instant::now();
+            return Ok(Some(SrsLease {
+                manager: Arc::clone(self),
+                circuit_id: id,
+                key: Arc::clone(&l.key),
+                prepared: Arc::clone(&l.prepared),
+                filecoin_vk: Arc::clone(&l.filecoin_vk),
+                load_time: asked.elapsed(),
+            }));
+        }
+        if entry.loading {
+            return Ok(None);
+        }
+        if let Some((at, e)) = &entry.failed {
+            if *at >= asked {
+                return Err(SrsError::LoadFailed {
+                    circuit_id: id.into(),
+                    source: Arc::clone(e),
+                });
+            }
+        }
+        let needed = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let budget = self
+            .lender
+            .as_ref()
+            .map_or(self.budget, |l| self.budget.min(l.lendable()));
+        if needed > budget {
+            return Err(SrsError::TooLarge {
+                circuit_id: id.into(),
+                needed,
+                budget,
+            });
+        }
+        entry.loading = true;
+        entry.failed = None;
+        drop(state);
+        let manager = Arc::clone(self);
+        std::thread::Builder::new()
+            .name(format!("srs-load-{id}"))
+            .spawn(move || manager.load_in_background(proof_type, id, needed))
+            .expect("spawning a key loader");
+        Ok(None)
+    }
+
+    /// A loader thread: waits for room, reads the key, records the outcome.
+    fn load_in_background(&self, proof_type: ProofType, id: &'static str, needed: u64) {
         let started = Instant::now();
         let mut state = self.state.lock();
-        loop {
-            let entry = state.entries.entry(id).or_insert_with(|| Entry {
-                path: path.clone(),
-                tier: Tier::Cold,
-                loaded: None,
-                mapped: None,
-                loading: false,
-                refs: 0,
-                last_used: Instant::now(),
-            });
-            if let Some(l) = &entry.loaded {
-                entry.refs += 1;
-                entry.last_used = Instant::now();
-                return Ok(SrsLease {
-                    manager: Arc::clone(self),
-                    circuit_id: id,
-                    key: Arc::clone(&l.key),
-                    prepared: Arc::clone(&l.prepared),
-                    filecoin_vk: Arc::clone(&l.filecoin_vk),
-                    load_time: started.elapsed(),
-                });
-            }
-            if entry.loading {
-                self.changed.wait(&mut state);
-                continue;
-            }
-            let needed = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            if needed > self.budget {
-                return Err(SrsError::TooLarge {
-                    circuit_id: id.into(),
-                    needed,
-                    budget: self.budget,
-                });
-            }
-            if !self.make_room(&mut state, needed) {
+        while !self.make_room(&mut state, needed) {
+            tracing::info!(
+                circuit_id = id,
+                needed,
+                budget = self.budget,
+                hot = state.hot_bytes,
+                "waiting for running jobs to release a key"
+            );
+            self.changed.wait(&mut state);
+        }
+        drop(state);
+        // The file's length bounds the parsed key (points are stored
+        // uncompressed, as blstrs holds them); the loan shrinks to the
+        // parsed size once it is known.
+        let loan = match &self.lender {
+            Some(lender) => {
                 tracing::info!(
                     circuit_id = id,
                     needed,
-                    budget = self.budget,
-                    hot = state.hot_bytes,
-                    "waiting for running jobs to release a key"
+                    "borrowing the key's host memory from the engine"
                 );
-                self.changed.wait(&mut state);
-                continue;
+                lender.lend(needed)
             }
-            state.entries.get_mut(id).expect("inserted above").loading = true;
-            drop(state);
-            let loaded = self.load(proof_type);
-            state = self.state.lock();
-            let entry = state
-                .entries
-                .get_mut(id)
-                .expect("entries are never removed");
-            entry.loading = false;
-            self.changed.notify_all();
-            let loaded = loaded.map_err(key_error)?;
-            let from = entry.tier;
-            let bytes = loaded.bytes;
-            entry.loaded = Some(loaded);
-            entry.mapped = None;
-            entry.tier = Tier::Hot;
-            state.hot_bytes += bytes;
-            Self::transition(&mut state, id, from, Tier::Hot, "loaded");
-            tracing::info!(
-                circuit_id = id,
-                bytes,
-                ms = started.elapsed().as_millis() as u64,
-                "key loaded"
-            );
+            None => None,
+        };
+        tracing::info!(circuit_id = id, "loading a key");
+        let loaded = self.load(proof_type).map(|mut l| {
+            l._loan = loan.map(|mut loan| {
+                loan.shrink_to(l.bytes);
+                loan
+            });
+            l
+        });
+        let mut state = self.state.lock();
+        let entry = state
+            .entries
+            .get_mut(id)
+            .expect("entries are never removed");
+        entry.loading = false;
+        match loaded {
+            Ok(loaded) => {
+                let from = entry.tier;
+                let bytes = loaded.bytes;
+                entry.loaded = Some(loaded);
+                entry.mapped = None;
+                entry.tier = Tier::Hot;
+                state.hot_bytes += bytes;
+                Self::transition(&mut state, id, from, Tier::Hot, "loaded");
+                tracing::info!(
+                    circuit_id = id,
+                    bytes,
+                    ms = started.elapsed().as_millis() as u64,
+                    "key loaded"
+                );
+            }
+            Err(source) => {
+                let error = SrsError::Key {
+                    circuit_id: id.into(),
+                    source: Box::new(source),
+                };
+                tracing::error!(circuit_id = id, error = %error,
+                    "loading a key failed; the jobs waiting for it fail");
+                entry.failed = Some((Instant::now(), Arc::new(error)));
+            }
+        }
+        drop(state);
+        self.changed.notify_all();
+        if let Some(notify) = &*self.on_load_end.lock() {
+            notify();
         }
     }
 
@@ -316,6 +437,7 @@ impl SrsManager {
             prepared: Arc::new(prepared),
             filecoin_vk: Arc::new(filecoin_vk),
             bytes,
+            _loan: None,
         })
     }
 
@@ -426,6 +548,7 @@ impl SrsManager {
                 Some(e) => out.push(SrsStatus {
                     circuit_id: id,
                     tier: e.tier,
+                    loading: e.loading,
                     size_bytes: e.loaded.as_ref().map_or_else(
                         || std::fs::metadata(&e.path).map_or(0, |m| m.len()),
                         |l| l.bytes,
@@ -442,6 +565,7 @@ impl SrsManager {
                         out.push(SrsStatus {
                             circuit_id: id,
                             tier: Tier::Cold,
+                            loading: false,
                             size_bytes: size,
                             ref_count: 0,
                         });
@@ -480,4 +604,103 @@ fn parsed_bytes(key: &ProvingKey) -> u64 {
     let g2 = std::mem::size_of::<blstrs::G2Affine>() as u64;
     let g1_points = key.h.len() + key.l.len() + key.a.len() + key.b_g1.len() + key.vk.ic.len();
     g1_points as u64 * g1 + key.b_g2.len() as u64 * g2
+}
+
+#[cfg(test)]
+mod tests {
+    //! Loading in the background, made deterministic with FIFOs as key
+    //! files: a loader thread opening one blocks until the test writes to it,
+    //! so the test sees the key LOADING for as long as it likes, and what it
+    //! writes (not a key) makes the load fail.
+
+    use super::*;
+    use std::io::Write;
+
+    const EIGHT_MIB: &str = "StackedDrg8MiBV1_1";
+    const HALF_GIB: &str = "StackedDrg512MiBV1_1";
+
+    fn fifo_key(params: &ParamsDir, name: &str) -> (ProofType, PathBuf) {
+        let pt = ProofType::from_name(name).unwrap();
+        let path = params.params_path(pt).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo {}", path.display());
+        (pt, path)
+    }
+
+    /// Blocks until the loader opens the FIFO, then writes what is not a
+    /// key (the reader may already have given up on its zero length: a
+    /// broken pipe is fine).
+    fn feed_garbage(path: &std::path::Path) {
+        let mut w = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        let _ = w.write_all(b"not a key");
+    }
+
+    fn loading(m: &SrsManager, id: &str) -> bool {
+        m.statuses().iter().any(|s| s.circuit_id == id && s.loading)
+    }
+
+    fn wait_failed(m: &Arc<SrsManager>, pt: ProofType, asked: Instant) -> SrsError {
+        loop {
+            match m.try_acquire(pt, asked) {
+                Err(e) => return e,
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Ok(Some(_)) => panic!("garbage loaded as a key"),
+            }
+        }
+    }
+
+    #[test]
+    fn loads_run_in_the_background_per_circuit_and_fail_only_their_waiters() {
+        let dir = tempfile::tempdir().unwrap();
+        let params = ParamsDir::new(dir.path());
+        let (eight, eight_path) = fifo_key(&params, EIGHT_MIB);
+        let (half, half_path) = fifo_key(&params, HALF_GIB);
+        let m = SrsManager::new(
+            params,
+            1 << 30,
+            None,
+            Duration::from_secs(600),
+            Duration::from_secs(600),
+        );
+        let woken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let w = Arc::clone(&woken);
+        m.on_load_end(move || {
+            w.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+
+        // Neither call waits for its (blocked) loader; both keys show LOADING.
+        let asked = Instant::now();
+        assert!(m.try_acquire(eight, asked).unwrap().is_none());
+        assert!(m.try_acquire(half, asked).unwrap().is_none());
+        assert!(loading(&m, "porep-8m") && loading(&m, "porep-512m"));
+
+        // The 512 MiB load fails while the 8 MiB one still loads.
+        feed_garbage(&half_path);
+        let e = wait_failed(&m, half, asked).to_string();
+        for part in [
+            half_path.to_str().unwrap(),
+            "fixtures keys",
+            "fixtures fetch",
+        ] {
+            assert!(e.contains(part), "{part:?} not in: {e}");
+        }
+        assert!(loading(&m, "porep-8m") && !loading(&m, "porep-512m"));
+        assert!(m.try_acquire(eight, asked).unwrap().is_none());
+        assert_eq!(woken.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+        // A job that asks after the failure tries again (a new loader).
+        assert!(m.try_acquire(half, Instant::now()).unwrap().is_none());
+        assert!(loading(&m, "porep-512m"));
+        feed_garbage(&half_path);
+        feed_garbage(&eight_path);
+        assert!(matches!(
+            wait_failed(&m, eight, asked),
+            SrsError::LoadFailed { .. }
+        ));
+        assert!(m.statuses().iter().all(|s| s.tier == Tier::Cold));
+        assert_eq!(m.hot_bytes(), 0);
+    }
 }

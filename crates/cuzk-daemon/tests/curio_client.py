@@ -256,6 +256,7 @@ def cmd_cancel(a, sectors):
     pre = s.PreloadSRS(pb.PreloadSrsRequest(circuit_id="porep-2k"), timeout=DEADLINE)
     pre2 = s.PreloadSRS(pb.PreloadSrsRequest(circuit_id="porep-2k"), timeout=DEADLINE)
     hot = status(s)
+    lent_hot = sample(scrape(a.status_address), "cuzk_engine_memory_lent_bytes")
     sec = sectors[0]
     running = s.SubmitProof(porep_request(sec, f"porep-{sec['miner']}-{sec['sector']}"), timeout=60)
     wait_until(lambda: status(s)["in_progress"] >= 1, "the first job running")
@@ -269,6 +270,7 @@ def cmd_cancel(a, sectors):
     wait_until(lambda: status(s)["srs_refs"].get("porep-2k") == 0, "the key released")
     evicted = s.EvictSRS(pb.EvictSrsRequest(circuit_id="porep-2k"), timeout=30)
     cold = status(s)
+    lent_cold = sample(scrape(a.status_address), "cuzk_engine_memory_lent_bytes")
     unknown = code_of(lambda: s.PreloadSRS(pb.PreloadSrsRequest(circuit_id="porep-3k"), timeout=30))
     unknown_cancel = code_of(lambda: s.CancelProof(pb.CancelProofRequest(job_id="job-nope"), timeout=30))
     print(json.dumps({
@@ -281,6 +283,7 @@ def cmd_cancel(a, sectors):
         "queued": result_dict(r_queued), "running": result_dict(r_running),
         "evicted": [evicted.was_loaded, evicted.freed_bytes],
         "cold": cold["srs"].get("porep-2k"),
+        "lent": [lent_hot, lent_cold],
         "unknown_circuit": unknown, "unknown_job": unknown_cancel,
     }))
 

@@ -494,6 +494,10 @@ fn cancel_a_queued_and_a_running_job_and_move_the_key_between_tiers() {
     assert_eq!(r["evicted"][0], true);
     assert!(r["evicted"][1].as_u64().unwrap() > 1 << 30, "{r}");
     assert_eq!(r["cold"], "COLD");
+    // Keys and partitions share one budget: the HOT key's bytes are lent
+    // out of the engine's, and given back when it is evicted.
+    assert_eq!(r["lent"][0].as_f64(), r["hot_size"].as_f64(), "{r}");
+    assert_eq!(r["lent"][1], 0.0, "{r}");
     assert_eq!(r["unknown_circuit"][0], "INVALID_ARGUMENT");
     assert!(
         r["unknown_circuit"][1]

@@ -1,9 +1,9 @@
 //! Bounded crossbeam channels with one lane per [`Priority`] class: a
-//! receiver always takes from the most urgent non-empty lane, so a latency
-//! partition overtakes queued bulk ones at the next free slot.
+//! receiver always takes from the most urgent non-empty lane, so a partition
+//! overtakes queued ones of every lower class at the next free slot.
 //!
-//! Each lane is bounded on its own (a full bulk lane does not block a
-//! latency sender). A receiver's `recv` returns `None` once every sender is
+//! Each lane is bounded on its own (a full `Normal` lane does not block a
+//! `Critical` sender). A receiver's `recv` returns `None` once every sender is
 //! gone and every lane is drained.
 
 use crossbeam_channel::{bounded, Receiver, Select, SendError, Sender, TryRecvError};
@@ -82,8 +82,8 @@ impl<T> PriorityReceiver<T> {
                 return None;
             }
             // Wait until some lane has a message (or disconnects), then scan
-            // again in priority order: readiness of a bulk lane must not let
-            // it overtake a latency message that arrived at the same time.
+            // again in priority order: readiness of a lower lane must not let
+            // it overtake a more urgent message that arrived at the same time.
             let mut select = Select::new_biased();
             for lane in &live {
                 select.recv(lane);
@@ -108,15 +108,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn latency_lane_is_drained_first_then_disconnect_ends() {
+    fn the_most_urgent_lane_is_drained_first_then_disconnect_ends() {
         let (tx, rx) = priority_channel(4);
-        tx.send(Priority::Bulk, 1).unwrap();
-        tx.send(Priority::Bulk, 2).unwrap();
-        tx.send(Priority::Latency, 10).unwrap();
+        tx.send(Priority::Normal, 1).unwrap();
+        tx.send(Priority::Normal, 2).unwrap();
+        tx.send(Priority::High, 10).unwrap();
         assert_eq!(rx.len(), 3);
         assert_eq!(rx.recv(), Some(10));
         assert_eq!(rx.recv(), Some(1));
-        tx.send(Priority::Latency, 11).unwrap();
+        tx.send(Priority::High, 11).unwrap();
         assert_eq!(rx.recv(), Some(11));
         drop(tx);
         assert_eq!(rx.recv(), Some(2));
@@ -127,8 +127,8 @@ mod tests {
     fn a_blocked_receiver_wakes_for_either_lane() {
         let (tx, rx) = priority_channel::<u32>(1);
         let t = std::thread::spawn(move || (rx.recv(), rx.recv()));
-        tx.send(Priority::Bulk, 5).unwrap();
-        tx.send(Priority::Latency, 6).unwrap();
+        tx.send(Priority::Normal, 5).unwrap();
+        tx.send(Priority::High, 6).unwrap();
         drop(tx);
         let (a, b) = t.join().unwrap();
         let mut got = vec![a.unwrap(), b.unwrap()];

@@ -8,6 +8,8 @@ use cuzk_groth16::prover::{Backend, CpuBackend};
 use cuzk_synth::CircuitShape;
 
 use crate::admission::{Admission, AlwaysAdmit};
+use crate::intake::HostReserve;
+use crate::job::Priority;
 use crate::memory::Provers;
 use crate::scheduler::StartError;
 use crate::timeline::Timeline;
@@ -138,6 +140,15 @@ pub struct EngineConfig {
     /// proving keys (loaded or mapped by the caller) and the engine's own
     /// few megabytes come on top.
     pub memory_budget: u64,
+    /// Bytes of `memory_budget` only partitions of `reserve_class` and more
+    /// urgent classes may use (0 by default: no reserve), so a CRITICAL
+    /// job's synthesis starts even when lower-class work has taken the rest
+    /// (see [`crate::intake`]). Less than the budget.
+    pub critical_reserve: u64,
+    /// The least urgent class that may use `critical_reserve`
+    /// ([`Priority::Critical`] by default; [`Priority::High`] lets WindowPoSt
+    /// use it too).
+    pub reserve_class: Priority,
     /// Verify every proof before returning it (on by default). An invalid
     /// proof is proved once more on `fallback` and reported at error level.
     pub verify: bool,
@@ -164,6 +175,8 @@ impl Default for EngineConfig {
             prover_queue: 2,
             epilogue_queue: 2,
             memory_budget: physical_memory().map_or(8 << 30, |m| m / 4 * 3),
+            critical_reserve: 0,
+            reserve_class: Priority::Critical,
             verify: true,
             fallback: Arc::new(CpuBackend),
             timeline: Arc::new(Timeline::new()),
@@ -173,6 +186,14 @@ impl Default for EngineConfig {
 }
 
 impl EngineConfig {
+    /// The reserve as the intake takes it.
+    pub fn host_reserve(&self) -> HostReserve {
+        HostReserve {
+            bytes: self.critical_reserve,
+            class: self.reserve_class,
+        }
+    }
+
     /// Total prover workers over all devices.
     pub fn prover_workers(&self) -> usize {
         self.devices.iter().map(Device::workers).sum()
@@ -204,11 +225,19 @@ impl EngineConfig {
                 });
             }
         }
+        if self.critical_reserve > 0 && self.critical_reserve >= self.memory_budget {
+            return Err(StartError::ReserveTooLarge {
+                reserve: self.critical_reserve,
+                budget: self.memory_budget,
+            });
+        }
         if let Some(shape) = &self.largest_partition {
             let f = Provers::of(self).footprint(shape);
-            if f.total() > self.memory_budget {
+            // Every class must be able to run one: the budget less the reserve.
+            let budget = self.memory_budget - self.critical_reserve;
+            if f.total() > budget {
                 return Err(StartError::BudgetTooSmall {
-                    budget: self.memory_budget,
+                    budget,
                     needed: f.total(),
                     witness: f.witness,
                     working_set: f.working_set,
@@ -229,6 +258,8 @@ impl fmt::Debug for EngineConfig {
             .field("prover_queue", &self.prover_queue)
             .field("epilogue_queue", &self.epilogue_queue)
             .field("memory_budget", &format_bytes(self.memory_budget))
+            .field("critical_reserve", &format_bytes(self.critical_reserve))
+            .field("reserve_class", &self.reserve_class)
             .field("verify", &self.verify)
             .field("fallback", &self.fallback.name())
             .field("largest_partition", &self.largest_partition)

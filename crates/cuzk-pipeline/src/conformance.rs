@@ -90,9 +90,9 @@ pub fn mixed_jobs_complete_and_verify<S: Scheduler>() {
         let k = if i % 3 == 0 { 11 } else { 10 };
         let partitions = 1 + (i % 3) as usize;
         let priority = if i % 4 == 1 {
-            Priority::Latency
+            Priority::High
         } else {
-            Priority::Bulk
+            Priority::Normal
         };
         let seed = 100 * i;
         total_partitions += partitions as u64;
@@ -162,7 +162,7 @@ pub fn latency_jobs_overtake_bulk<S: Scheduler>() {
         .submit(demo_job(10, demo_source(10, 2, 2), 2))
         .unwrap();
     let urgent = sched
-        .submit(demo_job(10, demo_source(10, 3, 1), 3).with_priority(Priority::Latency))
+        .submit(demo_job(10, demo_source(10, 3, 1), 3).with_priority(Priority::High))
         .unwrap();
     let (bulk_id, urgent_id) = (bulk.id(), urgent.id());
     gate.open();
@@ -628,7 +628,7 @@ pub fn the_timeline_has_every_step_in_order<S: Scheduler>() {
         .submit(demo_job(10, demo_source(10, 90, 2), 90))
         .unwrap();
     let b = sched
-        .submit(demo_job(11, demo_source(11, 95, 1), 95).with_priority(Priority::Latency))
+        .submit(demo_job(11, demo_source(11, 95, 1), 95).with_priority(Priority::High))
         .unwrap();
     let ids = [(a.id(), 2), (b.id(), 1)];
     expect_ok(a.wait(), "a");

@@ -10,6 +10,22 @@
 //! not starved. Partitions of finished (cancelled, failed) jobs are dropped
 //! when they reach the head.
 //!
+//! **Headroom**: a reserve of the budget ([`HostReserve`]) that only the
+//! classes at or above its class may use. A lower-class partition is admitted
+//! only while the live reservations stay under `budget − reserve`, so however
+//! much lower-class work is queued or admitted, a reserve-class partition of
+//! up to `reserve` bytes finds room at the next free synthesis worker.
+//! Reserve-class partitions are bounded by the budget alone, not by the
+//! in-flight limit (which lower-class work may have filled).
+//!
+//! **Loans**: what else lives in the same host memory (the daemon's proving
+//! keys) takes its bytes out of the budget with [`Intake::lend`], and gives
+//! them back by dropping the [`HostLoan`]: partitions are admitted against
+//! `budget − lent`, so they get every byte the keys do not hold right now. A
+//! loan waiting for room has first claim on what admitted partitions free
+//! (no new partition is admitted past it), so a key is never starved by a
+//! stream of partitions.
+//!
 //! [`Priority`]: crate::Priority
 
 use std::cmp::Ordering as CmpOrdering;
@@ -19,6 +35,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::job::Priority;
 use crate::metrics::MemoryMetrics;
 use crate::scheduler::SubmitError;
 use crate::state::JobState;
@@ -34,6 +51,30 @@ pub struct Intake {
     changed: Condvar,
     budget: u64,
     max_in_flight: usize,
+    reserve: HostReserve,
+}
+
+/// Bytes of the host-memory budget kept for the most urgent classes (see the
+/// [module docs](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostReserve {
+    /// Bytes only `class` and more urgent classes may use (0: no reserve).
+    pub bytes: u64,
+    /// The least urgent class that may use them.
+    pub class: Priority,
+}
+
+impl HostReserve {
+    /// No reserve: every class shares the whole budget.
+    pub const NONE: HostReserve = HostReserve {
+        bytes: 0,
+        class: Priority::Critical,
+    };
+
+    /// Whether partitions of `priority` may use the reserve.
+    pub fn admits(&self, priority: Priority) -> bool {
+        self.bytes > 0 && priority.at_least(self.class)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -44,6 +85,10 @@ struct IntakeState {
     in_flight: usize,
     /// Admitted partitions waiting in [`Reservation::grow`].
     growing: usize,
+    /// Bytes held by [`HostLoan`]s.
+    lent: u64,
+    /// Bytes of loans waiting for room.
+    claimed: u64,
     closed: bool,
 }
 
@@ -85,19 +130,73 @@ pub struct Admitted {
 
 impl Intake {
     /// An empty intake admitting at most `max_in_flight` partitions and
-    /// `budget` bytes of footprints at once.
+    /// `budget` bytes of footprints at once, with no reserve.
     pub fn new(budget: u64, max_in_flight: usize) -> Arc<Intake> {
+        Intake::with_reserve(budget, max_in_flight, HostReserve::NONE)
+    }
+
+    /// As [`Intake::new`], keeping `reserve.bytes` of `budget` for
+    /// `reserve.class` and more urgent classes (at most the whole budget).
+    pub fn with_reserve(budget: u64, max_in_flight: usize, reserve: HostReserve) -> Arc<Intake> {
         Arc::new(Intake {
             state: Mutex::new(IntakeState::default()),
             changed: Condvar::new(),
             budget,
             max_in_flight: max_in_flight.max(1),
+            reserve: HostReserve {
+                bytes: reserve.bytes.min(budget),
+                ..reserve
+            },
         })
     }
 
     /// The memory budget in bytes.
     pub fn budget(&self) -> u64 {
         self.budget
+    }
+
+    /// Takes `bytes` out of the partitions' budget until the loan drops,
+    /// waiting (ahead of every queued partition) until admitted partitions
+    /// leave room. `None` if `bytes` exceed the whole budget less the
+    /// reserve: the loan could never be made.
+    pub fn lend(self: &Arc<Self>, bytes: u64) -> Option<HostLoan> {
+        if bytes > self.lendable() {
+            return None;
+        }
+        let mut st = self.state.lock();
+        st.claimed += bytes;
+        while st.reserved + st.lent + bytes > self.lendable() {
+            self.changed.wait_for(&mut st, RECHECK);
+        }
+        st.claimed -= bytes;
+        st.lent += bytes;
+        drop(st);
+        self.changed.notify_all();
+        Some(HostLoan {
+            intake: Arc::clone(self),
+            bytes,
+        })
+    }
+
+    /// The most that can be lent: the budget less the reserve (loans never
+    /// take the reserve's bytes).
+    pub fn lendable(&self) -> u64 {
+        self.budget - self.reserve.bytes
+    }
+
+    /// Bytes lent now ([`Intake::lend`]).
+    pub fn lent(&self) -> u64 {
+        self.state.lock().lent
+    }
+
+    /// The part of the budget partitions of `priority` may use: all of it
+    /// for the reserve's classes, the rest less the reserve.
+    pub fn budget_for(&self, priority: Priority) -> u64 {
+        if self.reserve.admits(priority) {
+            self.budget
+        } else {
+            self.budget - self.reserve.bytes
+        }
     }
 
     /// Queues every partition of `job` (already checked by
@@ -131,7 +230,10 @@ impl Intake {
             }
             if let Some(head) = st.queue.peek() {
                 let need = head.job.footprint().total();
-                if st.in_flight < self.max_in_flight && st.reserved + need <= self.budget {
+                let class = head.job.priority();
+                let slot = st.in_flight < self.max_in_flight || self.reserve.admits(class);
+                let held = st.reserved + st.lent + st.claimed;
+                if slot && held + need <= self.budget_for(class) {
                     let head = st.queue.pop().expect("peeked");
                     st.in_flight += 1;
                     st.reserved += need;
@@ -194,6 +296,8 @@ impl Intake {
             budget: self.budget,
             reserved: st.reserved,
             peak_reserved: st.peak_reserved,
+            lent: st.lent,
+            lend_waiting: st.claimed,
             partitions_in_flight: st.in_flight,
             partitions_queued: st.queue.iter().filter(|q| !q.job.is_finished()).count(),
         }
@@ -206,7 +310,7 @@ impl Intake {
     fn grow(&self, bytes: u64) {
         let mut st = self.state.lock();
         st.growing += 1;
-        while st.reserved + bytes > self.budget && st.growing < st.in_flight {
+        while st.reserved + st.lent + bytes > self.budget && st.growing < st.in_flight {
             self.changed.wait_for(&mut st, RECHECK);
         }
         st.growing -= 1;
@@ -219,6 +323,11 @@ impl Intake {
                 "host-memory reservation over budget: every admitted partition needed more at once"
             );
         }
+    }
+
+    fn repay(&self, bytes: u64) {
+        self.state.lock().lent -= bytes;
+        self.changed.notify_all();
     }
 
     fn give_back(&self, bytes: u64, partition_done: bool) {
@@ -268,5 +377,36 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.intake.give_back(self.bytes, true);
+    }
+}
+
+/// Bytes of the budget lent out of the engine ([`Intake::lend`]); dropping
+/// it gives them back.
+#[derive(Debug)]
+pub struct HostLoan {
+    intake: Arc<Intake>,
+    bytes: u64,
+}
+
+impl HostLoan {
+    /// Bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Gives back what is held beyond `bytes` (an estimate turned out
+    /// larger than what was needed); never blocks.
+    pub fn shrink_to(&mut self, bytes: u64) {
+        if bytes < self.bytes {
+            let freed = self.bytes - bytes;
+            self.bytes = bytes;
+            self.intake.repay(freed);
+        }
+    }
+}
+
+impl Drop for HostLoan {
+    fn drop(&mut self) {
+        self.intake.repay(self.bytes);
     }
 }

@@ -27,39 +27,69 @@ impl fmt::Display for JobId {
     }
 }
 
-/// How urgent a job is. At every free slot (synthesis worker, prover) a
-/// `Latency` partition is taken before any `Bulk` one; within a class, jobs
-/// go in submission order and a job's partitions in index order.
+/// How urgent a job is: the four classes of Curio's wire (`CRITICAL` >
+/// `HIGH` > `NORMAL` > `LOW`), each distinct inside the engine. At every
+/// free slot (synthesis worker, prover, epilogue) a partition of a class is
+/// taken before every queued partition of a lower class; within a class,
+/// jobs go in submission order and a job's partitions in index order.
 ///
-/// Filecoin's Window/Winning PoSt are `Latency` (a missed deadline is a
-/// fault); PoRep C2 is `Bulk`.
+/// Curio submits WinningPoSt as `Critical` (a missed block is lost reward),
+/// WindowPoSt as `High` (a missed deadline is a fault), PoRep C2 and
+/// SnapDeals as `Normal`. Only the classes at or above
+/// [`EngineConfig::reserve_class`](crate::EngineConfig::reserve_class) may
+/// use the host-memory reserve
+/// ([`EngineConfig::critical_reserve`](crate::EngineConfig::critical_reserve)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum Priority {
-    /// Overtakes every `Bulk` partition not yet started.
-    Latency,
-    /// Throughput work.
+    /// Overtakes every other class; may use the host-memory reserve.
+    Critical,
+    /// Overtakes `Normal` and `Low`.
+    High,
+    /// Throughput work (the default).
     #[default]
-    Bulk,
+    Normal,
+    /// Runs when nothing else waits.
+    Low,
 }
 
 impl Priority {
     /// Every class, most urgent first; `ALL[p.rank()] == p`.
-    pub const ALL: [Priority; 2] = [Priority::Latency, Priority::Bulk];
+    pub const ALL: [Priority; 4] = [
+        Priority::Critical,
+        Priority::High,
+        Priority::Normal,
+        Priority::Low,
+    ];
 
     /// 0 for the most urgent class; the index of per-class queues.
     pub const fn rank(self) -> usize {
         match self {
-            Priority::Latency => 0,
-            Priority::Bulk => 1,
+            Priority::Critical => 0,
+            Priority::High => 1,
+            Priority::Normal => 2,
+            Priority::Low => 3,
         }
     }
 
-    /// "latency" or "bulk", for logs and timelines.
+    /// Whether this class is at least as urgent as `other`.
+    pub const fn at_least(self, other: Priority) -> bool {
+        self.rank() <= other.rank()
+    }
+
+    /// "critical", "high", "normal" or "low", for logs and timelines.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Priority::Latency => "latency",
-            Priority::Bulk => "bulk",
+            Priority::Critical => "critical",
+            Priority::High => "high",
+            Priority::Normal => "normal",
+            Priority::Low => "low",
         }
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -252,7 +282,7 @@ pub struct Job {
     /// once per key and share it; when `None` (and verification is on) it is
     /// prepared at submission.
     pub verifying_key: Option<Arc<PreparedVerifyingKey>>,
-    /// Latency-critical or bulk.
+    /// Its class ([`Priority::Normal`] unless set).
     pub priority: Priority,
     /// Where `r` and `s` come from.
     pub randomness: Randomness,
@@ -262,14 +292,14 @@ pub struct Job {
 }
 
 impl Job {
-    /// A bulk job with fresh randomness.
+    /// A `Normal` job with fresh randomness.
     pub fn new(source: Arc<dyn PartitionSource>, key: Arc<ProvingKey>) -> Self {
         Job {
             label: source.describe(),
             source,
             key,
             verifying_key: None,
-            priority: Priority::Bulk,
+            priority: Priority::Normal,
             randomness: Randomness::Fresh,
         }
     }

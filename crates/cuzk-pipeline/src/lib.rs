@@ -17,13 +17,15 @@ pub mod timeline;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 #[cfg(feature = "conformance")]
+pub mod priority_conformance;
+#[cfg(feature = "conformance")]
 pub mod testing;
 
 pub use admission::{Admission, AdmissionError, AdmissionTicket, AlwaysAdmit, CountingAdmission};
 pub use chain::ErrorChain;
 pub use channel::{priority_channel, PriorityReceiver, PrioritySender};
 pub use config::{Device, DeviceWorker, EngineConfig};
-pub use intake::{Admitted, Intake, Reservation};
+pub use intake::{Admitted, HostLoan, HostReserve, Intake, Reservation};
 pub use job::{
     DemoSource, Job, JobError, JobId, JobOutput, JobResult, PartitionError, PartitionReport,
     PartitionSource, Priority, Randomness, SourceError, Stage, Verification,

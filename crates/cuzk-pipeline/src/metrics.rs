@@ -178,6 +178,11 @@ pub struct MemoryMetrics {
     pub reserved: u64,
     /// The most ever reserved at once (never above `budget`).
     pub peak_reserved: u64,
+    /// Lent out of the budget to what shares the host (proving keys):
+    /// `reserved + lent` never exceeds `budget`.
+    pub lent: u64,
+    /// Bytes of loans waiting for admitted partitions to leave room.
+    pub lend_waiting: u64,
     /// Partitions admitted and not yet finished.
     pub partitions_in_flight: usize,
     /// Partitions waiting for admission.

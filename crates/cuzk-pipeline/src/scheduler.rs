@@ -19,9 +19,11 @@ use cuzk_arena::human as format_bytes;
 /// * `submit` refuses a job whose key does not fit its shape, or one
 ///   partition of which does not fit the memory budget, before any work
 ///   (use [`crate::JobState::prepare`]).
-/// * Partitions start in [`crate::Priority`] order at every free slot; the
-///   sum of live [`crate::Reservation`]s never exceeds the budget (use
-///   [`crate::Intake`]).
+/// * Partitions start in [`crate::Priority`] order at every free slot (FIFO
+///   within a class); the sum of live [`crate::Reservation`]s never exceeds
+///   the budget, and partitions of classes below
+///   [`EngineConfig::reserve_class`] never take the
+///   [`EngineConfig::critical_reserve`] (use [`crate::Intake`]).
 /// * A partition's failure or panic fails its job only; the engine carries
 ///   on. A cancelled job's queued partitions never start; running ones finish
 ///   and are discarded.
@@ -74,6 +76,17 @@ pub enum StartError {
     DeviceWithoutWorkers {
         /// The device.
         device: String,
+    },
+    /// The host-memory reserve leaves nothing for the other classes.
+    #[error(
+        "critical_reserve of {reserve} bytes ({}) must be less than the host-memory budget of {budget} bytes ({})",
+        format_bytes(*.reserve), format_bytes(*.budget)
+    )]
+    ReserveTooLarge {
+        /// The configured reserve.
+        reserve: u64,
+        /// The budget.
+        budget: u64,
     },
     /// The memory budget cannot hold one partition of the largest shape.
     #[error(

@@ -33,7 +33,7 @@ pub struct SerialScheduler {
 impl Scheduler for SerialScheduler {
     fn start(config: EngineConfig) -> Result<Self, StartError> {
         config.validate()?;
-        let intake = Intake::new(config.memory_budget, 1);
+        let intake = Intake::with_reserve(config.memory_budget, 1, config.host_reserve());
         let meters = Arc::new(Meters::new([1, 1, 1]));
         let ctx = StageContext::new(&config, Arc::clone(&meters));
         let thread = {
@@ -82,11 +82,12 @@ impl Scheduler for SerialScheduler {
 
     fn submit(&self, job: Job) -> Result<JobHandle, SubmitError> {
         let id = JobId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let budget = self.intake.budget_for(job.priority);
         let state = JobState::prepare(
             id,
             job,
             self.verify,
-            self.intake.budget(),
+            budget,
             &self.provers,
             Arc::clone(&self.meters.jobs),
         )?;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cuzk_pipeline::{
-    priority_channel, DeviceWorker, EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters,
-    MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition, Provers, Scheduler,
-    StageContext, StartError, SubmitError, SynthesizedPartition, Timeline,
+    priority_channel, DeviceWorker, EngineConfig, HostLoan, Intake, Job, JobHandle, JobId,
+    JobState, Meters, MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition, Provers,
+    Scheduler, StageContext, StartError, SubmitError, SynthesizedPartition, Timeline,
 };
 
 /// The pipelined engine: a synthesis pool, prover workers per device and an
@@ -92,10 +92,40 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// What lends this engine's host memory to whatever else lives in it
+    /// (the daemon's HOT proving keys), so partitions get the rest.
+    pub fn host_lender(&self) -> HostLender {
+        HostLender(Arc::clone(&self.intake))
+    }
+}
+
+/// Lends an engine's host memory ([`Engine::host_lender`]); cheap to clone.
+#[derive(Debug, Clone)]
+pub struct HostLender(Arc<Intake>);
+
+impl HostLender {
+    /// Takes `bytes` out of the partitions' budget until the loan drops,
+    /// waiting for admitted partitions to leave room; `None` if it could
+    /// never fit. See [`Intake::lend`].
+    pub fn lend(&self, bytes: u64) -> Option<HostLoan> {
+        self.0.lend(bytes)
+    }
+
+    /// The most a loan may take: the engine's budget less its reserve.
+    pub fn lendable(&self) -> u64 {
+        self.0.lendable()
+    }
+}
+
 impl Scheduler for Engine {
     fn start(config: EngineConfig) -> Result<Self, StartError> {
         config.validate()?;
-        let intake = Intake::new(config.memory_budget, config.max_in_flight);
+        let intake = Intake::with_reserve(
+            config.memory_budget,
+            config.max_in_flight,
+            config.host_reserve(),
+        );
         let meters = Arc::new(Meters::new([
             config.synthesis_workers,
             config.prover_workers(),
@@ -154,11 +184,12 @@ impl Scheduler for Engine {
 
     fn submit(&self, job: Job) -> Result<JobHandle, SubmitError> {
         let id = JobId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let budget = self.intake.budget_for(job.priority);
         let state = JobState::prepare(
             id,
             job,
             self.verify,
-            self.intake.budget(),
+            budget,
             &self.provers,
             Arc::clone(&self.meters.jobs),
         )?;

@@ -1,6 +1,6 @@
 //! What only a pipelined engine can show: priorities at the provers' queue,
-//! backpressure through the bounded channels, several devices, shutdown
-//! with work queued. Outcomes are deterministic: gates hold a stage until
+//! the host-memory reserve, backpressure through the bounded channels,
+//! several devices, shutdown with work queued. Outcomes are deterministic: gates hold a stage until
 //! the state under test is reached (waited for, never timed).
 
 use std::sync::Arc;
@@ -12,8 +12,8 @@ use cuzk_pipeline::testing::{
     GatedSource,
 };
 use cuzk_pipeline::{
-    CountingAdmission, Device, EventKind, JobError, JobId, JobOutput, JobResult, Priority,
-    Scheduler, Stage,
+    CountingAdmission, Device, EventKind, JobError, JobId, JobOutput, JobResult, Priority, Provers,
+    Scheduler, Stage, StartError, SubmitError,
 };
 use cuzk_sched::Engine;
 
@@ -53,7 +53,7 @@ fn a_latency_partition_overtakes_bulk_ones_queued_for_the_prover() {
         .submit(demo_job(10, demo_source(10, 2, 1), 2))
         .unwrap();
     let urgent = engine
-        .submit(demo_job(10, demo_source(10, 3, 1), 3).with_priority(Priority::Latency))
+        .submit(demo_job(10, demo_source(10, 3, 1), 3).with_priority(Priority::High))
         .unwrap();
     let (bulk_id, urgent_id) = (bulk.id(), urgent.id());
     // Both wait for the one prover; the bulk one was queued first or not.
@@ -69,6 +69,170 @@ fn a_latency_partition_overtakes_bulk_ones_queued_for_the_prover() {
         tl.first(urgent_id, 0, EventKind::ProveStart) < tl.first(bulk_id, 0, EventKind::ProveStart)
     );
     engine.shutdown();
+}
+
+/// One 2^10 demo partition's host footprint on the suite's CPU device.
+fn one_partition() -> u64 {
+    let shape = cuzk_pipeline::PartitionSource::shape(&*demo_source(10, 0, 1));
+    Provers::of(&config(1, 1)).footprint(&shape).total()
+}
+
+/// Two synthesis workers, one partition in flight, a budget of two
+/// partitions of which one is reserved for `reserve_class`: a NORMAL job of
+/// three partitions holds the first worker (and the one in-flight slot) at a
+/// gate on partition 0, and the second worker may not admit partition 1
+/// (it would take the reserve). A job of `class` submitted then is admitted
+/// from the reserve and finishes while the gate is still closed; the NORMAL
+/// job's partition 1 has not started.
+fn check_reserve_lets_through(reserve_class: Priority, class: Priority) {
+    let need = one_partition();
+    let mut cfg = config(2, 1);
+    cfg.max_in_flight = 1;
+    cfg.memory_budget = 2 * need;
+    cfg.critical_reserve = need;
+    cfg.reserve_class = reserve_class;
+    let engine = Engine::start(cfg).unwrap();
+    let gate = Gate::new();
+    let bulk = engine
+        .submit(demo_job(
+            10,
+            Arc::new(GatedSource::new(demo_source(10, 1, 3), gate.clone(), 0)),
+            1,
+        ))
+        .unwrap();
+    gate.wait_held();
+    let urgent = engine
+        .submit(demo_job(10, demo_source(10, 5, 1), 5).with_priority(class))
+        .unwrap();
+    let urgent_id = urgent.id();
+    // A hang guard, not a timing check: without the reserve the job would
+    // wait for the gate. The gate opens before any assertion, so a failure
+    // fails the test instead of hanging it in the engine's drop.
+    let finished_while_held = urgent.wait_timeout(Duration::from_secs(120));
+    let bulk_p1_started = engine
+        .timeline()
+        .first(bulk.id(), 1, EventKind::SynthesisStart)
+        .is_some();
+    gate.open();
+    assert!(
+        finished_while_held,
+        "the {class} job never finished while NORMAL work held the budget (reserve for {reserve_class})"
+    );
+    assert!(
+        !bulk_p1_started,
+        "NORMAL p1 must not start from the reserve of {reserve_class}"
+    );
+    let out = ok(urgent.wait());
+    assert_eq!(verify_demo_output(&out, 10, 5), vec![true]);
+    assert!(engine
+        .timeline()
+        .first(urgent_id, 0, EventKind::EpilogueEnd)
+        .is_some());
+    let out = ok(bulk.wait());
+    assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
+    engine.wait_idle();
+    let m = engine.metrics().memory;
+    assert_eq!(m.reserved, 0);
+    assert!(m.peak_reserved <= m.budget);
+    engine.shutdown();
+}
+
+#[test]
+fn a_critical_job_starts_from_the_reserve_while_normal_work_fills_the_rest() {
+    check_reserve_lets_through(Priority::Critical, Priority::Critical);
+}
+
+#[test]
+fn a_reserve_for_high_lets_high_and_critical_through() {
+    check_reserve_lets_through(Priority::High, Priority::High);
+    check_reserve_lets_through(Priority::High, Priority::Critical);
+}
+
+#[test]
+fn the_reserve_is_checked_at_start_and_at_submission() {
+    let need = one_partition();
+    let mut cfg = config(1, 1);
+    cfg.memory_budget = need;
+    cfg.critical_reserve = need;
+    assert_eq!(
+        Engine::start(cfg.clone()).err(),
+        Some(StartError::ReserveTooLarge {
+            reserve: need,
+            budget: need
+        })
+    );
+    // One partition fits the whole budget but not the budget less the
+    // reserve: a CRITICAL job is taken, a NORMAL one refused with the numbers.
+    cfg.critical_reserve = need / 2;
+    let engine = Engine::start(cfg).unwrap();
+    let refused = engine.submit(demo_job(10, demo_source(10, 2, 1), 2));
+    match refused {
+        Err(SubmitError::BudgetTooSmall { budget, needed, .. }) => {
+            assert_eq!((budget, needed), (need - need / 2, need))
+        }
+        other => panic!("expected BudgetTooSmall, got {other:?}"),
+    }
+    let critical = engine
+        .submit(demo_job(10, demo_source(10, 3, 1), 3).with_priority(Priority::Critical))
+        .unwrap();
+    assert_eq!(verify_demo_output(&ok(critical.wait()), 10, 3), vec![true]);
+    engine.shutdown();
+}
+
+/// A budget of two partitions; a job of three with partition 0 held at a
+/// gate. A loan of the whole budget waits for that partition to finish and
+/// keeps every other partition out while it waits (it was asked first) and
+/// while it is held: lent memory is not the partitions'.
+#[test]
+fn a_loan_waits_for_admitted_partitions_and_shrinks_what_is_admitted() {
+    let need = one_partition();
+    let mut cfg = config(1, 1);
+    cfg.memory_budget = 2 * need;
+    let engine = Arc::new(Engine::start(cfg).unwrap());
+    assert!(
+        engine.host_lender().lend(2 * need + 1).is_none(),
+        "never fits"
+    );
+    let gate = Gate::new();
+    let job = engine
+        .submit(demo_job(
+            10,
+            Arc::new(GatedSource::new(demo_source(10, 1, 3), gate.clone(), 0)),
+            1,
+        ))
+        .unwrap();
+    let job_id = job.id();
+    gate.wait_held();
+    let lender = engine.host_lender();
+    let borrower = {
+        let engine = Arc::clone(&engine);
+        std::thread::spawn(move || {
+            let loan = lender.lend(2 * need).expect("fits the budget");
+            let m = engine.metrics().memory;
+            let p1_started = engine
+                .timeline()
+                .first(job_id, 1, EventKind::SynthesisStart)
+                .is_some();
+            drop(loan);
+            (m, p1_started)
+        })
+    };
+    wait_until("the loan waits", || {
+        engine.metrics().memory.lend_waiting == 2 * need
+    });
+    gate.open();
+    let (at_loan, p1_started) = borrower.join().unwrap();
+    assert_eq!(
+        (at_loan.lent, at_loan.reserved),
+        (2 * need, 0),
+        "the loan came when partition 0 had given its memory back"
+    );
+    assert!(!p1_started, "partition 1 waited behind the loan");
+    let out = ok(job.wait());
+    assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
+    engine.wait_idle();
+    let m = engine.metrics().memory;
+    assert_eq!((m.lent, m.lend_waiting, m.reserved), (0, 0, 0));
 }
 
 #[test]

@@ -1,0 +1,244 @@
+//! The dispatcher thread (the queue's first job whose key is HOT goes to
+//! the engine; a cold key loads meanwhile) and the job threads (circuits,
+//! engine, `verify_seal`, the result).
+
+use std::cmp::Reverse;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cuzk_filecoin::PorepSource;
+use cuzk_pipeline::{Job, JobError, JobHandle, Scheduler};
+
+use super::{millis, unproved, Daemon, Outcome, Phase, Started, Table};
+use crate::journal::Finished;
+use crate::porep::{PorepRequest, TimedSource};
+use crate::proto::{await_proof_response::Status, Priority};
+
+impl Daemon {
+    pub(super) fn dispatch_loop(self: Arc<Self>) {
+        let mut last_tick = Instant::now();
+        loop {
+            let (picked, failed) = {
+                let mut t = self.table.lock();
+                loop {
+                    if t.stopping {
+                        return;
+                    }
+                    if !t.draining {
+                        let (picked, failed) = self.pick(&mut t);
+                        if picked.is_some() || !failed.is_empty() {
+                            break (picked, failed);
+                        }
+                    }
+                    self.wake.wait_for(&mut t, Duration::from_secs(1));
+                    if last_tick.elapsed() >= Duration::from_secs(1) {
+                        break (None, Vec::new());
+                    }
+                }
+            };
+            for (id, error) in failed {
+                self.fail_before_engine(&id, error);
+            }
+            match picked {
+                Some(started) => {
+                    let daemon = Arc::clone(&self);
+                    std::thread::Builder::new()
+                        .name(started.id.clone())
+                        .spawn(move || daemon.run_job(started))
+                        .expect("spawning a job thread");
+                }
+                None if last_tick.elapsed() >= Duration::from_secs(1) => {
+                    last_tick = Instant::now();
+                    self.srs.tick();
+                    self.expire();
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Takes the first queued job that may enter the engine now and whose
+    /// key is HOT. A job whose key is loading stays queued (its loader
+    /// thread wakes the dispatcher), so other circuits' jobs go past it;
+    /// jobs whose key failed to load are returned to be failed.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn pick(&self, t: &mut Table) -> (Option<Started>, Vec<(String, String)>) {
+        let mut failed = Vec::new();
+        let candidates: Vec<((Reverse<i32>, u64), String)> =
+            t.queue.iter().map(|(k, id)| (*k, id.clone())).collect();
+        for (key, id) in candidates {
+            let latency = key.0 .0 >= Priority::High as i32;
+            if !latency && t.bulk_in_engine >= self.settings.bulk_jobs_in_engine {
+                // Everything behind a bulk job is bulk too.
+                break;
+            }
+            let entry = t.jobs.get_mut(&id).expect("queued jobs are in the table");
+            let Phase::Queued(request) = &entry.phase else {
+                unreachable!("a queued job in phase {}", entry.phase.name());
+            };
+            let request = Arc::clone(request);
+            let asked = *entry.key_asked.get_or_insert_with(Instant::now);
+            let lease = match self.srs.try_acquire(request.proof_type, asked) {
+                Ok(Some(lease)) => lease,
+                Ok(None) => continue,
+                Err(e) => {
+                    t.queue.remove(&key);
+                    entry.phase = Phase::Starting;
+                    // SrsError's messages carry their causes.
+                    failed.push((id, format!("the proving key: {e}")));
+                    continue;
+                }
+            };
+            t.queue.remove(&key);
+            entry.phase = Phase::Starting;
+            entry.in_bulk_slot = !latency;
+            if !latency {
+                t.bulk_in_engine += 1;
+            }
+            return (Some(Started { id, request, lease }), failed);
+        }
+        (None, failed)
+    }
+
+    pub(super) fn fail_before_engine(&self, id: &str, message: String) {
+        let total = self
+            .table
+            .lock()
+            .jobs
+            .get(id)
+            .map_or(Duration::ZERO, |e| e.accepted_at.elapsed());
+        tracing::error!(job = %id, error = %message, "job failed before the engine");
+        self.finish(id, Outcome::Done(unproved(Status::Failed, message, total)));
+    }
+
+    /// A job thread: builds the job's circuits, hands it to the engine, waits
+    /// for its proofs and records the outcome.
+    pub(super) fn run_job(self: Arc<Self>, started: Started) {
+        let Started { id, request, lease } = started;
+        let source = match PorepSource::new(&request.c1, &lease.key) {
+            Ok(s) => TimedSource::new(s),
+            Err(e) => {
+                return self
+                    .fail_before_engine(&id, format!("building the partition circuits: {e}"))
+            }
+        };
+        let (priority, label) = {
+            let t = self.table.lock();
+            let e = &t.jobs[&id];
+            (e.priority, format!("{id} ({})", e.accepted.request_id))
+        };
+        let class = engine_class(priority);
+        let job = Job::new(
+            Arc::clone(&source) as Arc<dyn cuzk_pipeline::PartitionSource>,
+            Arc::clone(&lease.key),
+        )
+        .with_priority(class)
+        .with_verifying_key(Arc::clone(&lease.prepared))
+        .with_label(label);
+        let handle: JobHandle = match self.engine.submit(job) {
+            Ok(h) => h,
+            Err(e) => {
+                return self.fail_before_engine(&id, format!("the engine refused the job: {e}"))
+            }
+        };
+        {
+            let mut t = self.table.lock();
+            let entry = t.jobs.get_mut(&id).expect("a started job is in the table");
+            entry.phase = Phase::Running(handle.canceller());
+            if entry.cancel_requested {
+                handle.cancel();
+            }
+        }
+        tracing::info!(job = %id, engine_job = %handle.id(), class = class.as_str(), "job in the engine");
+        let result = handle.wait();
+        let outcome = self.outcome(&id, result, &request, &lease, &source);
+        drop(lease);
+        self.finish(&id, outcome);
+    }
+
+    pub(super) fn outcome(
+        &self,
+        id: &str,
+        result: cuzk_pipeline::JobResult,
+        request: &PorepRequest,
+        lease: &crate::srs::SrsLease,
+        source: &TimedSource,
+    ) -> Outcome {
+        let (accepted_at, interrupted) = {
+            let t = self.table.lock();
+            let e = &t.jobs[id];
+            (e.accepted_at, e.interrupted)
+        };
+        let total = accepted_at.elapsed();
+        match result {
+            Ok(out) => {
+                let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+                let device = out
+                    .partitions
+                    .first()
+                    .and_then(|p| self.devices.get(p.device))
+                    .map_or_else(String::new, |d| d.name.clone());
+                let synthesis: Duration = out.partitions.iter().map(|p| p.synthesis).sum();
+                let gpu: Duration = out.partitions.iter().map(|p| p.timings.total()).sum();
+                let queue_wait = source
+                    .first_synthesis()
+                    .map_or(total, |t| t.saturating_duration_since(accepted_at));
+                match cuzk_filecoin::verify(
+                    &request.c1,
+                    &proof,
+                    &lease.filecoin_vk,
+                    Some(&request.identity),
+                ) {
+                    Ok(how) => {
+                        tracing::info!(job = %id, verified = ?how, total_ms = millis(total), "proof verified");
+                        Outcome::Done(Finished {
+                            status: Status::Completed as i32,
+                            proof_hex: hex::encode(&proof),
+                            error_message: String::new(),
+                            queue_wait_ms: millis(queue_wait),
+                            srs_load_ms: millis(lease.load_time),
+                            synthesis_ms: millis(synthesis),
+                            gpu_compute_ms: millis(gpu),
+                            total_ms: millis(total),
+                            device,
+                        })
+                    }
+                    Err(e) => {
+                        tracing::error!(job = %id, error = %e, "a proof did not verify; not returned");
+                        Outcome::Done(unproved(
+                            Status::Failed,
+                            format!("the proof did not pass verify_seal and is not returned: {e}"),
+                            total,
+                        ))
+                    }
+                }
+            }
+            Err(JobError::Cancelled) if interrupted => Outcome::Interrupted,
+            Err(JobError::Cancelled) => Outcome::Done(unproved(
+                Status::Cancelled,
+                "cancelled by CancelProof".into(),
+                total,
+            )),
+            Err(e) => {
+                let mut message = e.to_string();
+                let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
+                while let Some(s) = source {
+                    message.push_str(&format!(": {s}"));
+                    source = s.source();
+                }
+                tracing::error!(job = %id, error = %message, "job failed in the engine");
+                Outcome::Done(unproved(Status::Failed, message, total))
+            }
+        }
+    }
+}
+
+/// The engine's class for a wire priority (unspecified is NORMAL).
+pub fn engine_class(priority: Priority) -> cuzk_pipeline::Priority {
+    match priority {
+        Priority::Critical => cuzk_pipeline::Priority::Critical,
+        Priority::High => cuzk_pipeline::Priority::High,
+        Priority::Normal | Priority::Unspecified => cuzk_pipeline::Priority::Normal,
+        Priority::Low => cuzk_pipeline::Priority::Low,
+    }
+}
