@@ -128,7 +128,7 @@ fn proves_a_curio_c1_and_filecoin_accepts_it() {
             "no {stage} timing line:\n{stdout}"
         );
     }
-    assert!(stdout.contains("verify_seal: valid"), "{stdout}");
+    assert!(stdout.contains("verify_seal: 1 of 1 valid"), "{stdout}");
     assert!(stderr.contains("partition 1/1"), "{stderr}");
     let proof = std::fs::read(&out).unwrap();
     assert_eq!(proof.len(), 192);
