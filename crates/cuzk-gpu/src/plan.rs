@@ -394,6 +394,31 @@ mod tests {
         assert!(plan.workers_that_fit() >= 2, "{plan}");
     }
 
+    /// A 32 GiB PoRep partition (the real circuit's counts, as issue #13's
+    /// H200 run synthesized it) with the kernels' own footprints, under the
+    /// arena the H200 gave that run (135.05 GiB): the key stays resident and
+    /// one worker fits beside it with room for a second.
+    #[test]
+    fn a_32_gib_porep_partition_plans_resident_on_an_h200() {
+        let shape = Shape::of_circuit(&CircuitShape {
+            num_constraints: 130_278_869,
+            num_inputs: 328,
+            num_aux: 130_169_893,
+            a_aux_density: 129_753_292,
+            b_input_density: 1,
+            b_aux_density: 33_112_281,
+            domain_log2: 27,
+        });
+        let arena = 145_006_595_840; // 135.05 GiB
+        let plan = VramPlan::new(shape, arena, &CudaFootprints).unwrap();
+        println!("{plan}");
+        assert_eq!(plan.mode, SrsMode::Resident, "{plan}");
+        // 130.2 M + 129.8 M + 33.1 M G1 points, 33.1 M G2 points, 2^27 - 1 for H.
+        assert_eq!(plan.srs_device_bytes, shape.srs_bytes());
+        assert!(plan.fits() && plan.workers_that_fit() >= 2, "{plan}");
+        assert_eq!(plan.largest_stage().name, "h_poly", "{plan}");
+    }
+
     #[test]
     fn a_small_budget_streams_in_the_largest_chunk_that_fits() {
         let shape = demo_shape(26);
