@@ -7,13 +7,13 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The input is not JSON at all.
-    #[error("the C1 file is not JSON: {0}")]
+    #[error("the C1 file is not JSON")]
     NotJson(#[source] serde_json::Error),
     /// JSON, but neither a C1 output nor Curio's wrapper of one.
     #[error("the C1 file is JSON but not a commit phase 1 output: {0}")]
     NotC1(String),
     /// Curio's wrapper with a `Phase1Out` that is not base64.
-    #[error("Curio C1 wrapper: Phase1Out is not base64: {0}")]
+    #[error("Curio C1 wrapper: Phase1Out is not base64")]
     Base64(#[source] base64::DecodeError),
     /// The sector size stated somewhere disagrees with the proof type.
     #[error(
@@ -76,7 +76,7 @@ pub enum Error {
         message: String,
     },
     /// A file could not be read or written.
-    #[error("{context} {path}: {source}", path = path.display())]
+    #[error("{context} {path}", path = path.display())]
     Io {
         context: &'static str,
         path: PathBuf,

@@ -74,7 +74,7 @@ pub enum FetchError {
         got: String,
         dir: PathBuf,
     },
-    #[error("{context} {path}: {source}", path = path.display())]
+    #[error("{context} {path}", path = path.display())]
     Io {
         context: &'static str,
         path: PathBuf,
