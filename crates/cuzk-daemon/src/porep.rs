@@ -66,7 +66,7 @@ pub fn check_request(
     })?;
     params
         .check(proof_type)
-        .map_err(|e| RequestError::FailedPrecondition(e.to_string()))?;
+        .map_err(|e| RequestError::FailedPrecondition(cuzk_pipeline::ErrorChain(&e).to_string()))?;
     Ok(PorepRequest {
         c1,
         identity,

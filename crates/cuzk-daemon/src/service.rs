@@ -142,7 +142,8 @@ impl ProvingEngine for Service {
 
 fn srs_status(e: crate::error::SrsError) -> Status {
     use crate::error::SrsError;
-    let message = e.to_string();
+    // Every cause, once each: the key file's I/O or format error is the useful part.
+    let message = cuzk_pipeline::ErrorChain(&e).to_string();
     match e {
         SrsError::UnknownCircuit { .. } => Status::invalid_argument(message),
         SrsError::Key { .. } | SrsError::LoadFailed { .. } | SrsError::InUse { .. } => {
