@@ -84,7 +84,7 @@ pub(crate) enum Fixtures {
         /// Registered proof type.
         #[arg(long, default_value = "StackedDrg2KiBV1_1")]
         proof_type: String,
-        /// Miner actor id (f0<id>).
+        /// Miner actor id (f0ID, e.g. f01000).
         #[arg(long, default_value_t = 1000)]
         actor: u64,
         /// Sector number.
