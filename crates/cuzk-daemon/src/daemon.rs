@@ -14,8 +14,8 @@
 //! filecoin-proofs' `verify_seal`, and records the result, journal first.
 //!
 //! The table and its types are here; the methods are split by concern:
-//! [`accept`] (submissions and the journal's replay), [`dispatch`] (the
-//! dispatcher and the job threads), [`results`] (endings, retention,
+//! `accept` (submissions and the journal's replay), `dispatch` (the
+//! dispatcher and the job threads), `results` (endings, retention,
 //! `AwaitProof`, `CancelProof`, the drain).
 
 use std::cmp::Reverse;

@@ -46,7 +46,7 @@ impl ParamsDir {
         &self.0
     }
 
-    /// Where the proving key of a circuit (a PoRep [`ProofType`], a
+    /// Where the proving key of a circuit (a PoRep [`ProofType`](crate::ProofType), a
     /// [`crate::PostType`], …) is (or would be).
     pub fn params_path(&self, circuit: impl Into<Circuit>) -> Result<PathBuf, Error> {
         Ok(self.0.join(circuit.into().params_file_name()?))

@@ -99,7 +99,7 @@ pub struct Options {
     /// never warms up: one 32 GiB partition is a minute).
     #[arg(long)]
     pub no_warm_up: bool,
-    /// Results directory (default benches/results/sweep-<circuit>-<backend>).
+    /// Results directory (default benches/results/sweep-CIRCUIT-BACKEND, e.g. sweep-k14-cpu).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// One tiny point (demo 2^10 with the committed key, or PoRep 2 KiB with
