@@ -4,8 +4,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use std::time::Instant;
+
 use anyhow::{Context, Result};
+use cuzk_filecoin::{Circuit, ParamsDir};
 use cuzk_groth16::prover::StageTimings;
+use cuzk_groth16::ProvingKey;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -13,6 +17,26 @@ use rand_chacha::ChaCha20Rng;
 /// The proof randomness: seeded when asked for (reproducible proofs), else from the OS.
 pub(crate) fn rng_from(seed: Option<u64>) -> ChaCha20Rng {
     seed.map_or_else(ChaCha20Rng::from_entropy, ChaCha20Rng::seed_from_u64)
+}
+
+/// The timing lines a command prints at the end: stage, time, what it did.
+pub(crate) type Stages = Vec<(String, Duration, String)>;
+
+/// Reads `circuit`'s proving key from the parameter cache behind a spinner
+/// and records the `key` stage (time and file).
+pub(crate) fn read_key(
+    params: &ParamsDir,
+    circuit: impl Into<Circuit>,
+    stages: &mut Stages,
+) -> Result<ProvingKey> {
+    let circuit = circuit.into();
+    let t = Instant::now();
+    let path = params.params_path(circuit)?;
+    let s = spinner(format!("reading {}", path.display()));
+    let key = params.load_proving_key(circuit)?;
+    s.finish_and_clear();
+    stages.push(("key".into(), t.elapsed(), path.display().to_string()));
+    Ok(key)
 }
 
 pub(crate) fn spinner(msg: String) -> ProgressBar {

@@ -21,7 +21,9 @@ use cuzk_sched::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::backend::{select_backend, BackendArgs};
-use crate::output::{peak_rss, rng_from, secs, spinner, stage_list, write_atomically};
+use crate::output::{
+    peak_rss, read_key, rng_from, secs, spinner, stage_list, write_atomically, Stages,
+};
 
 #[derive(Args, Debug)]
 pub(crate) struct PorepC2Args {
@@ -95,8 +97,6 @@ struct Sector {
     identity: Option<SectorIdentity>,
 }
 
-type Stages = Vec<(String, Duration, String)>;
-
 pub(crate) fn run(args: PorepC2Args) -> Result<()> {
     // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use:
     // set it before anything touches the crates, so verify_seal and cuzk
@@ -160,12 +160,7 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
     ));
 
     let backend = select_backend(&args.backend)?;
-    let t = Instant::now();
-    let key_path = params.params_path(pt)?;
-    let s = spinner(format!("reading {}", key_path.display()));
-    let key = params.load_proving_key(pt)?;
-    s.finish_and_clear();
-    stages.push(("key".into(), t.elapsed(), key_path.display().to_string()));
+    let key = read_key(&params, pt, &mut stages)?;
 
     let proofs = if args.synthesis_workers > 1 || sectors.len() > 1 {
         through_engine(&sectors, key, backend, &args, &mut stages)?

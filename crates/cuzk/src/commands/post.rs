@@ -16,7 +16,9 @@ use cuzk_filecoin::{
 
 use crate::backend::{select_backend, BackendArgs};
 use crate::commands::porep_c2::parse_actor;
-use crate::output::{peak_rss, rng_from, secs, spinner, stage_list, write_atomically};
+use crate::output::{
+    peak_rss, read_key, rng_from, secs, spinner, stage_list, write_atomically, Stages,
+};
 
 #[derive(Args, Debug)]
 pub(crate) struct PostArgs {
@@ -50,8 +52,6 @@ pub(crate) struct PostArgs {
     #[command(flatten)]
     backend: BackendArgs,
 }
-
-type Stages = Vec<(String, Duration, String)>;
 
 pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>> {
     let t = text.trim().trim_start_matches("0x");
@@ -122,12 +122,7 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
     ));
 
     let backend = select_backend(&args.backend)?;
-    let t = Instant::now();
-    let key_path = params.params_path(post_type)?;
-    let s = spinner(format!("reading {}", key_path.display()));
-    let key = params.load_proving_key(post_type)?;
-    s.finish_and_clear();
-    stages.push(("key".into(), t.elapsed(), key_path.display().to_string()));
+    let key = read_key(&params, post_type, &mut stages)?;
 
     let s = spinner("synthesizing and proving".into());
     let mut rng = rng_from(args.rng_seed);

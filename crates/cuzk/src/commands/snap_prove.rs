@@ -15,7 +15,9 @@ use cuzk_filecoin::{
 
 use crate::backend::{select_backend, BackendArgs};
 use crate::commands::post::parse_hex;
-use crate::output::{peak_rss, rng_from, secs, spinner, stage_list, write_atomically};
+use crate::output::{
+    peak_rss, read_key, rng_from, secs, spinner, stage_list, write_atomically, Stages,
+};
 
 #[derive(Args, Debug)]
 pub(crate) struct SnapProveArgs {
@@ -61,7 +63,7 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
         std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
     }
     let params = ParamsDir::filecoin();
-    let mut stages: Vec<(String, Duration, String)> = Vec::new();
+    let mut stages: Stages = Vec::new();
 
     let t = Instant::now();
     let size = parse_sector_size(&args.sector_size).with_context(|| {
@@ -111,12 +113,7 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
     ));
 
     let backend = select_backend(&args.backend)?;
-    let t = Instant::now();
-    let key_path = params.params_path(update_type)?;
-    let s = spinner(format!("reading {}", key_path.display()));
-    let key = params.load_proving_key(update_type)?;
-    s.finish_and_clear();
-    stages.push(("key".into(), t.elapsed(), key_path.display().to_string()));
+    let key = read_key(&params, update_type, &mut stages)?;
 
     let mut synthesis = Duration::ZERO;
     let mut proving = Duration::ZERO;
