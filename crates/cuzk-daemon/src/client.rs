@@ -6,7 +6,6 @@
 //! The tests drive the daemon with Python's grpcio instead (a client that is
 //! not ours); this one exists because the GPU machine has no Python packages.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
@@ -63,8 +62,7 @@ impl Client {
                 .await
                 .map_err(failed)?,
             ListenAddr::Unix(path) => {
-                // The URI is a placeholder: the connector ignores it and dials the socket.
-                let path: PathBuf = path;
+                // tonic wants a URI; this connector never reads it and dials the socket.
                 Endpoint::from_static("http://localhost")
                     .connect_with_connector(tower::service_fn(move |_| {
                         let path = path.clone();

@@ -7,9 +7,11 @@ use storage_proofs_core::parameter_cache::{parameter_id, verifying_key_id};
 
 use crate::Error;
 
-/// Calls `$f::<Tree>(args)` with the Merkle tree shape of a sector size.
-/// Only the five sector sizes that registered PoRep proof types use are
-/// listed; anything else is an error, never a panic.
+/// Calls `$f::<Tree>(args)` with the Merkle tree shape of a sector size, for
+/// PoRep, PoSt and update circuits alike (every registered shape's tree
+/// hasher is the update's `TreeRHasher` too). Only the five sector sizes that
+/// registered proof types use are listed; anything else is an error, never a
+/// panic.
 macro_rules! with_sector_shape {
     ($size:expr, $f:ident $(, $arg:expr)* $(,)?) => {
         match $size {
@@ -30,7 +32,7 @@ macro_rules! with_sector_shape {
             }
             other => Err($crate::Error::Unsupported {
                 proof_type: format!("sector size {other}"),
-                why: "no registered PoRep proof type has this sector size".into(),
+                why: "no registered proof type has this sector size".into(),
             }),
         }
     };

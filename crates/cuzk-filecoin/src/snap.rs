@@ -46,40 +46,11 @@ use storage_proofs_update::{
 };
 
 use crate::engine::{shape_from_key, Synthesis};
-use crate::proof_type::sector_size_label;
+use crate::proof_type::{sector_size_label, with_sector_shape};
 use crate::{Error, PartitionReport, ProofType};
 
 /// bellperson batch size of storage-proofs-core's `CompoundProof::circuit_proofs`.
 const BATCH: usize = 10;
-
-/// Calls `$f::<Tree>(args)` with the Merkle tree shape of a sector size (the
-/// update's functions require the tree's hasher to be `TreeRHasher`, which
-/// every registered shape's is).
-macro_rules! with_update_shape {
-    ($size:expr, $f:ident $(, $arg:expr)* $(,)?) => {
-        match $size {
-            s if s == filecoin_proofs::SECTOR_SIZE_2_KIB => {
-                $f::<filecoin_proofs::SectorShape2KiB>($($arg),*)
-            }
-            s if s == filecoin_proofs::SECTOR_SIZE_8_MIB => {
-                $f::<filecoin_proofs::SectorShape8MiB>($($arg),*)
-            }
-            s if s == filecoin_proofs::SECTOR_SIZE_512_MIB => {
-                $f::<filecoin_proofs::SectorShape512MiB>($($arg),*)
-            }
-            s if s == filecoin_proofs::SECTOR_SIZE_32_GIB => {
-                $f::<filecoin_proofs::SectorShape32GiB>($($arg),*)
-            }
-            s if s == filecoin_proofs::SECTOR_SIZE_64_GIB => {
-                $f::<filecoin_proofs::SectorShape64GiB>($($arg),*)
-            }
-            other => Err($crate::Error::Unsupported {
-                proof_type: format!("sector size {other}"),
-                why: "no registered update proof type has this sector size".into(),
-            }),
-        }
-    };
-}
 
 /// A registered empty-sector-update proof type (every one is supported).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -157,7 +128,7 @@ impl UpdateType {
     /// `RegisteredUpdateProof::circuit_identifier` returns the PoRep
     /// circuit's identifier instead, so it is not used.
     pub fn circuit_identifier(self) -> Result<String, Error> {
-        with_update_shape!(self.sector_size(), identifier_typed, self)
+        with_sector_shape!(self.sector_size(), identifier_typed, self)
     }
 }
 
@@ -254,7 +225,7 @@ impl UpdateSource {
     /// proofs are checked here, before any circuit is built.
     pub fn new(request: &UpdateRequest, key: &ProvingKey) -> Result<Self, Error> {
         let (circuits, inputs) =
-            with_update_shape!(request.update_type.sector_size(), erased_circuits, request)?;
+            with_sector_shape!(request.update_type.sector_size(), erased_circuits, request)?;
         Ok(UpdateSource {
             label: format!("SnapDeals update {}", request.update_type.name()),
             shape: shape_from_key(key),
@@ -376,7 +347,7 @@ pub fn verify_update(
             "not 192 bytes per partition of the update type",
         ));
     }
-    let valid = with_update_shape!(
+    let valid = with_sector_shape!(
         request.update_type.sector_size(),
         verify_compound_typed,
         request,
@@ -421,7 +392,7 @@ pub(crate) fn generate_key(
     seed: u64,
     fixed_base: &dyn FixedBase,
 ) -> Result<ProvingKey, Error> {
-    with_update_shape!(
+    with_sector_shape!(
         update_type.sector_size(),
         key_typed,
         update_type,
