@@ -40,7 +40,9 @@
 #             same r, s: byte-identical (tests/gpu_full_scale.rs);
 #   daemon    `cuzk daemon` over a unix socket, driven by `cuzk client`: 512 MiB (and
 #             porep-c2 on it for reference), then the 32 GiB C1 1; GetStatus before and after;
-#   then a table of what was measured (summary.txt). Host memory, VRAM and GPU utilization
+#   then a table of what was measured (summary.txt). `STEPS="keys c1s porep daemon"` runs only
+#   those, in that order (keys and c1s are what the others need); a step name not listed
+#   above runs the function `step_NAME` and its summary shows the tail of $FS/NAME.log. Host memory, VRAM and GPU utilization
 #   are sampled every 2 s (samples.txt).
 #
 # `wait` leaves the logs, the TIMELINEs, the sweep's results and the samples in $OUT as
@@ -83,68 +85,67 @@ small() {
   for f in "$FS"/small-*.log "$FS/identity.log"; do echo "---- $f"; cat "$f"; done
 }
 
-steps() {
-  set -x
-  export FIL_PROOFS_PARAMETER_CACHE=$P RUST_LOG=${RUST_LOG:-warn}
-  mkdir -p "$P"
-  nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
-  free -g; df -h "$FS"; nproc
-  ( while :; do
-      echo "$(date +%s) $(free -b | awk '/Mem:/{print $3}') $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits | tr -d ' ')"
-      sleep 2
-    done ) > "$FS/samples.txt" 2>/dev/null &
-  sampler=$!
-  mark() { echo "$1 $(date +%s)" >> "$FS/marks.txt"; echo "== step $1"; }
+# Each step is a function; STEPS (default: every step, in this order) picks and orders them,
+# e.g. STEPS="keys c1s porep daemon". `keys` and `c1s` are what the others need.
+ALL_STEPS="keys c1s sweep porep anchor identity daemon"
+STEPS=${STEPS:-$ALL_STEPS}
 
-  mark keys
+mark() { echo "$1 $(date +%s)" >> "$FS/marks.txt"; echo "== step $1"; }
+
+step_keys() {
   RUST_LOG=cuzk_groth16=info,cuzk_gpu=info "$bin/cuzk" fixtures keys --sector-size 32GiB \
     --backend cuda --dir "$P" > "$FS/keys.log" 2>&1
   echo "keys rc=$?" >> "$FS/keys.log"
   "$bin/cuzk" fixtures keys --sector-size 512MiB --backend cuda --dir "$P" > "$FS/keys-512MiB.log" 2>&1
   ls -la "$P"; df -h "$FS"
+}
 
-  mark c1s
+step_c1s() {
   for s in 1 2; do
     "$bin/cuzk" fixtures synth-sector --sector-size 32GiB --seed $s --sector-id $s \
       --prover-id f01000 --out "$FS/c1-$s.json" >> "$FS/c1.log" 2>&1
   done
   "$bin/cuzk" fixtures synth-sector --sector-size 512MiB --seed 5 --sector-id 5 \
     --prover-id f01000 --out "$FS/c1-512MiB.json" >> "$FS/c1.log" 2>&1
+}
 
-  # Two proofs back to back through the engine, as a one-point sweep: the
-  # steady state, every proof checked by verify_seal, table + JSON + chart +
-  # TIMELINE in $FS/sweep.
-  mark sweep
+# Two proofs back to back through the engine, as a one-point sweep: the
+# steady state, every proof checked by verify_seal, table + JSON + chart +
+# TIMELINE in $FS/sweep.
+step_sweep() {
   "$bin/sweep" --circuit porep --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --prover-id f01000 \
     --backend cuda --points "$WORKERS:1:$(( WORKERS + 1 ))" --budget "$HOST_BUDGET" \
     --out "$FS/sweep" > "$FS/sweep.log" 2>&1
   echo "sweep rc=$?" >> "$FS/sweep.log"
+}
 
-  # One proof through the CLI: its stage table and the reference for the daemon.
-  mark porep
+# One proof through the CLI: its stage table and the reference for the daemon.
+step_porep() {
   "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1.bin" --prover-id f01000 \
     --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
     --timeline "$FS/timeline-porep-c2.jsonl" > "$FS/porep.log" 2>&1
   echo "porep rc=$?" >> "$FS/porep.log"
+}
 
-  # supraseal-c2 through filecoin-proofs on the same C1 and key (it synthesizes
-  # all 10 partitions at once: expected to run out of host memory; recorded).
-  mark anchor
-  if [ -x "$bin/anchor-c2" ]; then
-    timev=(); [ -x /usr/bin/time ] && timev=(/usr/bin/time -v)
-    "${timev[@]}" timeout "${ANCHOR_TIMEOUT:-300}" "$bin/anchor-c2" --c1 "$FS/c1-1.json" \
-      --out "$FS/proof-anchor.bin" --prover-id f01000 --verbose > "$FS/anchor.log" 2>&1
-    echo "anchor rc=$?" >> "$FS/anchor.log"
-    dmesg 2>/dev/null | grep -iE "out of memory|oom-kill|killed process" | tail -5 >> "$FS/anchor.log"
-  fi
+# supraseal-c2 through filecoin-proofs on the same C1 and key (it synthesizes
+# all 10 partitions at once: expected to run out of host memory; recorded).
+step_anchor() {
+  [ -x "$bin/anchor-c2" ] || { echo "no anchor-c2 carried" > "$FS/anchor.log"; return; }
+  timev=(); [ -x /usr/bin/time ] && timev=(/usr/bin/time -v)
+  "${timev[@]}" timeout "${ANCHOR_TIMEOUT:-300}" "$bin/anchor-c2" --c1 "$FS/c1-1.json" \
+    --out "$FS/proof-anchor.bin" --prover-id f01000 --verbose > "$FS/anchor.log" 2>&1
+  echo "anchor rc=$?" >> "$FS/anchor.log"
+  dmesg 2>/dev/null | grep -iE "out of memory|oom-kill|killed process" | tail -5 >> "$FS/anchor.log"
+}
 
-  mark identity
+step_identity() {
   CUZK_GPU_C1="$FS/c1-1.json" "$bin/gpu_full_scale" --nocapture > "$FS/identity.log" 2>&1
   echo "identity rc=$?" >> "$FS/identity.log"
+}
 
-  # The daemon, over a unix socket, with the client in `cuzk client`: 512 MiB
-  # against porep-c2 on the same C1, then the 32 GiB C1 of the CLI run above.
-  mark daemon
+# The daemon, over a unix socket, with the client in `cuzk client`: 512 MiB
+# against porep-c2 on the same C1, then the 32 GiB C1 of the CLI run above.
+step_daemon() {
   cat > "$FS/daemon.toml" <<TOML
 [listen]
 addresses = ["unix:$FS/cuzk.sock"]
@@ -178,30 +179,56 @@ TOML
   echo "client 32GiB rc=$?" >> "$FS/client.log"
   $c status --daemon "unix:$FS/cuzk.sock" >> "$FS/client.log" 2>&1
   kill -TERM $daemon; wait $daemon; echo "daemon rc=$?" >> "$FS/daemon.log"
+}
+
+steps() {
+  set -x
+  export FIL_PROOFS_PARAMETER_CACHE=$P RUST_LOG=${RUST_LOG:-warn}
+  mkdir -p "$P"
+  nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv
+  free -g; df -h "$FS"; nproc
+  ( while :; do
+      echo "$(date +%s) $(free -b | awk '/Mem:/{print $3}') $(nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader,nounits | tr -d ' ')"
+      sleep 2
+    done ) > "$FS/samples.txt" 2>/dev/null &
+  sampler=$!
+  for step in $STEPS; do
+    mark "$step"
+    "step_$step"
+  done
   mark end
   kill $sampler
   summary > "$FS/summary.txt"
   touch "$FS/done"
 }
 
-# Seconds between two marks of $FS/marks.txt.
+# Seconds from a step's mark to the next mark of $FS/marks.txt.
 span() {
-  awk -v a="$1" -v b="$2" '$1 == a {s = $2} $1 == b {e = $2} END {if (s && e) print e - s; else print "?"}' "$FS/marks.txt"
+  awk -v a="$1" 'f && !e {e = $2} $1 == a {s = $2; f = 1} END {if (s && e) print e - s; else print "?"}' "$FS/marks.txt"
 }
 
+ran() { grep -q "^$1 " "$FS/marks.txt" 2>/dev/null; }
+
 summary() {
-  echo "== 32 GiB PoRep on $(nvidia-smi --query-gpu=name --format=csv,noheader), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
-  echo "-- key: $(span keys c1s) s (with the 512 MiB key)"; grep -E "wrote|peak|rc=|error" "$FS/keys.log"
-  echo "-- C1s:"; grep -E "challenges|rc=|error" "$FS/c1.log"
-  echo "-- sweep (two proofs back to back), $(span sweep porep) s:"; grep -vE "^backend:" "$FS/sweep.log" | tail -14
-  echo "-- porep-c2 (one proof), $(span porep anchor) s:"; grep -vE "^partition|^sector [0-9]+ partition" "$FS/porep.log" | tail -16
-  echo "-- anchor (supraseal-c2), $(span anchor identity) s:"
-  grep -E "wall|key|synthesis|proving|verify|rc=|Maximum resident|Killed|memory|error|panicked" "$FS/anchor.log" 2>/dev/null | tail -14
-  echo "-- identity, $(span identity daemon) s:"; grep -E "partition|cuda|cpu|rc=|panicked|test result" "$FS/identity.log" | tail -8
-  echo "-- daemon, $(span daemon end) s:"; grep -E "rc=|verification|total" "$FS/porep-512MiB.log" | tail -3
-  cat "$FS/client.log" 2>/dev/null | tail -30
+  echo "== 32 GiB PoRep on $(nvidia-smi --query-gpu=name --format=csv,noheader), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; steps: $STEPS"
+  if ran keys; then echo "-- key: $(span keys) s (with the 512 MiB key)"; grep -E "wrote|peak|rc=|error" "$FS/keys.log"; fi
+  if ran c1s; then echo "-- C1s, $(span c1s) s:"; grep -E "challenges|rc=|error" "$FS/c1.log"; fi
+  if ran sweep; then echo "-- sweep (two proofs back to back), $(span sweep) s:"; grep -vE "^backend:" "$FS/sweep.log" | tail -14; fi
+  if ran porep; then echo "-- porep-c2 (one proof), $(span porep) s:"; grep -vE "^partition|^sector [0-9]+ partition" "$FS/porep.log" | tail -16; fi
+  if ran anchor; then
+    echo "-- anchor (supraseal-c2), $(span anchor) s:"
+    grep -E "wall|key|synthesis|proving|verify|rc=|Maximum resident|Killed|memory|error|panicked|carried" "$FS/anchor.log" 2>/dev/null | tail -14
+  fi
+  if ran identity; then echo "-- identity, $(span identity) s:"; grep -E "partition|cuda|cpu|rc=|panicked|test result" "$FS/identity.log" | tail -8; fi
+  if ran daemon; then
+    echo "-- daemon, $(span daemon) s:"; grep -E "rc=|verification|total" "$FS/porep-512MiB.log" | tail -3
+    tail -30 "$FS/client.log" 2>/dev/null
+  fi
+  for extra in $STEPS; do
+    case " $ALL_STEPS " in *" $extra "*) ;; *) echo "-- $extra, $(span "$extra") s:"; tail -20 "$FS/$extra.log" 2>/dev/null ;; esac
+  done
   echo "-- peak host memory used (free), peak VRAM used, mean GPU utilization per step:"
-  for step in keys sweep porep anchor identity daemon; do
+  for step in $STEPS; do
     next=$(awk -v a=$step '$1 == a {f = 1; next} f {print $1; exit}' "$FS/marks.txt")
     a=$(awk -v s=$step '$1 == s {print $2}' "$FS/marks.txt"); b=$(awk -v s="$next" '$1 == s {print $2}' "$FS/marks.txt")
     [ -n "$a" ] && [ -n "$b" ] || continue
@@ -220,8 +247,12 @@ collect() {
 }
 
 install_bins() {
-  for f in cuzk gpu_full_scale sweep; do
-    xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f" || exit 1
+  xz -dc "$here/.device-carry/fs/cuzk.xz" > "$bin/cuzk" && chmod +x "$bin/cuzk" || exit 1
+  # The others only when carried (a step that needs a missing one fails and says so).
+  for f in gpu_full_scale sweep synth_bench; do
+    if [ -e "$here/.device-carry/fs/$f.xz" ]; then
+      xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f"
+    fi
   done
   # The supraseal-c2 anchor (benches/anchor-c2/build.sh), when carried.
   if [ -e "$here/.device-carry/fs/anchor-c2.xz" ]; then

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
+pub mod abc;
 pub mod arena;
 mod device;
 mod error;

@@ -74,6 +74,8 @@ unsafe impl DeviceRepr for u32 {}
 unsafe impl DeviceRepr for u64 {}
 // SAFETY: plain integers.
 unsafe impl DeviceRepr for u8 {}
+// SAFETY: plain integers.
+unsafe impl DeviceRepr for u16 {}
 
 macro_rules! zero_copy_view {
     ($outer:ty, $limbs:ty, $as_limbs:ident, $as_limbs_mut:ident, $from_limbs:ident, $from_limbs_mut:ident) => {

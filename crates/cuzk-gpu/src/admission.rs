@@ -6,24 +6,39 @@
 use std::sync::Arc;
 
 use crate::plan::{CudaFootprints, Shape, SrsMode, VramPlan};
+use crate::resident::{KeyShape, Keys};
+use crate::srs::SrsSlot;
 use cuzk_pipeline::admission::{Admission, AdmissionError, AdmissionTicket};
 use cuzk_synth::CircuitShape;
 use parking_lot::{Condvar, Mutex};
 
 /// Admits partitions while their VRAM plans fit the device's arena together:
-/// a resident key is counted once, each running partition its worker bytes
-/// (scratch and largest stage; plus its staging when the key is streamed).
+/// every resident key is counted once (the keys of `keys`, plus this
+/// partition's key if it is not resident yet), each running partition its
+/// worker bytes (scratch and largest stage; plus its staging when the key is
+/// streamed). When a partition does not fit, idle resident keys of other
+/// shapes are evicted, least recently used first, before it waits; an
+/// admitted partition pins its key's shape until its ticket drops.
 #[derive(Debug)]
 pub struct VramAdmission {
     capacity: u64,
+    keys: SrsSlot,
     state: Arc<(Mutex<u64>, Condvar)>,
 }
 
 impl VramAdmission {
-    /// Admission for an arena of `capacity` bytes.
+    /// Admission for an arena of `capacity` bytes whose workers keep no key
+    /// but through this admission's own (empty) shared slot.
     pub fn new(capacity: u64) -> Self {
+        Self::with_keys(capacity, SrsSlot::shared())
+    }
+
+    /// Admission for an arena of `capacity` bytes whose workers keep their
+    /// keys in `keys` (`CudaBackend::workers`' slot).
+    pub fn with_keys(capacity: u64, keys: SrsSlot) -> Self {
         VramAdmission {
             capacity,
+            keys,
             state: Arc::new((Mutex::new(0), Condvar::new())),
         }
     }
@@ -34,11 +49,11 @@ impl VramAdmission {
             .map_err(AdmissionError::new)
     }
 
-    /// Bytes one running partition holds, and the bytes shared by all.
-    fn split(plan: &VramPlan) -> (u64, u64) {
+    /// Bytes one running partition holds, and the key it needs resident.
+    fn split(plan: &VramPlan) -> (u64, Option<KeyShape>) {
         match plan.mode {
-            SrsMode::Resident => (plan.worker_bytes(), plan.srs_device_bytes),
-            SrsMode::Streamed { .. } => (plan.worker_bytes() + plan.srs_device_bytes, 0),
+            SrsMode::Resident => (plan.worker_bytes(), Some(KeyShape::of(&plan.shape))),
+            SrsMode::Streamed { .. } => (plan.worker_bytes() + plan.srs_device_bytes, None),
         }
     }
 }
@@ -46,51 +61,115 @@ impl VramAdmission {
 impl Admission for VramAdmission {
     fn admit(&self, shape: &CircuitShape) -> Result<AdmissionTicket, AdmissionError> {
         let plan = self.plan(shape)?;
-        let (need, shared) = Self::split(&plan);
-        let room = self.capacity.saturating_sub(shared + plan.margin);
-        if need > room {
+        let (need, key) = Self::split(&plan);
+        let key_bytes = key.map_or(0, |k| k.bytes());
+        let room = self.capacity.saturating_sub(plan.margin);
+        if need + key_bytes > room {
             // The planner said it fits alone; this guards the arithmetic.
             return Err(AdmissionError::new(format!(
-                "partition needs {need} bytes of VRAM, the device has room for {room}: {plan}"
+                "partition needs {} bytes of VRAM, the device has room for {room}: {plan}",
+                need + key_bytes
             )));
         }
         let (lock, freed) = &*self.state;
         let mut used = lock.lock();
-        while *used + need > room {
-            freed.wait(&mut used);
+        loop {
+            let mut keys = self.keys.lock();
+            match try_fit(&mut keys, *used, need, key, room) {
+                Fit::Admitted => break,
+                Fit::Evicted(bytes) => tracing::info!(
+                    "evicted an idle resident key ({}) for a partition's room",
+                    cuzk_arena::human(bytes)
+                ),
+                Fit::Wait => {
+                    drop(keys);
+                    freed.wait(&mut used);
+                }
+            }
         }
         *used += need;
         let state = Arc::clone(&self.state);
+        let keys = self.keys.clone();
         Ok(AdmissionTicket::new(move || {
             let (lock, freed) = &*state;
-            *lock.lock() -= need;
+            let mut used = lock.lock();
+            *used -= need;
+            if let Some(k) = key {
+                keys.lock().unpin(&k);
+            }
+            drop(used);
             freed.notify_all();
         }))
     }
 
     fn usage(&self) -> (u64, u64) {
-        (*self.state.0.lock(), self.capacity)
+        (
+            *self.state.0.lock() + self.keys.usage().bytes,
+            self.capacity,
+        )
+    }
+}
+
+/// One step of admission.
+#[derive(Debug, PartialEq, Eq)]
+enum Fit {
+    /// It fits: its key's shape is pinned.
+    Admitted,
+    /// An idle key of another shape was evicted (these bytes): try again.
+    Evicted(u64),
+    /// Nothing to evict: wait for a running partition to finish.
+    Wait,
+}
+
+/// Whether a partition holding `need` bytes, whose key is `key` (`None`:
+/// streamed), fits beside `used` bytes of running partitions and the
+/// resident keys in `room`.
+fn try_fit<T>(keys: &mut Keys<T>, used: u64, need: u64, key: Option<KeyShape>, room: u64) -> Fit {
+    let missing = match &key {
+        Some(k) if !keys.has_shape(k) => k.bytes(),
+        _ => 0,
+    };
+    if used + need + keys.bytes() + missing <= room {
+        if let Some(k) = key {
+            keys.pin(k);
+        }
+        return Fit::Admitted;
+    }
+    match keys.evict_lru(key.as_ref()) {
+        Some(bytes) => Fit::Evicted(bytes),
+        None => Fit::Wait,
     }
 }
 
 /// A scheduler device on GPU `gpu`: `workers` CUDA workers sharing one arena
-/// (the device's, or `budget` carved from it) and one resident key, admitted
-/// by [`VramAdmission`] over that arena.
+/// (the device's, or `budget` carved from it) and its resident keys,
+/// admitted by [`VramAdmission`] over that arena.
 pub fn pipeline_device(
     gpu: &cuzk_cuda::Gpu,
     workers: usize,
     budget: cuzk_cuda::VramBudget,
 ) -> Result<cuzk_pipeline::Device, cuzk_cuda::Error> {
+    pipeline_device_with_keys(gpu, workers, budget).map(|(device, _)| device)
+}
+
+/// [`pipeline_device`], also returning the device's resident keys (to
+/// report them, or evict one by name).
+pub fn pipeline_device_with_keys(
+    gpu: &cuzk_cuda::Gpu,
+    workers: usize,
+    budget: cuzk_cuda::VramBudget,
+) -> Result<(cuzk_pipeline::Device, SrsSlot), cuzk_cuda::Error> {
     let backends = crate::CudaBackend::workers(gpu, workers.max(1), budget)?;
     let capacity = backends[0].budget_bytes();
+    let keys = backends[0].resident_keys();
     let backends: Vec<Arc<dyn cuzk_groth16::prover::Backend>> = backends
         .into_iter()
         .map(|b| Arc::new(b) as Arc<dyn cuzk_groth16::prover::Backend>)
         .collect();
-    Ok(
+    let device =
         cuzk_pipeline::Device::per_worker(format!("cuda-{}", gpu.info().ordinal), backends)
-            .with_admission(Arc::new(VramAdmission::new(capacity))),
-    )
+            .with_admission(Arc::new(VramAdmission::with_keys(capacity, keys.clone())));
+    Ok((device, keys))
 }
 
 #[cfg(test)]
@@ -103,7 +182,8 @@ mod tests {
         let shape = DemoCircuit::shape_for(16, 0.95);
         let probe = VramAdmission::new(u64::MAX / 4);
         let plan = probe.plan(&shape).unwrap();
-        let (need, shared) = VramAdmission::split(&plan);
+        let (need, key) = VramAdmission::split(&plan);
+        let shared = key.expect("resident").bytes();
         assert_eq!(plan.mode, SrsMode::Resident);
         // Room for exactly two partitions beside the key.
         let margin = |cap: u64| cap / 64 + (64 << 20);
@@ -125,6 +205,42 @@ mod tests {
         drop(a);
         waiter.join().unwrap().unwrap();
         assert_eq!(adm.usage().0, need, "the waiter's ticket was dropped");
+    }
+
+    #[test]
+    fn a_small_key_joins_a_resident_big_one_and_idle_keys_go_for_room() {
+        let shape = |n: usize| KeyShape {
+            h: n,
+            l: n,
+            a: n,
+            b_g1: n,
+            b_g2: n,
+        };
+        let (big, small, other) = (shape(1000), shape(10), shape(500));
+        let mut keys = Keys::<u32>::new(usize::MAX);
+        keys.insert(vec![1], big, Arc::new(1));
+        let room = big.bytes() + small.bytes() + 3000;
+        // A partition of the big key's shape, then one of the small key's:
+        // both fit beside the big key, which is counted once.
+        assert_eq!(try_fit(&mut keys, 0, 1000, Some(big), room), Fit::Admitted);
+        assert_eq!(
+            try_fit(&mut keys, 1000, 1000, Some(small), room),
+            Fit::Admitted
+        );
+        keys.insert(vec![2], small, Arc::new(2));
+        // A third shape does not fit; both keys are pinned, so it waits.
+        assert_eq!(try_fit(&mut keys, 2000, 10, Some(other), room), Fit::Wait);
+        // The small partition finishes: its idle key is evicted for room,
+        // the pinned big key stays.
+        keys.unpin(&small);
+        assert_eq!(
+            try_fit(&mut keys, 1000, 10, Some(other), room),
+            Fit::Evicted(small.bytes())
+        );
+        assert_eq!(try_fit(&mut keys, 1000, 10, Some(other), room), Fit::Wait);
+        assert!(keys.contains(&[1]) && !keys.contains(&[2]));
+        // A streamed partition pins nothing and needs no key room.
+        assert_eq!(try_fit(&mut keys, 1000, 2000, None, room), Fit::Admitted);
     }
 
     #[test]

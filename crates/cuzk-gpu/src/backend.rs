@@ -57,7 +57,7 @@ impl CudaBackend {
     }
 
     /// `count` workers on one device sharing an arena (the device's, or one
-    /// of `budget` carved from it) and one resident key: the scheduler's GPU
+    /// of `budget` carved from it) and its resident keys: the scheduler's GPU
     /// workers. Each gives its scratch back after every partition, so that
     /// [`VramAdmission`](crate::admission::VramAdmission) can count memory per running partition.
     pub fn workers(
@@ -72,7 +72,7 @@ impl CudaBackend {
             }
             _ => gpu.arena().clone(),
         };
-        let slot = SrsSlot::default();
+        let slot = SrsSlot::shared();
         (0..count)
             .map(|_| {
                 let b = Self::in_arena(gpu.clone(), arena.clone(), slot.clone())?;
@@ -119,6 +119,12 @@ impl CudaBackend {
             last_plan: Mutex::new(None),
             forced: Mutex::new(None),
         })
+    }
+
+    /// The keys resident on this worker's device (shared by the workers of
+    /// [`CudaBackend::workers`]).
+    pub fn resident_keys(&self) -> SrsSlot {
+        self.inner.lock().srs.clone()
     }
 
     /// Runs every partition in `mode` instead of the planner's choice (when

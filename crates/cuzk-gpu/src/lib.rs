@@ -6,6 +6,7 @@ mod backend;
 mod error;
 pub mod keygen;
 mod plan;
+mod resident;
 mod srs;
 mod streamed;
 mod worker;
@@ -18,7 +19,8 @@ pub use plan::{
     CudaFootprints, Footprints, PlanError, Shape, SrsMode, StageBytes, VramPlan, G1_BYTES,
     G2_BYTES, MIN_CHUNK, SCALAR_BYTES,
 };
-pub use srs::SrsSlot;
+pub use resident::{KeyInUse, KeyShape};
+pub use srs::{SlotUsage, SrsSlot};
 
 /// Bytes of each of the two pinned staging buffers (allocated once per worker).
 pub const STAGE_BYTES: usize = 64 << 20;

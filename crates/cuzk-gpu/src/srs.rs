@@ -1,7 +1,8 @@
-//! The resident key: a key's points in device memory, shared by the workers
-//! of one device through an [`SrsSlot`], identified by a cheap
+//! Resident keys: keys' points in device memory, shared by the workers of
+//! one device through an [`SrsSlot`], each identified by a cheap
 //! [`Fingerprint`] so a worker uploads a key only when it is not already
-//! there.
+//! there. Which keys stay, and which are evicted for room, is
+//! `resident.rs`.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -11,13 +12,13 @@ use cuzk_field::limbs::{g1_as_limbs, g2_as_limbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::G1Affine;
 use cuzk_groth16::prover::StageTimings;
 use cuzk_groth16::ProvingKey;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
+use crate::resident::{KeyInUse, KeyShape, Keys};
 use crate::worker::Worker;
 
 /// A key's points in device memory, shared by the workers of one device.
 pub(crate) struct ResidentSrs {
-    pub(crate) fingerprint: Fingerprint,
     pub(crate) h: DeviceBuffer<G1AffineLimbs>,
     pub(crate) l: DeviceBuffer<G1AffineLimbs>,
     pub(crate) a: DeviceBuffer<G1AffineLimbs>,
@@ -25,14 +26,77 @@ pub(crate) struct ResidentSrs {
     pub(crate) b_g2: DeviceBuffer<G2AffineLimbs>,
 }
 
-/// Where a device's workers keep the resident key (one per device arena).
-#[derive(Clone, Default)]
-pub struct SrsSlot(pub(crate) Arc<Mutex<Option<Arc<ResidentSrs>>>>);
+/// The keys resident on one device (one arena), shared by its workers.
+///
+/// `SrsSlot::default()` keeps one key, for a worker alone on its arena: a
+/// new key replaces the old. [`SrsSlot::shared`] keeps several under a
+/// [`VramAdmission`](crate::admission::VramAdmission), which evicts the
+/// least recently used idle key when a partition needs the room, so a small
+/// key (a WinningPoSt's) and a 44 GiB PoRep key can both stay resident.
+#[derive(Clone)]
+pub struct SrsSlot(Arc<Mutex<Keys<ResidentSrs>>>);
+
+impl Default for SrsSlot {
+    fn default() -> Self {
+        SrsSlot(Arc::new(Mutex::new(Keys::new(1))))
+    }
+}
 
 impl std::fmt::Debug for SrsSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let held = self.0.lock().is_some();
-        write!(f, "SrsSlot(resident: {held})")
+        let k = self.0.lock();
+        write!(f, "SrsSlot({} resident, {} bytes)", k.len(), k.bytes())
+    }
+}
+
+/// What the keys of a slot amount to, for status reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlotUsage {
+    /// Keys resident now.
+    pub keys: usize,
+    /// Their device bytes.
+    pub bytes: u64,
+    /// Keys uploaded since the slot was made.
+    pub uploads: u64,
+    /// Keys dropped since (replaced, evicted for room or by name).
+    pub evictions: u64,
+}
+
+impl SrsSlot {
+    /// A slot that keeps several keys, evicted by admission for room.
+    pub fn shared() -> Self {
+        SrsSlot(Arc::new(Mutex::new(Keys::new(usize::MAX))))
+    }
+
+    /// Whether `key`'s points are resident in this slot's device memory.
+    pub fn holds(&self, key: &ProvingKey) -> bool {
+        self.0.lock().contains(&Fingerprint::of(key).0)
+    }
+
+    /// Drops `key`'s points from device memory unless a partition is using
+    /// them; `Ok(false)` if they were not resident.
+    pub fn evict(&self, key: &ProvingKey) -> Result<bool, KeyInUse> {
+        let fp = Fingerprint::of(key);
+        let out = self.0.lock().evict(&fp.0);
+        if out == Ok(true) {
+            tracing::info!("resident key evicted from device memory by request");
+        }
+        out
+    }
+
+    /// The slot's keys and counters now.
+    pub fn usage(&self) -> SlotUsage {
+        let k = self.0.lock();
+        SlotUsage {
+            keys: k.len(),
+            bytes: k.bytes(),
+            uploads: k.uploads,
+            evictions: k.evictions,
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Keys<ResidentSrs>> {
+        self.0.lock()
     }
 }
 
@@ -63,20 +127,32 @@ impl Fingerprint {
 }
 
 impl Worker {
-    /// Uploads the key's points unless this key is already resident.
+    /// The key's points on the device: uploaded unless already resident.
+    /// The slot stays locked during an upload, so two workers never upload
+    /// the same key twice.
     pub(crate) fn make_resident(
         &mut self,
         key: &ProvingKey,
         t: &mut StageTimings,
-    ) -> cuzk_cuda::Result<()> {
+    ) -> cuzk_cuda::Result<Arc<ResidentSrs>> {
         let fp = Fingerprint::of(key);
         let slot = self.srs.clone();
-        let mut held = slot.0.lock();
-        if held.as_ref().is_some_and(|r| r.fingerprint == fp) {
-            return Ok(());
+        let mut keys = slot.lock();
+        if let Some(srs) = keys.get(&fp.0) {
+            return Ok(srs);
+        }
+        let shape = KeyShape {
+            h: key.h.len(),
+            l: key.l.len(),
+            a: key.a.len(),
+            b_g1: key.b_g1.len(),
+            b_g2: key.b_g2.len(),
+        };
+        let dropped = keys.make_room_for(&shape);
+        if dropped > 0 {
+            tracing::debug!("dropped {dropped} resident key(s) to make room for another");
         }
         let start = Instant::now();
-        *held = None;
         let s = self.stream.clone();
         let up_g1 = |w: &mut Worker, p: &[G1AffineLimbs]| {
             let mut d = s.alloc(p.len())?;
@@ -90,15 +166,21 @@ impl Worker {
         let mut b_g2 = s.alloc(key.b_g2.len())?;
         self.stage_upload(&s, g2_as_limbs(&key.b_g2), &mut b_g2, 0)?;
         s.synchronize()?;
-        *held = Some(Arc::new(ResidentSrs {
-            fingerprint: fp,
+        let srs = Arc::new(ResidentSrs {
             h,
             l,
             a,
             b_g1,
             b_g2,
-        }));
+        });
+        keys.insert(fp.0, shape, Arc::clone(&srs));
         t.record("srs_upload", start.elapsed());
-        Ok(())
+        tracing::info!(
+            "key resident: {} ({} keys, {} on the device)",
+            cuzk_arena::human(shape.bytes()),
+            keys.len(),
+            cuzk_arena::human(keys.bytes())
+        );
+        Ok(srs)
     }
 }

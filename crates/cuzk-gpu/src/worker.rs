@@ -18,7 +18,7 @@ use cuzk_synth::Synthesized;
 use rayon::prelude::*;
 
 use crate::plan::{SrsMode, VramPlan};
-use crate::srs::SrsSlot;
+use crate::srs::{ResidentSrs, SrsSlot};
 use crate::STAGE_BYTES;
 
 pub(crate) struct Scratch {
@@ -108,11 +108,15 @@ impl Worker {
     ) -> cuzk_cuda::Result<MsmSums> {
         let s = self.stream.clone();
         let n = plan.shape.domain;
-        match plan.mode {
-            SrsMode::Resident => self.make_resident(key, t)?,
-            // Free a resident key of another shape before streaming this one.
-            SrsMode::Streamed { .. } => *self.srs.0.lock() = None,
-        }
+        let resident = match plan.mode {
+            SrsMode::Resident => Some(self.make_resident(key, t)?),
+            // Alone on its arena, a worker frees its resident key before
+            // streaming; under admission the key stays (admission made room).
+            SrsMode::Streamed { .. } => {
+                self.srs.lock().release_for_streaming();
+                None
+            }
+        };
         self.size_scratch(plan.msm_len, plan.msm_len.min(plan.shape.b_g2.max(1)))?;
         let mut clock = Clock::new();
 
@@ -142,9 +146,12 @@ impl Worker {
         ntt(&s, &mut da, NttKind::CosetInverse)?;
         clock.stop(&s)?;
 
-        let sums = match plan.mode {
-            SrsMode::Resident => self.resident_msms(w, da, &mut clock)?,
-            SrsMode::Streamed { chunk } => self.streamed_msms(chunk, key, w, da, &mut clock, t)?,
+        let sums = match (plan.mode, resident) {
+            (SrsMode::Resident, Some(srs)) => self.resident_msms(&srs, w, da, &mut clock)?,
+            (SrsMode::Streamed { chunk }, _) => {
+                self.streamed_msms(chunk, key, w, da, &mut clock, t)?
+            }
+            (SrsMode::Resident, None) => unreachable!("a resident plan made its key resident"),
         };
         if self.release_scratch {
             self.scratch = None;
@@ -156,12 +163,12 @@ impl Worker {
 
     fn resident_msms(
         &mut self,
+        srs: &ResidentSrs,
         w: &Synthesized,
         dh: DeviceBuffer<FrLimbs>,
         clock: &mut Clock,
     ) -> cuzk_cuda::Result<MsmSums> {
         let s = self.stream.clone();
-        let srs = self.srs.0.lock().clone().expect("made resident above");
         let n = dh.len();
 
         clock.start(&s, "msm_h")?;

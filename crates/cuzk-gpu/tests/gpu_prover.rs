@@ -176,3 +176,43 @@ fn too_small_a_budget_fails_with_both_numbers() {
         "nothing allocated by the refused partition"
     );
 }
+
+/// Workers sharing a device keep several keys resident: proving with key A,
+/// then B, then A again uploads A once, and a resident key can be evicted
+/// by name (and is uploaded again on its next use).
+#[test]
+fn shared_workers_keep_two_keys_resident() {
+    use cuzk_gpu::VramBudget;
+    let Some(first) = backend() else { return };
+    drop(first);
+    let gpu = cuzk_cuda::Gpu::first().unwrap().unwrap();
+    let worker = CudaBackend::workers(&gpu, 1, VramBudget::Auto)
+        .unwrap()
+        .remove(0);
+    let slot = worker.resident_keys();
+    let big = ProvingKey::read_from_path(&keys()[0].1, PointCheck::OnCurve).unwrap();
+    let small = cuzk_groth16::setup::generate_key(
+        DemoCircuit::new(8, 0.95, 0),
+        &mut ChaCha20Rng::seed_from_u64(5),
+    )
+    .unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(9);
+    let mut prove = |key: &ProvingKey, k: u32| {
+        let w = synthesize(DemoCircuit::new(k, 0.95, 4)).unwrap();
+        let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+        let cpu = prove_with(&CpuBackend, key, &w, r, s).unwrap();
+        let out = prove_with(&worker, key, &w, r, s).unwrap();
+        assert_eq!(out.proof.to_bytes(), cpu.proof.to_bytes(), "2^{k}");
+        out.timings.stages.iter().any(|(n, _)| *n == "srs_upload")
+    };
+    assert!(prove(&big, 10), "first use uploads");
+    assert!(prove(&small, 8), "another key uploads");
+    assert!(!prove(&big, 10), "the first key is still resident");
+    let usage = slot.usage();
+    assert_eq!((usage.keys, usage.uploads, usage.evictions), (2, 2, 0));
+    assert!(slot.holds(&big) && slot.holds(&small));
+    assert_eq!(slot.evict(&big), Ok(true));
+    assert!(!slot.holds(&big));
+    assert!(prove(&big, 10), "evicted, so uploaded again");
+    eprintln!("two keys resident: {:?}", slot.usage());
+}

@@ -1,0 +1,170 @@
+//! a, b, c on the device (kernels/prover/abc.cu) against the plain host sum
+//! Σ coeff[id]·z[col] per row, on fresh random matrices and witnesses every
+//! run (the seed is printed; `CUZK_TEST_SEED=<seed>` repeats a run): witness
+//! values mostly 0 and 1 with some random, coefficients mostly ±1 with some
+//! random, rows of 0 to 300 terms (empty rows and rows where ±1 ones cancel
+//! included), u16 and u32 ids; and bad matrices refused before any kernel.
+//!
+//! Without a CUDA device the test prints "skipped: no CUDA device" and passes.
+
+use cuzk_cuda::abc::{DeviceR1cs, HostIds, HostMatrix};
+use cuzk_field::limbs::{fr_as_limbs, limbs_as_fr, FrLimbs};
+use ff::Field;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+use blstrs::Scalar as Fr;
+use cuzk_cuda::testing::test_stream as stream;
+use cuzk_testkit::test_seed;
+
+struct Csr {
+    row_ptr: Vec<u32>,
+    cols: Vec<u32>,
+    ids: Vec<u32>,
+}
+
+fn random_csr(rng: &mut impl Rng, rows: usize, width: usize, table: usize) -> Csr {
+    let mut row_ptr = vec![0u32];
+    let (mut cols, mut ids) = (Vec::new(), Vec::new());
+    for r in 0..rows {
+        let terms = match r % 97 {
+            0 => 0,
+            1 => rng.gen_range(100..300),
+            2 => 6, // three +1 and three -1 terms on ones: cancel
+            _ => rng.gen_range(1..5),
+        };
+        for t in 0..terms {
+            let id = if r % 97 == 2 {
+                (t % 2) as u32
+            } else if rng.gen_bool(0.8) {
+                rng.gen_range(0..2)
+            } else {
+                rng.gen_range(0..table as u32)
+            };
+            let col = if r % 97 == 2 {
+                0
+            } else {
+                rng.gen_range(0..width as u32)
+            };
+            cols.push(col);
+            ids.push(id);
+        }
+        row_ptr.push(cols.len() as u32);
+    }
+    Csr { row_ptr, cols, ids }
+}
+
+fn host_product(m: &Csr, coeffs: &[Fr], z: &[Fr]) -> Vec<Fr> {
+    m.row_ptr
+        .windows(2)
+        .map(|w| {
+            (w[0] as usize..w[1] as usize).fold(Fr::ZERO, |acc, t| {
+                acc + coeffs[m.ids[t] as usize] * z[m.cols[t] as usize]
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn abc_matches_the_host_sum() {
+    let Some(s) = stream() else { return };
+    let mut rng = ChaCha20Rng::seed_from_u64(test_seed("abc"));
+    for (rows, width, table, wide) in [
+        (1usize, 1usize, 2usize, false),
+        (1000, 700, 40, false),
+        (70_001, 90_000, 300, false),
+        (5000, 4000, 70_000, true),
+    ] {
+        let mut coeffs = vec![Fr::ONE, -Fr::ONE];
+        coeffs.extend((2..table).map(|_| Fr::random(&mut rng)));
+        let mut z: Vec<Fr> = (0..width)
+            .map(|_| match rng.gen_range(0..10) {
+                0..=3 => Fr::ZERO,
+                4..=7 => Fr::ONE,
+                _ => Fr::random(&mut rng),
+            })
+            .collect();
+        z[0] = Fr::ONE; // ONE, as every witness starts
+        let m: Vec<Csr> = (0..3)
+            .map(|_| random_csr(&mut rng, rows, width, table))
+            .collect();
+        let ids16: Vec<Vec<u16>> = m
+            .iter()
+            .map(|c| c.ids.iter().map(|&i| i as u16).collect())
+            .collect();
+        let host = |i: usize| HostMatrix {
+            row_ptr: &m[i].row_ptr,
+            cols: &m[i].cols,
+            ids: if wide {
+                HostIds::U32(&m[i].ids)
+            } else {
+                HostIds::U16(&ids16[i])
+            },
+        };
+        let r1cs =
+            DeviceR1cs::upload(&s, fr_as_limbs(&coeffs), [host(0), host(1), host(2)]).unwrap();
+        let dz = s.upload_new(fr_as_limbs(&z)).unwrap();
+        let mut classes = s.alloc::<u8>(width).unwrap();
+        // Outputs one longer than the rows: the padding must stay untouched.
+        let pad = fr_as_limbs(&[Fr::from(7u64)])[0];
+        let mut outs: Vec<_> = (0..3)
+            .map(|_| s.upload_new(&vec![pad; rows + 1]).unwrap())
+            .collect();
+        {
+            let [a, b, c] = &mut outs[..] else {
+                unreachable!()
+            };
+            r1cs.evaluate(&s, &dz, &mut classes, [a, b, c]).unwrap();
+        }
+        for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+            let got = s.download_vec(&outs[i]).unwrap();
+            let want = host_product(&m[i], &coeffs, &z);
+            let got_fr = limbs_as_fr(&got[..rows]);
+            let first_bad = (0..rows).find(|&r| got_fr[r] != want[r]);
+            assert_eq!(
+                first_bad, None,
+                "{name}: row {first_bad:?} differs ({rows} rows, table {table})"
+            );
+            assert_eq!(got[rows], pad, "{name}: the padding row was written");
+        }
+    }
+}
+
+#[test]
+fn bad_matrices_are_refused_before_any_kernel() {
+    let Some(s) = stream() else { return };
+    let coeffs = fr_as_limbs(&[Fr::ONE, -Fr::ONE]).to_vec();
+    let good = HostMatrix {
+        row_ptr: &[0, 1],
+        cols: &[0],
+        ids: HostIds::U32(&[0]),
+    };
+    let unordered = HostMatrix {
+        row_ptr: &[0, 2],
+        cols: &[0],
+        ids: HostIds::U32(&[0]),
+    };
+    let err = DeviceR1cs::upload(&s, &coeffs, [good, unordered, good]).unwrap_err();
+    assert!(err.to_string().contains("B's row offsets"), "{err}");
+    let bad_id = HostMatrix {
+        row_ptr: &[0, 1],
+        cols: &[0],
+        ids: HostIds::U32(&[5]),
+    };
+    let err = DeviceR1cs::upload(&s, &coeffs, [good, good, bad_id]).unwrap_err();
+    assert!(err.to_string().contains("coefficient"), "{err}");
+    let wide = HostMatrix {
+        row_ptr: &[0, 1],
+        cols: &[9],
+        ids: HostIds::U32(&[0]),
+    };
+    let r1cs = DeviceR1cs::upload(&s, &coeffs, [wide, good, good]).unwrap();
+    let z = s.upload_new(fr_as_limbs(&[Fr::ONE; 4])).unwrap();
+    let mut classes = s.alloc::<u8>(4).unwrap();
+    let mut o: Vec<_> = (0..3).map(|_| s.alloc::<FrLimbs>(1).unwrap()).collect();
+    let [a, b, c] = &mut o[..] else {
+        unreachable!()
+    };
+    let err = r1cs.evaluate(&s, &z, &mut classes, [a, b, c]).unwrap_err();
+    assert!(err.to_string().contains("z has 4 values"), "{err}");
+}
