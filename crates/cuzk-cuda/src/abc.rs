@@ -72,7 +72,7 @@ pub struct DeviceR1cs {
 
 /// Bytes [`DeviceR1cs::upload`] takes from the arena for these matrices.
 pub fn device_bytes(coeffs: usize, matrices: &[HostMatrix<'_>; 3]) -> u64 {
-    let align = crate::arena::ALIGN as u64;
+    let align = crate::arena::ALIGN;
     let round = |b: u64| b.div_ceil(align) * align;
     let mut total = round(coeffs as u64 * 32);
     for m in matrices {
