@@ -11,7 +11,8 @@
 //! and LOW ones while fewer than `bulk_jobs_in_engine` bulk jobs are in it; a
 //! cold key loads on its own thread meanwhile. One thread per started job
 //! builds its circuits, waits for its proofs, checks them with
-//! filecoin-proofs' `verify_seal`, and records the result, journal first.
+//! the Filecoin crates' verifier of its kind (`kinds`), and records the
+//! result, journal first.
 //!
 //! The table and its types are here; the methods are split by concern:
 //! `accept` (submissions and the journal's replay), `dispatch` (the
