@@ -416,7 +416,7 @@ def cmd_kinds(a, sectors):
         "win_porep_packing": kind_request(win, bad_rid, vanilla_proofs=[],
                                           vanilla_proof=b'{"SectorNum": 1}'),
         "win_not_bincode": kind_request(win, bad_rid, vanilla_proofs=[b"\x01\x02 not bincode"]),
-        "win_two_sectors": kind_request(win, bad_rid, vanilla_proofs=kind_request(wdp, "x").vanilla_proofs),
+        "win_two_sectors": kind_request(win, bad_rid, vanilla_proofs=list(kind_request(wdp, "x").vanilla_proofs)),
         "win_short_randomness": kind_request(win, bad_rid, randomness=short),
         "win_partition": kind_request(win, bad_rid, partition_index=1),
         "win_window_proof": kind_request(win, bad_rid, registered_proof=wdp["registered_proof"]),
@@ -425,10 +425,10 @@ def cmd_kinds(a, sectors):
         "wdp_partition": kind_request(wdp, bad_rid, partition_index=3000),
         "wdp_winning_proof": kind_request(wdp, bad_rid, registered_proof=win["registered_proof"]),
         "wdp_v1_proof": kind_request(wdp, bad_rid, registered_proof=5),
-        "wdp_too_many": kind_request(wdp, bad_rid, vanilla_proofs=kind_request(wdp, "x").vanilla_proofs * 2),
+        "wdp_too_many": kind_request(wdp, bad_rid, vanilla_proofs=list(kind_request(wdp, "x").vanilla_proofs) * 2),
         "snap_truncated": kind_request(snap, bad_rid, vanilla_proofs=[
-            kind_request(snap, "x").vanilla_proofs[0][:-1]]),
-        "snap_partitions": kind_request(snap, bad_rid, vanilla_proofs=kind_request(snap, "x").vanilla_proofs * 2),
+            list(kind_request(snap, "x").vanilla_proofs)[0][:-1]]),
+        "snap_partitions": kind_request(snap, bad_rid, vanilla_proofs=list(kind_request(snap, "x").vanilla_proofs) * 2),
         "snap_comm": kind_request(snap, bad_rid, comm_r_new=b"\x00" * 31),
         "snap_porep_proof": kind_request(snap, bad_rid, registered_proof=5),
     }
