@@ -1,5 +1,6 @@
 //! A client of the `cuzk.v1.ProvingEngine` service, for operators and
-//! benchmarks: `cuzk client prove` sends a C1 the way Curio does and prints
+//! benchmarks: `cuzk client prove` sends a C1 the way Curio does (and
+//! `winning-post` / `window-post` a PoSt), `preload` makes a key HOT; each prints
 //! the daemon's timings beside the client's own wall time (their difference
 //! is what gRPC costs); `cuzk client status` prints `GetStatus`.
 //!
@@ -14,7 +15,8 @@ use tonic::transport::{Channel, Endpoint};
 use crate::listen::ListenAddr;
 use crate::proto::proving_engine_client::ProvingEngineClient;
 use crate::proto::{
-    AwaitProofResponse, GetStatusRequest, GetStatusResponse, ProveRequest, SubmitProofRequest,
+    AwaitProofResponse, GetStatusRequest, GetStatusResponse, PreloadSrsRequest, ProveRequest,
+    SubmitProofRequest,
 };
 
 /// What can go wrong talking to a daemon.
@@ -102,6 +104,23 @@ impl Client {
                 status,
             })?;
         Ok(response.into_inner().result.unwrap_or_default())
+    }
+
+    /// `PreloadSRS`: (it was HOT already, the daemon's load time in ms).
+    pub async fn preload(&mut self, circuit_id: &str) -> Result<(bool, u64), ClientError> {
+        self.inner
+            .preload_srs(PreloadSrsRequest {
+                circuit_id: circuit_id.into(),
+            })
+            .await
+            .map(|r| {
+                let r = r.into_inner();
+                (r.already_loaded, r.load_time_ms)
+            })
+            .map_err(|status| ClientError::Call {
+                method: "PreloadSRS",
+                status,
+            })
     }
 
     /// `GetStatus`.

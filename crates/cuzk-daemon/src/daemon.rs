@@ -11,7 +11,8 @@
 //! and LOW ones while fewer than `bulk_jobs_in_engine` bulk jobs are in it; a
 //! cold key loads on its own thread meanwhile. One thread per started job
 //! builds its circuits, waits for its proofs, checks them with
-//! filecoin-proofs' `verify_seal`, and records the result, journal first.
+//! the Filecoin crates' verifier of its kind (`kinds`), and records the
+//! result, journal first.
 //!
 //! The table and its types are here; the methods are split by concern:
 //! `accept` (submissions and the journal's replay), `dispatch` (the
@@ -32,9 +33,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::RequestError;
 use crate::journal::{Accepted, Finished, Journal, Replayed};
-use crate::porep::PorepRequest;
+use crate::kinds::{kind_index, Request, KINDS};
 use crate::proto::{
-    await_proof_response::Status, Priority, SubmitProofRequest, SubmitProofResponse,
+    await_proof_response::Status, Priority, ProofKind, SubmitProofRequest, SubmitProofResponse,
 };
 use crate::srs::SrsManager;
 
@@ -88,7 +89,7 @@ impl std::fmt::Debug for DeviceView {
 
 enum Phase {
     Accepting,
-    Queued(Arc<PorepRequest>),
+    Queued(Arc<Request>),
     Starting,
     Running(JobCanceller),
     Finished {
@@ -194,24 +195,33 @@ impl Table {
     }
 }
 
-/// Counters for the metrics.
+/// Counters for the metrics; the per-kind ones indexed as [`KINDS`].
 #[derive(Debug, Default)]
 pub struct Stats {
-    pub accepted: AtomicU64,
-    pub completed: AtomicU64,
-    pub failed: AtomicU64,
-    pub cancelled: AtomicU64,
+    pub accepted: [AtomicU64; 4],
+    pub completed: [AtomicU64; 4],
+    pub failed: [AtomicU64; 4],
+    pub cancelled: [AtomicU64; 4],
     pub results_dropped: AtomicU64,
     /// gRPC code name → refused submissions.
     pub rejected: Mutex<BTreeMap<&'static str, u64>>,
-    /// Total seconds of completed proofs, per bucket bound (`LATENCY_BUCKETS`).
-    pub latency: Mutex<Histogram>,
+    /// Completed proofs' latencies, per kind.
+    pub latency: Mutex<[Histogram; 4]>,
 }
 
-/// Upper bounds of the proof latency histogram, seconds: a 2 KiB CPU proof
-/// takes ~10 s, a 32 GiB GPU proof ~30-140 s, a queued one minutes.
-pub const LATENCY_BUCKETS: [f64; 12] = [
-    1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0,
+/// The sum of a per-kind counter.
+pub fn total(counter: &[AtomicU64; 4]) -> u64 {
+    counter
+        .iter()
+        .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+        .sum()
+}
+
+/// Upper bounds of the proof latency histogram, seconds: a 32 GiB
+/// WinningPoSt should take under 1 s, a 2 KiB CPU proof ~10 s, a 32 GiB GPU
+/// PoRep ~30-140 s, a queued one minutes.
+pub const LATENCY_BUCKETS: [f64; 14] = [
+    0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0,
 ];
 
 /// A Prometheus histogram's state.
@@ -233,11 +243,11 @@ impl Histogram {
     }
 }
 
-/// Counts of the table, for the status and metrics.
+/// Counts of the table, for the status and metrics (per kind, as [`KINDS`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TableCounts {
-    pub queued: u32,
-    pub running: u32,
+    pub queued: [u32; 4],
+    pub running: [u32; 4],
     pub finished: u32,
     pub unfinished_bytes: u64,
 }
@@ -290,6 +300,27 @@ fn digest(req: &SubmitProofRequest) -> String {
     }
     h.update((req.vanilla_proof.len() as u64).to_le_bytes());
     h.update(&req.vanilla_proof);
+    // The other kinds' fields, only when set: a PoRep request's digest is
+    // the one journals written before these kinds hold.
+    let others = !req.vanilla_proofs.is_empty()
+        || !req.randomness.is_empty()
+        || req.partition_index != 0
+        || !req.comm_r_old.is_empty()
+        || !req.comm_r_new.is_empty()
+        || !req.comm_d_new.is_empty();
+    if others {
+        h.update((req.vanilla_proofs.len() as u64).to_le_bytes());
+        for bytes in req.vanilla_proofs.iter().chain([
+            &req.randomness,
+            &req.comm_r_old,
+            &req.comm_r_new,
+            &req.comm_d_new,
+        ]) {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        }
+        h.update(req.partition_index.to_le_bytes());
+    }
     hex::encode(h.finalize())
 }
 
@@ -323,7 +354,7 @@ enum Outcome {
 /// A job the dispatcher took from the queue, with its key leased.
 struct Started {
     id: String,
-    request: Arc<PorepRequest>,
+    request: Arc<Request>,
     lease: crate::srs::SrsLease,
 }
 
@@ -377,23 +408,24 @@ impl Daemon {
             ..Default::default()
         };
         for e in t.jobs.values() {
+            let k = kind_index(e.accepted.proof_kind);
             match e.phase {
-                Phase::Accepting | Phase::Queued(_) | Phase::Starting => c.queued += 1,
-                Phase::Running(_) => c.running += 1,
+                Phase::Accepting | Phase::Queued(_) | Phase::Starting => c.queued[k] += 1,
+                Phase::Running(_) => c.running[k] += 1,
                 Phase::Finished { .. } | Phase::Interrupted => c.finished += 1,
             }
         }
         c
     }
 
-    /// The oldest running job's id, for `GPUStatus.current_job_id`.
-    pub fn oldest_running(&self) -> Option<String> {
+    /// The oldest running job's id and kind, for `GPUStatus.current_job_id`.
+    pub fn oldest_running(&self) -> Option<(String, ProofKind)> {
         let t = self.table.lock();
         t.jobs
             .iter()
             .filter(|(_, e)| matches!(e.phase, Phase::Running(_)))
             .min_by_key(|(_, e)| e.seq)
-            .map(|(id, _)| id.clone())
+            .map(|(id, e)| (id.clone(), KINDS[kind_index(e.accepted.proof_kind)]))
     }
 
     /// The engine's meters.

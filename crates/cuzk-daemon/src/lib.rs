@@ -7,6 +7,7 @@ pub mod config;
 pub mod daemon;
 pub mod error;
 pub mod journal;
+pub mod kinds;
 pub mod listen;
 pub mod metrics;
 pub mod porep;

@@ -12,8 +12,9 @@ use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Request, Response, StatusCode};
 
-use crate::daemon::{Daemon, LATENCY_BUCKETS};
-use crate::proto::{srs_status, GetStatusResponse, GpuStatus, ProofKind, QueueStatus, SrsStatus};
+use crate::daemon::{total, Daemon, LATENCY_BUCKETS};
+use crate::kinds::{kind_label, KINDS};
+use crate::proto::{srs_status, GetStatusResponse, GpuStatus, QueueStatus, SrsStatus};
 use crate::srs::Tier;
 
 /// Host memory pinned per CUDA prover worker: cuzk-gpu's two 64 MiB
@@ -23,7 +24,11 @@ const PINNED_PER_GPU_WORKER: u64 = 2 * (64 << 20);
 /// The `GetStatus` answer.
 pub fn status(d: &Daemon) -> GetStatusResponse {
     let counts = d.counts();
-    let current = d.oldest_running().unwrap_or_default();
+    let (current, current_kind) = d
+        .oldest_running()
+        .map_or((String::new(), String::new()), |(id, k)| {
+            (id, k.as_str_name().to_string())
+        });
     let gpus = d
         .devices()
         .iter()
@@ -36,11 +41,7 @@ pub fn status(d: &Daemon) -> GetStatusResponse {
                 vram_total_bytes: gpu.vram_total,
                 vram_free_bytes: capacity.saturating_sub(used),
                 current_job_id: current.clone(),
-                current_proof_kind: if current.is_empty() {
-                    String::new()
-                } else {
-                    ProofKind::PorepSealCommit.as_str_name().into()
-                },
+                current_proof_kind: current_kind.clone(),
             })
         })
         .collect();
@@ -60,22 +61,15 @@ pub fn status(d: &Daemon) -> GetStatusResponse {
             ref_count: s.ref_count,
         })
         .collect();
-    let queues = [
-        ProofKind::PorepSealCommit,
-        ProofKind::SnapDealsUpdate,
-        ProofKind::WindowPostPartition,
-        ProofKind::WinningPost,
-    ]
-    .into_iter()
-    .map(|k| {
-        let porep = k == ProofKind::PorepSealCommit;
-        QueueStatus {
+    let queues = KINDS
+        .iter()
+        .enumerate()
+        .map(|(i, k)| QueueStatus {
             proof_kind: k.as_str_name().into(),
-            pending: if porep { counts.queued } else { 0 },
-            in_progress: if porep { counts.running } else { 0 },
-        }
-    })
-    .collect();
+            pending: counts.queued[i],
+            in_progress: counts.running[i],
+        })
+        .collect();
     let pinned: u64 = d
         .devices()
         .iter()
@@ -87,8 +81,8 @@ pub fn status(d: &Daemon) -> GetStatusResponse {
         gpus,
         loaded_srs,
         queues,
-        total_proofs_completed: stats.completed.load(Ordering::Relaxed),
-        total_proofs_failed: stats.failed.load(Ordering::Relaxed),
+        total_proofs_completed: total(&stats.completed),
+        total_proofs_failed: total(&stats.failed),
         uptime_seconds: d.uptime().as_secs(),
         pinned_memory_bytes: pinned,
         pinned_memory_limit_bytes: pinned,
@@ -132,7 +126,7 @@ pub fn prometheus_text(d: &Daemon) -> String {
     let mut o = String::new();
     let counts = d.counts();
     let stats = d.stats();
-    let kind = "porep_seal_commit";
+    let kinds: Vec<String> = KINDS.iter().map(|k| kind_label(*k)).collect();
 
     family(
         &mut o,
@@ -148,9 +142,13 @@ pub fn prometheus_text(d: &Daemon) -> String {
         "gauge",
         "Jobs accepted and not yet in the engine.",
     );
-    let _ = writeln!(o, "cuzk_jobs_queued{{kind=\"{kind}\"}} {}", counts.queued);
+    for (kind, n) in kinds.iter().zip(counts.queued) {
+        let _ = writeln!(o, "cuzk_jobs_queued{{kind=\"{kind}\"}} {n}");
+    }
     family(&mut o, "cuzk_jobs_running", "gauge", "Jobs in the engine.");
-    let _ = writeln!(o, "cuzk_jobs_running{{kind=\"{kind}\"}} {}", counts.running);
+    for (kind, n) in kinds.iter().zip(counts.running) {
+        let _ = writeln!(o, "cuzk_jobs_running{{kind=\"{kind}\"}} {n}");
+    }
     family(
         &mut o,
         "cuzk_results_retained",
@@ -172,44 +170,52 @@ pub fn prometheus_text(d: &Daemon) -> String {
         "counter",
         "Jobs accepted by SubmitProof or Prove.",
     );
-    let _ = writeln!(
-        o,
-        "cuzk_jobs_accepted_total{{kind=\"{kind}\"}} {}",
-        stats.accepted.load(Ordering::Relaxed)
-    );
+    for (kind, n) in kinds.iter().zip(&stats.accepted) {
+        let _ = writeln!(
+            o,
+            "cuzk_jobs_accepted_total{{kind=\"{kind}\"}} {}",
+            n.load(Ordering::Relaxed)
+        );
+    }
     family(
         &mut o,
         "cuzk_proofs_completed",
         "counter",
         "Proofs made, verified and kept for delivery.",
     );
-    let _ = writeln!(
-        o,
-        "cuzk_proofs_completed_total{{kind=\"{kind}\"}} {}",
-        stats.completed.load(Ordering::Relaxed)
-    );
+    for (kind, n) in kinds.iter().zip(&stats.completed) {
+        let _ = writeln!(
+            o,
+            "cuzk_proofs_completed_total{{kind=\"{kind}\"}} {}",
+            n.load(Ordering::Relaxed)
+        );
+    }
     family(
         &mut o,
         "cuzk_proofs_failed",
         "counter",
         "Jobs that ended without a valid proof.",
     );
-    let _ = writeln!(
-        o,
-        "cuzk_proofs_failed_total{{kind=\"{kind}\"}} {}",
-        stats.failed.load(Ordering::Relaxed)
-    );
+    for (kind, n) in kinds.iter().zip(&stats.failed) {
+        let _ = writeln!(
+            o,
+            "cuzk_proofs_failed_total{{kind=\"{kind}\"}} {}",
+            n.load(Ordering::Relaxed)
+        );
+    }
     family(
         &mut o,
         "cuzk_proofs_cancelled",
         "counter",
         "Jobs cancelled by CancelProof.",
     );
-    let _ = writeln!(
-        o,
-        "cuzk_proofs_cancelled_total{{kind=\"{kind}\"}} {}",
-        stats.cancelled.load(Ordering::Relaxed)
-    );
+    for (kind, n) in kinds.iter().zip(&stats.cancelled) {
+        let _ = writeln!(
+            o,
+            "cuzk_proofs_cancelled_total{{kind=\"{kind}\"}} {}",
+            n.load(Ordering::Relaxed)
+        );
+    }
     family(
         &mut o,
         "cuzk_results_dropped",
@@ -237,30 +243,32 @@ pub fn prometheus_text(d: &Daemon) -> String {
         "histogram",
         "Acceptance to verified proof, completed jobs.",
     );
-    let h = stats.latency.lock().clone();
-    let mut cumulative = 0;
-    for (bound, n) in LATENCY_BUCKETS.iter().zip(h.counts) {
-        cumulative += n;
+    let histograms = stats.latency.lock().clone();
+    for (kind, h) in kinds.iter().zip(histograms) {
+        let mut cumulative = 0;
+        for (bound, n) in LATENCY_BUCKETS.iter().zip(h.counts) {
+            cumulative += n;
+            let _ = writeln!(
+                o,
+                "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"{bound}\"}} {cumulative}"
+            );
+        }
         let _ = writeln!(
             o,
-            "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"{bound}\"}} {cumulative}"
+            "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"+Inf\"}} {}",
+            h.count
+        );
+        let _ = writeln!(
+            o,
+            "cuzk_proof_duration_seconds_sum{{kind=\"{kind}\"}} {}",
+            h.sum
+        );
+        let _ = writeln!(
+            o,
+            "cuzk_proof_duration_seconds_count{{kind=\"{kind}\"}} {}",
+            h.count
         );
     }
-    let _ = writeln!(
-        o,
-        "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"+Inf\"}} {}",
-        h.count
-    );
-    let _ = writeln!(
-        o,
-        "cuzk_proof_duration_seconds_sum{{kind=\"{kind}\"}} {}",
-        h.sum
-    );
-    let _ = writeln!(
-        o,
-        "cuzk_proof_duration_seconds_count{{kind=\"{kind}\"}} {}",
-        h.count
-    );
 
     let m = d.engine_metrics();
     family(

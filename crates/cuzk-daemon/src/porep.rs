@@ -1,16 +1,9 @@
 //! `POREP_SEAL_COMMIT` requests: checking one as Curio fills it (the
 //! `{SectorNum, Phase1Out, SectorSize}` wrapper as `vanilla_proof`, the
 //! registered proof, sector size, sector number and miner id beside it)
-//! before it is accepted, and the engine job that proves it.
+//! before it is accepted (`kinds` holds the other kinds and what they share).
 
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
-
-use blstrs::Scalar as Fr;
-use cuzk_filecoin::{
-    check_c1, parse_c1, C1Input, ParamsDir, PorepSource, ProofType, SectorIdentity,
-};
-use cuzk_pipeline::{PartitionSource, SourceError};
+use cuzk_filecoin::{check_c1, parse_c1, C1Input, ProofType, SectorIdentity};
 
 use crate::error::RequestError;
 use crate::proto::SubmitProofRequest;
@@ -27,11 +20,8 @@ pub struct PorepRequest {
 /// proof, a registered proof that is not an interactive PoRep type, a sector
 /// size that contradicts it, a vanilla proof that is not the JSON it should
 /// be, a C1 of another proof type or for another sector (sector number or
-/// miner id), and missing key files. Every refusal names the problem.
-pub fn check_request(
-    req: &SubmitProofRequest,
-    params: &ParamsDir,
-) -> Result<PorepRequest, RequestError> {
+/// miner id); the caller checks the key files. Every refusal names the problem.
+pub fn check_request(req: &SubmitProofRequest) -> Result<PorepRequest, RequestError> {
     if req.vanilla_proof.is_empty() {
         return Err(RequestError::InvalidArgument(
             "vanilla_proof is empty: POREP_SEAL_COMMIT needs Curio's {\"SectorNum\", \"Phase1Out\", \"SectorSize\"} JSON of the commit phase 1 output".into(),
@@ -64,9 +54,6 @@ pub fn check_request(
             req.sector_number, req.miner_id
         ))
     })?;
-    params
-        .check(proof_type)
-        .map_err(|e| RequestError::FailedPrecondition(cuzk_pipeline::ErrorChain(&e).to_string()))?;
     Ok(PorepRequest {
         c1,
         identity,
@@ -88,58 +75,4 @@ pub fn registered_seal_proof(number: u64) -> Result<ProofType, RequestError> {
         })?;
     ProofType::new(proof)
         .map_err(|e| RequestError::InvalidArgument(format!("registered_proof {number}: {e}")))
-}
-
-/// A PoRep source that notes when its first partition started synthesis:
-/// the end of the job's queue wait, for `AwaitProofResponse.queue_wait_ms`.
-pub struct TimedSource {
-    inner: PorepSource,
-    first_synthesis: OnceLock<Instant>,
-}
-
-impl TimedSource {
-    /// Wraps `inner`.
-    pub fn new(inner: PorepSource) -> Arc<Self> {
-        Arc::new(TimedSource {
-            inner,
-            first_synthesis: OnceLock::new(),
-        })
-    }
-
-    /// When the first partition started synthesis, if one has.
-    pub fn first_synthesis(&self) -> Option<Instant> {
-        self.first_synthesis.get().copied()
-    }
-}
-
-impl std::fmt::Debug for TimedSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TimedSource")
-            .field("inner", &self.inner)
-            .field("first_synthesis", &self.first_synthesis)
-            .finish()
-    }
-}
-
-impl PartitionSource for TimedSource {
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-
-    fn num_partitions(&self) -> usize {
-        self.inner.num_partitions()
-    }
-
-    fn shape(&self) -> cuzk_synth::CircuitShape {
-        self.inner.shape()
-    }
-
-    fn synthesize(&self, index: usize) -> Result<cuzk_synth::Synthesized, SourceError> {
-        self.first_synthesis.get_or_init(Instant::now);
-        self.inner.synthesize(index)
-    }
-
-    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
-        self.inner.public_inputs(index)
-    }
 }

@@ -21,11 +21,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use blstrs::Bls12;
-use cuzk_filecoin::{ParamsDir, ProofType};
+use cuzk_filecoin::{Circuit, ParamsDir, PostKind, PostType, ProofType, UpdateType};
 use cuzk_groth16::verifier::PreparedVerifyingKey;
 use cuzk_groth16::ProvingKey;
 use parking_lot::{Condvar, Mutex};
@@ -57,35 +57,67 @@ impl Tier {
     pub const ALL: [Tier; 3] = [Tier::Hot, Tier::Warm, Tier::Cold];
 }
 
-/// The PoRep sector sizes and their circuit ids: `porep-` and the size as
-/// Curio abbreviates it.
-const POREP_CIRCUITS: [(&str, &str); 5] = [
-    ("porep-2k", "StackedDrg2KiBV1_1"),
-    ("porep-8m", "StackedDrg8MiBV1_1"),
-    ("porep-512m", "StackedDrg512MiBV1_1"),
-    ("porep-32g", "StackedDrg32GiBV1_1"),
-    ("porep-64g", "StackedDrg64GiBV1_1"),
+/// The sector sizes as Curio abbreviates them in circuit ids, with the
+/// name of a PoRep proof type of that size.
+const SIZES: [(&str, &str); 5] = [
+    ("2k", "StackedDrg2KiBV1_1"),
+    ("8m", "StackedDrg8MiBV1_1"),
+    ("512m", "StackedDrg512MiBV1_1"),
+    ("32g", "StackedDrg32GiBV1_1"),
+    ("64g", "StackedDrg64GiBV1_1"),
 ];
 
-/// The circuit id of a PoRep proof type (every version of one sector size
-/// proves the same circuit with the same key).
-pub fn circuit_id(proof_type: ProofType) -> &'static str {
-    let size = proof_type.sector_size();
-    POREP_CIRCUITS
-        .iter()
-        .find(|(_, name)| ProofType::from_name(name).map(|p| p.sector_size()).ok() == Some(size))
-        .map(|(id, _)| *id)
-        .expect("every supported proof type has one of the five PoRep sector sizes")
+/// Every circuit the daemon proves, by circuit id as Curio names them:
+/// `porep-32g`, `winning-32g`, `wpost-32g` (the V1_2 WindowPoSt circuit),
+/// `snap-32g`, for each sector size.
+fn circuits() -> &'static [(&'static str, Circuit)] {
+    static ALL: OnceLock<Vec<(&'static str, Circuit)>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut out = Vec::new();
+        for (prefix, of) in [
+            ("porep", Circuit::Porep as fn(ProofType) -> Circuit),
+            ("winning", |s| Circuit::Post(PostType::winning_for(s))),
+            ("wpost", |s| Circuit::Post(PostType::window_for(s))),
+            ("snap", |s| Circuit::Update(UpdateType::for_seal(s))),
+        ] {
+            for (size, name) in SIZES {
+                let seal = ProofType::from_name(name).expect("a supported PoRep proof type");
+                let id: &'static str = Box::leak(format!("{prefix}-{size}").into_boxed_str());
+                out.push((id, of(seal)));
+            }
+        }
+        out
+    })
 }
 
-fn proof_type_of(id: &str) -> Result<ProofType, SrsError> {
-    POREP_CIRCUITS
+/// The kind of a circuit, ignoring its sector size and version.
+fn kind_of(c: Circuit) -> u8 {
+    match c {
+        Circuit::Porep(_) => 0,
+        Circuit::Post(p) if p.kind() == PostKind::Winning => 1,
+        Circuit::Post(_) => 2,
+        Circuit::Update(_) => 3,
+    }
+}
+
+/// The circuit id of a circuit (every version of one kind and sector size
+/// proves the same circuit with the same key).
+pub fn circuit_id(circuit: Circuit) -> &'static str {
+    circuits()
+        .iter()
+        .find(|(_, c)| kind_of(*c) == kind_of(circuit) && c.sector_size() == circuit.sector_size())
+        .map(|(id, _)| *id)
+        .expect("every supported circuit has one of the five sector sizes")
+}
+
+fn circuit_of(id: &str) -> Result<Circuit, SrsError> {
+    circuits()
         .iter()
         .find(|(c, _)| *c == id)
-        .map(|(_, name)| ProofType::from_name(name).expect("a registered proof type"))
+        .map(|(_, c)| *c)
         .ok_or_else(|| SrsError::UnknownCircuit {
             id: id.into(),
-            known: POREP_CIRCUITS
+            known: circuits()
                 .iter()
                 .map(|(c, _)| *c)
                 .collect::<Vec<_>>()
@@ -211,12 +243,9 @@ impl SrsManager {
         idle: Duration,
         warm: Duration,
     ) -> Arc<Self> {
-        let paths = POREP_CIRCUITS
+        let paths = circuits()
             .iter()
-            .filter_map(|(id, name)| {
-                let pt = ProofType::from_name(name).ok()?;
-                Some((*id, params.params_path(pt).ok()?))
-            })
+            .filter_map(|(id, c)| Some((*id, params.params_path(*c).ok()?)))
             .collect();
         Arc::new(SrsManager {
             params,
@@ -241,13 +270,13 @@ impl SrsManager {
         self.budget
     }
 
-    /// Makes the key of `proof_type` HOT and holds it until the lease drops,
+    /// Makes the key of `circuit` HOT and holds it until the lease drops,
     /// waiting for its loader thread (for `PreloadSRS`; the dispatcher uses
     /// [`SrsManager::try_acquire`], which never waits).
-    pub fn acquire(self: &Arc<Self>, proof_type: ProofType) -> Result<SrsLease, SrsError> {
+    pub fn acquire(self: &Arc<Self>, circuit: Circuit) -> Result<SrsLease, SrsError> {
         let asked = Instant::now();
         loop {
-            if let Some(lease) = self.try_acquire(proof_type, asked)? {
+            if let Some(lease) = self.try_acquire(circuit, asked)? {
                 return Ok(lease);
             }
             let mut state = self.state.lock();
@@ -257,20 +286,20 @@ impl SrsManager {
         }
     }
 
-    /// The key of `proof_type` if it is HOT (leased until the lease drops;
+    /// The key of `circuit` if it is HOT (leased until the lease drops;
     /// its `load_time` counts from `asked`, when the job first asked);
     /// `None` while it loads, starting its loader thread if none runs. A
     /// load that failed after `asked` is this job's error; one that failed
     /// before is tried again.
     pub fn try_acquire(
         self: &Arc<Self>,
-        proof_type: ProofType,
+        circuit: Circuit,
         asked: Instant,
     ) -> Result<Option<SrsLease>, SrsError> {
-        let id = circuit_id(proof_type);
+        let id = circuit_id(circuit);
         let path = self
             .params
-            .params_path(proof_type)
+            .params_path(circuit)
             .map_err(|source| SrsError::Key {
                 circuit_id: id.into(),
                 source: Box::new(source),
@@ -327,13 +356,13 @@ impl SrsManager {
         let manager = Arc::clone(self);
         std::thread::Builder::new()
             .name(format!("srs-load-{id}"))
-            .spawn(move || manager.load_in_background(proof_type, id, needed))
+            .spawn(move || manager.load_in_background(circuit, id, needed))
             .expect("spawning a key loader");
         Ok(None)
     }
 
     /// A loader thread: waits for room, reads the key, records the outcome.
-    fn load_in_background(&self, proof_type: ProofType, id: &'static str, needed: u64) {
+    fn load_in_background(&self, circuit: Circuit, id: &'static str, needed: u64) {
         let started = Instant::now();
         let mut state = self.state.lock();
         while !self.make_room(&mut state, needed) {
@@ -362,7 +391,7 @@ impl SrsManager {
             None => None,
         };
         tracing::info!(circuit_id = id, "loading a key");
-        let loaded = self.load(proof_type).map(|mut l| {
+        let loaded = self.load(circuit).map(|mut l| {
             l._loan = loan.map(|mut loan| {
                 loan.shrink_to(l.bytes);
                 loan
@@ -426,10 +455,10 @@ impl SrsManager {
         true
     }
 
-    fn load(&self, proof_type: ProofType) -> Result<Loaded, cuzk_filecoin::Error> {
-        self.params.check(proof_type)?;
-        let key = self.params.load_proving_key(proof_type)?;
-        let filecoin_vk = self.params.load_verifying_key(proof_type)?;
+    fn load(&self, circuit: Circuit) -> Result<Loaded, cuzk_filecoin::Error> {
+        self.params.check(circuit)?;
+        let key = self.params.load_proving_key(circuit)?;
+        let filecoin_vk = self.params.load_verifying_key(circuit)?;
         let prepared = PreparedVerifyingKey::new(&key.vk);
         let bytes = parsed_bytes(&key);
         Ok(Loaded {
@@ -476,15 +505,15 @@ impl SrsManager {
 
     /// `PreloadSRS`: makes `circuit_id` HOT. Returns (already HOT, time taken).
     pub fn preload(self: &Arc<Self>, circuit_id: &str) -> Result<(bool, Duration), SrsError> {
-        let pt = proof_type_of(circuit_id)?;
+        let circuit = circuit_of(circuit_id)?;
         let already = self.tier_of(circuit_id) == Some(Tier::Hot);
-        let lease = self.acquire(pt)?;
+        let lease = self.acquire(circuit)?;
         Ok((already, lease.load_time))
     }
 
     /// `EvictSRS`: drops `circuit_id` to COLD. Returns (it was HOT, bytes freed).
     pub fn evict(&self, circuit_id: &str) -> Result<(bool, u64), SrsError> {
-        proof_type_of(circuit_id)?;
+        circuit_of(circuit_id)?;
         let mut state = self.state.lock();
         let Some((&id, entry)) = state.entries.iter().find(|(id, _)| **id == circuit_id) else {
             return Ok((false, 0));
@@ -539,11 +568,11 @@ impl SrsManager {
             .map(|(_, e)| e.tier)
     }
 
-    /// Every PoRep key known or present in the parameter cache.
+    /// Every key known or present in the parameter cache.
     pub fn statuses(&self) -> Vec<SrsStatus> {
         let state = self.state.lock();
         let mut out = Vec::new();
-        for (id, _) in POREP_CIRCUITS {
+        for &(id, _) in circuits() {
             match state.entries.get(id) {
                 Some(e) => out.push(SrsStatus {
                     circuit_id: id,
@@ -619,8 +648,8 @@ mod tests {
     const EIGHT_MIB: &str = "StackedDrg8MiBV1_1";
     const HALF_GIB: &str = "StackedDrg512MiBV1_1";
 
-    fn fifo_key(params: &ParamsDir, name: &str) -> (ProofType, PathBuf) {
-        let pt = ProofType::from_name(name).unwrap();
+    fn fifo_key(params: &ParamsDir, name: &str) -> (Circuit, PathBuf) {
+        let pt = Circuit::Porep(ProofType::from_name(name).unwrap());
         let path = params.params_path(pt).unwrap();
         let made = std::process::Command::new("mkfifo")
             .arg(&path)
@@ -642,7 +671,7 @@ mod tests {
         m.statuses().iter().any(|s| s.circuit_id == id && s.loading)
     }
 
-    fn wait_failed(m: &Arc<SrsManager>, pt: ProofType, asked: Instant) -> SrsError {
+    fn wait_failed(m: &Arc<SrsManager>, pt: Circuit, asked: Instant) -> SrsError {
         loop {
             match m.try_acquire(pt, asked) {
                 Err(e) => return e,
@@ -650,6 +679,24 @@ mod tests {
                 Ok(Some(_)) => panic!("garbage loaded as a key"),
             }
         }
+    }
+
+    #[test]
+    fn circuit_ids_are_curios_names_for_every_kind_and_size() {
+        let name = |id: &str| circuit_of(id).unwrap().name();
+        assert_eq!(name("porep-32g"), "StackedDrg32GiBV1_1");
+        assert_eq!(name("winning-2k"), "StackedDrgWinning2KiBV1");
+        assert_eq!(name("wpost-32g"), "StackedDrgWindow32GiBV1_2");
+        assert_eq!(name("snap-64g"), "StackedDrg64GiBV1");
+        assert_eq!(circuits().len(), 20);
+        for &(id, c) in circuits() {
+            assert_eq!(circuit_id(c), id);
+        }
+        // Every version of one kind and size shares the id (and the key).
+        let v1 = Circuit::Porep(ProofType::from_name("StackedDrg2KiBV1").unwrap());
+        assert_eq!(circuit_id(v1), "porep-2k");
+        let e = circuit_of("winning-3k").unwrap_err().to_string();
+        assert!(e.contains("winning-3k") && e.contains("snap-32g"), "{e}");
     }
 
     #[test]

@@ -16,7 +16,11 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use cuzk_filecoin::{parse_c1, verify, ParamsDir, ProofType, SectorIdentity, Verified};
+use cuzk_filecoin::sample::SampleSector;
+use cuzk_filecoin::{
+    parse_c1, verify, verify_post, verify_update, ParamsDir, PostRequest, PostType, PostVerified,
+    ProofType, SectorIdentity, UpdateRequest, UpdateType, Verified,
+};
 use rand_chacha::rand_core::SeedableRng;
 use serde_json::Value;
 
@@ -34,6 +38,8 @@ struct Fixture {
     wrappers: Vec<Vec<u8>>,
     python: PathBuf,
     stubs: PathBuf,
+    /// The first sector, sealed with its replica kept (the PoSts' sector).
+    first: SampleSector,
 }
 
 fn fixture() -> &'static Fixture {
@@ -56,15 +62,18 @@ fn fixture() -> &'static Fixture {
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
         let mut wrappers = Vec::new();
         let mut list = Vec::new();
+        let mut first = None;
         for sector in SECTORS {
             let identity = SectorIdentity::from_actor(MINER, sector);
-            let c1 = cuzk_filecoin::sample::seal_random_sector(
+            let sample = cuzk_filecoin::sample::seal_sample_sector(
                 pt,
                 &work.join(format!("sector-{sector}")),
                 &identity,
                 &mut rng,
             )
             .unwrap();
+            let c1 = sample.c1.clone();
+            first.get_or_insert(sample);
             let plain = serde_json::to_vec(&c1).unwrap();
             let wrapper = serde_json::to_vec(&serde_json::json!({
                 "SectorNum": sector,
@@ -87,6 +96,123 @@ fn fixture() -> &'static Fixture {
             wrappers,
             python,
             stubs,
+            first: first.expect("SECTORS is not empty"),
+        }
+    })
+}
+
+/// WinningPoSt, WindowPoSt and SnapDeals at 2 KiB: their test keys, the
+/// PoSt vanilla proofs of the first sector (standing for sectors 11 and 12
+/// of the WindowPoSt partition), a CC sector updated with data, and the
+/// JSON the Python client reads them from.
+struct KindsFixture {
+    json: PathBuf,
+    winning: PostRequest,
+    window: PostRequest,
+    snap: UpdateRequest,
+}
+
+/// A 32-byte field element (top two bits clear) from `seed`.
+fn randomness(seed: u64) -> [u8; 32] {
+    use rand_chacha::rand_core::RngCore;
+    let mut r = [0u8; 32];
+    rand_chacha::ChaCha20Rng::seed_from_u64(seed).fill_bytes(&mut r);
+    r[31] &= 0x3f;
+    r
+}
+
+fn kinds_fixture() -> &'static KindsFixture {
+    static F: OnceLock<KindsFixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let f = fixture();
+        let seal = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
+        let winning = PostType::winning_for(seal);
+        let window = PostType::window_for(seal);
+        let update = UpdateType::for_seal(seal);
+        let dir = ParamsDir::new(&f.params);
+        let circuits: [cuzk_filecoin::Circuit; 3] = [winning.into(), window.into(), update.into()];
+        for c in circuits {
+            if dir.check(c).is_err() {
+                eprintln!("generating the {} test keys", c.name());
+                dir.generate_test_keys(c, 0).unwrap();
+            }
+        }
+        let prover_id = SectorIdentity::from_actor(MINER, 0).prover_id;
+        let r = randomness(0x90_57);
+        let write = |name: &str, bytes: &[u8]| {
+            let path = f.work.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let win_vanilla = cuzk_filecoin::sample::post_vanilla_proofs(
+            winning,
+            &r,
+            prover_id,
+            &[(SECTORS[0], &f.first)],
+        )
+        .unwrap();
+        let wdp_vanilla = cuzk_filecoin::sample::post_vanilla_proofs(
+            window,
+            &r,
+            prover_id,
+            &[(SECTORS[0], &f.first), (SECTORS[1], &f.first)],
+        )
+        .unwrap();
+        eprintln!("sealing and updating a 2 KiB CC sector");
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x5a4b);
+        let cc_work = f.work.join("cc-sector");
+        let cc = cuzk_filecoin::sample::seal_cc_sector(
+            seal,
+            &cc_work,
+            &SectorIdentity::from_actor(MINER, 21),
+            &mut rng,
+        )
+        .unwrap();
+        let up = cuzk_filecoin::sample::update_sample_sector(&cc, &cc_work, &mut rng).unwrap();
+        let files = |prefix: &str, proofs: &[Vec<u8>]| -> Vec<PathBuf> {
+            proofs
+                .iter()
+                .enumerate()
+                .map(|(i, p)| write(&format!("{prefix}-{i}.bin"), p))
+                .collect()
+        };
+        let number = |name: String, all: &[String]| all.iter().position(|n| *n == name).unwrap();
+        let post_names: Vec<String> = PostType::ALL.iter().map(|p| format!("{p:?}")).collect();
+        let update_names: Vec<String> = UpdateType::ALL.iter().map(|p| format!("{p:?}")).collect();
+        let json = serde_json::json!({
+            "winning": {
+                "kind": "WINNING_POST", "miner": MINER, "sector_size": 2048,
+                "registered_proof": number(winning.name(), &post_names),
+                "randomness": hex::encode(r), "vanilla": files("winning", &win_vanilla),
+            },
+            "window": {
+                "kind": "WINDOW_POST_PARTITION", "miner": MINER, "sector_size": 2048,
+                "registered_proof": number(window.name(), &post_names),
+                "randomness": hex::encode(r), "partition_index": 0,
+                "vanilla": files("window", &wdp_vanilla),
+            },
+            "snap": {
+                "kind": "SNAP_DEALS_UPDATE", "miner": MINER, "sector": 21, "sector_size": 2048,
+                "registered_proof": number(update.name(), &update_names),
+                "comm_r_old": hex::encode(up.comm_r_old), "comm_r_new": hex::encode(up.comm_r_new),
+                "comm_d_new": hex::encode(up.comm_d_new),
+                "vanilla": files("snap", &up.vanilla_proofs),
+            },
+        });
+        let path = f.work.join("kinds.json");
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        KindsFixture {
+            json: path,
+            winning: PostRequest::winning(winning, &r, prover_id, win_vanilla).unwrap(),
+            window: PostRequest::window(window, &r, prover_id, wdp_vanilla, 0).unwrap(),
+            snap: UpdateRequest::new(
+                update,
+                up.vanilla_proofs,
+                &up.comm_r_old,
+                &up.comm_r_new,
+                &up.comm_d_new,
+            )
+            .unwrap(),
         }
     })
 }
@@ -519,7 +645,12 @@ fn cancel_a_queued_and_a_running_job_and_move_the_key_between_tiers() {
 #[test]
 fn sigterm_finishes_the_running_job_and_exits_0() {
     let _one = serial();
-    let mut d = Daemon::start("sigterm", "[shutdown]\ngrace_secs = 120\n");
+    // The grace is long enough for a loaded machine (a 2 KiB CPU proof is
+    // ~10 s idle, minutes when the machine is shared); the test still
+    // fails if the job is cancelled, the proof is not delivered, the exit
+    // is not 0, or the daemon outlives its grace.
+    let grace = 1200;
+    let mut d = Daemon::start("sigterm", &format!("[shutdown]\ngrace_secs = {grace}\n"));
     let rid = format!("porep-{MINER}-{}", SECTORS[3]);
     let sub = d.client(
         "submit",
@@ -541,7 +672,7 @@ fn sigterm_finishes_the_running_job_and_exits_0() {
     // The waiter is connected and waiting before the signal.
     std::thread::sleep(Duration::from_secs(2));
     d.signal("-TERM");
-    let status = d.wait(Duration::from_secs(120));
+    let status = d.wait(Duration::from_secs(grace + 60));
     assert!(status.success(), "exit {status}:\n{}", d.log_text());
     let out = waiter.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -576,8 +707,15 @@ fn bad_inputs_are_refused_by_name_and_the_daemon_keeps_serving() {
             "PROOF_KIND_UNSPECIFIED",
         ),
         ("unknown_kind", "INVALID_ARGUMENT", "unknown proof_kind 9"),
-        ("snap_kind", "UNIMPLEMENTED", "SNAP_DEALS_UPDATE"),
-        ("winning_kind", "UNIMPLEMENTED", "WINNING_POST"),
+        // A PoRep request sent as another kind: its registered proof is
+        // not of that kind (5 is no update proof; the V1 WindowPoSt type
+        // as a PoSt proof is refused).
+        (
+            "snap_kind",
+            "INVALID_ARGUMENT",
+            "registered_proof 5 is not a RegisteredUpdateProof",
+        ),
+        ("winning_kind", "INVALID_ARGUMENT", "registered_proof 5"),
         (
             "size_contradicts_proof",
             "INVALID_ARGUMENT",
@@ -633,4 +771,142 @@ fn bad_inputs_are_refused_by_name_and_the_daemon_keeps_serving() {
         .as_f64()
         .unwrap();
     assert!(invalid >= 10.0, "{r}");
+}
+
+/// The proof file of `result`, checked COMPLETED.
+fn proof_of(result: &Value) -> Vec<u8> {
+    assert_eq!(result["status"], "COMPLETED", "{result}");
+    std::fs::read(result["proof_file"].as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn winning_window_and_snap_proofs_verify_and_winning_overtakes_queued_porep() {
+    let _one = serial();
+    let k = kinds_fixture();
+    let f = fixture();
+    let d = Daemon::start(
+        "kinds",
+        "[proving]\nsynthesis_workers = 1\npartitions_in_flight = 2\nbulk_jobs_in_engine = 1\n",
+    );
+    let kinds = k.json.to_str().unwrap();
+    let r = d.client("kinds", &["--kinds", kinds]);
+    let params = ParamsDir::new(&f.params);
+
+    // PreloadSRS knows the PoSt circuits by Curio's names.
+    assert_eq!(r["preload"], serde_json::json!([false, "HOT"]), "{r}");
+    // The WinningPoSt (CRITICAL by default) went past the queued PoRep job.
+    assert_eq!(r["winning_before_queued_porep"], true, "{r}");
+    let mid = &r["queues_mid"];
+    assert_eq!(
+        mid["POREP_SEAL_COMMIT"][0].as_u64().unwrap()
+            + mid["POREP_SEAL_COMMIT"][1].as_u64().unwrap(),
+        2,
+        "{r}"
+    );
+    assert_eq!(
+        mid["WINNING_POST"][0].as_u64().unwrap() + mid["WINNING_POST"][1].as_u64().unwrap(),
+        1,
+        "{r}"
+    );
+    for (i, sector) in SECTORS[..2].iter().enumerate() {
+        check_proof(&r["porep"][i], *sector);
+    }
+
+    // Each proof passes the crates' verifier of its kind, and not with one byte changed.
+    let winning = proof_of(&r["winning"]);
+    let window = proof_of(&r["window"]);
+    let snap = proof_of(&r["snap"]);
+    let vk = |c: cuzk_filecoin::Circuit| params.load_verifying_key(c).unwrap();
+    let winning_vk = vk(k.winning.post_type().into());
+    let window_vk = vk(k.window.post_type().into());
+    let snap_vk = vk(k.snap.update_type().into());
+    assert_eq!(
+        verify_post(&k.winning, &winning, &winning_vk).unwrap(),
+        PostVerified::FilecoinApi
+    );
+    assert_eq!(
+        verify_post(&k.window, &window, &window_vk).unwrap(),
+        PostVerified::FilecoinApi
+    );
+    verify_update(&k.snap, &snap, &snap_vk).unwrap();
+    let mut bad = winning.clone();
+    bad[100] ^= 1;
+    assert!(verify_post(&k.winning, &bad, &winning_vk).is_err());
+    let mut bad = snap.clone();
+    bad[7] ^= 1;
+    assert!(verify_update(&k.snap, &bad, &snap_vk).is_err());
+    for name in ["winning", "window", "snap"] {
+        let t = &r[name];
+        assert!(t["synthesis_ms"].as_u64().unwrap() > 0, "{name}: {t}");
+        assert!(
+            t["total_ms"].as_u64().unwrap() >= t["queue_wait_ms"].as_u64().unwrap(),
+            "{name}: {t}"
+        );
+    }
+    // The same request id again: the same job and proof.
+    assert_eq!(r["again"]["job_id"], r["winning"]["job_id"], "{r}");
+
+    let expect = [
+        ("win_porep_packing", "vanilla_proofs is empty"),
+        ("win_not_bincode", "not a bincode FallbackPoStSectorProof"),
+        ("win_two_sectors", "it proves exactly 1 sector"),
+        ("win_short_randomness", "randomness is 31 bytes"),
+        ("win_partition", "partition_index 1 out of range"),
+        ("win_window_proof", "is a WindowPoSt proof type"),
+        ("win_size", "sector_size 8388608 contradicts"),
+        (
+            "win_unknown_proof",
+            "registered_proof 99 is not a RegisteredPoStProof",
+        ),
+        ("wdp_partition", "partition_index 3000 out of range"),
+        ("wdp_winning_proof", "is a WinningPoSt proof type"),
+        ("wdp_v1_proof", "before V1_2"),
+        ("wdp_too_many", "it holds 1 to 2 sectors"),
+        ("snap_truncated", "not a bincode PartitionProof"),
+        ("snap_partitions", "2 vanilla proofs"),
+        ("snap_comm", "comm_r_new is 31 bytes"),
+        ("snap_porep_proof", "not a RegisteredUpdateProof"),
+        ("win_other_challenges", "do not prove the challenges"),
+    ];
+    for (case, words) in expect {
+        let got = &r["bad"][case];
+        assert_eq!(got[0], "INVALID_ARGUMENT", "{case}: {got}");
+        let message = got[1].as_str().unwrap();
+        assert!(
+            message.contains(words),
+            "{case}: {message:?} lacks {words:?}"
+        );
+    }
+    // Metrics per kind moved; the daemon ends idle.
+    let (m0, m1) = (&r["metrics_before"], &r["metrics_after"]);
+    let moved = |name: &str, kind: &str| {
+        let labels = format!("{{\"kind\": \"{kind}\"}}");
+        metric(m1, name, &labels) - metric(m0, name, &labels)
+    };
+    for (kind, completed, failed) in [
+        ("porep_seal_commit", 2.0, 0.0),
+        ("winning_post", 1.0, 0.0),
+        ("window_post_partition", 1.0, 0.0),
+        ("snap_deals_update", 1.0, 0.0),
+    ] {
+        assert_eq!(
+            moved("cuzk_proofs_completed_total", kind),
+            completed,
+            "{kind}"
+        );
+        assert_eq!(moved("cuzk_proofs_failed_total", kind), failed, "{kind}");
+        assert_eq!(
+            moved("cuzk_proof_duration_seconds_count", kind),
+            completed,
+            "{kind}"
+        );
+    }
+    for (id, tier) in [
+        ("winning-2k", "HOT"),
+        ("wpost-2k", "HOT"),
+        ("snap-2k", "HOT"),
+    ] {
+        assert_eq!(r["status"]["srs"][id], tier, "{id}: {r}");
+        assert_eq!(r["status"]["srs_refs"][id], 0, "{id}: {r}");
+    }
 }

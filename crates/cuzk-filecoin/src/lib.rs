@@ -15,6 +15,7 @@ pub mod sample;
 mod sdr;
 mod snap;
 pub mod synthetic;
+pub mod synthetic_post;
 
 pub use c1::{parse_c1, C1Input, CurioSector};
 pub use check::check_c1;

@@ -320,6 +320,15 @@ impl PostRequest {
         with_sector_shape!(self.post_type.sector_size(), sectors_typed, self)
     }
 
+    /// Checks the request as the crates' prover does before it builds the
+    /// circuit: every vanilla proof decodes, answers the challenges this
+    /// randomness, prover id and sector number derive, and opens its
+    /// comm_r_last with comm_r = H(comm_c, comm_r_last). Cheap (no
+    /// synthesis); [`PostSource::new`] checks the same again.
+    pub fn check(&self) -> Result<(), Error> {
+        with_sector_shape!(self.post_type.sector_size(), erased_circuit, self).map(drop)
+    }
+
     fn refuse(&self, problem: String) -> Error {
         Error::BadRequest {
             kind: self.post_type.kind().name(),

@@ -202,6 +202,14 @@ impl UpdateRequest {
     pub fn comm_d_new(&self) -> &[u8; 32] {
         &self.comm_d_new
     }
+
+    /// Checks the encoding: the commitments are field elements, each
+    /// vanilla proof is a bincode `PartitionProof` of this sector size with
+    /// the partition's challenge count. What they prove is checked when the
+    /// circuits are built ([`UpdateSource::new`]).
+    pub fn check_encoding(&self) -> Result<(), Error> {
+        with_sector_shape!(self.update_type.sector_size(), check_typed, self)
+    }
 }
 
 fn refuse(problem: String) -> Error {
@@ -467,12 +475,14 @@ fn public<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     Ok((params, inputs))
 }
 
-fn erased_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+/// The vanilla proofs decoded, each checked for its length and challenge
+/// count (not yet for what it proves).
+fn decode<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     request: &UpdateRequest,
-) -> Result<(Vec<Synthesis>, Vec<Vec<Fr>>), Error> {
+    params: &compound_proof::PublicParams<'static, EmptySectorUpdate<Tree>>,
+) -> Result<Vec<PartitionProof<Tree>>, Error> {
     let ut = request.update_type;
-    let (params, inputs) = public::<Tree>(request)?;
-    let proofs = request
+    request
         .vanilla_proofs
         .iter()
         .enumerate()
@@ -500,7 +510,21 @@ fn erased_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             }
             Ok(proof)
         })
-        .collect::<Result<Vec<_>, Error>>()?;
+        .collect()
+}
+
+fn check_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    request: &UpdateRequest,
+) -> Result<(), Error> {
+    let (params, _) = public::<Tree>(request)?;
+    decode::<Tree>(request, &params).map(drop)
+}
+
+fn erased_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    request: &UpdateRequest,
+) -> Result<(Vec<Synthesis>, Vec<Vec<Fr>>), Error> {
+    let (params, inputs) = public::<Tree>(request)?;
+    let proofs = decode::<Tree>(request, &params)?;
     let valid =
         EmptySectorUpdate::<Tree>::verify_all_partitions(&params.vanilla_params, &inputs, &proofs)
             .map_err(|e| refuse(format!("checking the vanilla proofs: {e:#}")))?;

@@ -288,7 +288,7 @@ fn generate_typed<Tree: 'static + MerkleTreeTrait>(
     })
 }
 
-fn domain_bytes<D: Domain>(d: &D) -> [u8; 32] {
+pub(crate) fn domain_bytes<D: Domain>(d: &D) -> [u8; 32] {
     let mut out = [0u8; 32];
     out.copy_from_slice(&d.into_bytes());
     out
@@ -297,7 +297,7 @@ fn domain_bytes<D: Domain>(d: &D) -> [u8; 32] {
 /// The arity of each level of a sector's tree_c / tree_r_last, leaves
 /// first: base levels of `Tree::Arity` over each base tree, then one level
 /// of `SubTreeArity` and one of `TopTreeArity` where the shape has them.
-fn tree_arities<Tree: MerkleTreeTrait>(nodes: usize) -> Vec<usize> {
+pub(crate) fn tree_arities<Tree: MerkleTreeTrait>(nodes: usize) -> Vec<usize> {
     let base = Tree::Arity::to_usize();
     let sub = Tree::SubTreeArity::to_usize();
     let top = Tree::TopTreeArity::to_usize();
@@ -437,7 +437,7 @@ impl<Tree: MerkleTreeTrait> LabelMap<Tree> {
 /// A Merkle tree of which only a few leaves are known: every node nobody
 /// set holds its level's default (the tree of default leaves), so a path
 /// exists for every leaf and costs one hash per level per touched node.
-struct SparseTree<H: Hasher> {
+pub(crate) struct SparseTree<H: Hasher> {
     /// Children per node at each level, leaves first.
     arities: Vec<usize>,
     /// The value of an untouched node at each level (0 = leaves), and the root.
@@ -447,7 +447,10 @@ struct SparseTree<H: Hasher> {
 }
 
 impl<H: Hasher> SparseTree<H> {
-    fn new(arities: Vec<usize>, leaves: impl IntoIterator<Item = (usize, H::Domain)>) -> Self {
+    pub(crate) fn new(
+        arities: Vec<usize>,
+        leaves: impl IntoIterator<Item = (usize, H::Domain)>,
+    ) -> Self {
         let hash = |children: &[H::Domain], level: usize| {
             let mut f = H::Function::default();
             f.multi_node(children, level)
@@ -484,13 +487,13 @@ impl<H: Hasher> SparseTree<H> {
             .unwrap_or(&self.defaults[level])
     }
 
-    fn root(&self) -> H::Domain {
+    pub(crate) fn root(&self) -> H::Domain {
         self.node(self.arities.len(), 0)
     }
 
     /// The opening of `leaf`: for each level, the siblings in order without
     /// the node itself, and its position among them.
-    fn proof<A, S, T>(&self, leaf: usize) -> MerkleProof<H, A, S, T>
+    pub(crate) fn proof<A, S, T>(&self, leaf: usize) -> MerkleProof<H, A, S, T>
     where
         A: 'static + filecoin_hashers::PoseidonArity,
         S: 'static + filecoin_hashers::PoseidonArity,

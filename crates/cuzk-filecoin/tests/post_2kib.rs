@@ -516,3 +516,41 @@ fn post_types_map_from_seal_types() {
         assert_eq!(PostType::from_name(&window.name()).unwrap(), window);
     }
 }
+
+#[test]
+fn synthetic_vanilla_proofs_prove_into_filecoin_valid_posts() {
+    use cuzk_filecoin::synthetic_post::SyntheticPost;
+    let f = fixture();
+    let r = randomness(RANDOMNESS_SEED + 7);
+    for (pt, sectors) in [(f.winning, vec![5]), (f.window, vec![5, 9])] {
+        let made = SyntheticPost {
+            post_type: pt,
+            randomness: r,
+            prover_id: f.prover_id,
+            sectors,
+            seed: 3,
+        }
+        .generate()
+        .unwrap();
+        let request = match pt.kind() {
+            cuzk_filecoin::PostKind::Winning => {
+                PostRequest::winning(pt, &r, f.prover_id, made.vanilla_proofs)
+            }
+            cuzk_filecoin::PostKind::Window => {
+                PostRequest::window(pt, &r, f.prover_id, made.vanilla_proofs, 0)
+            }
+        }
+        .unwrap();
+        let proof = prove(&request);
+        let vk = f.params.load_verifying_key(pt).unwrap();
+        assert_eq!(
+            verify_post(&request, &proof, &vk).unwrap(),
+            PostVerified::FilecoinApi,
+            "{}",
+            pt.name()
+        );
+        let mut bad = proof.clone();
+        bad[50] ^= 1;
+        assert!(verify_post(&request, &bad, &vk).is_err(), "{}", pt.name());
+    }
+}

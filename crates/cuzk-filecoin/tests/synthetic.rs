@@ -145,3 +145,114 @@ fn one_changed_value_is_refused_naming_partition_and_challenge() {
         &["vanilla verification refuses"],
     );
 }
+
+mod post {
+    //! Synthetic PoSt vanilla proofs at every size pass the crates' own
+    //! checks of a PoSt's vanilla proofs (`partition_vanilla_proofs`,
+    //! `single_partition_vanilla_proofs`: the challenges this randomness
+    //! derives, each opening against comm_r_last, comm_r = H(comm_c,
+    //! comm_r_last)), are reproducible, and fail them with one byte changed
+    //! or under other randomness. Proving them is `post_2kib.rs`'s job.
+
+    use cuzk_filecoin::synthetic_post::SyntheticPost;
+    use cuzk_filecoin::{parse_sector_size, PostKind, PostRequest, PostType, SectorIdentity};
+
+    const RANDOMNESS: [u8; 32] = {
+        let mut r = [0x5a; 32];
+        r[31] = 0x1f;
+        r
+    };
+
+    fn post_type(kind: PostKind, size: &str) -> PostType {
+        let bytes = parse_sector_size(size).unwrap();
+        PostType::ALL
+            .into_iter()
+            .filter_map(|p| PostType::new(p).ok())
+            .find(|p| p.kind() == kind && p.sector_size() == bytes)
+            .unwrap()
+    }
+
+    fn synthetic(pt: PostType, sectors: Vec<u64>) -> SyntheticPost {
+        SyntheticPost {
+            post_type: pt,
+            randomness: RANDOMNESS,
+            prover_id: SectorIdentity::from_actor(1000, 0).prover_id,
+            sectors,
+            seed: 9,
+        }
+    }
+
+    fn request(s: &SyntheticPost, vanilla: Vec<Vec<u8>>, randomness: &[u8]) -> PostRequest {
+        match s.post_type.kind() {
+            PostKind::Winning => {
+                PostRequest::winning(s.post_type, randomness, s.prover_id, vanilla)
+            }
+            PostKind::Window => {
+                PostRequest::window(s.post_type, randomness, s.prover_id, vanilla, 0)
+            }
+        }
+        .unwrap()
+    }
+
+    #[test]
+    fn winning_post_vanilla_proofs_of_every_size_pass_the_crates_checks() {
+        for size in ["2KiB", "8MiB", "512MiB", "32GiB", "64GiB"] {
+            let s = synthetic(post_type(PostKind::Winning, size), vec![77]);
+            let made = s.generate().unwrap();
+            assert_eq!(
+                made.challenges,
+                s.post_type.config().challenge_count,
+                "{size}"
+            );
+            let r = request(&s, made.vanilla_proofs.clone(), &RANDOMNESS);
+            r.check().unwrap_or_else(|e| panic!("{size}: {e}"));
+            assert_eq!(r.sectors().unwrap(), vec![(77, made.comm_rs[0])]);
+            assert_eq!(s.generate().unwrap().vanilla_proofs, made.vanilla_proofs);
+            // Other randomness challenges other leaves.
+            let mut other = RANDOMNESS;
+            other[0] ^= 1;
+            let e = request(&s, made.vanilla_proofs.clone(), &other)
+                .check()
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("do not prove the challenges"), "{size}: {e}");
+            // One byte of a sibling hash changed.
+            let mut edited = made.vanilla_proofs.clone();
+            let at = edited[0].len() / 2;
+            edited[0][at] ^= 1;
+            let e = request(&s, edited, &RANDOMNESS).check().unwrap_err();
+            eprintln!(
+                "{size}: {} bytes, {:?}; edited: {e}",
+                made.vanilla_proofs[0].len(),
+                made.elapsed
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_window_post_partition_passes_and_counts_are_refused() {
+        for size in ["2KiB", "8MiB"] {
+            let pt = post_type(PostKind::Window, size);
+            let sectors: Vec<u64> = (1..pt.sector_count() as u64).collect::<Vec<_>>();
+            let sectors = if sectors.is_empty() { vec![1] } else { sectors };
+            let s = synthetic(pt, sectors.clone());
+            let made = s.generate().unwrap();
+            assert_eq!(made.vanilla_proofs.len(), sectors.len());
+            request(&s, made.vanilla_proofs, &RANDOMNESS)
+                .check()
+                .unwrap_or_else(|e| panic!("{size}: {e}"));
+        }
+        let winning = post_type(PostKind::Winning, "2KiB");
+        let e = synthetic(winning, vec![1, 2])
+            .generate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exactly 1"), "{e}");
+        let window = post_type(PostKind::Window, "2KiB");
+        let e = synthetic(window, vec![3, 3])
+            .generate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sector 3 is listed twice"), "{e}");
+    }
+}

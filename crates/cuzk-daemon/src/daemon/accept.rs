@@ -11,7 +11,7 @@ use prost::Message;
 use super::{digest, new_job_id, unix_ms, unproved, Daemon, Entry, Outcome, Phase};
 use crate::error::RequestError;
 use crate::journal::{Accepted, Finished, Replayed};
-use crate::porep::check_request;
+use crate::kinds::{check_request, default_priority, kind_index};
 use crate::proto::{
     await_proof_response::Status, Priority, ProofKind, SubmitProofRequest, SubmitProofResponse,
 };
@@ -37,8 +37,7 @@ impl Daemon {
                             ))
                         })
                         .and_then(|req| {
-                            check_request(&req, &self.params)
-                                .map(|c| (c, req.vanilla_proof.len() as u64))
+                            check_request(&req, &self.params).map(|c| (c, vanilla_bytes(&req)))
                         });
                     match checked {
                         Ok((c, bytes)) => (accepted, Phase::Queued(Arc::new(c)), bytes),
@@ -99,8 +98,8 @@ impl Daemon {
         }
     }
 
-    /// `SubmitProof` for a `POREP_SEAL_COMMIT` request whose kind and
-    /// priority were checked: blocking (it parses and checks the C1 and
+    /// `SubmitProof` for a request whose envelope (kind, priority) was
+    /// checked: blocking (it decodes and checks the vanilla proofs and
     /// fsyncs the journal).
     pub fn submit(
         &self,
@@ -108,7 +107,7 @@ impl Daemon {
         priority: Priority,
     ) -> Result<SubmitProofResponse, RequestError> {
         let digest = digest(&req);
-        let bytes = req.vanilla_proof.len() as u64;
+        let bytes = vanilla_bytes(&req);
         {
             let t = self.table.lock();
             if t.draining {
@@ -177,7 +176,7 @@ impl Daemon {
             )));
         }
         drop(req);
-        self.stats.accepted.fetch_add(1, Ordering::Relaxed);
+        self.stats.accepted[kind_index(accepted.proof_kind)].fetch_add(1, Ordering::Relaxed);
         let mut t = self.table.lock();
         let entry = t.jobs.get_mut(&job_id).expect("inserted above");
         if entry.cancel_requested {
@@ -216,8 +215,8 @@ impl Daemon {
     }
 }
 
-/// Checks what every submission needs whatever its kind, and refuses kinds
-/// not proved yet by name; returns the priority (unspecified is NORMAL).
+/// Checks what every submission needs whatever its kind; returns the
+/// priority (unspecified: the kind's default, [`default_priority`]).
 pub fn check_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError> {
     if req.request_id.is_empty() {
         return Err(RequestError::InvalidArgument(
@@ -228,26 +227,27 @@ pub fn check_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError
     let kind = ProofKind::try_from(req.proof_kind).map_err(|_| {
         RequestError::InvalidArgument(format!("unknown proof_kind {}", req.proof_kind))
     })?;
-    match kind {
-        ProofKind::PorepSealCommit => {}
-        ProofKind::Unspecified => {
-            return Err(RequestError::InvalidArgument(
-                "proof_kind is PROOF_KIND_UNSPECIFIED: say which proof to make".into(),
-            ))
-        }
-        other => {
-            return Err(RequestError::Unimplemented(format!(
-                "proof kind {} is not supported by this daemon yet (only POREP_SEAL_COMMIT is)",
-                other.as_str_name()
-            )))
-        }
+    if kind == ProofKind::Unspecified {
+        return Err(RequestError::InvalidArgument(
+            "proof_kind is PROOF_KIND_UNSPECIFIED: say which proof to make".into(),
+        ));
     }
     match Priority::try_from(req.priority) {
-        Ok(Priority::Unspecified) => Ok(Priority::Normal),
+        Ok(Priority::Unspecified) => Ok(default_priority(kind)),
         Ok(p) => Ok(p),
         Err(_) => Err(RequestError::InvalidArgument(format!(
             "unknown priority {}",
             req.priority
         ))),
     }
+}
+
+/// The vanilla-proof bytes a request holds (the queue's memory bound).
+fn vanilla_bytes(req: &SubmitProofRequest) -> u64 {
+    req.vanilla_proof.len() as u64
+        + req
+            .vanilla_proofs
+            .iter()
+            .map(|v| v.len() as u64)
+            .sum::<u64>()
 }

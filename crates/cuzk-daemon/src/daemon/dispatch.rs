@@ -1,17 +1,16 @@
 //! The dispatcher thread (the queue's first job whose key is HOT goes to
 //! the engine; a cold key loads meanwhile) and the job threads (circuits,
-//! engine, `verify_seal`, the result).
+//! engine, the kind's Filecoin verifier, the result).
 
 use std::cmp::Reverse;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cuzk_filecoin::PorepSource;
 use cuzk_pipeline::{Job, JobError, JobHandle, Scheduler};
 
 use super::{millis, unproved, Daemon, Outcome, Phase, Started, Table};
 use crate::journal::Finished;
-use crate::porep::{PorepRequest, TimedSource};
+use crate::kinds::{Request, TimedSource};
 use crate::proto::{await_proof_response::Status, Priority};
 
 impl Daemon {
@@ -78,7 +77,7 @@ impl Daemon {
             };
             let request = Arc::clone(request);
             let asked = *entry.key_asked.get_or_insert_with(Instant::now);
-            let lease = match self.srs.try_acquire(request.proof_type, asked) {
+            let lease = match self.srs.try_acquire(request.circuit(), asked) {
                 Ok(Some(lease)) => lease,
                 Ok(None) => continue,
                 Err(e) => {
@@ -115,8 +114,8 @@ impl Daemon {
     /// for its proofs and records the outcome.
     pub(super) fn run_job(self: Arc<Self>, started: Started) {
         let Started { id, request, lease } = started;
-        let source = match PorepSource::new(&request.c1, &lease.key) {
-            Ok(s) => TimedSource::new(s),
+        let source = match request.source(&lease.key) {
+            Ok(s) => s,
             Err(e) => {
                 return self
                     .fail_before_engine(&id, format!("building the partition circuits: {e}"))
@@ -160,7 +159,7 @@ impl Daemon {
         &self,
         id: &str,
         result: cuzk_pipeline::JobResult,
-        request: &PorepRequest,
+        request: &Request,
         lease: &crate::srs::SrsLease,
         source: &TimedSource,
     ) -> Outcome {
@@ -183,14 +182,9 @@ impl Daemon {
                 let queue_wait = source
                     .first_synthesis()
                     .map_or(total, |t| t.saturating_duration_since(accepted_at));
-                match cuzk_filecoin::verify(
-                    &request.c1,
-                    &proof,
-                    &lease.filecoin_vk,
-                    Some(&request.identity),
-                ) {
+                match request.verify(&proof, lease) {
                     Ok(how) => {
-                        tracing::info!(job = %id, verified = ?how, total_ms = millis(total), "proof verified");
+                        tracing::info!(job = %id, verified = %how, total_ms = millis(total), "proof verified");
                         Outcome::Done(Finished {
                             status: Status::Completed as i32,
                             proof_hex: hex::encode(&proof),
@@ -207,7 +201,10 @@ impl Daemon {
                         tracing::error!(job = %id, error = %e, "a proof did not verify; not returned");
                         Outcome::Done(unproved(
                             Status::Failed,
-                            format!("the proof did not pass verify_seal and is not returned: {e}"),
+                            format!(
+                                "the proof did not pass {} and is not returned: {e}",
+                                request.verifier()
+                            ),
                             total,
                         ))
                     }

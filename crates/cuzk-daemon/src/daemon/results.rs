@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::{Daemon, Outcome, Phase, Table};
 use crate::error::RequestError;
+use crate::kinds::kind_index;
 use crate::proto::{await_proof_response::Status, AwaitProofResponse};
 
 impl Daemon {
@@ -18,17 +19,20 @@ impl Daemon {
             if let Err(e) = self.journal.finish(id, result) {
                 tracing::error!(job = %id, error = %e, "could not journal a result; it is kept in memory only");
             }
+            let k = self
+                .table
+                .lock()
+                .jobs
+                .get(id)
+                .map_or(0, |e| kind_index(e.accepted.proof_kind));
             let counter = match Status::try_from(result.status) {
-                Ok(Status::Completed) => &self.stats.completed,
-                Ok(Status::Cancelled) => &self.stats.cancelled,
-                _ => &self.stats.failed,
+                Ok(Status::Completed) => &self.stats.completed[k],
+                Ok(Status::Cancelled) => &self.stats.cancelled[k],
+                _ => &self.stats.failed[k],
             };
             counter.fetch_add(1, Ordering::Relaxed);
             if result.status == Status::Completed as i32 {
-                self.stats
-                    .latency
-                    .lock()
-                    .observe(result.total_ms as f64 / 1000.0);
+                self.stats.latency.lock()[k].observe(result.total_ms as f64 / 1000.0);
             }
         }
         let forgotten = {

@@ -2,7 +2,9 @@
 //! a PoRep C1 as Curio does (`Prove`, request id `porep-<miner>-<sector>`,
 //! Curio's wrapper as the vanilla proof) and prints the daemon's own timings
 //! beside the call's wall time here, whose difference is what the transport
-//! and the request's handling outside the engine cost; `status` prints
+//! and the request's handling outside the engine cost; `winning-post` and
+//! `window-post` do the same for a PoSt (Curio's request ids and packing,
+//! the kind's default priority); `preload` makes a key HOT; `status` prints
 //! `GetStatus`.
 
 use std::path::PathBuf;
@@ -15,7 +17,7 @@ use cuzk_daemon::client::Client;
 use cuzk_daemon::proto::{
     await_proof_response::Status, srs_status::Tier, Priority, ProofKind, SubmitProofRequest,
 };
-use cuzk_filecoin::{parse_c1, ProofType};
+use cuzk_filecoin::{parse_c1, PostType, ProofType};
 
 use super::porep_c2::parse_actor;
 use crate::output::write_atomically;
@@ -24,8 +26,58 @@ use crate::output::write_atomically;
 pub(crate) enum ClientCommand {
     /// Prove a PoRep C1 through the daemon and print its timings.
     Prove(ProveArgs),
+    /// Prove a WinningPoSt through the daemon (CRITICAL unless --priority).
+    WinningPost(PostClientArgs),
+    /// Prove one WindowPoSt partition through the daemon (HIGH unless --priority).
+    WindowPost(PostClientArgs),
+    /// Make a key HOT (PreloadSRS), by circuit id: porep-32g, winning-32g, wpost-32g, snap-32g.
+    Preload(PreloadArgs),
     /// Print the daemon's GetStatus: GPUs, keys and their tiers, queues.
     Status(StatusArgs),
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PreloadArgs {
+    /// The daemon's address: unix:PATH or HOST:PORT.
+    #[arg(long, default_value = "127.0.0.1:9820")]
+    daemon: String,
+    /// The circuit id.
+    #[arg(long)]
+    circuit_id: String,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PostClientArgs {
+    /// The daemon's address: unix:PATH or HOST:PORT.
+    #[arg(long, default_value = "127.0.0.1:9820")]
+    daemon: String,
+    /// The registered PoSt proof type (StackedDrgWinning32GiBV1, StackedDrgWindow32GiBV1_2, …).
+    #[arg(long)]
+    proof_type: String,
+    /// One sector's vanilla proof (bincode FallbackPoStSectorProof); repeat per sector, in order.
+    #[arg(long, required = true)]
+    vanilla: Vec<PathBuf>,
+    /// The challenge randomness: 32 bytes in hex.
+    #[arg(long)]
+    randomness: String,
+    /// Miner actor id (f01000 or 1000).
+    #[arg(long)]
+    prover_id: String,
+    /// The WindowPoSt partition index.
+    #[arg(long, default_value_t = 0)]
+    partition: u32,
+    /// Where to write the 192-byte proof, atomically.
+    #[arg(long, short)]
+    out: PathBuf,
+    /// The request id (default: Curio's `winpost-<miner>-<randomness>` / `wdpost-…`).
+    #[arg(long)]
+    request_id: Option<String>,
+    /// The job's priority (default: the kind's, CRITICAL or HIGH).
+    #[arg(long, value_enum)]
+    priority: Option<ClientPriority>,
+    /// Give up after this many seconds (0: wait as long as it takes).
+    #[arg(long, default_value_t = 0)]
+    timeout_secs: u64,
 }
 
 #[derive(Args, Debug)]
@@ -89,6 +141,11 @@ pub(crate) fn run(command: ClientCommand) -> Result<()> {
         .context("starting the client's runtime")?;
     match command {
         ClientCommand::Prove(args) => runtime.block_on(prove(args)),
+        ClientCommand::WinningPost(args) => runtime.block_on(post(ProofKind::WinningPost, args)),
+        ClientCommand::WindowPost(args) => {
+            runtime.block_on(post(ProofKind::WindowPostPartition, args))
+        }
+        ClientCommand::Preload(args) => runtime.block_on(preload(args)),
         ClientCommand::Status(args) => runtime.block_on(status(args)),
     }
 }
@@ -126,7 +183,7 @@ async fn prove(args: ProveArgs) -> Result<()> {
         .unwrap_or_else(|| format!("porep-{miner}-{sector}"));
     let request_bytes = vanilla.len();
     let submit = SubmitProofRequest {
-        request_id: request_id.clone(),
+        request_id,
         proof_kind: ProofKind::PorepSealCommit.into(),
         sector_size,
         registered_proof: registered as u64,
@@ -139,10 +196,31 @@ async fn prove(args: ProveArgs) -> Result<()> {
 
     let mut client = Client::connect(&args.daemon).await?;
     let deadline = (args.timeout_secs > 0).then(|| Duration::from_secs(args.timeout_secs));
+    send(
+        &mut client,
+        submit,
+        request_bytes,
+        deadline,
+        &args.daemon,
+        &args.out,
+    )
+    .await
+}
+
+/// Sends `submit` with `Prove`, writes the proof to `out` and prints the
+/// daemon's timings beside the call's wall time.
+async fn send(
+    client: &mut Client,
+    submit: SubmitProofRequest,
+    request_bytes: usize,
+    deadline: Option<Duration>,
+    daemon: &str,
+    out: &std::path::Path,
+) -> Result<()> {
+    let request_id = submit.request_id.clone();
     eprintln!(
-        "{request_id}: {} of vanilla proof to {}",
+        "{request_id}: {} of vanilla proof to {daemon}",
         cuzk_pipeline::memory::human(request_bytes as u64),
-        args.daemon
     );
     let t = Instant::now();
     let r = client.prove(submit, deadline).await?;
@@ -156,13 +234,13 @@ async fn prove(args: ProveArgs) -> Result<()> {
             r.error_message
         ),
     }
-    write_atomically(&args.out, &r.proof)?;
+    write_atomically(out, &r.proof)?;
     let ms = |v: u64| format!("{:.3} s", v as f64 / 1e3);
     println!(
         "job {}: {} bytes of proof to {}",
         r.job_id,
         r.proof.len(),
-        args.out.display()
+        out.display()
     );
     println!(
         "daemon: total {} (queue {}, key load {}, synthesis {}, proving {})",
@@ -177,6 +255,73 @@ async fn prove(args: ProveArgs) -> Result<()> {
         "client: Prove call {:.3} s; outside the daemon's total: {overhead:.3} s ({:.2}% of the call)",
         wall.as_secs_f64(),
         100.0 * overhead / wall.as_secs_f64().max(1e-9)
+    );
+    Ok(())
+}
+
+async fn post(kind: ProofKind, args: PostClientArgs) -> Result<()> {
+    let post_type = PostType::from_name(&args.proof_type)?;
+    let registered = PostType::ALL
+        .iter()
+        .position(|p| *p == post_type.registered())
+        .expect("PostType::ALL lists every registered PoSt proof");
+    let randomness = super::post::parse_hex(&args.randomness).context("--randomness")?;
+    let miner = parse_actor(&args.prover_id)?;
+    let mut vanilla = Vec::with_capacity(args.vanilla.len());
+    for path in &args.vanilla {
+        vanilla.push(
+            std::fs::read(path)
+                .with_context(|| format!("reading the vanilla proof {}", path.display()))?,
+        );
+    }
+    let request_bytes = vanilla.iter().map(Vec::len).sum();
+    let head: String = randomness
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let request_id = args.request_id.clone().unwrap_or_else(|| match kind {
+        ProofKind::WinningPost => format!("winpost-{miner}-{head}"),
+        _ => format!("wdpost-{miner}-{}-{head}", args.partition),
+    });
+    let submit = SubmitProofRequest {
+        request_id,
+        proof_kind: kind.into(),
+        sector_size: post_type.sector_size(),
+        registered_proof: registered as u64,
+        priority: args
+            .priority
+            .map_or(Priority::Unspecified, Priority::from)
+            .into(),
+        vanilla_proofs: vanilla,
+        miner_id: miner,
+        randomness,
+        partition_index: args.partition,
+        ..SubmitProofRequest::default()
+    };
+    let mut client = Client::connect(&args.daemon).await?;
+    let deadline = (args.timeout_secs > 0).then(|| Duration::from_secs(args.timeout_secs));
+    send(
+        &mut client,
+        submit,
+        request_bytes,
+        deadline,
+        &args.daemon,
+        &args.out,
+    )
+    .await
+}
+
+async fn preload(args: PreloadArgs) -> Result<()> {
+    let mut client = Client::connect(&args.daemon).await?;
+    let t = Instant::now();
+    let (already, load_ms) = client.preload(&args.circuit_id).await?;
+    println!(
+        "key {}: HOT ({}; the daemon's load {:.3} s, the call {:.3} s)",
+        args.circuit_id,
+        if already { "it already was" } else { "loaded" },
+        load_ms as f64 / 1e3,
+        t.elapsed().as_secs_f64()
     );
     Ok(())
 }

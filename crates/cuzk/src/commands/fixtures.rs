@@ -9,6 +9,9 @@
 //!   512 MiB), written as its C1 output.
 //! * `synth-sector`: a synthetic CC sector's C1 output for any size, made in
 //!   seconds without sealing (test data; the proofs over it are real).
+//! * `synth-post`: synthetic PoSt vanilla proofs (one bincode file per
+//!   sector, as Curio sends them) for a WinningPoSt or a WindowPoSt
+//!   partition of any sector size.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -19,6 +22,7 @@ use clap::Subcommand;
 use cuzk_filecoin::fetch::{self, Fetched};
 use cuzk_filecoin::sample::seal_random_sector;
 use cuzk_filecoin::synthetic::{supported_names, SyntheticSector};
+use cuzk_filecoin::synthetic_post::SyntheticPost;
 use cuzk_filecoin::{
     parse_sector_size, Circuit, ParamsDir, PostType, ProofType, SectorIdentity, UpdateType,
 };
@@ -125,6 +129,30 @@ pub(crate) enum Fixtures {
         #[arg(long, short)]
         out: PathBuf,
     },
+    /// Write synthetic PoSt vanilla proofs for any sector size (test data:
+    /// consistent sparse trees, no replica; the proofs made from them are real):
+    /// OUT/vanilla-<i>.bin per sector, what `cuzk winning-post` / `window-post`
+    /// and the daemon take.
+    SynthPost {
+        /// The registered PoSt proof type (StackedDrgWinning32GiBV1, StackedDrgWindow32GiBV1_2, …).
+        #[arg(long)]
+        proof_type: String,
+        /// The challenge randomness: 32 bytes in hex (a field element: the last byte below 0x40).
+        #[arg(long)]
+        randomness: String,
+        /// Miner actor id (f01000 or 1000): the prover id.
+        #[arg(long, default_value = "f01000")]
+        prover_id: String,
+        /// The sector numbers, in order (WinningPoSt: one; WindowPoSt: up to a partition's).
+        #[arg(long, required = true, value_delimiter = ',')]
+        sectors: Vec<u64>,
+        /// Seed of the challenged leaves and comm_c.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The directory to write vanilla-<i>.bin into (created).
+        #[arg(long, short)]
+        out: PathBuf,
+    },
 }
 
 pub(crate) fn run(task: Fixtures) -> Result<()> {
@@ -178,7 +206,67 @@ pub(crate) fn run(task: Fixtures) -> Result<()> {
             let identity = SectorIdentity::from_actor(parse_actor(&prover_id)?, sector_id);
             synth_sector(proof_type, identity, seed, plain, out)
         }
+        Fixtures::SynthPost {
+            proof_type,
+            randomness,
+            prover_id,
+            sectors,
+            seed,
+            out,
+        } => synth_post(&proof_type, &randomness, &prover_id, sectors, seed, out),
     }
+}
+
+fn synth_post(
+    proof_type: &str,
+    randomness: &str,
+    prover_id: &str,
+    sectors: Vec<u64>,
+    seed: u64,
+    out: PathBuf,
+) -> Result<()> {
+    let post_type = PostType::from_name(proof_type)?;
+    let bytes = crate::commands::post::parse_hex(randomness).context("--randomness")?;
+    let randomness: [u8; 32] = bytes
+        .as_slice()
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("--randomness is {} bytes; it must be 32", bytes.len()))?;
+    let prover = SectorIdentity::from_actor(parse_actor(prover_id)?, 0).prover_id;
+    let request = SyntheticPost {
+        post_type,
+        randomness,
+        prover_id: prover,
+        sectors: sectors.clone(),
+        seed,
+    };
+    let made = request.generate()?;
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut total = 0;
+    for (i, v) in made.vanilla_proofs.iter().enumerate() {
+        let path = out.join(format!("vanilla-{i}.bin"));
+        write_atomically(&path, v)?;
+        total += v.len();
+    }
+    println!(
+        "TEST DATA: synthetic {} vanilla proofs of prover {}, seed {seed}: no replica, only \
+         consistent; proofs made from them are real.",
+        post_type.name(),
+        hex_prefix(&prover),
+    );
+    for (sector, comm_r) in sectors.iter().zip(&made.comm_rs) {
+        let hex: String = comm_r.iter().map(|b| format!("{b:02x}")).collect();
+        println!("sector {sector}: comm_r {hex}");
+    }
+    println!(
+        "{} challenges over {} sector(s), made in {:.3}s; wrote {} file(s) vanilla-<i>.bin \
+         ({total} bytes) in {}",
+        made.challenges,
+        sectors.len(),
+        made.elapsed.as_secs_f64(),
+        made.vanilla_proofs.len(),
+        out.display()
+    );
+    Ok(())
 }
 
 fn dir_or_default(dir: Option<PathBuf>) -> ParamsDir {
