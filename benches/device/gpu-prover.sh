@@ -11,6 +11,11 @@ set -u
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 bin="${BIN:-$here/.device-carry/bin}"; [ -d "$bin" ] || bin="$here/bundle/bin"
 out="${OUT:-/tmp/cuzk-out}"; mkdir -p "$out"
+# A bundle carries its tools xz-compressed (cargo xtask bundle): unpack them once.
+for f in "$bin"/*.xz; do
+  [ -e "$f" ] || continue
+  [ -x "${f%.xz}" ] || { xz -dc "$f" > "${f%.xz}" && chmod +x "${f%.xz}"; }
+done
 keys="${KEYS_DIR:-/tmp/cuzk-keys}"; mkdir -p "$keys"
 phase="${1:-prover}"
 rows=()

@@ -6,7 +6,9 @@
 //! * `kernels/`: every unit's fatbin with its stamp and ptxas resource report,
 //!   once: the executables read them from `../kernels` beside their `bin/`
 //!   when they open a device (`cuzk_cuda::kernels`);
-//! * `run.sh`: runs the tests, then the benchmarks, and prints a table last.
+//! * `run.sh`: unpacks the tools (carried xz-compressed: `cuzk` and `sweep`
+//!   are two thirds of the executables' bytes), runs the tests, then the
+//!   benchmarks, and prints a table last.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -84,6 +86,7 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
     )?);
 
     let mut binaries = 0u64;
+    let tool_names: Vec<&str> = tools.iter().map(|(n, _)| n.as_str()).collect();
     for (name, exe) in tests.iter().chain(&benches).chain(&tools) {
         let dst = bin.join(name);
         std::fs::copy(exe, &dst).with_context(|| format!("copying {}", exe.display()))?;
@@ -95,10 +98,18 @@ pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
         if !status.success() {
             bail!("strip {} failed", dst.display());
         }
+        // The tools (the CLI and the sweep, two thirds of the executables'
+        // bytes) travel xz-compressed; run.sh unpacks them on first use.
+        let dst = if tool_names.contains(&name.as_str()) {
+            xz(&dst)?
+        } else {
+            dst
+        };
         let size = std::fs::metadata(&dst)?.len();
         binaries += size;
         println!(
-            "bundle/bin/{name}: {:.1} MiB",
+            "bundle/bin/{}: {:.1} MiB",
+            dst.file_name().unwrap_or_default().to_string_lossy(),
             size as f64 / (1 << 20) as f64
         );
     }
@@ -260,6 +271,21 @@ fn json_string(line: &str, after: &str, key: &str) -> Option<String> {
     Some(line[at..end].to_string())
 }
 
+/// Compresses `path` to `path.xz` (removing `path`) and returns the new path.
+fn xz(path: &Path) -> Result<PathBuf> {
+    let status = Command::new("xz")
+        .args(["-T2", "-6", "-f"])
+        .arg(path)
+        .status()
+        .context("running xz (Debian's xz-utils)")?;
+    if !status.success() {
+        bail!("xz {} failed", path.display());
+    }
+    let mut out = path.as_os_str().to_owned();
+    out.push(".xz");
+    Ok(PathBuf::from(out))
+}
+
 fn run_script(tests: &[&str], benches: &[&str]) -> String {
     format!(
         r#"#!/usr/bin/env bash
@@ -281,6 +307,11 @@ benches="${{BENCHES:-{benches}}}"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 date -u +"date: %Y-%m-%dT%H:%M:%SZ"
 rows=()
+# The tools travel xz-compressed (cargo xtask bundle): unpack them once.
+for f in "$here"/bin/*.xz; do
+  [ -e "$f" ] || continue
+  [ -x "${{f%.xz}}" ] || {{ xz -dc "$f" > "${{f%.xz}}" && chmod +x "${{f%.xz}}"; }}
+done
 # Demo-circuit keys for cuzk-gpu's tests, made here with bellperson's generator
 # (KEY_SIZES, default "16 18"; the 2^10 key is in fixtures/).
 keys="${{KEYS_DIR:-/tmp/cuzk-keys}}"; mkdir -p "$keys"
