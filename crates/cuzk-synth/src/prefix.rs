@@ -258,7 +258,7 @@ where
                         found,
                     })
                 } else {
-                    root.join_past(part, found).or_else(|fault| fail(fault))
+                    root.join_past(part, found).or_else(fail)
                 }
             }
         };
