@@ -14,12 +14,16 @@ use cuzk_synth::{CircuitShape, Synthesized};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 
 use crate::proof_type::with_sector_shape;
-use crate::{partition_circuits, C1Input, Error};
+use crate::synthesis::{partition_work, PorepSynthesis};
+use crate::{C1Input, Error};
 
 /// One partition's synthesis, its circuit inside; given the shape to
 /// reserve room for.
 pub(crate) type Synthesis =
     Box<dyn FnOnce(&CircuitShape) -> Result<Synthesized, SynthesisError> + Send>;
+
+/// One PoRep partition's synthesis, in whichever mode was asked for.
+type PartitionSynthesis = Box<dyn FnOnce(&CircuitShape) -> Result<Synthesized, Error> + Send>;
 
 /// The partition circuits of one C1, built as `seal_commit_phase2` builds
 /// them, each synthesized once, on whichever thread asks; with the public
@@ -34,17 +38,28 @@ pub(crate) type Synthesis =
 pub struct PorepSource {
     label: String,
     shape: CircuitShape,
-    circuits: Vec<Mutex<Option<Synthesis>>>,
+    circuits: Vec<Mutex<Option<PartitionSynthesis>>>,
     inputs: Vec<Vec<Fr>>,
 }
 
 impl PorepSource {
     /// The partitions of `c1`, to be proved with `key` (the proof type's
-    /// key; a key of another circuit is refused when the job is submitted).
+    /// key; a key of another circuit is refused when the job is submitted),
+    /// each synthesized challenge by challenge in parallel.
     pub fn new(c1: &C1Input, key: &ProvingKey) -> Result<Self, Error> {
-        let (circuits, inputs) = with_sector_shape!(c1.proof_type.sector_size(), erased, c1)?;
+        Self::with_synthesis(c1, key, &PorepSynthesis::default())
+    }
+
+    /// [`PorepSource::new`], synthesizing as `synthesis` says.
+    pub fn with_synthesis(
+        c1: &C1Input,
+        key: &ProvingKey,
+        synthesis: &PorepSynthesis,
+    ) -> Result<Self, Error> {
+        let (circuits, inputs) =
+            with_sector_shape!(c1.proof_type.sector_size(), erased, c1, synthesis)?;
         Ok(PorepSource {
-            label: format!("PoRep C2 {:?}", c1.proof_type),
+            label: format!("PoRep C2 {:?} ({})", c1.proof_type, synthesis.mode()),
             shape: shape_from_key(key),
             circuits: circuits.into_iter().map(|c| Mutex::new(Some(c))).collect(),
             inputs,
@@ -64,15 +79,16 @@ impl std::fmt::Debug for PorepSource {
 
 fn erased<Tree: 'static + MerkleTreeTrait>(
     c1: &C1Input,
-) -> Result<(Vec<Synthesis>, Vec<Vec<Fr>>), Error> {
-    Ok(partition_circuits::<Tree>(c1)?
+    synthesis: &PorepSynthesis,
+) -> Result<(Vec<PartitionSynthesis>, Vec<Vec<Fr>>), Error> {
+    Ok(partition_work::<Tree>(c1, synthesis, None)?
         .into_iter()
-        .map(|p| {
-            let circuit = p.circuit;
-            let synthesis: Synthesis = Box::new(move |shape: &CircuitShape| {
-                cuzk_synth::synthesize_with_capacity(circuit, shape)
-            });
-            (synthesis, p.public_inputs)
+        .map(|mut work| {
+            let inputs = std::mem::take(&mut work.public_inputs);
+            let how = synthesis.clone();
+            let synthesize: PartitionSynthesis =
+                Box::new(move |shape: &CircuitShape| work.synthesize(&how, Some(shape)));
+            (synthesize, inputs)
         })
         .unzip())
 }
@@ -124,7 +140,8 @@ impl PartitionSource for PorepSource {
             })?;
         // Room for the shape up front: the vectors never grow past what
         // the engine reserved for them.
-        let witness = synthesis(&self.shape)?;
+        let witness = synthesis(&self.shape)
+            .map_err(|e| SourceError::with_source(format!("partition {index}"), e))?;
         if witness.input_assignment.get(1..) != Some(&self.inputs[index][..]) {
             return Err(SourceError::new(format!(
                 "partition {index}: the synthesized public inputs differ from the ones Filecoin's verifier derives"

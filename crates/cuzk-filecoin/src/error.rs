@@ -58,6 +58,17 @@ pub enum Error {
         #[source]
         source: bellperson::SynthesisError,
     },
+    /// A partition synthesized challenge by challenge could not be joined
+    /// (its challenges did not share the preamble).
+    #[error("synthesizing partition {partition} challenge by challenge: {source}")]
+    Pieces {
+        partition: usize,
+        #[source]
+        source: cuzk_synth::PieceError,
+    },
+    /// A pre-compiled circuit that cannot be used, naming its file.
+    #[error(transparent)]
+    Precompiled(#[from] crate::precompile::PrecompiledError),
     /// The synthesized circuit's public inputs are not the ones Filecoin's
     /// verifier derives: the circuit was not built as `seal_commit_phase2` builds it.
     #[error("partition {partition}: synthesized public inputs differ from the ones the verifier derives")]

@@ -9,11 +9,13 @@ mod error;
 pub mod fetch;
 pub mod params;
 mod post;
+pub mod precompile;
 mod proof_type;
 mod prove;
 pub mod sample;
 mod sdr;
 mod snap;
+mod synthesis;
 pub mod synthetic;
 pub mod synthetic_post;
 
@@ -28,10 +30,14 @@ pub use post::{
 };
 pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};
 pub use prove::{
-    partition_circuits, prove_partitions, verify, Partition, PartitionReport, SectorIdentity,
-    Verified,
+    partition_circuits, prove_partitions, prove_partitions_with, verify, Partition,
+    PartitionReport, SectorIdentity, Verified,
 };
 pub use snap::{prove_update, verify_update, UpdateRequest, UpdateSource, UpdateType};
+pub use synthesis::{
+    challenge_circuits, synthesize_challenges, synthesize_partition, witness_challenges,
+    PorepSynthesis, SynthesisMode,
+};
 
 use cuzk_groth16::prover::Backend;
 use rand_core::RngCore;

@@ -31,6 +31,7 @@ use storage_proofs_porep::stacked::{
 };
 
 use crate::proof_type::with_sector_shape;
+use crate::synthesis::{partition_work, PorepSynthesis};
 use crate::{C1Input, Error};
 
 /// What one proved partition cost.
@@ -93,9 +94,32 @@ impl SectorIdentity {
 /// each partition as it finishes. Returns 192 bytes per partition.
 ///
 /// This does not verify: call [`verify`] (the CLI and [`crate::prove_c1`] do).
+///
+/// Each partition is synthesized challenge by challenge in parallel;
+/// [`prove_partitions_with`] takes another [`PorepSynthesis`].
 pub fn prove_partitions(
     c1: &C1Input,
     key: &ProvingKey,
+    backend: &dyn Backend,
+    rng: &mut dyn RngCore,
+    on_partition: &mut dyn FnMut(&PartitionReport),
+) -> Result<Vec<u8>, Error> {
+    prove_partitions_with(
+        c1,
+        key,
+        &PorepSynthesis::default(),
+        backend,
+        rng,
+        on_partition,
+    )
+}
+
+/// [`prove_partitions`], synthesizing as `synthesis` says. The proof bytes
+/// do not depend on it.
+pub fn prove_partitions_with(
+    c1: &C1Input,
+    key: &ProvingKey,
+    synthesis: &PorepSynthesis,
     backend: &dyn Backend,
     rng: &mut dyn RngCore,
     on_partition: &mut dyn FnMut(&PartitionReport),
@@ -105,6 +129,7 @@ pub fn prove_partitions(
         prove_typed,
         c1,
         key,
+        synthesis,
         backend,
         rng,
         on_partition
@@ -286,27 +311,19 @@ pub fn partition_circuits<Tree: 'static + MerkleTreeTrait>(
 fn prove_typed<Tree: 'static + MerkleTreeTrait>(
     c1: &C1Input,
     key: &ProvingKey,
+    how: &PorepSynthesis,
     backend: &dyn Backend,
     rng: &mut dyn RngCore,
     on_partition: &mut dyn FnMut(&PartitionReport),
 ) -> Result<Vec<u8>, Error> {
-    let circuits = partition_circuits::<Tree>(c1)?;
-    let n = circuits.len();
+    let partitions = partition_work::<Tree>(c1, how, None)?;
+    let n = partitions.len();
     let randomness = cuzk_groth16::prover::draw_randomness(n, rng);
     let mut out = Vec::with_capacity(n * PROOF_LEN);
-    for (
-        k,
-        Partition {
-            circuit,
-            public_inputs: expected,
-        },
-    ) in circuits.into_iter().enumerate()
-    {
+    for (k, mut work) in partitions.into_iter().enumerate() {
+        let expected = std::mem::take(&mut work.public_inputs);
         let start = Instant::now();
-        let witness = cuzk_synth::synthesize(circuit).map_err(|source| Error::Synthesis {
-            partition: k,
-            source,
-        })?;
+        let witness = work.synthesize(how, None)?;
         let synthesis = start.elapsed();
         if witness.input_assignment.get(1..) != Some(&expected[..]) {
             return Err(Error::InputsMismatch { partition: k });

@@ -14,6 +14,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use crate::density::Density;
+use crate::prefix::{check_fits, PieceFault, Prefix, PrefixJoin};
 
 /// A constraint system that records what a Groth16 prover needs.
 ///
@@ -285,6 +286,67 @@ impl ConstraintSystem<Fr> for ProvingAssignment {
         // bellperson slices here too, so an `other` without ONE panics there as well.
         self.input_assignment
             .extend_from_slice(&other.input_assignment[1..]);
+    }
+}
+
+impl PrefixJoin for ProvingAssignment {
+    fn sizes(&self) -> Prefix {
+        Prefix {
+            inputs: self.input_assignment.len(),
+            aux: self.aux_assignment.len(),
+            constraints: self.a.len(),
+        }
+    }
+
+    fn reserve(&mut self, additional: Prefix) {
+        self.reserve_constraints(additional.constraints);
+        self.input_assignment.reserve(additional.inputs);
+        self.aux_assignment.reserve(additional.aux);
+    }
+
+    /// See [`PrefixJoin::join_past`]; the prefix's assignments and a, b, c
+    /// must be equal in both (a piece that computed another preamble is
+    /// refused, not joined).
+    fn join_past(&mut self, piece: Self, prefix: Prefix) -> Result<(), PieceFault> {
+        check_fits(prefix, self.sizes(), piece.sizes())?;
+        let (i, x, n) = (prefix.inputs, prefix.aux, prefix.constraints);
+        if self.input_assignment[..i] != piece.input_assignment[..i] {
+            return Err(PieceFault::PrefixValues("inputs"));
+        }
+        if self.aux_assignment[..x] != piece.aux_assignment[..x] {
+            return Err(PieceFault::PrefixValues("aux values"));
+        }
+        if self.a[..n] != piece.a[..n] || self.b[..n] != piece.b[..n] || self.c[..n] != piece.c[..n]
+        {
+            return Err(PieceFault::PrefixValues("constraint evaluations"));
+        }
+        self.a_aux_density
+            .merge_prefix_and_extend(&piece.a_aux_density, x);
+        self.b_input_density
+            .merge_prefix_and_extend(&piece.b_input_density, i);
+        self.b_aux_density
+            .merge_prefix_and_extend(&piece.b_aux_density, x);
+        let (a, (b, (c, aux))) = (
+            &mut self.a,
+            (&mut self.b, (&mut self.c, &mut self.aux_assignment)),
+        );
+        rayon::join(
+            || a.par_extend(piece.a[n..].par_iter().copied()),
+            || {
+                rayon::join(
+                    || b.par_extend(piece.b[n..].par_iter().copied()),
+                    || {
+                        rayon::join(
+                            || c.par_extend(piece.c[n..].par_iter().copied()),
+                            || aux.par_extend(piece.aux_assignment[x..].par_iter().copied()),
+                        )
+                    },
+                )
+            },
+        );
+        self.input_assignment
+            .extend_from_slice(&piece.input_assignment[i..]);
+        Ok(())
     }
 }
 

@@ -170,6 +170,38 @@ impl Density {
 
     /// Appends bits `from..` of `other` a word at a time (the bitmaps of a
     /// 2^27 partition hold ~130 M bits); leaves `ones` to the caller.
+    /// ORs `other`'s first `shared` bits into ours (the same variables, a
+    /// shared prefix) and appends the rest of `other`.
+    ///
+    /// # Panics
+    ///
+    /// If either bitmap is shorter than `shared`.
+    pub(crate) fn merge_prefix_and_extend(&mut self, other: &Density, shared: usize) {
+        assert!(
+            shared <= self.len && shared <= other.len,
+            "a shared prefix of {shared} bits, bitmaps of {} and {}",
+            self.len,
+            other.len
+        );
+        let full = shared / WORD_BITS;
+        for (mine, theirs) in self.words[..full].iter_mut().zip(&other.words[..full]) {
+            self.ones += (theirs & !*mine).count_ones() as usize;
+            *mine |= theirs;
+        }
+        if shared % WORD_BITS != 0 {
+            let mask = (1u64 << (shared % WORD_BITS)) - 1;
+            let theirs = other.words[full] & mask;
+            let mine = &mut self.words[full];
+            self.ones += (theirs & !*mine).count_ones() as usize;
+            *mine |= theirs;
+        }
+        if other.len > shared {
+            let before = self.len;
+            self.append_bits(other, shared);
+            self.ones += count_ones_from(&self.words, before);
+        }
+    }
+
     fn append_bits(&mut self, other: &Density, from: usize) {
         let count = other.len - from;
         let shift = self.len % WORD_BITS;
@@ -203,6 +235,15 @@ impl Density {
             *self.words.last_mut().expect("len > 0") &= (1u64 << (new_len % WORD_BITS)) - 1;
         }
     }
+}
+
+/// Set bits at or past bit `from`.
+fn count_ones_from(words: &[u64], from: usize) -> usize {
+    let (w, b) = (from / WORD_BITS, from % WORD_BITS);
+    let head = words
+        .get(w)
+        .map_or(0, |&word| (word >> b).count_ones() as usize);
+    head + count_ones(words.get(w + 1..).unwrap_or(&[]))
 }
 
 fn count_ones(words: &[u64]) -> usize {
@@ -290,6 +331,43 @@ mod tests {
         let expected: Density = density.iter().chain(long.iter().skip(1)).collect();
         density.extend(&long, true);
         assert_eq!(density, expected);
+    }
+
+    #[test]
+    fn merge_prefix_and_extend_agrees_with_bit_by_bit_at_every_alignment() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut bit = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % 3 == 0
+        };
+        for mine_len in [0, 1, 5, 63, 64, 65, 100, 128, 129] {
+            for other_len in [0, 1, 7, 63, 64, 65, 130, 200] {
+                for shared in [0, 1, 3, 63, 64, 65, 100] {
+                    if shared > mine_len || shared > other_len {
+                        continue;
+                    }
+                    let mine: Vec<bool> = (0..mine_len).map(|_| bit()).collect();
+                    let other: Vec<bool> = (0..other_len).map(|_| bit()).collect();
+                    let mut expected = mine.clone();
+                    for (e, o) in expected.iter_mut().zip(&other[..shared]) {
+                        *e |= o;
+                    }
+                    expected.extend(&other[shared..]);
+                    let mut density: Density = mine.iter().copied().collect();
+                    density.merge_prefix_and_extend(&other.iter().copied().collect(), shared);
+                    let expected: Density = expected.into_iter().collect();
+                    let case = format!("{mine_len} + {other_len} sharing {shared}");
+                    assert_eq!(density, expected, "{case}");
+                    assert_eq!(
+                        density.count_ones(),
+                        count_ones(density.as_words()),
+                        "{case}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod density;
 pub mod native;
 mod parallel;
 pub mod precompiled;
+mod prefix;
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
@@ -17,6 +18,10 @@ pub use assignment::{CircuitShape, ProvingAssignment, Synthesized};
 pub use demo::DemoCircuit;
 pub use density::Density;
 pub use parallel::synthesize_in_parallel;
+pub use prefix::{
+    synthesize_piece, synthesize_with_shared_prefix, PieceError, PieceFault, Prefix, PrefixJoin,
+    PrefixProbe,
+};
 
 /// Synthesizes one circuit (one partition) the way bellperson's prover does:
 /// allocate the ONE input, run the circuit, append `input_i * 0 = 0` for every

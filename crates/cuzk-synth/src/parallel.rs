@@ -32,27 +32,53 @@ where
     P: Send,
     F: Fn(P, &mut CS) -> Result<(), SynthesisError> + Sync,
 {
-    let (done, arrivals) = crossbeam_channel::unbounded::<(usize, Result<CS, SynthesisError>)>();
+    let mut outcome = Ok(());
+    in_order(
+        pieces,
+        |piece| {
+            let mut part = CS::new();
+            part.alloc_input(|| "one", || Ok(Fr::ONE))
+                .and_then(|_| synth(piece, &mut part))
+                .map(|()| part)
+        },
+        |_, part| match part {
+            Ok(part) if outcome.is_ok() => root.extend(&part),
+            Err(e) if outcome.is_ok() => outcome = Err(e),
+            _ => {}
+        },
+    );
+    outcome
+}
+
+/// Runs `work` on every piece on rayon tasks and hands the results to
+/// `join` on the calling thread, in the order of `pieces` (with the
+/// piece's index), each as soon as it and every result before it are
+/// there; a result is dropped by `join` or right after it.
+///
+/// The calling task waits by running other rayon tasks, so this works on a
+/// pool of any size, one thread included.
+pub(crate) fn in_order<P, T, W, J>(pieces: Vec<P>, work: W, mut join: J)
+where
+    P: Send,
+    T: Send,
+    W: Fn(P) -> T + Sync,
+    J: FnMut(usize, T) + Send,
+{
+    let (done, arrivals) = crossbeam_channel::unbounded::<(usize, T)>();
     rayon::scope(|scope| {
         for (index, piece) in pieces.into_iter().enumerate() {
             let done = done.clone();
-            let synth = &synth;
+            let work = &work;
             scope.spawn(move |_| {
-                let mut part = CS::new();
-                let outcome = part
-                    .alloc_input(|| "one", || Ok(Fr::ONE))
-                    .and_then(|_| synth(piece, &mut part))
-                    .map(|()| part);
                 // The receiver lives until every piece has reported.
-                let _ = done.send((index, outcome));
+                let _ = done.send((index, work(piece)));
             });
         }
         drop(done);
         let mut waiting = BTreeMap::new();
         let mut next = 0;
-        let mut outcome = Ok(());
         loop {
-            let (index, part) = match arrivals.try_recv() {
+            let (index, result) = match arrivals.try_recv() {
                 Ok(arrival) => arrival,
                 Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) => {
@@ -69,16 +95,11 @@ where
                     }
                 }
             };
-            waiting.insert(index, part);
-            while let Some(part) = waiting.remove(&next) {
+            waiting.insert(index, result);
+            while let Some(result) = waiting.remove(&next) {
+                join(next, result);
                 next += 1;
-                match part {
-                    Ok(part) if outcome.is_ok() => root.extend(&part),
-                    Err(e) if outcome.is_ok() => outcome = Err(e),
-                    _ => {}
-                }
             }
         }
-        outcome
     })
 }

@@ -37,6 +37,8 @@ enum Command {
     Info(commands::info::InfoArgs),
     /// Filecoin PoRep commit phase 2: C1 output in, verified partition proofs out.
     PorepC2(commands::porep_c2::PorepC2Args),
+    /// Record a PoRep proof type's partition circuit once for `porep-c2 --synthesis precompiled`.
+    Precompile(commands::precompile::PrecompileArgs),
     /// Filecoin WinningPoSt: the challenged sector's vanilla proof in, a verified proof out.
     WinningPost(commands::winning_post::WinningPostArgs),
     /// Filecoin WindowPoSt, one partition: its sectors' vanilla proofs in, a verified proof out.
@@ -76,6 +78,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Verify(args) => commands::verify::run(args),
         Command::Info(args) => commands::info::run(args),
         Command::PorepC2(args) => commands::porep_c2::run(args),
+        Command::Precompile(args) => commands::precompile::run(args),
         Command::WinningPost(args) => commands::winning_post::run(args),
         Command::WindowPost(args) => commands::window_post::run(args),
         Command::SnapProve(args) => commands::snap_prove::run(args),

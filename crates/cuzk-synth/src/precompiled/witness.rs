@@ -6,6 +6,8 @@ use blstrs::Scalar as Fr;
 use ff::Field;
 use rayon::prelude::*;
 
+use crate::prefix::{check_fits, PieceFault, Prefix, PrefixJoin};
+
 /// A circuit's assignments: inputs (ONE first) and aux variables, in
 /// allocation order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -116,5 +118,40 @@ impl ConstraintSystem<Fr> for WitnessAssignment {
         // On the pool, as the proving assignment's copies: a serial memcpy
         // would be the tail of a parallel synthesis.
         aux.par_extend(other.witness.aux_assignment.par_iter().copied());
+    }
+}
+
+impl PrefixJoin for WitnessAssignment {
+    /// Constraints are not kept: always 0.
+    fn sizes(&self) -> Prefix {
+        Prefix {
+            inputs: self.witness.input_assignment.len(),
+            aux: self.witness.aux_assignment.len(),
+            constraints: 0,
+        }
+    }
+
+    fn reserve(&mut self, additional: Prefix) {
+        self.witness.input_assignment.reserve(additional.inputs);
+        self.witness.aux_assignment.reserve(additional.aux);
+    }
+
+    /// See [`PrefixJoin::join_past`]; the prefix's values must be equal in
+    /// both.
+    fn join_past(&mut self, piece: Self, prefix: Prefix) -> Result<(), PieceFault> {
+        check_fits(prefix, self.sizes(), piece.sizes())?;
+        let (mine, theirs) = (&mut self.witness, &piece.witness);
+        let (i, x) = (prefix.inputs, prefix.aux);
+        if mine.input_assignment[..i] != theirs.input_assignment[..i] {
+            return Err(PieceFault::PrefixValues("inputs"));
+        }
+        if mine.aux_assignment[..x] != theirs.aux_assignment[..x] {
+            return Err(PieceFault::PrefixValues("aux values"));
+        }
+        mine.input_assignment
+            .extend_from_slice(&theirs.input_assignment[i..]);
+        mine.aux_assignment
+            .par_extend(theirs.aux_assignment[x..].par_iter().copied());
+        Ok(())
     }
 }

@@ -6,6 +6,7 @@ pub(crate) mod fixtures;
 pub(crate) mod info;
 pub(crate) mod porep_c2;
 pub(crate) mod post;
+pub(crate) mod precompile;
 pub(crate) mod prove;
 pub(crate) mod setup;
 pub(crate) mod snap_prove;

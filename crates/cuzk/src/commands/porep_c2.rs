@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    check_c1, parse_c1, prove_partitions, verify, C1Input, ParamsDir, PorepSource, ProofType,
-    SectorIdentity, Verified,
+    check_c1, parse_c1, prove_partitions_with, verify, C1Input, ParamsDir, PorepSource,
+    PorepSynthesis, ProofType, SectorIdentity, SynthesisMode, Verified,
 };
 use cuzk_groth16::prover::Backend;
 use cuzk_groth16::ProvingKey;
@@ -68,6 +68,20 @@ pub(crate) struct PorepC2Args {
     /// is refused before any work, with both numbers.
     #[arg(long, value_parser = parse_size)]
     host_budget: Option<u64>,
+    /// How each partition is synthesized: `parallel` (the default: the
+    /// partition's challenges on every core, joined in order), `sequential`
+    /// (the whole circuit on one thread, as bellperson's prover: the
+    /// reference), or `precompiled` (the circuit recorded by `cuzk
+    /// precompile`: only the witness, challenges in parallel, then a, b, c by
+    /// sparse mat-vec; when the recording is missing, truncated, corrupt or
+    /// for another circuit, the log says why and the run falls back to
+    /// parallel). The proof bytes are the same in every mode.
+    #[arg(long, default_value_t = SynthesisMode::Parallel)]
+    synthesis: SynthesisMode,
+    /// The pre-compiled circuit for --synthesis precompiled (default: beside
+    /// the key in the parameter cache, v28-….r1cs).
+    #[arg(long)]
+    r1cs_cache: Option<PathBuf>,
     /// Write the engine's TIMELINE (one JSON object per line: t_us, job,
     /// partition, event, worker) to this file.
     #[arg(long)]
@@ -161,11 +175,19 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
 
     let backend = select_backend(&args.backend)?;
     let key = read_key(&params, pt, &mut stages)?;
+    let synthesis = synthesis_mode(&args, pt, &params, &key, &mut stages);
 
     let proofs = if args.synthesis_workers > 1 || sectors.len() > 1 {
-        through_engine(&sectors, key, backend, &args, &mut stages)?
+        through_engine(&sectors, key, &synthesis, backend, &args, &mut stages)?
     } else {
-        let proof = one_after_another(&sectors[0].c1, &key, backend.as_ref(), &args, &mut stages)?;
+        let proof = one_after_another(
+            &sectors[0].c1,
+            &key,
+            &synthesis,
+            backend.as_ref(),
+            &args,
+            &mut stages,
+        )?;
         drop(key);
         vec![proof]
     };
@@ -245,10 +267,43 @@ fn read_sector(path: &Path, out: &Path, args: &PorepC2Args) -> Result<Sector> {
     })
 }
 
-/// Each partition synthesized on this thread, then proved, in order.
+/// `--synthesis`, with the recording opened (and its load time a stage)
+/// for `precompiled`; a recording that cannot be used falls back to
+/// parallel, as the log and the stage note say.
+fn synthesis_mode(
+    args: &PorepC2Args,
+    pt: ProofType,
+    params: &ParamsDir,
+    key: &ProvingKey,
+    stages: &mut Stages,
+) -> PorepSynthesis {
+    let t = Instant::now();
+    let (synthesis, fallback) = PorepSynthesis::for_mode(
+        args.synthesis,
+        pt,
+        params,
+        args.r1cs_cache.as_deref(),
+        Some(key),
+    );
+    let note = match (&synthesis, fallback) {
+        (PorepSynthesis::Precompiled(pre), _) => format!(
+            "precompiled: {} ({}, {} constraints)",
+            pre.path().display(),
+            cuzk_pipeline::memory::human(pre.file_bytes() as u64),
+            pre.shape().num_constraints
+        ),
+        (_, Some(e)) => format!("parallel (the pre-compiled circuit is not usable: {e})"),
+        (other, None) => other.mode().to_string(),
+    };
+    stages.push(("synthesis mode".into(), t.elapsed(), note));
+    synthesis
+}
+
+/// Each partition synthesized (rayon inside), then proved, in order.
 fn one_after_another(
     c1: &C1Input,
     key: &ProvingKey,
+    how: &PorepSynthesis,
     backend: &dyn Backend,
     args: &PorepC2Args,
     stages: &mut Stages,
@@ -264,7 +319,7 @@ fn one_after_another(
     let mut shape = String::new();
     let mut backend_name = "";
     let mut rng = rng_from(args.rng_seed);
-    let proof = prove_partitions(c1, key, backend, &mut rng, &mut |p| {
+    let proof = prove_partitions_with(c1, key, how, backend, &mut rng, &mut |p| {
         synthesis += p.synthesis;
         proving += p.proving;
         backend_name = p.backend;
@@ -320,6 +375,7 @@ fn host_budget(args: &PorepC2Args, key: &ProvingKey) -> (u64, String) {
 fn through_engine(
     sectors: &[Sector],
     key: ProvingKey,
+    synthesis: &PorepSynthesis,
     backend: Box<dyn Backend>,
     args: &PorepC2Args,
     stages: &mut Stages,
@@ -327,7 +383,7 @@ fn through_engine(
     let workers = args.synthesis_workers as usize;
     let sources = sectors
         .iter()
-        .map(|s| PorepSource::new(&s.c1, &key))
+        .map(|s| PorepSource::with_synthesis(&s.c1, &key, synthesis))
         .collect::<Result<Vec<_>, _>>()?;
     let shape = sources[0].shape();
     let (budget, why) = host_budget(args, &key);

@@ -1,0 +1,223 @@
+//! One PoRep partition's synthesis, mode against mode, in one process:
+//! `sequential` (the whole circuit on one thread, bellperson's order),
+//! `parallel` (challenges on rayon, joined past the shared preamble) and
+//! `precompiled` (the witness challenge by challenge, a, b, c by mat-vec
+//! over the recorded circuit). One line per mode: wall seconds, CPU
+//! core-seconds (user + system of the whole process, as getrusage(SELF)
+//! counts them, read from /proc/self/stat), peak RSS during the mode (the
+//! high-water mark is reset before each mode through /proc/self/clear_refs),
+//! constraints, and a checksum of a, b, c and the assignments (equal
+//! checksums: the same `Synthesized`).
+//!
+//! `cargo run --release -p cuzk-benches --bin synth_bench -- --c1 FILE
+//! [--partition K] [--mode sequential --mode parallel --mode precompiled]
+//! [--cache FILE] [--threads N]`. Without `--cache`, precompiled records the
+//! circuit into a temporary file first (timed on its own line, not in the
+//! mode's figures); the cache file's load (open, checksums) is its own line.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use cuzk_filecoin::precompile::{precompile, PrecompiledPorep};
+use cuzk_filecoin::{parse_c1, synthesize_partition, C1Input, PorepSynthesis, SynthesisMode};
+use cuzk_synth::Synthesized;
+use ff::PrimeField;
+use rayon::prelude::*;
+
+/// One PoRep partition's synthesis in each mode: wall, CPU core-seconds, peak RSS.
+#[derive(Parser, Debug)]
+struct Args {
+    /// The C1 output (filecoin-proofs-api JSON or Curio's wrapper).
+    #[arg(long)]
+    c1: PathBuf,
+    /// Which partition.
+    #[arg(long, default_value_t = 0)]
+    partition: usize,
+    /// Modes to run, in order (repeat the flag); default all three.
+    #[arg(long)]
+    mode: Vec<SynthesisMode>,
+    /// The pre-compiled circuit (from `cuzk precompile`); recorded into a
+    /// temporary file when absent.
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Rayon threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("synth_bench: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
+    let args = Args::parse();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.unwrap_or(0))
+        .build()?;
+    pool.install(|| bench(&args))
+}
+
+fn bench(args: &Args) -> Result<()> {
+    let bytes = std::fs::read(&args.c1).with_context(|| format!("{}", args.c1.display()))?;
+    let c1 = parse_c1(&bytes)?;
+    drop(bytes);
+    let modes = if args.mode.is_empty() {
+        SynthesisMode::ALL.to_vec()
+    } else {
+        args.mode.clone()
+    };
+    println!(
+        "synth_bench: {} partition {} of {}, {} rayon threads, {}",
+        c1.proof_type.name(),
+        args.partition,
+        c1.proof_type.partitions(),
+        rayon::current_num_threads(),
+        cuzk_benches::machine()
+    );
+    let mut first: Option<(SynthesisMode, u64)> = None;
+    for mode in modes {
+        let synthesis = prepare(mode, &c1, args)?;
+        reset_peak_rss();
+        let cpu = cpu_seconds()?;
+        let start = Instant::now();
+        let synthesized = synthesize_partition(&c1, args.partition, &synthesis)?;
+        let wall = start.elapsed().as_secs_f64();
+        let cpu = cpu_seconds()? - cpu;
+        let peak = peak_rss().unwrap_or(0);
+        let sum = checksum(&synthesized);
+        println!(
+            "{:<12} wall {wall:>8.2} s  cpu {cpu:>8.2} core-s ({:.1} cores)  peak RSS {:>6.2} GiB  \
+             {} constraints  checksum {sum:016x}",
+            mode.name(),
+            cpu / wall.max(1e-9),
+            peak as f64 / (1u64 << 30) as f64,
+            synthesized.num_constraints()
+        );
+        drop(synthesized);
+        match first {
+            None => first = Some((mode, sum)),
+            Some((m, s)) if s != sum => bail!("{mode} gave another Synthesized than {m}"),
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The mode's synthesis, with the recording opened (timed) for precompiled.
+fn prepare(mode: SynthesisMode, c1: &C1Input, args: &Args) -> Result<PorepSynthesis> {
+    Ok(match mode {
+        SynthesisMode::Sequential => PorepSynthesis::Sequential,
+        SynthesisMode::Parallel => PorepSynthesis::Parallel,
+        SynthesisMode::Precompiled => {
+            let mut _tmp = None;
+            let path = match &args.cache {
+                Some(p) => p.clone(),
+                None => {
+                    let dir = tempfile::tempdir()?;
+                    let path = dir.path().join("porep.r1cs");
+                    let made = precompile(c1.proof_type, &path)?;
+                    println!(
+                        "record       {:>8.2} s  write {:.2} s  {} bytes, {} distinct coefficients",
+                        made.record_secs,
+                        made.write_secs,
+                        made.file_bytes,
+                        made.stats.distinct_coeffs
+                    );
+                    _tmp = Some(dir);
+                    path
+                }
+            };
+            let start = Instant::now();
+            let pre = PrecompiledPorep::open(&path, c1.proof_type, None)?;
+            println!(
+                "load         {:>8.2} s  {} ({} bytes)",
+                start.elapsed().as_secs_f64(),
+                path.display(),
+                pre.file_bytes()
+            );
+            // The mapping outlives the temporary directory's entry.
+            PorepSynthesis::Precompiled(Arc::new(pre))
+        }
+    })
+}
+
+/// user + system CPU seconds of the whole process (all threads), from
+/// /proc/self/stat (fields 14 and 15, in USER_HZ = 100 ticks per second on
+/// Linux): what getrusage(RUSAGE_SELF) reports, at tick resolution.
+fn cpu_seconds() -> Result<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .context("/proc/self/stat has no command field")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After ')' come field 3 (state) onwards: utime is field 14, stime 15.
+    let ticks = |i: usize| -> Result<f64> {
+        Ok(fields
+            .get(i - 3)
+            .context("/proc/self/stat is too short")?
+            .parse::<u64>()? as f64)
+    };
+    Ok((ticks(14)? + ticks(15)?) / 100.0)
+}
+
+/// Resets the peak resident set (VmHWM) to the current one; Linux only.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak resident set (VmHWM), the figure getrusage reports as ru_maxrss.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// A position-dependent 64-bit digest of a, b, c, the assignments and the
+/// densities (not cryptographic: it tells the modes' results apart).
+fn checksum(s: &Synthesized) -> u64 {
+    fn vector(tag: u64, v: &[blstrs::Scalar]) -> u64 {
+        v.par_iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let repr = x.to_repr();
+                let word = u64::from_le_bytes(repr.as_ref()[..8].try_into().expect("8 bytes"))
+                    ^ u64::from_le_bytes(repr.as_ref()[24..32].try_into().expect("8 bytes"));
+                mix(word ^ mix(i as u64 ^ tag))
+            })
+            .reduce(|| 0, u64::wrapping_add)
+    }
+    let words = |tag: u64, d: &cuzk_synth::Density| {
+        d.as_words().iter().enumerate().fold(0u64, |acc, (i, &w)| {
+            acc.wrapping_add(mix(w ^ mix(i as u64 ^ tag)))
+        })
+    };
+    [
+        vector(1, &s.a),
+        vector(2, &s.b),
+        vector(3, &s.c),
+        vector(4, &s.input_assignment),
+        vector(5, &s.aux_assignment),
+        words(6, &s.a_aux_density),
+        words(7, &s.b_input_density),
+        words(8, &s.b_aux_density),
+    ]
+    .into_iter()
+    .fold(0, |acc, x| mix(acc ^ x))
+}
+
+/// splitmix64's finalizer.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,288 @@
+//! A PoRep partition synthesized challenge by challenge in parallel, and
+//! through the pre-compiled circuit, equals the sequential synthesis of the
+//! whole partition circuit bit for bit (a, b, c, assignments, densities);
+//! the three modes give the same proof bytes; a pre-compiled circuit file
+//! that is truncated, corrupt, missing or for another circuit is refused
+//! naming the file, and the prover falls back to parallel synthesis.
+//!
+//! The C1s: a 2 KiB sector sealed here with filecoin-proofs (as
+//! porep_2kib.rs seals one) and synthetic sectors (cuzk's generator);
+//! 512 MiB in an ignored test (`cargo test --release -p cuzk-filecoin
+//! --test porep_synthesis -- --ignored`).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use cuzk_filecoin::precompile::{precompile, PrecompiledError, PrecompiledPorep};
+use cuzk_filecoin::synthetic::SyntheticSector;
+use cuzk_filecoin::{
+    challenge_circuits, parse_c1, partition_circuits, prove_partitions_with, synthesize_challenges,
+    verify, witness_challenges, C1Input, Error, ParamsDir, PorepSynthesis, ProofType,
+    SectorIdentity, SynthesisMode, Verified,
+};
+use cuzk_groth16::prover::CpuBackend;
+use cuzk_synth::precompiled::CacheError;
+use filecoin_proofs::{MerkleTreeTrait, SectorShape2KiB, SectorShape512MiB};
+use filecoin_proofs_api::RegisteredSealProof;
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+
+const ACTOR: u64 = 1000;
+const SECTOR: u64 = 7;
+/// The test keys' seed (porep_2kib.rs's, so the cached keys are shared).
+const KEY_SEED: u64 = 0;
+
+fn proof_type(p: RegisteredSealProof) -> ProofType {
+    ProofType::new(p).unwrap()
+}
+
+fn params_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters")
+}
+
+/// Sets filecoin-proofs' caches before its settings are read (once per
+/// process): the shared test-key directory and a private parent cache.
+fn settings() -> &'static PathBuf {
+    static WORK: OnceLock<PathBuf> = OnceLock::new();
+    WORK.get_or_init(|| {
+        let work = tempfile::tempdir().unwrap().keep();
+        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", params_dir());
+        std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.join("parents"));
+        work
+    })
+}
+
+fn sealed_2kib() -> &'static C1Input {
+    static C1: OnceLock<C1Input> = OnceLock::new();
+    C1.get_or_init(|| {
+        let work = settings();
+        let mut rng = ChaCha20Rng::seed_from_u64(0x5eed_2c1d);
+        let identity = SectorIdentity::from_actor(ACTOR, SECTOR);
+        let c1 = cuzk_filecoin::sample::seal_random_sector(
+            proof_type(RegisteredSealProof::StackedDrg2KiBV1_1),
+            work,
+            &identity,
+            &mut rng,
+        )
+        .unwrap();
+        parse_c1(&serde_json::to_vec(&c1).unwrap()).unwrap()
+    })
+}
+
+fn synthetic(p: RegisteredSealProof, seed: u64) -> C1Input {
+    settings();
+    let made = SyntheticSector {
+        proof_type: proof_type(p),
+        identity: SectorIdentity::from_actor(ACTOR, SECTOR),
+        seed,
+    }
+    .generate()
+    .unwrap();
+    parse_c1(&serde_json::to_vec(&made.output).unwrap()).unwrap()
+}
+
+/// Every partition: parallel == sequential, bit for bit; at least two
+/// challenges each, so the join is exercised.
+fn parallel_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input) {
+    let whole = partition_circuits::<Tree>(c1).unwrap();
+    let pieces = challenge_circuits::<Tree>(c1).unwrap();
+    assert_eq!(whole.len(), c1.proof_type.partitions());
+    assert_eq!(pieces.len(), whole.len());
+    for (k, (partition, challenges)) in whole.into_iter().zip(pieces).enumerate() {
+        assert!(
+            challenges.len() >= 2,
+            "partition {k}: {} challenges",
+            challenges.len()
+        );
+        let sequential = cuzk_synth::synthesize(partition.circuit).unwrap();
+        let parallel = synthesize_challenges(challenges).unwrap();
+        assert_eq!(
+            sequential.input_assignment.get(1..),
+            Some(&partition.public_inputs[..]),
+            "partition {k}: the verifier's inputs"
+        );
+        assert!(
+            parallel == sequential,
+            "partition {k}: {parallel:?} against {sequential:?}"
+        );
+    }
+}
+
+/// Every partition through the recording at `path` equals full synthesis.
+fn precompiled_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input, path: &Path) {
+    let pre = PrecompiledPorep::open(path, c1.proof_type, None).unwrap();
+    let whole = partition_circuits::<Tree>(c1).unwrap();
+    for (k, (partition, challenges)) in whole
+        .into_iter()
+        .zip(challenge_circuits::<Tree>(c1).unwrap())
+        .enumerate()
+    {
+        let sequential = cuzk_synth::synthesize(partition.circuit).unwrap();
+        let witness = witness_challenges(challenges).unwrap();
+        assert_eq!(
+            witness.aux_assignment, sequential.aux_assignment,
+            "partition {k}"
+        );
+        let precompiled = pre.synthesize(witness).unwrap();
+        assert!(
+            precompiled == sequential,
+            "partition {k}: {precompiled:?} against {sequential:?}"
+        );
+    }
+}
+
+#[test]
+fn the_sealed_2kib_partition_in_parallel_equals_sequential_synthesis() {
+    parallel_equals_sequential::<SectorShape2KiB>(sealed_2kib());
+}
+
+#[test]
+fn synthetic_2kib_partitions_in_parallel_equal_sequential_synthesis() {
+    for seed in [1, 2] {
+        parallel_equals_sequential::<SectorShape2KiB>(&synthetic(
+            RegisteredSealProof::StackedDrg2KiBV1_1,
+            seed,
+        ));
+    }
+}
+
+#[test]
+fn the_precompiled_2kib_partition_equals_full_synthesis() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("porep-2kib.r1cs");
+    let made = precompile(sealed_2kib().proof_type, &path).unwrap();
+    assert!(made.file_bytes > 1024 && made.stats.distinct_coeffs >= 2);
+    precompiled_equals_sequential::<SectorShape2KiB>(sealed_2kib(), &path);
+    let other = synthetic(RegisteredSealProof::StackedDrg2KiBV1_1, 3);
+    precompiled_equals_sequential::<SectorShape2KiB>(&other, &path);
+}
+
+#[test]
+fn every_mode_gives_the_same_proof_bytes() {
+    let c1 = sealed_2kib();
+    let pt = c1.proof_type;
+    let params = ParamsDir::new(params_dir());
+    if params.check(pt).is_err() {
+        params.generate_test_keys(pt, KEY_SEED).unwrap();
+    }
+    let key = params.load_proving_key(pt).unwrap();
+    let vk = params.load_verifying_key(pt).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("porep-2kib.r1cs");
+    precompile(pt, &path).unwrap();
+    let pre = PorepSynthesis::for_mode(
+        SynthesisMode::Precompiled,
+        pt,
+        &params,
+        Some(&path),
+        Some(&key),
+    );
+    assert!(
+        matches!(pre, (PorepSynthesis::Precompiled(_), None)),
+        "{pre:?}"
+    );
+    let mut proofs = Vec::new();
+    for synthesis in [PorepSynthesis::Sequential, PorepSynthesis::Parallel, pre.0] {
+        let mut rng = ChaCha20Rng::seed_from_u64(42);
+        let proof = prove_partitions_with(c1, &key, &synthesis, &CpuBackend, &mut rng, &mut |_| {})
+            .unwrap();
+        proofs.push((synthesis.mode(), proof));
+    }
+    for (mode, proof) in &proofs {
+        assert_eq!(proof, &proofs[0].1, "{mode} against {}", proofs[0].0);
+    }
+    assert_eq!(
+        verify(c1, &proofs[0].1, &vk, None).unwrap(),
+        Verified::ReplicaId
+    );
+}
+
+fn cache_fault(e: Error) -> CacheError {
+    match e {
+        Error::Precompiled(PrecompiledError::Cache { source, .. }) => source,
+        other => panic!("not a cache error: {other}"),
+    }
+}
+
+#[test]
+fn unusable_cache_files_are_refused_naming_them_and_fall_back_to_parallel() {
+    let pt = proof_type(RegisteredSealProof::StackedDrg2KiBV1_1);
+    settings();
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.r1cs");
+    precompile(pt, &good).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+
+    let truncated = dir.path().join("truncated.r1cs");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let e = PrecompiledPorep::open(&truncated, pt, None).unwrap_err();
+    assert!(e.to_string().contains("truncated.r1cs"), "{e}");
+    assert!(matches!(cache_fault(e), CacheError::Truncated { .. }));
+
+    let corrupt = dir.path().join("corrupt.r1cs");
+    let mut flipped = bytes.clone();
+    let at = flipped.len() - 100;
+    flipped[at] ^= 1;
+    std::fs::write(&corrupt, &flipped).unwrap();
+    let e = PrecompiledPorep::open(&corrupt, pt, None).unwrap_err();
+    assert!(e.to_string().contains("corrupt.r1cs"), "{e}");
+    assert!(matches!(
+        cache_fault(e),
+        CacheError::Checksum { .. } | CacheError::Malformed { .. }
+    ));
+
+    // The 2 KiB recording offered as another proof type's.
+    let other = proof_type(RegisteredSealProof::StackedDrg8MiBV1_1);
+    let e = PrecompiledPorep::open(&good, other, None).unwrap_err();
+    assert!(e.to_string().contains("good.r1cs"), "{e}");
+    assert!(matches!(cache_fault(e), CacheError::OtherCircuit { .. }));
+
+    // The prover's view: refused, said why, synthesized in parallel.
+    let params = ParamsDir::new(dir.path());
+    for path in [&truncated, &corrupt, &dir.path().join("absent.r1cs")] {
+        let (synthesis, why) =
+            PorepSynthesis::for_mode(SynthesisMode::Precompiled, pt, &params, Some(path), None);
+        assert!(
+            matches!(synthesis, PorepSynthesis::Parallel),
+            "{}",
+            path.display()
+        );
+        let why = why.unwrap().to_string();
+        assert!(
+            why.contains(&*path.file_name().unwrap().to_string_lossy()),
+            "{why}"
+        );
+    }
+    // With no file given, the default is beside the key (absent here).
+    let (synthesis, why) =
+        PorepSynthesis::for_mode(SynthesisMode::Precompiled, pt, &params, None, None);
+    assert!(matches!(synthesis, PorepSynthesis::Parallel));
+    assert!(why.unwrap().to_string().contains(".r1cs"));
+    let opened = PrecompiledPorep::open(&good, pt, None)
+        .map(Arc::new)
+        .unwrap();
+    assert_eq!(opened.proof_type(), pt);
+}
+
+#[test]
+fn synthesis_modes_parse_by_name() {
+    for mode in SynthesisMode::ALL {
+        assert_eq!(mode.name().parse::<SynthesisMode>().unwrap(), mode);
+    }
+    assert_eq!(SynthesisMode::default(), SynthesisMode::Parallel);
+    let e = "fast".parse::<SynthesisMode>().unwrap_err();
+    assert!(e.contains("sequential, parallel, precompiled"), "{e}");
+}
+
+/// 512 MiB (one partition, two challenges), parallel and pre-compiled
+/// against sequential. Minutes in a release build.
+#[test]
+#[ignore = "512 MiB: minutes and a few GiB; run with --ignored in release"]
+fn synthetic_512mib_partition_in_every_mode_equals_sequential_synthesis() {
+    let c1 = synthetic(RegisteredSealProof::StackedDrg512MiBV1_1, 5);
+    parallel_equals_sequential::<SectorShape512MiB>(&c1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("porep-512mib.r1cs");
+    precompile(c1.proof_type, &path).unwrap();
+    precompiled_equals_sequential::<SectorShape512MiB>(&c1, &path);
+}
