@@ -1,0 +1,83 @@
+//! The one circuit of a PoSt as a partition source of cuzk's engine.
+
+use super::*;
+
+/// The one circuit of a PoSt as a job for cuzk's engine (see
+/// [`crate::PorepSource`] for the shape taken from the key).
+pub struct PostSource {
+    label: String,
+    shape: CircuitShape,
+    circuit: Mutex<Option<Synthesis>>,
+    inputs: Vec<Fr>,
+}
+
+impl PostSource {
+    /// The circuit of `request`, to be proved with `key` (the proof type's key).
+    pub fn new(request: &PostRequest, key: &ProvingKey) -> Result<Self, Error> {
+        let (synthesis, inputs) =
+            with_sector_shape!(request.post_type.sector_size(), erased_circuit, request)?;
+        let pt = request.post_type;
+        Ok(PostSource {
+            label: match pt.kind() {
+                PostKind::Winning => format!("WinningPoSt {}", pt.name()),
+                PostKind::Window => format!(
+                    "WindowPoSt {} partition {}",
+                    pt.name(),
+                    request.partition_index
+                ),
+            },
+            shape: shape_from_key(key),
+            circuit: Mutex::new(Some(synthesis)),
+            inputs,
+        })
+    }
+}
+
+impl std::fmt::Debug for PostSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostSource")
+            .field("label", &self.label)
+            .field("shape", &self.shape)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartitionSource for PostSource {
+    fn describe(&self) -> String {
+        self.label.clone()
+    }
+
+    fn num_partitions(&self) -> usize {
+        1
+    }
+
+    fn shape(&self) -> CircuitShape {
+        self.shape.clone()
+    }
+
+    /// Synthesizes the circuit, once (it is consumed).
+    fn synthesize(&self, index: usize) -> Result<cuzk_synth::Synthesized, SourceError> {
+        if index != 0 {
+            return Err(SourceError::new(format!(
+                "no partition {index}: a PoSt has one circuit"
+            )));
+        }
+        let synthesis = self
+            .circuit
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+            .ok_or_else(|| SourceError::new("the PoSt circuit was already synthesized"))?;
+        let witness = synthesis(&self.shape)?;
+        if witness.input_assignment.get(1..) != Some(&self.inputs[..]) {
+            return Err(SourceError::new(
+                "the synthesized public inputs differ from the ones Filecoin's verifier derives",
+            ));
+        }
+        Ok(witness)
+    }
+
+    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
+        Ok((index == 0).then(|| self.inputs.clone()))
+    }
+}
