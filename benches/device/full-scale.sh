@@ -123,8 +123,27 @@ step_sweep() {
 step_porep() {
   "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1.bin" --prover-id f01000 \
     --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
+    --synthesis "${SYNTHESIS:-parallel}" \
     --timeline "$FS/timeline-porep-c2.jsonl" > "$FS/porep.log" 2>&1
   echo "porep rc=$?" >> "$FS/porep.log"
+}
+
+# One 32 GiB partition's CPU side, sequential / parallel / pre-compiled (issue 14):
+# benches/device/synth-bench.sh (records the circuit into $FS/porep-32g.r1cs).
+step_synth() {
+  FS=$FS bash "$here/benches/device/synth-bench.sh" > "$FS/synth.log" 2>&1
+  echo "synth rc=$?" >> "$FS/synth.log"
+}
+
+# porep-c2 on C1 1 again with the pre-compiled circuit step_synth recorded.
+step_porep_pre() {
+  "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1p.bin" --prover-id f01000 \
+    --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
+    --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
+    --timeline "$FS/timeline-porep-pre.jsonl" > "$FS/porep_pre.log" 2>&1
+  echo "porep_pre rc=$?" >> "$FS/porep_pre.log"
+  cmp "$FS/proof-1.bin" "$FS/proof-1p.bin" >> "$FS/porep_pre.log" 2>&1 \
+    && echo "proof bytes identical to the parallel run's (same --rng-seed)" >> "$FS/porep_pre.log"
 }
 
 # supraseal-c2 through filecoin-proofs on the same C1 and key (it synthesizes
@@ -241,7 +260,7 @@ summary() {
 collect() {
   [ -n "${OUT:-}" ] || return 0
   tar -C "$FS" -czf "$OUT/fs.tgz" --exclude bin --exclude params --exclude 'c1-*.json' \
-    --exclude '*.bin' . 2>/dev/null
+    --exclude '*.bin' --exclude '*.r1cs' --exclude daemon-state --exclude cuzk.sock . 2>/dev/null
   cp "$FS/summary.txt" "$OUT/" 2>/dev/null
   ls -la "$OUT"
 }
