@@ -194,29 +194,28 @@ async fn prove(args: ProveArgs) -> Result<()> {
         ..SubmitProofRequest::default()
     };
 
-    let mut client = Client::connect(&args.daemon).await?;
-    let deadline = (args.timeout_secs > 0).then(|| Duration::from_secs(args.timeout_secs));
     send(
-        &mut client,
         submit,
         request_bytes,
-        deadline,
+        args.timeout_secs,
         &args.daemon,
         &args.out,
     )
     .await
 }
 
-/// Sends `submit` with `Prove`, writes the proof to `out` and prints the
+/// Connects to `daemon`, sends `submit` with `Prove` (waiting at most
+/// `timeout_secs`, 0 for no limit), writes the proof to `out` and prints the
 /// daemon's timings beside the call's wall time.
 async fn send(
-    client: &mut Client,
     submit: SubmitProofRequest,
     request_bytes: usize,
-    deadline: Option<Duration>,
+    timeout_secs: u64,
     daemon: &str,
     out: &std::path::Path,
 ) -> Result<()> {
+    let mut client = Client::connect(daemon).await?;
+    let deadline = (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs));
     let request_id = submit.request_id.clone();
     eprintln!(
         "{request_id}: {} of vanilla proof to {daemon}",
@@ -299,13 +298,10 @@ async fn post(kind: ProofKind, args: PostClientArgs) -> Result<()> {
         partition_index: args.partition,
         ..SubmitProofRequest::default()
     };
-    let mut client = Client::connect(&args.daemon).await?;
-    let deadline = (args.timeout_secs > 0).then(|| Duration::from_secs(args.timeout_secs));
     send(
-        &mut client,
         submit,
         request_bytes,
-        deadline,
+        args.timeout_secs,
         &args.daemon,
         &args.out,
     )
