@@ -212,7 +212,11 @@ impl Backend for CpuBackend {
         w: &Synthesized,
         t: &mut StageTimings,
     ) -> Result<MsmSums, ProveError> {
-        let h = t.time("h_poly", || quotient_coefficients(&w.a, &w.b, &w.c))?;
+        // a, b, c padded to the domain: copies of the witness's, or the
+        // recording's products when synthesis left them to the prover.
+        let h = t.time("h_poly", || {
+            quotient_of_padded(w.padded_abc(1 << w.domain_log2()))
+        })?;
         let sum_h = t.time("msm_h", || msm::msm_g1(&key.h, &h));
         drop(h);
         let sum_l = t.time("msm_l", || msm::msm_g1(&key.l, &w.aux_assignment));
@@ -309,19 +313,32 @@ fn gather_set_bits(out: &mut [Fr], values: &[Fr], density: &Density) {
 /// The n − 1 coefficients of h = (a·b − c)/Z for a, b, c given as evaluations
 /// on the domain of size n (zero-padded from the constraint count).
 pub fn quotient_coefficients(a: &[Fr], b: &[Fr], c: &[Fr]) -> Result<Vec<Fr>, ProveError> {
-    let domain = Domain::for_len(a.len());
-    let n = domain.size();
-    let to_coset = |v: &[Fr]| {
+    let n = Domain::for_len(a.len()).size();
+    let pad = |v: &[Fr]| {
         let mut p = Vec::with_capacity(n);
         p.extend_from_slice(v);
         p.resize(n, Fr::ZERO);
-        domain.intt(&mut p);
-        domain.coset_ntt(&mut p);
         p
     };
-    let (mut pa, (pb, pc)) = rayon::join(
-        || to_coset(a),
-        || rayon::join(|| to_coset(b), || to_coset(c)),
+    quotient_of_padded([pad(a), pad(b), pad(c)])
+}
+
+/// [`quotient_coefficients`] of a, b, c already zero-padded to the domain
+/// size (a power of two), transformed in place: no copy of them is made.
+pub fn quotient_of_padded([mut pa, mut pb, mut pc]: [Vec<Fr>; 3]) -> Result<Vec<Fr>, ProveError> {
+    let domain = Domain::for_len(pa.len());
+    let n = domain.size();
+    assert!(
+        pa.len() == n && pb.len() == n && pc.len() == n,
+        "a, b, c padded to the domain size {n}"
+    );
+    let to_coset = |p: &mut Vec<Fr>| {
+        domain.intt(p);
+        domain.coset_ntt(p);
+    };
+    rayon::join(
+        || to_coset(&mut pa),
+        || rayon::join(|| to_coset(&mut pb), || to_coset(&mut pc)),
     );
     let z_inv = domain.z_on_coset().invert().unwrap();
     pa.par_iter_mut()

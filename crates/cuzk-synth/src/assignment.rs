@@ -107,6 +107,7 @@ impl ProvingAssignment {
             a_aux_density: self.a_aux_density,
             b_input_density: self.b_input_density,
             b_aux_density: self.b_aux_density,
+            deferred: None,
         }
     }
 
@@ -389,12 +390,20 @@ pub struct Synthesized {
     pub b_input_density: Density,
     /// Aux variables appearing in some B with a nonzero coefficient.
     pub b_aux_density: Density,
+    /// `Some`: a, b and c are empty, left to the prover, which evaluates
+    /// them from this recording (pre-compiled circuits,
+    /// [`crate::precompiled::DeferredAbc`]).
+    pub deferred: Option<crate::precompiled::DeferredAbc>,
 }
 
 impl Synthesized {
-    /// Number of constraints (the length of `a`, `b` and `c`).
+    /// Number of constraints (the length of `a`, `b` and `c`, or of the
+    /// recording's rows when they are deferred).
     pub fn num_constraints(&self) -> usize {
-        self.a.len()
+        match &self.deferred {
+            Some(d) => d.rows(),
+            None => self.a.len(),
+        }
     }
 
     /// The smallest `k` with `2^k >= num_constraints()`: the evaluation
@@ -406,7 +415,7 @@ impl Synthesized {
     /// The sizes that must agree with a proving key.
     pub fn shape(&self) -> CircuitShape {
         CircuitShape {
-            num_constraints: self.a.len(),
+            num_constraints: self.num_constraints(),
             num_inputs: self.input_assignment.len(),
             num_aux: self.aux_assignment.len(),
             a_aux_density: self.a_aux_density.count_ones(),

@@ -10,7 +10,9 @@ use cuzk_groth16::prover::{prove_batch, CpuBackend};
 use cuzk_groth16::setup::generate_key;
 use cuzk_groth16::verifier::{verify_proof, PreparedVerifyingKey};
 use cuzk_groth16::ProvingKey;
-use cuzk_synth::precompiled::{cache, record, witness, MappedR1cs};
+use std::sync::Arc;
+
+use cuzk_synth::precompiled::{cache, record, witness, DeferredAbc, MappedR1cs};
 use cuzk_synth::{synthesize, DemoCircuit, Synthesized};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -27,8 +29,9 @@ fn proofs(key: &ProvingKey, witnesses: &[Synthesized], seed: u64) -> Vec<u8> {
     proofs_to_bytes(&proved.iter().map(|p| p.proof).collect::<Vec<_>>())
 }
 
-/// Full synthesis and the pre-compiled path (through a cache file) prove
-/// the same bytes for `circuits`, which all verify.
+/// Full synthesis and the pre-compiled path (through a cache file; a, b, c
+/// evaluated at synthesis, or left to the prover) prove the same bytes for
+/// `circuits`, which all verify.
 fn check(key: &ProvingKey, circuits: &[DemoCircuit], seed: u64) {
     println!("proof randomness seed {seed}");
     let full: Vec<Synthesized> = circuits
@@ -40,12 +43,19 @@ fn check(key: &ProvingKey, circuits: &[DemoCircuit], seed: u64) {
     let recording = record(circuits[0].clone()).unwrap();
     let id = recording.content_id();
     cache::write(&path, &id, &recording).unwrap();
-    let mapped = MappedR1cs::open(&path, &id).unwrap();
+    let mapped = Arc::new(MappedR1cs::open(&path, &id).unwrap());
+    let deferred = DeferredAbc::new(id, mapped.clone());
+    let left_to_the_prover: Vec<Synthesized> = circuits
+        .iter()
+        .map(|c| deferred.synthesized(witness(c.clone()).unwrap()).unwrap())
+        .collect();
+    assert!(left_to_the_prover.iter().all(|w| !w.abc_on_host()
+        && w.a.is_empty()
+        && w.shape() == full[0].shape()));
     let precompiled: Vec<Synthesized> = circuits
         .iter()
         .map(|c| {
-            mapped
-                .as_ref()
+            MappedR1cs::as_ref(&mapped)
                 .synthesize(witness(c.clone()).unwrap())
                 .unwrap()
         })
@@ -56,6 +66,15 @@ fn check(key: &ProvingKey, circuits: &[DemoCircuit], seed: u64) {
         actual, expected,
         "pre-compiled proofs differ from full synthesis's"
     );
+    assert_eq!(
+        proofs(key, &left_to_the_prover, seed),
+        expected,
+        "proofs with a, b, c evaluated by the prover differ from full synthesis's"
+    );
+    let mut evaluated = left_to_the_prover[0].clone();
+    evaluated.evaluate_abc();
+    assert!(evaluated.abc_on_host());
+    assert!(evaluated == full[0], "evaluate_abc gives full synthesis's a, b, c");
     let pvk = PreparedVerifyingKey::new(&key.vk);
     for (proof, circuit) in actual.chunks(192).zip(circuits) {
         let proof = cuzk_groth16::proof::Proof::from_bytes(proof).unwrap();

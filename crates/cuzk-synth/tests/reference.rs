@@ -124,6 +124,7 @@ fn naive_synthesized(mut cs: RecordingCs) -> Synthesized {
         a_aux_density: Density::from_bools(a_aux),
         b_input_density: Density::from_bools(b_input),
         b_aux_density: Density::from_bools(b_aux),
+        deferred: None,
     }
 }
 
@@ -441,6 +442,7 @@ fn reference_from_ops(ops: &[Op]) -> Synthesized {
         b_aux_density: (0..aux.len()).map(|i| dense(1, Index::Aux(i))).collect(),
         input_assignment: inputs.clone(),
         aux_assignment: aux.clone(),
+        deferred: None,
     }
 }
 

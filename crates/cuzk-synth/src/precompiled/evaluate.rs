@@ -55,47 +55,84 @@ impl R1csRef<'_> {
     /// the recorded densities: what [`crate::synthesize`] returns for the
     /// circuit that produced the witness.
     pub fn synthesize(&self, witness: Witness) -> Result<Synthesized, WitnessError> {
-        let Witness {
-            input_assignment,
-            aux_assignment,
-        } = witness;
-        if input_assignment.len() != self.shape.num_inputs {
+        self.check(&witness)?;
+        let [a, b, c] = self.products(
+            &witness.input_assignment,
+            &witness.aux_assignment,
+            self.a.rows(),
+        );
+        Ok(self.assemble(witness, [a, b, c], None))
+    }
+
+    /// Checks that `witness` has the recording's numbers of inputs and aux.
+    pub fn check(&self, witness: &Witness) -> Result<(), WitnessError> {
+        if witness.input_assignment.len() != self.shape.num_inputs {
             return Err(WitnessError::Inputs {
                 expected: self.shape.num_inputs,
-                found: input_assignment.len(),
+                found: witness.input_assignment.len(),
             });
         }
-        if aux_assignment.len() != self.shape.num_aux {
+        if witness.aux_assignment.len() != self.shape.num_aux {
             return Err(WitnessError::Aux {
                 expected: self.shape.num_aux,
-                found: aux_assignment.len(),
+                found: witness.aux_assignment.len(),
             });
         }
+        Ok(())
+    }
+
+    /// `[A·z, B·z, C·z]` for `z = (inputs, aux)`, each `len` long: the
+    /// rows' values, then zeros (`len` at least the number of rows; a
+    /// prover passes its domain size n and gets the padded vectors its
+    /// quotient transforms in place).
+    ///
+    /// # Panics
+    ///
+    /// If `len` is below the number of rows, or `inputs` and `aux` do not
+    /// have the recording's lengths ([`R1csRef::check`] first).
+    pub fn products(&self, inputs: &[Fr], aux: &[Fr], len: usize) -> [Vec<Fr>; 3] {
+        assert!(len >= self.a.rows(), "{len} values for {} rows", self.a.rows());
+        assert_eq!(
+            (inputs.len(), aux.len()),
+            (self.shape.num_inputs, self.shape.num_aux),
+            "a witness of another shape"
+        );
         let z = Columns {
-            inputs: &input_assignment,
-            aux: &aux_assignment,
-            classes: classify(&input_assignment, &aux_assignment),
+            inputs,
+            aux,
+            classes: classify(inputs, aux),
         };
         let (a, (b, c)) = rayon::join(
-            || z.product(&self.a, self.coeffs),
+            || z.product(&self.a, self.coeffs, len),
             || {
                 rayon::join(
-                    || z.product(&self.b, self.coeffs),
-                    || z.product(&self.c, self.coeffs),
+                    || z.product(&self.b, self.coeffs, len),
+                    || z.product(&self.c, self.coeffs, len),
                 )
             },
         );
-        drop(z);
-        Ok(Synthesized {
+        [a, b, c]
+    }
+
+    /// The `Synthesized` of `witness` with these a, b, c (empty when
+    /// `deferred` says where they come from).
+    pub(super) fn assemble(
+        &self,
+        witness: Witness,
+        [a, b, c]: [Vec<Fr>; 3],
+        deferred: Option<super::DeferredAbc>,
+    ) -> Synthesized {
+        Synthesized {
             a,
             b,
             c,
-            input_assignment,
-            aux_assignment,
+            input_assignment: witness.input_assignment,
+            aux_assignment: witness.aux_assignment,
             a_aux_density: self.a_aux_density.clone(),
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
-        })
+            deferred,
+        }
     }
 }
 
@@ -121,11 +158,13 @@ struct Columns<'a> {
 }
 
 impl Columns<'_> {
-    fn product(&self, m: &MatrixRef<'_>, coeffs: &[Fr]) -> Vec<Fr> {
-        match m.ids {
-            CoeffIdsRef::U16(ids) => self.product_with(m.row_ptr, m.cols, ids, coeffs),
-            CoeffIdsRef::U32(ids) => self.product_with(m.row_ptr, m.cols, ids, coeffs),
-        }
+    fn product(&self, m: &MatrixRef<'_>, coeffs: &[Fr], len: usize) -> Vec<Fr> {
+        let mut out = match m.ids {
+            CoeffIdsRef::U16(ids) => self.product_with(m.row_ptr, m.cols, ids, coeffs, len),
+            CoeffIdsRef::U32(ids) => self.product_with(m.row_ptr, m.cols, ids, coeffs, len),
+        };
+        out.resize(len, Fr::ZERO);
+        out
     }
 
     fn product_with<I: Copy + Into<u32> + Sync>(
@@ -134,9 +173,11 @@ impl Columns<'_> {
         cols: &[u32],
         ids: &[I],
         coeffs: &[Fr],
+        len: usize,
     ) -> Vec<Fr> {
         let rows = row_ptr.len() - 1;
         let small = SmallInts::new();
+        let mut out = Vec::with_capacity(len);
         (0..rows)
             .into_par_iter()
             .with_min_len(MIN_ROWS_PER_TASK)
@@ -154,7 +195,8 @@ impl Columns<'_> {
                 }
                 acc
             })
-            .collect()
+            .collect_into_vec(&mut out);
+        out
     }
 
     #[inline(always)]

@@ -3,10 +3,13 @@
 //! only the witness ([`WitnessAssignment`], or native code such as
 //! [`crate::native`]) and a, b, c by sparse matrix-vector products
 //! ([`R1csRef::synthesize`]). The result is the [`Synthesized`] full
-//! synthesis gives, bit for bit.
+//! synthesis gives, bit for bit; or a, b, c are left to the prover's
+//! backend ([`DeferredAbc::synthesized`]), which evaluates them where it
+//! computes.
 
 pub mod cache;
 pub use cache::{CacheError, CircuitId, MappedR1cs};
+mod deferred;
 mod evaluate;
 mod matrix;
 mod record;
@@ -14,6 +17,7 @@ mod witness;
 
 use blstrs::Scalar as Fr;
 
+pub use deferred::{DeferredAbc, Recording};
 pub use evaluate::WitnessError;
 pub use matrix::{
     CoeffIds, CoeffIdsRef, CoeffTable, MatrixRef, SparseMatrix, ID_MINUS_ONE, ID_ONE,
