@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::matrices::{witness_shape, MatrixSlot};
 use crate::plan::{CudaFootprints, Shape, SrsMode, VramPlan};
 use crate::resident::{KeyShape, Keys};
 use crate::srs::SrsSlot;
@@ -23,6 +24,7 @@ use parking_lot::{Condvar, Mutex};
 pub struct VramAdmission {
     capacity: u64,
     keys: SrsSlot,
+    matrices: MatrixSlot,
     state: Arc<(Mutex<u64>, Condvar)>,
 }
 
@@ -36,17 +38,28 @@ impl VramAdmission {
     /// Admission for an arena of `capacity` bytes whose workers keep their
     /// keys in `keys` (`CudaBackend::workers`' slot).
     pub fn with_keys(capacity: u64, keys: SrsSlot) -> Self {
+        Self::with_slots(capacity, keys, MatrixSlot::default())
+    }
+
+    /// [`VramAdmission::with_keys`], the workers also keeping a pre-compiled
+    /// circuit's matrices in `matrices` (`CudaBackend::workers`' slot): they
+    /// are counted as resident bytes, and evicted for room when idle.
+    pub fn with_slots(capacity: u64, keys: SrsSlot, matrices: MatrixSlot) -> Self {
         VramAdmission {
             capacity,
             keys,
+            matrices,
             state: Arc::new((Mutex::new(0), Condvar::new())),
         }
     }
 
     /// The plan a partition of `shape` runs under on this device.
     pub fn plan(&self, shape: &CircuitShape) -> Result<VramPlan, AdmissionError> {
-        VramPlan::new(Shape::of_circuit(shape), self.capacity, &CudaFootprints)
-            .map_err(AdmissionError::new)
+        self.plan_shape(Shape::of_circuit(shape))
+    }
+
+    fn plan_shape(&self, shape: Shape) -> Result<VramPlan, AdmissionError> {
+        VramPlan::new(shape, self.capacity, &CudaFootprints).map_err(AdmissionError::new)
     }
 
     /// Bytes one running partition holds, and the key it needs resident.
@@ -60,29 +73,87 @@ impl VramAdmission {
 
 impl Admission for VramAdmission {
     fn admit(&self, shape: &CircuitShape) -> Result<AdmissionTicket, AdmissionError> {
-        let plan = self.plan(shape)?;
+        self.admit_plan(self.plan(shape)?, None)
+    }
+
+    fn admit_witness(
+        &self,
+        _shape: &CircuitShape,
+        witness: &cuzk_synth::Synthesized,
+    ) -> Result<AdmissionTicket, AdmissionError> {
+        let plan = self.plan_shape(witness_shape(witness))?;
+        let circuit = match &witness.deferred {
+            Some(d) if plan.abc_on_device() => Some(*d.id()),
+            _ => None,
+        };
+        self.admit_plan(plan, circuit)
+    }
+
+    fn usage(&self) -> (u64, u64) {
+        (
+            *self.state.0.lock() + self.keys.usage().bytes + self.matrices.bytes(),
+            self.capacity,
+        )
+    }
+}
+
+impl VramAdmission {
+    /// Waits until `plan` fits; `matrices_of`: the circuit whose matrices
+    /// the partition needs resident (a, b, c on the device).
+    fn admit_plan(
+        &self,
+        plan: VramPlan,
+        matrices_of: Option<cuzk_synth::precompiled::CircuitId>,
+    ) -> Result<AdmissionTicket, AdmissionError> {
         let (need, key) = Self::split(&plan);
         let key_bytes = key.map_or(0, |k| k.bytes());
         let room = self.capacity.saturating_sub(plan.margin);
-        if need + key_bytes > room {
+        if need + key_bytes + plan.matrix_bytes > room {
             // The planner said it fits alone; this guards the arithmetic.
             return Err(AdmissionError::new(format!(
                 "partition needs {} bytes of VRAM, the device has room for {room}: {plan}",
-                need + key_bytes
+                need + key_bytes + plan.matrix_bytes
             )));
         }
         let (lock, freed) = &*self.state;
         let mut used = lock.lock();
         loop {
             let mut keys = self.keys.lock();
-            match try_fit(&mut keys, *used, need, key, room) {
-                Fit::Admitted => break,
+            let mut matrices = self.matrices.lock();
+            // Matrices resident now, and those this partition would add (an
+            // idle recording of another circuit is replaced first).
+            let (resident, missing) = match &matrices_of {
+                Some(id) if matrices.holds(id) => (matrices.bytes(), 0),
+                Some(_) => {
+                    if let Some(bytes) = matrices.evict_idle() {
+                        tracing::info!(
+                            "evicted idle resident matrices ({}) for another circuit's",
+                            cuzk_arena::human(bytes)
+                        );
+                    }
+                    (matrices.bytes(), plan.matrix_bytes)
+                }
+                None => (matrices.bytes(), 0),
+            };
+            let room_left = room.saturating_sub(resident + missing);
+            match try_fit(&mut keys, *used, need, key, room_left) {
+                Fit::Admitted => {
+                    if let Some(id) = &matrices_of {
+                        matrices.pin(id);
+                    }
+                    break;
+                }
                 Fit::Evicted(bytes) => tracing::info!(
                     "evicted an idle resident key ({}) for a partition's room",
                     cuzk_arena::human(bytes)
                 ),
                 Fit::Wait => {
-                    drop(keys);
+                    // Idle matrices of a circuit this partition does not use
+                    // go before it waits.
+                    if matrices_of.is_none() && matrices.evict_idle().is_some() {
+                        continue;
+                    }
+                    drop((keys, matrices));
                     freed.wait(&mut used);
                 }
             }
@@ -90,6 +161,7 @@ impl Admission for VramAdmission {
         *used += need;
         let state = Arc::clone(&self.state);
         let keys = self.keys.clone();
+        let slot = self.matrices.clone();
         Ok(AdmissionTicket::new(move || {
             let (lock, freed) = &*state;
             let mut used = lock.lock();
@@ -97,16 +169,12 @@ impl Admission for VramAdmission {
             if let Some(k) = key {
                 keys.lock().unpin(&k);
             }
+            if let Some(id) = &matrices_of {
+                slot.lock().unpin(id);
+            }
             drop(used);
             freed.notify_all();
         }))
-    }
-
-    fn usage(&self) -> (u64, u64) {
-        (
-            *self.state.0.lock() + self.keys.usage().bytes,
-            self.capacity,
-        )
     }
 }
 
@@ -162,13 +230,18 @@ pub fn pipeline_device_with_keys(
     let backends = crate::CudaBackend::workers(gpu, workers.max(1), budget)?;
     let capacity = backends[0].budget_bytes();
     let keys = backends[0].resident_keys();
+    let matrices = backends[0].resident_matrices();
     let backends: Vec<Arc<dyn cuzk_groth16::prover::Backend>> = backends
         .into_iter()
         .map(|b| Arc::new(b) as Arc<dyn cuzk_groth16::prover::Backend>)
         .collect();
     let device =
         cuzk_pipeline::Device::per_worker(format!("cuda-{}", gpu.info().ordinal), backends)
-            .with_admission(Arc::new(VramAdmission::with_keys(capacity, keys.clone())));
+            .with_admission(Arc::new(VramAdmission::with_slots(
+                capacity,
+                keys.clone(),
+                matrices,
+            )));
     Ok((device, keys))
 }
 
@@ -176,6 +249,42 @@ pub fn pipeline_device_with_keys(
 mod tests {
     use super::*;
     use cuzk_synth::DemoCircuit;
+
+    /// A witness that leaves a, b, c to the prover is admitted under the
+    /// plan that evaluates them on the device (its `abc` stage reserved, its
+    /// matrices counted), the same plan the backend will run.
+    #[test]
+    fn a_deferred_witness_is_admitted_with_its_matrices() {
+        use cuzk_synth::precompiled::{record, witness, DeferredAbc};
+        let circuit = DemoCircuit::new(10, 0.95, 3);
+        let r1cs = record(circuit.clone()).unwrap();
+        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
+        let w = deferred
+            .synthesized(witness(circuit.clone()).unwrap())
+            .unwrap();
+        let shape = w.shape();
+        let adm = VramAdmission::new(u64::MAX / 4);
+        let plan = adm.plan_shape(witness_shape(&w)).unwrap();
+        assert!(plan.abc_on_device(), "{plan}");
+        assert!(plan.matrix_bytes > 0);
+        assert_eq!(plan.largest_stage().name, "abc");
+        let host = adm.plan(&shape).unwrap();
+        assert!(!host.abc_on_device());
+        assert!(VramAdmission::split(&plan).0 > VramAdmission::split(&host).0);
+        let ticket = adm.admit_witness(&shape, &w).unwrap();
+        assert_eq!(adm.usage().0, VramAdmission::split(&plan).0);
+        assert_eq!(
+            adm.matrices.lock().pins.get(&deferred.id().0),
+            Some(&1),
+            "the circuit's matrices are pinned while the partition runs"
+        );
+        drop(ticket);
+        assert_eq!(adm.usage().0, 0);
+        assert!(adm.matrices.lock().pins.is_empty());
+        // A full-synthesis witness of the same circuit: the host plan.
+        let full = cuzk_synth::synthesize(circuit).unwrap();
+        assert_eq!(witness_shape(&full), Shape::of_circuit(&shape));
+    }
 
     #[test]
     fn partitions_wait_for_room_and_give_it_back() {

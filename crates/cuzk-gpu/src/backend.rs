@@ -12,6 +12,7 @@ use cuzk_synth::Synthesized;
 use parking_lot::Mutex;
 
 use crate::error::{gpu_err, GpuError};
+use crate::matrices::{witness_shape, MatrixSlot};
 use crate::plan::{CudaFootprints, PlanError, Shape, SrsMode, VramPlan};
 use crate::srs::SrsSlot;
 use crate::worker::Worker;
@@ -39,7 +40,7 @@ impl CudaBackend {
     /// A worker on `gpu`, using the device's whole arena.
     pub fn new(gpu: Gpu) -> Result<Self, cuzk_cuda::Error> {
         let arena = gpu.arena().clone();
-        Self::in_arena(gpu, arena, SrsSlot::default())
+        Self::in_arena(gpu, arena, SrsSlot::default(), MatrixSlot::default())
     }
 
     /// A worker that behaves as if the device had `budget` of memory: with
@@ -53,7 +54,7 @@ impl CudaBackend {
             }
             _ => gpu.arena().clone(),
         };
-        Self::in_arena(gpu, arena, SrsSlot::default())
+        Self::in_arena(gpu, arena, SrsSlot::default(), MatrixSlot::default())
     }
 
     /// `count` workers on one device sharing an arena (the device's, or one
@@ -73,16 +74,22 @@ impl CudaBackend {
             _ => gpu.arena().clone(),
         };
         let slot = SrsSlot::shared();
+        let matrices = MatrixSlot::default();
         (0..count)
             .map(|_| {
-                let b = Self::in_arena(gpu.clone(), arena.clone(), slot.clone())?;
+                let b = Self::in_arena(gpu.clone(), arena.clone(), slot.clone(), matrices.clone())?;
                 b.inner.lock().release_scratch = true;
                 Ok(b)
             })
             .collect()
     }
 
-    fn in_arena(gpu: Gpu, arena: Arena, srs: SrsSlot) -> Result<Self, cuzk_cuda::Error> {
+    fn in_arena(
+        gpu: Gpu,
+        arena: Arena,
+        srs: SrsSlot,
+        matrices: MatrixSlot,
+    ) -> Result<Self, cuzk_cuda::Error> {
         let stream = gpu.new_stream_in(&arena)?;
         let copy = gpu.new_stream_in(&arena)?;
         let ordinal = gpu.info().ordinal;
@@ -115,6 +122,7 @@ impl CudaBackend {
                 stream,
                 copy,
                 srs,
+                matrices,
             }),
             last_plan: Mutex::new(None),
             forced: Mutex::new(None),
@@ -125,6 +133,12 @@ impl CudaBackend {
     /// [`CudaBackend::workers`]).
     pub fn resident_keys(&self) -> SrsSlot {
         self.inner.lock().srs.clone()
+    }
+
+    /// The pre-compiled circuit's matrices resident on this worker's device
+    /// (shared by the workers of [`CudaBackend::workers`]).
+    pub fn resident_matrices(&self) -> MatrixSlot {
+        self.inner.lock().matrices.clone()
     }
 
     /// Runs every partition in `mode` instead of the planner's choice (when
@@ -181,7 +195,7 @@ impl Backend for CudaBackend {
     ) -> Result<MsmSums, ProveError> {
         let mut worker = self.inner.lock();
         // Plan before any kernel runs: a budget too small fails here, with numbers.
-        let shape = Shape::of_circuit(&w.shape());
+        let shape = witness_shape(w);
         let budget = worker.arena.capacity();
         let plan = match *self.forced.lock() {
             None => VramPlan::new(shape, budget, &CudaFootprints).map_err(GpuError::Plan),
@@ -207,10 +221,13 @@ impl Backend for CudaBackend {
         Some(format!("{plan}; arena {}", self.inner.lock().arena.usage()))
     }
 
-    /// Nothing per partition: a, b, c and the aux values go to the device
-    /// straight from the witness through the worker's pinned pool (made once
-    /// per worker), and the quotient, the gathered scalars and the MSM
-    /// scratch live in VRAM under the arena's admission.
+    /// Nothing per partition: a, b, c (or z, when the device evaluates
+    /// them) and the aux values go to the device straight from the witness
+    /// through the worker's pinned pool (made once per worker), and the
+    /// quotient, the gathered scalars and the MSM scratch live in VRAM under
+    /// the arena's admission. (A deferred witness whose matrices do not fit
+    /// beside the key has a, b, c evaluated on the host: that partition's
+    /// 3 × n scalars are not counted here; the plan logs it.)
     fn host_working_set(&self, _shape: &cuzk_synth::CircuitShape) -> u64 {
         0
     }

@@ -5,6 +5,7 @@ pub mod admission;
 mod backend;
 mod error;
 pub mod keygen;
+mod matrices;
 mod plan;
 mod resident;
 mod srs;
@@ -15,9 +16,10 @@ pub use backend::CudaBackend;
 pub use cuzk_arena::human;
 pub use cuzk_cuda::VramBudget;
 pub use error::GpuError;
+pub use matrices::{matrix_bytes, witness_shape, MatrixSlot};
 pub use plan::{
-    CudaFootprints, Footprints, PlanError, Shape, SrsMode, StageBytes, VramPlan, G1_BYTES,
-    G2_BYTES, MIN_CHUNK, SCALAR_BYTES,
+    CudaFootprints, DeviceAbc, Footprints, PlanError, Shape, SrsMode, StageBytes, VramPlan,
+    G1_BYTES, G2_BYTES, MIN_CHUNK, SCALAR_BYTES,
 };
 pub use resident::{KeyInUse, KeyShape};
 pub use srs::{SlotUsage, SrsSlot};

@@ -5,11 +5,19 @@
 //!
 //! | stage        | transient buffers (besides the worker's scratch)              |
 //! | ------------ | ------------------------------------------------------------- |
-//! | `h_poly`     | a, b, c: 3 × n scalars                                        |
+//! | `abc`        | (a, b, c evaluated on the device) z = (inputs, aux), its class bytes, 3 × n scalars, the aux copy |
+//! | `h_poly`     | a, b, c: 3 × n scalars (+ the aux scalars when `abc` ran)     |
 //! | `msm_h`      | the H coefficients: n scalars (+ chunk buffers when streamed) |
 //! | `msm_l`      | aux scalars (a chunk when streamed)                           |
 //! | `msm_a`      | aux + A's dense scalars, gathered on the device (a chunk when streamed) |
 //! | `msm_b`      | aux + B's dense scalars, shared by G1 and G2 (a chunk when streamed) |
+//!
+//! When a witness leaves a, b, c to the prover (a pre-compiled circuit,
+//! cuzk-synth `DeferredAbc`), the recording's matrices are resident beside
+//! the key ([`DeviceAbc`]) and a, b, c are computed on the device from z:
+//! only z is uploaded, and its aux values stay for L, A and B. A plan that
+//! cannot hold the matrices beside a resident key evaluates a, b, c on the
+//! host instead (and says so).
 //!
 //! The worker's scratch (the G1 and G2 Pippenger scratch, the classifier, the
 //! batch sums and the NTT tables) is sized once for the longest MSM it runs:
@@ -47,6 +55,19 @@ pub struct Shape {
     pub b_g2: usize,
     /// Aux variables of the witness (the L MSM's length).
     pub aux: usize,
+    /// `Some`: a, b, c are evaluated on the device from resident matrices.
+    pub device_abc: Option<DeviceAbc>,
+}
+
+/// a, b, c computed on the device: the matrices' resident bytes and the
+/// witness's length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceAbc {
+    /// Device bytes of the recording's matrices and coefficient table
+    /// (cuzk-cuda `abc::device_bytes`).
+    pub matrix_bytes: u64,
+    /// Length of z = (inputs, aux).
+    pub z: usize,
 }
 
 impl Shape {
@@ -66,6 +87,19 @@ impl Shape {
             b_g1: b,
             b_g2: b,
             aux: c.num_aux,
+            device_abc: None,
+        }
+    }
+
+    /// This shape with a, b, c evaluated on the device from matrices of
+    /// `matrix_bytes` (z is the circuit's inputs and aux).
+    pub fn with_device_abc(self, c: &CircuitShape, matrix_bytes: u64) -> Shape {
+        Shape {
+            device_abc: Some(DeviceAbc {
+                matrix_bytes,
+                z: c.num_inputs + c.num_aux,
+            }),
+            ..self
         }
     }
 
@@ -136,6 +170,9 @@ pub struct VramPlan {
     /// Device bytes for the key under this plan: all of it when resident, the
     /// two staging buffers when streamed.
     pub srs_device_bytes: u64,
+    /// Device bytes of the resident matrices when a, b, c are evaluated on
+    /// the device (`shape.device_abc`), else 0.
+    pub matrix_bytes: u64,
     /// Pairs per MSM call the worker's scratch is sized for.
     pub msm_len: usize,
     /// The worker's scratch (MSMs, classifier, sums, tables, slack).
@@ -173,6 +210,17 @@ impl VramPlan {
     /// chunk that fits; an error with the numbers when not even the smallest
     /// chunk fits.
     pub fn new(shape: Shape, budget: u64, fp: &dyn Footprints) -> Result<VramPlan, PlanError> {
+        if shape.device_abc.is_some() {
+            let on_device = Self::with_mode(shape, budget, SrsMode::Resident, fp);
+            if on_device.fits() {
+                return Ok(on_device);
+            }
+        }
+        // a, b, c from the host: the matrices are not counted.
+        let shape = Shape {
+            device_abc: None,
+            ..shape
+        };
         let resident = Self::with_mode(shape, budget, SrsMode::Resident, fp);
         if resident.peak() <= budget {
             return Ok(resident);
@@ -201,7 +249,15 @@ impl VramPlan {
     }
 
     /// The plan in a given mode, whether or not it fits (see [`VramPlan::fits`]).
+    /// a, b, c are evaluated on the device only with a resident key.
     pub fn with_mode(shape: Shape, budget: u64, mode: SrsMode, fp: &dyn Footprints) -> VramPlan {
+        let shape = match mode {
+            SrsMode::Resident => shape,
+            SrsMode::Streamed { .. } => Shape {
+                device_abc: None,
+                ..shape
+            },
+        };
         let n = shape.domain as u64;
         let s = SCALAR_BYTES;
         let (msm_len, srs_device_bytes, chunk_bufs) = match mode {
@@ -228,14 +284,21 @@ impl VramPlan {
             ),
             SrsMode::Streamed { .. } => (chunk_bufs, chunk_bufs, chunk_bufs),
         };
-        let stages = vec![
+        // a, b, c on the device: z and its classes beside the three n-long
+        // outputs, then z's aux values copied out for L, A and B, which keep
+        // them from here on.
+        let (abc, kept) = match shape.device_abc {
+            Some(d) => (3 * n * s + d.z as u64 * (s + 1) + aux, aux),
+            None => (0, 0),
+        };
+        let mut stages = vec![
             StageBytes {
                 name: "h_poly",
-                bytes: 3 * n * s,
+                bytes: 3 * n * s + kept,
             },
             StageBytes {
                 name: "msm_h",
-                bytes: n * s + chunk_bufs,
+                bytes: n * s + chunk_bufs + kept,
             },
             StageBytes {
                 name: "msm_l",
@@ -250,6 +313,15 @@ impl VramPlan {
                 bytes: b,
             },
         ];
+        if shape.device_abc.is_some() {
+            stages.insert(
+                0,
+                StageBytes {
+                    name: "abc",
+                    bytes: abc,
+                },
+            );
+        }
         let partition_peak = stages.iter().map(|s| s.bytes).max().unwrap_or(0);
         VramPlan {
             budget,
@@ -257,6 +329,7 @@ impl VramPlan {
             mode,
             srs_bytes: shape.srs_bytes(),
             srs_device_bytes,
+            matrix_bytes: shape.device_abc.map_or(0, |d| d.matrix_bytes),
             msm_len,
             scratch_bytes,
             stages,
@@ -267,7 +340,12 @@ impl VramPlan {
 
     /// Device bytes at the plan's peak, with the margin.
     pub fn peak(&self) -> u64 {
-        self.srs_device_bytes + self.worker_bytes() + self.margin
+        self.srs_device_bytes + self.matrix_bytes + self.worker_bytes() + self.margin
+    }
+
+    /// Whether a, b, c are evaluated on the device under this plan.
+    pub fn abc_on_device(&self) -> bool {
+        self.shape.device_abc.is_some()
     }
 
     /// One worker's bytes besides a resident key: scratch plus its largest stage.
@@ -284,7 +362,7 @@ impl VramPlan {
     /// streamed (each streaming worker needs its own staging).
     pub fn workers_that_fit(&self) -> usize {
         let shared = match self.mode {
-            SrsMode::Resident => self.srs_device_bytes,
+            SrsMode::Resident => self.srs_device_bytes + self.matrix_bytes,
             SrsMode::Streamed { .. } => 0,
         };
         let per = match self.mode {
@@ -301,7 +379,7 @@ impl VramPlan {
             .stages
             .iter()
             .max_by_key(|s| s.bytes)
-            .expect("five stages")
+            .expect("five or six stages")
     }
 }
 
@@ -321,7 +399,15 @@ impl fmt::Display for VramPlan {
             big.name,
             human(big.bytes),
             human(self.peak())
-        )
+        )?;
+        if self.abc_on_device() {
+            write!(
+                f,
+                "; a, b, c on the device (matrices {} resident)",
+                human(self.matrix_bytes)
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -378,6 +464,7 @@ mod tests {
             b_g1: n / 4,
             b_g2: n / 4,
             aux: n - 40,
+            device_abc: None,
         }
     }
 
@@ -392,6 +479,59 @@ mod tests {
         assert_eq!(plan.largest_stage().name, "h_poly");
         assert_eq!(plan.partition_peak, 3 * (1 << 24) * 32);
         assert!(plan.workers_that_fit() >= 2, "{plan}");
+    }
+
+    /// a, b, c on the device: the matrices count as resident bytes, the
+    /// `abc` stage holds z, its classes, the three outputs and the aux copy,
+    /// and the aux values stay through H; without room for the matrices
+    /// beside the key the plan evaluates a, b, c on the host.
+    #[test]
+    fn device_abc_counts_the_matrices_and_z() {
+        let n: u64 = 1 << 24;
+        let base = demo_shape(24);
+        let z = base.aux + 41;
+        let shape = Shape {
+            device_abc: Some(DeviceAbc {
+                matrix_bytes: 3 * GIB,
+                z,
+            }),
+            ..base
+        };
+        let plan = VramPlan::new(shape, 140 * GIB, &Linear).unwrap();
+        assert!(plan.abc_on_device(), "{plan}");
+        assert_eq!(plan.matrix_bytes, 3 * GIB);
+        let aux = base.aux as u64 * 32;
+        let stage = |name| plan.stages.iter().find(|s| s.name == name).unwrap().bytes;
+        assert_eq!(stage("abc"), 3 * n * 32 + z as u64 * 33 + aux);
+        assert_eq!(stage("h_poly"), 3 * n * 32 + aux);
+        assert_eq!(stage("msm_h"), n * 32 + aux);
+        assert_eq!(plan.largest_stage().name, "abc");
+        let host = VramPlan::new(base, 140 * GIB, &Linear).unwrap();
+        assert_eq!(
+            plan.peak(),
+            host.peak() + 3 * GIB + stage("abc") - 3 * n * 32
+        );
+        assert!(plan.to_string().contains("a, b, c on the device"), "{plan}");
+
+        // Room for the key and a host-abc partition, not for the matrices too.
+        let tight = host.peak() + GIB;
+        let plan = VramPlan::new(shape, tight, &Linear).unwrap();
+        assert!(!plan.abc_on_device(), "{plan}");
+        assert_eq!(plan.mode, SrsMode::Resident);
+        assert_eq!(plan.matrix_bytes, 0);
+        assert_eq!(plan, host_plan_under(base, tight));
+        // Streamed plans never evaluate on the device.
+        let streamed = VramPlan::with_mode(
+            shape,
+            140 * GIB,
+            SrsMode::Streamed { chunk: 1 << 20 },
+            &Linear,
+        );
+        assert!(!streamed.abc_on_device());
+    }
+
+    fn host_plan_under(shape: Shape, budget: u64) -> VramPlan {
+        VramPlan::new(shape, budget, &Linear).unwrap()
     }
 
     /// A 32 GiB PoRep partition (the real circuit's counts, as issue #13's

@@ -291,6 +291,7 @@ mod tests {
             b_g1: 400,
             b_g2: 400,
             aux: 900,
+            device_abc: None,
         };
         assert_eq!(KeyShape::of(&s).bytes(), s.srs_bytes());
     }

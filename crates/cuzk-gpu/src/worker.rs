@@ -1,7 +1,8 @@
 //! One worker's proving of a partition on its device: its scratch (sized
 //! once for the longest MSM it runs), the stage clock (CUDA events), the H
 //! polynomial and the five MSMs with the key resident. The streamed-key MSMs
-//! are `streamed.rs`; the resident key's upload is `srs.rs`.
+//! are `streamed.rs`; the resident key's upload is `srs.rs`; a, b, c
+//! evaluated on the device from resident matrices are `matrices.rs`.
 
 use std::ops::Add;
 use std::time::Duration;
@@ -17,6 +18,7 @@ use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 use rayon::prelude::*;
 
+use crate::matrices::MatrixSlot;
 use crate::plan::{SrsMode, VramPlan};
 use crate::srs::{ResidentSrs, SrsSlot};
 use crate::STAGE_BYTES;
@@ -44,6 +46,9 @@ pub(crate) struct Worker {
     pub(crate) sum_g1: BatchSum<G1>,
     pub(crate) sum_g2: BatchSum<G2>,
     pub(crate) srs: SrsSlot,
+    /// The pre-compiled circuit whose matrices are resident (shared by the
+    /// device's workers).
+    pub(crate) matrices: MatrixSlot,
     /// Give the MSM scratch back to the arena after each partition (when the
     /// arena is shared by several workers and admission counts it per partition).
     pub(crate) release_scratch: bool,
@@ -117,20 +122,42 @@ impl Worker {
                 None
             }
         };
+        let matrices = match (&w.deferred, plan.abc_on_device()) {
+            (Some(d), true) => Some(self.make_matrices_resident(d, t)?),
+            _ => None,
+        };
         self.size_scratch(plan.msm_len, plan.msm_len.min(plan.shape.b_g2.max(1)))?;
         let mut clock = Clock::new();
 
-        // H polynomial: a, b, c through the pinned pool into zeroed n-long
-        // buffers (the padding stays zero), then iNTT, coset NTT, (a·b − c)/Z,
-        // coset iNTT, all on the device.
-        clock.start(&s, "upload_abc")?;
-        let mut abc = Vec::with_capacity(3);
-        for v in [&w.a, &w.b, &w.c] {
-            let mut d = s.alloc::<FrLimbs>(n)?;
-            self.stage_upload(&s, fr_as_limbs(v), &mut d, 0)?;
-            abc.push(d);
-        }
-        clock.stop(&s)?;
+        // H polynomial: a, b, c in zeroed n-long buffers (the padding stays
+        // zero), evaluated on the device from z, or uploaded through the
+        // pinned pool; then iNTT, coset NTT, (a·b − c)/Z, coset iNTT, all on
+        // the device.
+        let (abc, aux_on_device) = match &matrices {
+            Some(m) => {
+                let (abc, aux) = self.device_abc(m, w, n, &mut clock)?;
+                (abc.into_iter().collect::<Vec<_>>(), Some(aux))
+            }
+            None => {
+                clock.start(&s, "upload_abc")?;
+                let host;
+                let vectors: [&[Fr]; 3] = if w.abc_on_host() {
+                    [&w.a, &w.b, &w.c]
+                } else {
+                    tracing::info!("a, b, c evaluated on the host: {plan}");
+                    host = w.padded_abc(n);
+                    [&host[0], &host[1], &host[2]]
+                };
+                let mut abc = Vec::with_capacity(3);
+                for v in vectors {
+                    let mut d = s.alloc::<FrLimbs>(n)?;
+                    self.stage_upload(&s, fr_as_limbs(v), &mut d, 0)?;
+                    abc.push(d);
+                }
+                clock.stop(&s)?;
+                (abc, None)
+            }
+        };
         clock.start(&s, "h_poly")?;
         let (mut da, mut db, mut dc) = {
             let mut it = abc.into_iter();
@@ -147,7 +174,9 @@ impl Worker {
         clock.stop(&s)?;
 
         let sums = match (plan.mode, resident) {
-            (SrsMode::Resident, Some(srs)) => self.resident_msms(&srs, w, da, &mut clock)?,
+            (SrsMode::Resident, Some(srs)) => {
+                self.resident_msms(&srs, w, da, aux_on_device, &mut clock)?
+            }
             (SrsMode::Streamed { chunk }, _) => {
                 self.streamed_msms(chunk, key, w, da, &mut clock, t)?
             }
@@ -166,6 +195,7 @@ impl Worker {
         srs: &ResidentSrs,
         w: &Synthesized,
         dh: DeviceBuffer<FrLimbs>,
+        aux_on_device: Option<DeviceBuffer<FrLimbs>>,
         clock: &mut Clock,
     ) -> cuzk_cuda::Result<MsmSums> {
         let s = self.stream.clone();
@@ -178,12 +208,19 @@ impl Worker {
         drop(dh);
         clock.stop(&s)?;
 
-        // The aux values go up once: L's scalars, and the source of A's and
-        // B's dense scalars, gathered on the device by density bitmap.
+        // The aux values go up once (unless z brought them for a, b, c): L's
+        // scalars, and the source of A's and B's dense scalars, gathered on
+        // the device by density bitmap.
         clock.start(&s, "msm_l")?;
         let aux = w.aux_assignment.len();
-        let mut dl = s.alloc::<FrLimbs>(aux)?;
-        self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut dl, 0)?;
+        let dl = match aux_on_device {
+            Some(dl) => dl,
+            None => {
+                let mut dl = s.alloc::<FrLimbs>(aux)?;
+                self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut dl, 0)?;
+                dl
+            }
+        };
         let l = self.split_g1(&srs.l, &dl)?;
         clock.stop(&s)?;
 

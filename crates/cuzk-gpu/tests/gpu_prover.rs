@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use cuzk_field::{Field, Fr};
 use cuzk_gpu::CudaBackend;
 use cuzk_groth16::encoding::PointCheck;
-use cuzk_groth16::prover::{prove_with, CpuBackend};
+use cuzk_groth16::prover::{prove_with, Backend, CpuBackend};
 use cuzk_groth16::verifier::{verify_proof, PreparedVerifyingKey};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::{synthesize, DemoCircuit};
@@ -215,4 +215,75 @@ fn shared_workers_keep_two_keys_resident() {
     assert!(!slot.holds(&big));
     assert!(prove(&big, 10), "evicted, so uploaded again");
     eprintln!("two keys resident: {:?}", slot.usage());
+}
+
+/// A witness that leaves a, b, c to the prover (pre-compiled circuit): the
+/// GPU evaluates them from the recording's matrices, resident after the
+/// first partition, and proves the bytes the CPU proves from the same
+/// deferred witness and from full synthesis; fresh witnesses each run.
+#[test]
+fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
+    use cuzk_gpu::witness_shape;
+    use cuzk_synth::precompiled::{record, witness, DeferredAbc};
+    use std::sync::Arc;
+    let Some(gpu) = backend() else { return };
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("deferred a, b, c on {}; seed {seed}", gpu.device_name());
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let slot = gpu.resident_matrices();
+    for (k, path) in keys() {
+        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
+            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
+        let pvk = PreparedVerifyingKey::new(&key.vk);
+        let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
+        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
+        for (i, witness_seed) in [seed, seed ^ 1].into_iter().enumerate() {
+            let circuit = DemoCircuit::new(k, 0.95, witness_seed);
+            let inputs = circuit.public_inputs();
+            let full = synthesize(circuit.clone()).unwrap();
+            let w = deferred.synthesized(witness(circuit).unwrap()).unwrap();
+            assert!(cuzk_gpu::CudaBackend::plan(&gpu, witness_shape(&w))
+                .unwrap()
+                .abc_on_device());
+            let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+            let cpu = prove_with(&CpuBackend, &key, &full, r, s).unwrap();
+            let cpu_deferred = prove_with(&CpuBackend, &key, &w, r, s).unwrap();
+            let out = prove_with(&gpu, &key, &w, r, s).unwrap();
+            assert_eq!(
+                cpu_deferred.proof.to_bytes(),
+                cpu.proof.to_bytes(),
+                "2^{k}: CPU"
+            );
+            assert_eq!(
+                out.proof.to_bytes(),
+                cpu.proof.to_bytes(),
+                "2^{k}: GPU proof from device a, b, c differs from the CPU proof"
+            );
+            assert!(verify_proof(&pvk, &out.proof, &inputs).unwrap());
+            let stage = |name| out.timings.stages.iter().any(|(n, _)| *n == name);
+            assert!(stage("abc") && stage("upload_z") && !stage("upload_abc"));
+            assert_eq!(
+                stage("r1cs_upload"),
+                i == 0,
+                "matrices uploaded once per circuit"
+            );
+            assert_eq!(slot.resident(), Some(*deferred.id()));
+            let stages: Vec<String> = out
+                .timings
+                .stages
+                .iter()
+                .map(|(n, d)| format!("{n} {:.2}ms", d.as_secs_f64() * 1e3))
+                .collect();
+            eprintln!(
+                "2^{k}: identical; {} [{}]",
+                gpu.last_run().unwrap_or_default(),
+                stages.join(", ")
+            );
+        }
+    }
+    assert!(slot.evict(), "idle matrices can be evicted");
+    assert_eq!(slot.bytes(), 0);
 }

@@ -75,6 +75,19 @@ pub trait Admission: Send + Sync {
     /// the ticket that holds its room; `Err` if it can never fit.
     fn admit(&self, shape: &CircuitShape) -> Result<AdmissionTicket, AdmissionError>;
 
+    /// [`Admission::admit`] for this synthesized `witness` of `shape`: an
+    /// admission whose plan depends on more than the shape (a GPU that
+    /// evaluates a deferred witness's a, b, c from resident matrices)
+    /// overrides it.
+    fn admit_witness(
+        &self,
+        shape: &CircuitShape,
+        witness: &cuzk_synth::Synthesized,
+    ) -> Result<AdmissionTicket, AdmissionError> {
+        let _ = witness;
+        self.admit(shape)
+    }
+
     /// (in use, capacity) in this admission's own units, for metrics.
     fn usage(&self) -> (u64, u64);
 }

@@ -238,7 +238,7 @@ impl SynthesizedPartition {
         }
         let ticket = catch_panic(Stage::Prove, || {
             on.admission
-                .admit(job.shape())
+                .admit_witness(job.shape(), &witness)
                 .map_err(|source| PartitionError::Admission {
                     device: on.device_name.clone(),
                     source,

@@ -49,9 +49,9 @@ fn check(key: &ProvingKey, circuits: &[DemoCircuit], seed: u64) {
         .iter()
         .map(|c| deferred.synthesized(witness(c.clone()).unwrap()).unwrap())
         .collect();
-    assert!(left_to_the_prover.iter().all(|w| !w.abc_on_host()
-        && w.a.is_empty()
-        && w.shape() == full[0].shape()));
+    assert!(left_to_the_prover
+        .iter()
+        .all(|w| !w.abc_on_host() && w.a.is_empty() && w.shape() == full[0].shape()));
     let precompiled: Vec<Synthesized> = circuits
         .iter()
         .map(|c| {
@@ -74,7 +74,10 @@ fn check(key: &ProvingKey, circuits: &[DemoCircuit], seed: u64) {
     let mut evaluated = left_to_the_prover[0].clone();
     evaluated.evaluate_abc();
     assert!(evaluated.abc_on_host());
-    assert!(evaluated == full[0], "evaluate_abc gives full synthesis's a, b, c");
+    assert!(
+        evaluated == full[0],
+        "evaluate_abc gives full synthesis's a, b, c"
+    );
     let pvk = PreparedVerifyingKey::new(&key.vk);
     for (proof, circuit) in actual.chunks(192).zip(circuits) {
         let proof = cuzk_groth16::proof::Proof::from_bytes(proof).unwrap();

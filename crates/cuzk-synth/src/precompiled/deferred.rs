@@ -127,11 +127,9 @@ impl Synthesized {
     /// there already): afterwards the witness is what full synthesis gives.
     pub fn evaluate_abc(&mut self) {
         if let Some(d) = self.deferred.take() {
-            let [a, b, c] = d.r1cs().products(
-                &self.input_assignment,
-                &self.aux_assignment,
-                d.rows(),
-            );
+            let [a, b, c] =
+                d.r1cs()
+                    .products(&self.input_assignment, &self.aux_assignment, d.rows());
             (self.a, self.b, self.c) = (a, b, c);
         }
     }

@@ -91,7 +91,11 @@ impl R1csRef<'_> {
     /// If `len` is below the number of rows, or `inputs` and `aux` do not
     /// have the recording's lengths ([`R1csRef::check`] first).
     pub fn products(&self, inputs: &[Fr], aux: &[Fr], len: usize) -> [Vec<Fr>; 3] {
-        assert!(len >= self.a.rows(), "{len} values for {} rows", self.a.rows());
+        assert!(
+            len >= self.a.rows(),
+            "{len} values for {} rows",
+            self.a.rows()
+        );
         assert_eq!(
             (inputs.len(), aux.len()),
             (self.shape.num_inputs, self.shape.num_aux),

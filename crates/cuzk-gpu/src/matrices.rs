@@ -1,0 +1,249 @@
+//! a, b, c on the device for witnesses that leave them to the prover
+//! (cuzk-synth `DeferredAbc`, pre-compiled circuits): the recording's
+//! matrices resident in a device's [`MatrixSlot`] (one recording per
+//! device, shared by its workers, uploaded on first use), z = (inputs, aux)
+//! uploaded, then A·z, B·z and C·z by cuzk-cuda's SpMV into the zero-padded
+//! buffers the H polynomial transforms. The host never holds a, b, c, and
+//! only z crosses PCIe (a third of a, b, c at a 32 GiB PoRep partition).
+//!
+//! Slot rules: a recording is evicted (replaced by another, or for a
+//! partition's room by admission) only when no partition uses it: no worker
+//! holds its device matrices and no admitted partition has pinned its id.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cuzk_cuda::abc::{device_bytes, DeviceR1cs, HostIds, HostMatrix};
+use cuzk_cuda::DeviceBuffer;
+use cuzk_field::limbs::{fr_as_limbs, FrLimbs};
+use cuzk_groth16::prover::StageTimings;
+use cuzk_synth::precompiled::{CircuitId, CoeffIdsRef, DeferredAbc, MatrixRef, R1csRef};
+use cuzk_synth::Synthesized;
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::plan::Shape;
+use crate::worker::{Clock, Worker};
+
+/// One matrix as cuzk-cuda's SpMV takes it.
+fn host_matrix<'a>(m: &MatrixRef<'a>) -> HostMatrix<'a> {
+    HostMatrix {
+        row_ptr: m.row_ptr,
+        cols: m.cols,
+        ids: match m.ids {
+            CoeffIdsRef::U16(v) => HostIds::U16(v),
+            CoeffIdsRef::U32(v) => HostIds::U32(v),
+        },
+    }
+}
+
+/// Device bytes the recording's matrices and coefficient table take.
+pub fn matrix_bytes(r1cs: &R1csRef<'_>) -> u64 {
+    device_bytes(
+        r1cs.coeffs.len(),
+        &[
+            host_matrix(&r1cs.a),
+            host_matrix(&r1cs.b),
+            host_matrix(&r1cs.c),
+        ],
+    )
+}
+
+/// The plan shape of a witness: its circuit's, with a, b, c on the device
+/// when it leaves them to the prover. The one place both the backend and
+/// the admission derive it, so they plan alike.
+pub fn witness_shape(w: &Synthesized) -> Shape {
+    let circuit = w.shape();
+    let shape = Shape::of_circuit(&circuit);
+    match &w.deferred {
+        Some(d) => shape.with_device_abc(&circuit, matrix_bytes(&d.r1cs())),
+        None => shape,
+    }
+}
+
+struct Resident {
+    id: CircuitId,
+    bytes: u64,
+    matrices: Arc<DeviceR1cs>,
+}
+
+#[derive(Default)]
+pub(crate) struct Slot {
+    resident: Option<Resident>,
+    pub(crate) pins: BTreeMap<[u8; 32], usize>,
+    pub(crate) uploads: u64,
+    pub(crate) evictions: u64,
+}
+
+impl Slot {
+    /// Device bytes of the resident matrices.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.resident.as_ref().map_or(0, |r| r.bytes)
+    }
+
+    pub(crate) fn holds(&self, id: &CircuitId) -> bool {
+        self.resident.as_ref().is_some_and(|r| r.id == *id)
+    }
+
+    fn idle(&self) -> bool {
+        self.resident.as_ref().is_some_and(|r| {
+            Arc::strong_count(&r.matrices) == 1 && !self.pins.contains_key(&r.id.0)
+        })
+    }
+
+    /// Drops the resident matrices if no partition uses them; their bytes.
+    pub(crate) fn evict_idle(&mut self) -> Option<u64> {
+        if !self.idle() {
+            return None;
+        }
+        self.evictions += 1;
+        self.resident.take().map(|r| r.bytes)
+    }
+
+    pub(crate) fn pin(&mut self, id: &CircuitId) {
+        *self.pins.entry(id.0).or_default() += 1;
+    }
+
+    pub(crate) fn unpin(&mut self, id: &CircuitId) {
+        if let Some(n) = self.pins.get_mut(&id.0) {
+            *n -= 1;
+            if *n == 0 {
+                self.pins.remove(&id.0);
+            }
+        }
+    }
+}
+
+/// The recording resident on one device, shared by its workers and its
+/// admission.
+#[derive(Clone, Default)]
+pub struct MatrixSlot(Arc<Mutex<Slot>>);
+
+impl std::fmt::Debug for MatrixSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0.lock();
+        write!(
+            f,
+            "MatrixSlot({:?}, {} bytes)",
+            s.resident.as_ref().map(|r| r.id),
+            s.bytes()
+        )
+    }
+}
+
+impl MatrixSlot {
+    /// Device bytes of the resident matrices (0 when none).
+    pub fn bytes(&self) -> u64 {
+        self.0.lock().bytes()
+    }
+
+    /// The resident recording's id.
+    pub fn resident(&self) -> Option<CircuitId> {
+        self.0.lock().resident.as_ref().map(|r| r.id)
+    }
+
+    /// Recordings uploaded and evicted since the slot was made.
+    pub fn counts(&self) -> (u64, u64) {
+        let s = self.0.lock();
+        (s.uploads, s.evictions)
+    }
+
+    /// Drops the resident matrices unless a partition uses them; whether
+    /// they were dropped.
+    pub fn evict(&self) -> bool {
+        self.0.lock().evict_idle().is_some()
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.0.lock()
+    }
+}
+
+impl Worker {
+    /// `d`'s matrices on the device: uploaded unless already resident
+    /// (replacing an idle recording of another circuit). The slot stays
+    /// locked during the upload, so two workers never upload it twice.
+    pub(crate) fn make_matrices_resident(
+        &mut self,
+        d: &DeferredAbc,
+        t: &mut StageTimings,
+    ) -> cuzk_cuda::Result<Arc<DeviceR1cs>> {
+        let slot = self.matrices.clone();
+        let mut s = slot.lock();
+        if let Some(r) = s.resident.as_ref().filter(|r| r.id == *d.id()) {
+            return Ok(Arc::clone(&r.matrices));
+        }
+        if s.resident.is_some() && s.evict_idle().is_none() {
+            return Err(cuzk_cuda::Error::OutOfMemory(format!(
+                "the matrices of circuit {} are in use on this device; those of {} cannot \
+                 replace them (admission should have kept this partition waiting)",
+                s.resident
+                    .as_ref()
+                    .map(|r| r.id.to_string())
+                    .unwrap_or_default(),
+                d.id()
+            )));
+        }
+        let start = Instant::now();
+        let r1cs = d.r1cs();
+        let bytes = matrix_bytes(&r1cs);
+        let matrices = Arc::new(DeviceR1cs::upload(
+            &self.stream,
+            fr_as_limbs(r1cs.coeffs),
+            [
+                host_matrix(&r1cs.a),
+                host_matrix(&r1cs.b),
+                host_matrix(&r1cs.c),
+            ],
+        )?);
+        self.stream.synchronize()?;
+        t.record("r1cs_upload", start.elapsed());
+        tracing::info!(
+            "matrices of circuit {} resident: {} ({} rows, {} coefficients)",
+            d.id(),
+            cuzk_arena::human(bytes),
+            matrices.rows(),
+            matrices.coefficients()
+        );
+        s.uploads += 1;
+        s.resident = Some(Resident {
+            id: *d.id(),
+            bytes,
+            matrices: Arc::clone(&matrices),
+        });
+        Ok(matrices)
+    }
+
+    /// Uploads z = (inputs, aux) and evaluates a, b, c into three zeroed
+    /// `n`-long buffers on the device; returns them and the aux values
+    /// (copied out of z, for L, A and B).
+    pub(crate) fn device_abc(
+        &mut self,
+        matrices: &DeviceR1cs,
+        w: &Synthesized,
+        n: usize,
+        clock: &mut Clock,
+    ) -> cuzk_cuda::Result<([DeviceBuffer<FrLimbs>; 3], DeviceBuffer<FrLimbs>)> {
+        let s = self.stream.clone();
+        let inputs = w.input_assignment.len();
+        let aux = w.aux_assignment.len();
+        clock.start(&s, "upload_z")?;
+        let mut z = s.alloc::<FrLimbs>(inputs + aux)?;
+        s.upload_at(fr_as_limbs(&w.input_assignment), &mut z, 0)?;
+        self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut z, inputs)?;
+        clock.stop(&s)?;
+        clock.start(&s, "abc")?;
+        let mut classes = s.alloc::<u8>(z.len())?;
+        let mut out = [s.alloc(n)?, s.alloc(n)?, s.alloc(n)?];
+        {
+            let [a, b, c] = &mut out;
+            matrices.evaluate(&s, &z, &mut classes, [a, b, c])?;
+        }
+        drop(classes);
+        let mut dl = s.alloc::<FrLimbs>(aux)?;
+        s.copy_range(&z, inputs, &mut dl, 0, aux)?;
+        drop(z);
+        clock.stop(&s)?;
+        Ok((out, dl))
+    }
+}
