@@ -22,10 +22,12 @@
 #             line per mode (wall s, CPU core-seconds, peak RSS, constraints, checksum; the run
 #             fails if the modes' checksums differ). Sequential last: it is the long one
 #             (~90 s); parallel ~10 s expected on 16 cores.
-# Expected ~4-5 minutes in all. Prints every log at the end and leaves them in $OUT.
+# SYNTH_MODES picks the modes (default "parallel precompiled sequential"; the chain's
+# `synth` step of full-scale.sh passes what it sets). Expected ~4-5 minutes in all. Prints every log at the end and leaves them in $OUT.
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 FS=${FS:-$(cat /tmp/cuzk-fs-path 2>/dev/null || echo /tmp/cuzk-fs)}
+SYNTH_MODES=${SYNTH_MODES:-parallel precompiled sequential}
 bin=$FS/bin
 mkdir -p "$bin" "$FS/params"
 for b in cuzk synth_bench; do
@@ -44,8 +46,9 @@ echo "== record" >> "$log"
 echo "record rc=$?" >> "$log"
 ls -la "$FS/porep-32g.r1cs" >> "$log" 2>&1
 echo "== bench" >> "$log"
-"$bin/synth_bench" --c1 "$FS/c1-1.json" --partition 0 --mode parallel --mode precompiled \
-  --mode sequential --cache "$FS/porep-32g.r1cs" >> "$log" 2>&1
+mode_args=(); for m in $SYNTH_MODES; do mode_args+=(--mode "$m"); done
+"$bin/synth_bench" --c1 "$FS/c1-1.json" --partition 0 "${mode_args[@]}" \
+  --cache "$FS/porep-32g.r1cs" >> "$log" 2>&1
 echo "bench rc=$?" >> "$log"
 cat "$log"
 [ -n "${OUT:-}" ] && cp "$log" "$OUT/"

@@ -40,6 +40,8 @@ pub struct PorepSource {
     shape: CircuitShape,
     circuits: Vec<Mutex<Option<PartitionSynthesis>>>,
     inputs: Vec<Vec<Fr>>,
+    /// Pre-compiled: witnesses leave a, b, c to the prover.
+    defers_abc: bool,
 }
 
 impl PorepSource {
@@ -63,6 +65,7 @@ impl PorepSource {
             shape: shape_from_key(key),
             circuits: circuits.into_iter().map(|c| Mutex::new(Some(c))).collect(),
             inputs,
+            defers_abc: matches!(synthesis, PorepSynthesis::Precompiled(_)),
         })
     }
 }
@@ -152,5 +155,9 @@ impl PartitionSource for PorepSource {
 
     fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
         Ok(self.inputs.get(index).cloned())
+    }
+
+    fn defers_abc(&self) -> bool {
+        self.defers_abc
     }
 }

@@ -11,11 +11,13 @@
 //! in full (challenges in parallel) and say so in the log.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::precompiled::{
-    cache, record, CacheError, CircuitId, MappedR1cs, R1csStats, RecordError, Witness, WitnessError,
+    cache, record, CacheError, CircuitId, DeferredAbc, MappedR1cs, R1csStats, RecordError, Witness,
+    WitnessError,
 };
 use cuzk_synth::{CircuitShape, Synthesized};
 use filecoin_proofs::parameters::public_params;
@@ -71,7 +73,9 @@ pub enum PrecompiledError {
 pub struct PrecompiledPorep {
     proof_type: ProofType,
     path: PathBuf,
-    mapped: MappedR1cs,
+    mapped: Arc<MappedR1cs>,
+    /// The mapping as the prover's source of a, b, c.
+    deferred: DeferredAbc,
 }
 
 /// The id a proof type's recording is filed under: its key's parameter id.
@@ -186,9 +190,11 @@ impl PrecompiledPorep {
                 .into());
             }
         }
+        let mapped = Arc::new(mapped);
         Ok(Self {
             proof_type,
             path: path.to_owned(),
+            deferred: DeferredAbc::new(mapped.id(), mapped.clone()),
             mapped,
         })
     }
@@ -213,8 +219,10 @@ impl PrecompiledPorep {
         self.mapped.file_bytes()
     }
 
-    /// a, b, c of `witness` by sparse mat-vec: the partition's `Synthesized`.
+    /// The partition's `Synthesized` for `witness`, a, b, c left to the
+    /// prover (the GPU evaluates them from the matrices resident in VRAM,
+    /// the CPU prover from the mapping): the host never holds them.
     pub fn synthesize(&self, witness: Witness) -> Result<Synthesized, WitnessError> {
-        self.mapped.as_ref().synthesize(witness)
+        self.deferred.synthesized(witness)
     }
 }

@@ -123,7 +123,10 @@ fn precompiled_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input, 
             witness.aux_assignment, sequential.aux_assignment,
             "partition {k}"
         );
-        let precompiled = pre.synthesize(witness).unwrap();
+        let mut precompiled = pre.synthesize(witness).unwrap();
+        assert!(!precompiled.abc_on_host(), "a, b, c are left to the prover");
+        assert_eq!(precompiled.shape(), sequential.shape(), "partition {k}");
+        precompiled.evaluate_abc();
         assert!(
             precompiled == sequential,
             "partition {k}: {precompiled:?} against {sequential:?}"

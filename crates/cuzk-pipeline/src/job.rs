@@ -157,6 +157,13 @@ pub trait PartitionSource: Send + Sync {
     /// what it stores.
     fn synthesize(&self, index: usize) -> Result<Synthesized, SourceError>;
 
+    /// Whether this source's witnesses leave a, b, c to the prover
+    /// (pre-compiled circuits, `Synthesized::deferred`): their host
+    /// footprint then holds no a, b, c, and the backend evaluates them.
+    fn defers_abc(&self) -> bool {
+        false
+    }
+
     /// The public inputs a verifier checks partition `index` against (ONE
     /// excluded), computed independently of synthesis where possible, so the
     /// epilogue's check also catches a witness with wrong inputs. `None`: use

@@ -58,7 +58,18 @@ impl PartitionFootprint {
     /// The witness of `shape` (as [`PartitionFootprint::cpu`] counts it) and
     /// a prover's `working_set` beside it.
     pub fn with_working_set(shape: &CircuitShape, working_set: u64) -> Self {
-        let constraints = shape.num_constraints as u64;
+        Self::of_witness(shape, true, working_set)
+    }
+
+    /// The witness of `shape`, with a, b, c in it (`abc_on_host`) or left to
+    /// the prover (a pre-compiled circuit's deferred witness: the
+    /// assignments and densities alone), and `working_set` beside it.
+    pub fn of_witness(shape: &CircuitShape, abc_on_host: bool, working_set: u64) -> Self {
+        let constraints = if abc_on_host {
+            shape.num_constraints as u64
+        } else {
+            0
+        };
         let inputs = shape.num_inputs as u64;
         let aux = shape.num_aux as u64;
         let words = |bits: u64| bits.div_ceil(64) * 8;
@@ -97,13 +108,20 @@ impl Provers {
     /// a GPU, which computes in VRAM). A partition moved to the fallback asks
     /// for the fallback's working set then ([`crate::Reservation::grow`]).
     pub fn footprint(&self, shape: &CircuitShape) -> PartitionFootprint {
+        self.footprint_of(shape, false)
+    }
+
+    /// [`Provers::footprint`] of a source whose witnesses leave a, b, c to
+    /// the prover when `defers_abc` (the working set is the same: a CPU
+    /// prover evaluates them into its padded vectors, a GPU in VRAM).
+    pub fn footprint_of(&self, shape: &CircuitShape, defers_abc: bool) -> PartitionFootprint {
         let working_set = self
             .0
             .iter()
             .map(|b| b.host_working_set(shape))
             .max()
             .unwrap_or_else(|| cuzk_groth16::prover::cpu_host_working_set(shape));
-        PartitionFootprint::with_working_set(shape, working_set)
+        PartitionFootprint::of_witness(shape, !defers_abc, working_set)
     }
 }
 
@@ -153,5 +171,31 @@ mod tests {
             assert!(actual + 64 >= estimate.witness, "k={k}: estimate too high");
             assert_eq!(estimate.working_set, 3 * (1 << k) * 32);
         }
+    }
+
+    #[test]
+    fn a_deferred_witness_is_estimated_without_a_b_c() {
+        use cuzk_synth::precompiled::{record, witness, DeferredAbc};
+        let circuit = DemoCircuit::new(10, 0.95, 2);
+        let shape = circuit.shape();
+        let r1cs = record(circuit.clone()).unwrap();
+        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
+        let mut w = deferred.synthesized(witness(circuit).unwrap()).unwrap();
+        // Exactly sized, as a pre-sized witness is (this one grew by doubling).
+        w.input_assignment.shrink_to_fit();
+        w.aux_assignment.shrink_to_fit();
+        let estimate = PartitionFootprint::of_witness(&shape, false, 0);
+        let actual = witness_bytes(&w);
+        assert!(
+            actual <= estimate.witness + 24,
+            "{actual} > {}",
+            estimate.witness
+        );
+        assert!(actual + 64 >= estimate.witness, "estimate too high");
+        let host = PartitionFootprint::cpu(&shape).witness;
+        assert_eq!(
+            host - estimate.witness,
+            3 * shape.num_constraints as u64 * 32
+        );
     }
 }

@@ -80,7 +80,7 @@ impl JobState {
             label: job.label.clone(),
             source,
         })?;
-        let footprint = provers.footprint(&shape);
+        let footprint = provers.footprint_of(&shape, job.source.defers_abc());
         if footprint.total() > memory_budget {
             return Err(SubmitError::BudgetTooSmall {
                 label: job.label,
