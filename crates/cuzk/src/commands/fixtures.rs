@@ -287,7 +287,7 @@ fn proof_type_arg(sector_size: &str, proof_type: Option<&str>) -> Result<ProofTy
 }
 
 /// `--proof-type NAME` (any kind), else the `--kind` circuit of `--sector-size`.
-fn circuit_arg(sector_size: &str, kind: &str, proof_type: Option<&str>) -> Result<Circuit> {
+pub(crate) fn circuit_arg(sector_size: &str, kind: &str, proof_type: Option<&str>) -> Result<Circuit> {
     if let Some(name) = proof_type {
         return Ok(Circuit::from_name(name)?);
     }
