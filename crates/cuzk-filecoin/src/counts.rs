@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
-use ff::Field;
 use cuzk_synth::CircuitShape;
+use ff::Field;
 use filecoin_proofs::parameters::{
     public_params, window_post_public_params, winning_post_public_params,
 };
@@ -32,24 +32,70 @@ pub struct CircuitCounts {
     pub circuit: Circuit,
     /// Its shape (what a witness of it and its key have).
     pub shape: CircuitShape,
-    /// Time to build the blank circuit and count it.
+    /// `Some(n)`: a WindowPoSt counted with 1 and 2 sectors and extended to
+    /// its `n` (see [`count_circuit_by_sectors`]); `None`: counted whole.
+    pub by_sectors: Option<usize>,
+    /// Time to build the blank circuit(s) and count.
     pub elapsed: Duration,
 }
 
 /// Counts the blank circuit of `circuit` (one partition for PoRep and the
-/// update, the one circuit of a PoSt).
+/// update, the one circuit of a PoSt) whole.
 pub fn count_circuit(circuit: Circuit) -> Result<CircuitCounts, Error> {
     let start = Instant::now();
     let shape = match circuit {
         Circuit::Porep(p) => with_sector_shape!(p.sector_size(), porep_blank, p)?,
-        Circuit::Post(p) => with_sector_shape!(p.sector_size(), post_blank, p)?,
+        Circuit::Post(p) => with_sector_shape!(p.sector_size(), post_blank, p, None)?,
         Circuit::Update(u) => crate::snap::count_blank(u)?,
     };
     Ok(CircuitCounts {
         circuit,
         shape,
+        by_sectors: None,
         elapsed: start.elapsed(),
     })
+}
+
+/// [`count_circuit`], except for a WindowPoSt of more than 2 sectors: its
+/// circuit is the same gadget once per sector (the sector's comm_r, its
+/// challenges' inclusion proofs) after ONE, so every count is
+/// `c(1) + (n - 1) (c(2) - c(1))`; the blank circuits of 1 and 2 sectors are
+/// counted and extended to `n`. A 32 GiB partition (2349 sectors, ~10^8
+/// constraints) takes a second instead of minutes; the tests check the
+/// rule against whole counts.
+pub fn count_circuit_by_sectors(circuit: Circuit) -> Result<CircuitCounts, Error> {
+    let Circuit::Post(p) = circuit else {
+        return count_circuit(circuit);
+    };
+    let n = p.sector_count();
+    if p.kind() != crate::PostKind::Window || n <= 2 {
+        return count_circuit(circuit);
+    }
+    let start = Instant::now();
+    let one = with_sector_shape!(p.sector_size(), post_blank, p, Some(1))?;
+    let two = with_sector_shape!(p.sector_size(), post_blank, p, Some(2))?;
+    Ok(CircuitCounts {
+        circuit,
+        shape: extend(&one, &two, n),
+        by_sectors: Some(n),
+        elapsed: start.elapsed(),
+    })
+}
+
+/// The shape of `n` sectors from those of 1 and 2 (each count affine in the
+/// number of sectors).
+fn extend(one: &CircuitShape, two: &CircuitShape, n: usize) -> CircuitShape {
+    let at = |a: usize, b: usize| a + (n - 1) * (b - a);
+    let num_constraints = at(one.num_constraints, two.num_constraints);
+    CircuitShape {
+        num_constraints,
+        num_inputs: at(one.num_inputs, two.num_inputs),
+        num_aux: at(one.num_aux, two.num_aux),
+        a_aux_density: at(one.a_aux_density, two.a_aux_density),
+        b_input_density: at(one.b_input_density, two.b_input_density),
+        b_aux_density: at(one.b_aux_density, two.b_aux_density),
+        domain_log2: num_constraints.max(1).next_power_of_two().trailing_zeros(),
+    }
 }
 
 /// Runs `circuit` (blank or not: no value is ever asked for) on a
@@ -65,14 +111,24 @@ pub(crate) fn count<C: bellperson::Circuit<Fr>>(circuit: C) -> Result<CircuitSha
 fn porep_blank<Tree: 'static + MerkleTreeTrait>(p: ProofType) -> Result<CircuitShape, Error> {
     let vanilla = public_params::<Tree>(&p.config())
         .map_err(|e| Error::filecoin("setting up the PoRep parameters", e))?;
-    count(<StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::blank_circuit(&vanilla))
+    count(
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::blank_circuit(&vanilla),
+    )
 }
 
-fn post_blank<Tree: 'static + MerkleTreeTrait>(p: PostType) -> Result<CircuitShape, Error> {
-    let config = p.config();
+/// The blank PoSt circuit of `p`, of `sectors` sectors instead of its own
+/// count when given (WindowPoSt only).
+fn post_blank<Tree: 'static + MerkleTreeTrait>(
+    p: PostType,
+    sectors: Option<usize>,
+) -> Result<CircuitShape, Error> {
+    let mut config = p.config();
+    if let Some(n) = sectors {
+        config.sector_count = n;
+    }
     let vanilla = match config.typ {
         PoStType::Winning => winning_post_public_params::<Tree>(&config),
         PoStType::Window => window_post_public_params::<Tree>(&config),
@@ -244,7 +300,10 @@ mod tests {
             assert_eq!(b, key.b_g2.len(), "{name}: B in G2");
             assert_eq!(1 << s.domain_log2, key.h.len() + 1, "{name}: domain");
             assert!(s.num_constraints <= key.h.len() + 1, "{name}: constraints");
-            assert!(2 * s.num_constraints > key.h.len() + 1, "{name}: constraints");
+            assert!(
+                2 * s.num_constraints > key.h.len() + 1,
+                "{name}: constraints"
+            );
         }
     }
 
@@ -283,6 +342,20 @@ mod tests {
             let witness = synthesis(&counted).unwrap();
             assert_eq!(witness.shape(), counted, "{}", pt.name());
             assert_eq!(inputs.len() + 1, counted.num_inputs, "{}", pt.name());
+        }
+    }
+
+    /// The per-sector rule of [`count_circuit_by_sectors`] against whole
+    /// counts of 3 and 5 sectors, at 2 KiB and 8 MiB.
+    #[test]
+    fn window_counts_extended_by_sectors_are_whole_counts() {
+        for size in [2048, 8 << 20] {
+            let pt = PostType::window_for(ProofType::for_sector_size(size).unwrap());
+            let counted = |n| with_sector_shape!(size, post_blank, pt, Some(n)).unwrap();
+            let (one, two) = (counted(1), counted(2));
+            for n in [3, 5] {
+                assert_eq!(extend(&one, &two, n), counted(n), "{} with {n}", pt.name());
+            }
         }
     }
 }

@@ -162,7 +162,11 @@ fn window_valid(pt: PostType, dir: &Path, proof: &[u8]) -> bool {
 #[test]
 fn a_full_synthetic_window_partition_proves_and_one_byte_changed_is_rejected() {
     let f = fixture();
-    assert_eq!(f.window.sector_count(), 2, "a 2 KiB partition holds 2 sectors");
+    assert_eq!(
+        f.window.sector_count(),
+        2,
+        "a 2 KiB partition holds 2 sectors"
+    );
     let dir = synth("window-full", f.window, "21-22");
     assert_eq!(replicas(f.window, &dir).len(), 2);
     let (stdout, proof) = prove("window-post", f.window, &dir, &["--rng-seed", "1"]);

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use cuzk_filecoin::counts::count_circuit;
+use cuzk_filecoin::counts::{count_circuit, count_circuit_by_sectors};
 
 use crate::commands::fixtures::circuit_arg;
 
@@ -25,6 +25,10 @@ pub(crate) struct CircuitInfoArgs {
     /// A registered proof type name instead (StackedDrgWindow32GiBV1_2, ...).
     #[arg(long)]
     proof_type: Option<String>,
+    /// Count a WindowPoSt partition whole (minutes at 32 GiB) instead of from
+    /// its circuits of 1 and 2 sectors (the same gadget per sector).
+    #[arg(long)]
+    whole: bool,
 }
 
 /// `n` with thousands separators.
@@ -42,7 +46,10 @@ fn grouped(n: usize) -> String {
 
 pub(crate) fn run(args: CircuitInfoArgs) -> Result<()> {
     let circuits = match &args.proof_type {
-        Some(name) => vec![(circuit_arg(&args.sector_size, "", Some(name))?, name.clone())],
+        Some(name) => vec![(
+            circuit_arg(&args.sector_size, "", Some(name))?,
+            name.clone(),
+        )],
         None => args
             .kind
             .iter()
@@ -50,11 +57,15 @@ pub(crate) fn run(args: CircuitInfoArgs) -> Result<()> {
             .collect::<Result<_>>()?,
     };
     for (circuit, label) in circuits {
-        let counted = count_circuit(circuit)?;
+        let counted = if args.whole {
+            count_circuit(circuit)?
+        } else {
+            count_circuit_by_sectors(circuit)?
+        };
         let s = &counted.shape;
         println!(
             "{} ({label}): {} constraints (domain 2^{}), {} inputs, {} aux; densities: \
-             A-aux {}, B-input {}, B-aux {}; counted in {:.1}s",
+             A-aux {}, B-input {}, B-aux {}; counted in {:.1}s{}",
             circuit.name(),
             grouped(s.num_constraints),
             s.domain_log2,
@@ -64,6 +75,10 @@ pub(crate) fn run(args: CircuitInfoArgs) -> Result<()> {
             grouped(s.b_input_density),
             grouped(s.b_aux_density),
             counted.elapsed.as_secs_f64(),
+            match counted.by_sectors {
+                Some(n) => format!(" (from 1 and 2 sectors, extended to {n}; --whole to count it)"),
+                None => String::new(),
+            }
         );
     }
     Ok(())

@@ -295,7 +295,10 @@ fn synth_post(
         }
     }
     if sectors.len() > 8 {
-        println!("… {} more sector(s): every comm_r in comm_r.txt", sectors.len() - 8);
+        println!(
+            "… {} more sector(s): every comm_r in comm_r.txt",
+            sectors.len() - 8
+        );
     }
     write_atomically(&out.join("comm_r.txt"), listing.as_bytes())?;
     println!(
@@ -328,7 +331,11 @@ fn proof_type_arg(sector_size: &str, proof_type: Option<&str>) -> Result<ProofTy
 }
 
 /// `--proof-type NAME` (any kind), else the `--kind` circuit of `--sector-size`.
-pub(crate) fn circuit_arg(sector_size: &str, kind: &str, proof_type: Option<&str>) -> Result<Circuit> {
+pub(crate) fn circuit_arg(
+    sector_size: &str,
+    kind: &str,
+    proof_type: Option<&str>,
+) -> Result<Circuit> {
     if let Some(name) = proof_type {
         return Ok(Circuit::from_name(name)?);
     }

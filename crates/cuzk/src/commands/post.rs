@@ -84,7 +84,10 @@ fn vanilla_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             files.push(file);
         }
         if files.len() == before {
-            bail!("--vanilla {}: a directory without vanilla-0.bin", path.display());
+            bail!(
+                "--vanilla {}: a directory without vanilla-0.bin",
+                path.display()
+            );
         }
     }
     Ok(files)
