@@ -200,6 +200,17 @@ TOML
   kill -TERM $daemon; wait $daemon; echo "daemon rc=$?" >> "$FS/daemon.log"
 }
 
+# WinningPoSt latency through the daemon (benches/device/post-latency.sh, issue 16): its
+# key made here on the GPU, a synthetic vanilla proof, then alone (key HOT) and 30 s into a
+# 32 GiB PoRep of C1 1, with this chain's binary, PoRep key and C1 (run `keys c1s` first).
+# Its logs in $FS/post-latency/ (in fs.tgz), its table last in $FS/post.log. (POST_SIZE=2KiB
+# POST_BACKEND=cpu: the same step here, with that size's key and C1 made by the script.)
+step_post() {
+  OUT='' FS=$FS CUZK=$bin/cuzk P=$P SIZE=${POST_SIZE:-32GiB} BACKEND=${POST_BACKEND:-cuda} \
+    HOST_BUDGET=$HOST_BUDGET WORKERS=$WORKERS bash "$here/benches/device/post-latency.sh" run > "$FS/post.log" 2>&1
+  echo "post rc=$?" >> "$FS/post.log"
+}
+
 steps() {
   set -x
   export FIL_PROOFS_PARAMETER_CACHE=$P RUST_LOG=${RUST_LOG:-warn}

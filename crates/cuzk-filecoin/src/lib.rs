@@ -4,6 +4,7 @@
 mod c1;
 mod check;
 mod circuit;
+pub mod counts;
 mod engine;
 mod error;
 pub mod fetch;

@@ -422,6 +422,21 @@ fn key_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     crate::circuit::key_from_blank(circuit, seed, fixed_base)
 }
 
+/// The counted shape of the update circuit of `update_type` (one partition).
+pub(crate) fn count_blank(update_type: UpdateType) -> Result<cuzk_synth::CircuitShape, Error> {
+    with_sector_shape!(update_type.sector_size(), count_typed, update_type)
+}
+
+fn count_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    update_type: UpdateType,
+) -> Result<cuzk_synth::CircuitShape, Error> {
+    let params = PublicParams::from_sector_size(update_type.sector_size());
+    crate::counts::count(<EmptySectorUpdateCompound<Tree> as CompoundProof<
+        EmptySectorUpdate<Tree>,
+        _,
+    >>::blank_circuit(&params))
+}
+
 /// The crates' public parameters and public inputs of a request.
 fn public<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     request: &UpdateRequest,

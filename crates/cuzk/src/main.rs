@@ -35,6 +35,8 @@ enum Command {
     Verify(commands::verify::VerifyArgs),
     /// Describe a key file (counts, sizes) and the available backends.
     Info(commands::info::InfoArgs),
+    /// Shape of a Filecoin circuit (constraints, inputs, aux, densities), counted without a key.
+    CircuitInfo(commands::circuit_info::CircuitInfoArgs),
     /// Filecoin PoRep commit phase 2: C1 output in, verified partition proofs out.
     PorepC2(commands::porep_c2::PorepC2Args),
     /// Record a PoRep proof type's partition circuit once for `porep-c2 --synthesis precompiled`.
@@ -77,6 +79,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Prove(args) => commands::prove::run(args),
         Command::Verify(args) => commands::verify::run(args),
         Command::Info(args) => commands::info::run(args),
+        Command::CircuitInfo(args) => commands::circuit_info::run(args),
         Command::PorepC2(args) => commands::porep_c2::run(args),
         Command::Precompile(args) => commands::precompile::run(args),
         Command::WinningPost(args) => commands::winning_post::run(args),

@@ -57,7 +57,8 @@ mod source;
 mod typed;
 
 pub use source::PostSource;
-use typed::{erased_circuit, sectors_typed, verify_compound_typed};
+pub(crate) use typed::erased_circuit;
+use typed::{sectors_typed, verify_compound_typed};
 
 /// Which PoSt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

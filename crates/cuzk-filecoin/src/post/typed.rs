@@ -123,7 +123,7 @@ fn typed<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Typed
     })
 }
 
-pub(super) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
+pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
     request: &PostRequest,
 ) -> Result<(Synthesis, Vec<Fr>), Error> {
     let t = typed::<Tree>(request)?;

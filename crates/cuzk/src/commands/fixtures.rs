@@ -143,9 +143,10 @@ pub(crate) enum Fixtures {
         /// Miner actor id (f01000 or 1000): the prover id.
         #[arg(long, default_value = "f01000")]
         prover_id: String,
-        /// The sector numbers, in order (WinningPoSt: one; WindowPoSt: up to a partition's).
-        #[arg(long, required = true, value_delimiter = ',')]
-        sectors: Vec<u64>,
+        /// The sector numbers, in order (WinningPoSt: one; WindowPoSt: up to a partition's,
+        /// 2349 at 32 GiB): comma-separated numbers and ranges FIRST-LAST (`1-2349`).
+        #[arg(long, required = true, value_delimiter = ',', value_parser = sector_range)]
+        sectors: Vec<SectorRange>,
         /// Seed of the challenged leaves and comm_c.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -213,7 +214,37 @@ pub(crate) fn run(task: Fixtures) -> Result<()> {
             sectors,
             seed,
             out,
-        } => synth_post(&proof_type, &randomness, &prover_id, sectors, seed, out),
+        } => synth_post(
+            &proof_type,
+            &randomness,
+            &prover_id,
+            sectors.into_iter().flat_map(|r| r.0).collect(),
+            seed,
+            out,
+        ),
+    }
+}
+
+/// One `--sectors` item: its sector numbers, in order.
+#[derive(Clone, Debug)]
+pub(crate) struct SectorRange(Vec<u64>);
+
+/// One `--sectors` item: a number, or a range FIRST-LAST of them (inclusive).
+fn sector_range(text: &str) -> Result<SectorRange, String> {
+    let number = |t: &str| {
+        t.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{t:?} is not a sector number"))
+    };
+    match text.split_once('-') {
+        None => Ok(SectorRange(vec![number(text)?])),
+        Some((a, b)) => {
+            let (first, last) = (number(a)?, number(b)?);
+            if first > last {
+                return Err(format!("{text:?}: the range ends before it starts"));
+            }
+            Ok(SectorRange((first..=last).collect()))
+        }
     }
 }
 
@@ -253,10 +284,23 @@ fn synth_post(
         post_type.name(),
         hex_prefix(&prover),
     );
-    for (sector, comm_r) in sectors.iter().zip(&made.comm_rs) {
+    // Every sector's comm_r in OUT/comm_r.txt (what a verifier is given),
+    // the first few on stdout.
+    let mut listing = String::new();
+    for (i, (sector, comm_r)) in sectors.iter().zip(&made.comm_rs).enumerate() {
         let hex: String = comm_r.iter().map(|b| format!("{b:02x}")).collect();
-        println!("sector {sector}: comm_r {hex}");
+        listing.push_str(&format!("{sector} {hex}\n"));
+        if i < 8 {
+            println!("sector {sector}: comm_r {hex}");
+        }
     }
+    if sectors.len() > 8 {
+        println!(
+            "… {} more sector(s): every comm_r in comm_r.txt",
+            sectors.len() - 8
+        );
+    }
+    write_atomically(&out.join("comm_r.txt"), listing.as_bytes())?;
     println!(
         "{} challenges over {} sector(s), made in {:.3}s; wrote {} file(s) vanilla-<i>.bin \
          ({total} bytes) in {}",
@@ -287,7 +331,11 @@ fn proof_type_arg(sector_size: &str, proof_type: Option<&str>) -> Result<ProofTy
 }
 
 /// `--proof-type NAME` (any kind), else the `--kind` circuit of `--sector-size`.
-fn circuit_arg(sector_size: &str, kind: &str, proof_type: Option<&str>) -> Result<Circuit> {
+pub(crate) fn circuit_arg(
+    sector_size: &str,
+    kind: &str,
+    proof_type: Option<&str>,
+) -> Result<Circuit> {
     if let Some(name) = proof_type {
         return Ok(Circuit::from_name(name)?);
     }

@@ -27,7 +27,9 @@ pub(crate) struct PostArgs {
     proof_type: String,
     /// One sector's vanilla proof: a bincode FallbackPoStSectorProof, as
     /// filecoin-proofs-api's generate_single_vanilla_proof returns it and
-    /// Curio sends it. Repeat per sector, in order.
+    /// Curio sends it. Repeat per sector, in order; a directory stands for
+    /// its files vanilla-0.bin, vanilla-1.bin, … in that order (what
+    /// `cuzk fixtures synth-post` writes).
     #[arg(long, required = true)]
     vanilla: Vec<PathBuf>,
     /// The challenge randomness: 32 bytes in hex (64 digits).
@@ -64,6 +66,48 @@ pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>> {
         .collect())
 }
 
+/// The vanilla proof files of `--vanilla`: a file as given, a directory as
+/// its `vanilla-<i>.bin` from 0 up to the first one absent (at least one).
+fn vanilla_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            files.push(path.clone());
+            continue;
+        }
+        let before = files.len();
+        for i in 0.. {
+            let file = path.join(format!("vanilla-{i}.bin"));
+            if !file.is_file() {
+                break;
+            }
+            files.push(file);
+        }
+        if files.len() == before {
+            bail!(
+                "--vanilla {}: a directory without vanilla-0.bin",
+                path.display()
+            );
+        }
+    }
+    Ok(files)
+}
+
+/// The sector numbers, all of them up to 8, else the first three, the
+/// count and the last.
+fn sector_list(sectors: &[(u64, [u8; 32])]) -> String {
+    let ids: Vec<String> = sectors.iter().map(|(id, _)| id.to_string()).collect();
+    if ids.len() <= 8 {
+        return ids.join(", ");
+    }
+    format!(
+        "{}, … {} more …, {}",
+        ids[..3].join(", "),
+        ids.len() - 4,
+        ids[ids.len() - 1]
+    )
+}
+
 /// Proves one PoSt of `kind` (`partition`: the WindowPoSt partition index).
 pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()> {
     // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use:
@@ -80,9 +124,9 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
     let randomness = parse_hex(&args.randomness).context("--randomness")?;
     let prover_id = SectorIdentity::from_actor(parse_actor(&args.prover_id)?, 0).prover_id;
     let mut vanilla = Vec::with_capacity(args.vanilla.len());
-    for path in &args.vanilla {
+    for path in vanilla_files(&args.vanilla)? {
         vanilla.push(
-            std::fs::read(path)
+            std::fs::read(&path)
                 .with_context(|| format!("reading the vanilla proof {}", path.display()))?,
         );
     }
@@ -101,11 +145,7 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
             "{}, {} sector(s) ({}), {bytes} bytes of vanilla proofs{}",
             post_type.name(),
             sectors.len(),
-            sectors
-                .iter()
-                .map(|(id, _)| id.to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
+            sector_list(&sectors),
             match kind {
                 PostKind::Winning => String::new(),
                 PostKind::Window => format!(", partition {partition}"),
