@@ -127,6 +127,8 @@ struct Entry {
     in_bulk_slot: bool,
     /// When the dispatcher first asked for the job's key (its SRS wait starts).
     key_asked: Option<Instant>,
+    /// Its circuit, once the dispatcher has taken it (for the wait log).
+    circuit: Option<cuzk_filecoin::Circuit>,
     done: tokio::sync::watch::Sender<bool>,
 }
 
