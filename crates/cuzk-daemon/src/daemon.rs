@@ -75,6 +75,9 @@ pub struct GpuView {
     pub ordinal: u32,
     pub model: String,
     pub vram_total: u64,
+    /// The keys resident in its VRAM, shared by its workers (a CPU device
+    /// has no `GpuView`, hence no slot: it proves from the host key).
+    pub keys: cuzk_gpu::SrsSlot,
 }
 
 impl std::fmt::Debug for DeviceView {

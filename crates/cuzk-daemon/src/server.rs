@@ -18,7 +18,7 @@ use crate::journal::Journal;
 use crate::listen::{bind_unix, ListenAddr};
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::Service;
-use crate::srs::{EngineShare, SrsManager};
+use crate::srs::{DeviceKeys, EngineShare, SrsManager};
 
 /// `MemTotal` from /proc/meminfo, bytes.
 fn physical_memory() -> Option<u64> {
@@ -52,7 +52,9 @@ fn cuda_devices(workers: usize, budget: VramBudget) -> Result<Vec<(Device, Devic
     let mut out = Vec::new();
     for info in infos {
         let gpu = cuzk_cuda::Gpu::open_with(info.ordinal, budget).map_err(|e| e.to_string())?;
-        let device = cuzk_gpu::admission::pipeline_device(&gpu, workers, budget)
+        // The device's workers share one slot of resident keys: kept here so
+        // that a key leaving HOT leaves the GPU too, and the status shows it.
+        let (device, keys) = cuzk_gpu::admission::pipeline_device_with_keys(&gpu, workers, budget)
             .map_err(|e| e.to_string())?;
         let view = DeviceView {
             name: device.name.clone(),
@@ -60,6 +62,7 @@ fn cuda_devices(workers: usize, budget: VramBudget) -> Result<Vec<(Device, Devic
                 ordinal: info.ordinal as u32,
                 model: info.name.clone(),
                 vram_total: info.total_memory as u64,
+                keys,
             }),
             admission: Arc::clone(&device.admission),
             workers: device.workers(),
@@ -197,6 +200,17 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
         Some(share),
         Duration::from_secs(config.srs.idle_secs),
         Duration::from_secs(config.srs.warm_secs),
+    );
+    srs.use_device_keys(
+        devices
+            .iter()
+            .filter_map(|(_, v)| {
+                Some(DeviceKeys {
+                    device: v.name.clone(),
+                    slot: v.gpu.as_ref()?.keys.clone(),
+                })
+            })
+            .collect(),
     );
     check_keys_fit(&srs, &config.srs.preload)?;
     let (journal, replayed) = Journal::open(&config.state.dir)?;

@@ -936,6 +936,21 @@ fn key_and_partition_bytes() -> (u64, u64) {
     (key_bytes, partition)
 }
 
+/// The body of `GET path` from the daemon's status server.
+fn http_get(address: &str, path: &str) -> String {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    body.to_string()
+}
+
 #[test]
 fn a_job_that_can_never_fit_the_host_budget_is_refused_at_once() {
     let _one = serial();
@@ -998,6 +1013,15 @@ fn a_job_that_can_never_fit_the_host_budget_is_refused_at_once() {
     assert_eq!(r["status"]["pending"], 0, "{r}");
     assert_eq!(r["status"]["in_progress"], 0, "{r}");
     assert_eq!(r["status"]["srs"]["porep-2k"], "COLD", "{r}");
+    // The CPU backend has no device slot, and says so: nothing is resident
+    // on a device, and /status lists no GPU and no resident key.
+    assert!(
+        log.contains("no device-resident keys (CPU backend)"),
+        "{log}"
+    );
+    let status: Value = serde_json::from_str(&http_get(&d.status, "/status")).unwrap();
+    assert_eq!(status["gpus"], serde_json::json!([]), "{status}");
+    assert_eq!(status["resident_keys"], serde_json::json!([]), "{status}");
     drop(d);
 
     // With exactly the key and one partition, the same job is proved: the

@@ -1,6 +1,7 @@
 //! Leaving HOT: room for a key being loaded (least recently used idle keys
 //! first), idle eviction, `EvictSRS`, and the transitions' log and counts.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::load::map_file;
@@ -30,10 +31,7 @@ impl SrsManager {
     pub(super) fn demote(&self, state: &mut State, id: &'static str, to: Tier, why: &str) {
         let entry = state.entries.get_mut(id).expect("a known key");
         let from = entry.tier;
-        let mut freed = 0;
-        if let Some(l) = entry.loaded.take() {
-            freed = l.bytes;
-        }
+        let left = entry.loaded.take();
         entry.mapped = match to {
             Tier::Warm => map_file(&entry.path),
             _ => None,
@@ -44,7 +42,10 @@ impl SrsManager {
             to
         };
         let to = entry.tier;
-        state.hot_bytes -= freed;
+        if let Some(l) = left {
+            state.hot_bytes -= l.bytes;
+            state.leaving.push((id, Arc::clone(&l.key)));
+        }
         Self::transition(state, id, from, to, why);
     }
 
@@ -76,6 +77,8 @@ impl SrsManager {
         if entry.tier != Tier::Cold {
             self.demote(&mut state, id, Tier::Cold, "EvictSRS");
         }
+        drop(state);
+        self.release_from_devices();
         self.changed.notify_all();
         Ok((was_hot, freed))
     }
@@ -101,7 +104,10 @@ impl SrsManager {
         for (id, to) in due {
             self.demote(&mut state, id, to, "idle");
         }
-        if !state.entries.is_empty() {
+        let any = !state.entries.is_empty();
+        drop(state);
+        self.release_from_devices();
+        if any {
             self.changed.notify_all();
         }
     }

@@ -41,6 +41,8 @@ impl SrsManager {
             self.changed.wait_for(&mut state, WAIT_LOG_EVERY);
         }
         drop(state);
+        // Keys evicted for room leave the devices too.
+        self.release_from_devices();
         // The file's length bounds the parsed key (points are stored
         // uncompressed, as blstrs holds them); the loan shrinks to the
         // parsed size once it is known.

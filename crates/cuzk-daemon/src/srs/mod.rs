@@ -24,6 +24,7 @@
 //! `EvictSRS`); the tiers, leases and status are here.
 
 mod circuits;
+mod device;
 mod evict;
 mod fit;
 mod load;
@@ -32,6 +33,7 @@ mod tests;
 
 pub use circuits::circuit_id;
 use circuits::{circuit_of, circuits};
+pub use device::{DeviceKeys, ResidentKey};
 pub use fit::{shape_of, EngineShare, KeyNeeds};
 
 use std::collections::BTreeMap;
@@ -137,6 +139,9 @@ struct State {
     /// (from, to) → count.
     transitions: BTreeMap<(Tier, Tier), u64>,
     hot_bytes: u64,
+    /// Keys that left HOT, to drop from the devices once the lock is
+    /// released (`device`).
+    leaving: Vec<(&'static str, Arc<ProvingKey>)>,
 }
 
 /// One key as `GetStatus` shows it.
@@ -167,6 +172,8 @@ pub struct SrsManager {
     state: Mutex<State>,
     changed: Condvar,
     on_load_end: Mutex<Option<OnLoadEnd>>,
+    /// The devices' resident keys (none on the CPU backend).
+    devices: Mutex<Vec<DeviceKeys>>,
 }
 
 impl std::fmt::Debug for SrsManager {
@@ -203,6 +210,7 @@ impl SrsManager {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             on_load_end: Mutex::new(None),
+            devices: Mutex::new(Vec::new()),
         })
     }
 
