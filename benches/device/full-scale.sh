@@ -265,7 +265,7 @@ daemon_table() {
     echo "no comparison: Prove call '${call:-?}' s, porep-c2 pipeline '${pipeline:-?}' s (is porep.log from the porep step there?)"
   fi
   echo "-- GetStatus and resident keys after the proof, and after EvictSRS:"
-  sed -n '/^---- after the/,$p' "$FS/client.log"
+  grep -v '^+' "$FS/client.log" | sed -n '/^---- after the/,$p'
   grep -E "will be refused|waiting for host budget|evicted from VRAM|ERROR|panicked" "$FS/daemon.log" | tail -8
   grep "daemon rc=" "$FS/daemon.log"
 }
