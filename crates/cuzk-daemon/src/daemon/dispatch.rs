@@ -117,18 +117,23 @@ impl Daemon {
         if m.partitions_queued == 0 && m.lend_waiting == 0 {
             return;
         }
-        let next = {
+        // The engine does not say whose partitions wait: the largest
+        // partition among the jobs running in it bounds what the next needs.
+        let circuits: Vec<cuzk_filecoin::Circuit> = {
             let t = self.table.lock();
             t.jobs
-                .iter()
-                .filter(|(_, e)| matches!(e.phase, Phase::Running(_)))
-                .filter_map(|(id, e)| Some((e.priority as i32, e.seq, id.clone(), e.circuit?)))
-                .min_by_key(|(p, seq, _, _)| (Reverse(*p), *seq))
+                .values()
+                .filter(|e| matches!(e.phase, Phase::Running(_)))
+                .filter_map(|e| e.circuit)
+                .collect()
         };
-        let (job, next_needs) = next.map_or((String::new(), 0), |(_, _, id, circuit)| {
-            let needs = self.srs.needs(circuit);
-            (id, needs.map_or(0, |n| n.partition.total()))
-        });
+        let running = circuits.len();
+        let next_needs = circuits
+            .into_iter()
+            .filter_map(|c| self.srs.needs(c))
+            .map(|n| n.partition.total())
+            .max()
+            .unwrap_or(0);
         let hot: Vec<String> = self
             .srs
             .statuses()
@@ -146,8 +151,8 @@ impl Daemon {
         let free = m.budget.saturating_sub(m.reserved + m.lent);
         tracing::info!(
             partitions_waiting = m.partitions_queued,
-            next_job = %job,
-            next_partition_needs = next_needs,
+            jobs_in_engine = running,
+            partition_needs_at_most = next_needs,
             key_loans_waiting = m.lend_waiting,
             free,
             budget = m.budget,
@@ -155,7 +160,7 @@ impl Daemon {
             partitions_in_flight = m.partitions_in_flight,
             lent_to_hot_keys = m.lent,
             hot_keys = %hot.join(", "),
-            "waiting for host budget: {} partition(s) wait for admission (the next needs {}, {} free of {}; partitions in flight hold {}, HOT keys {}), key loads wait for {}",
+            "waiting for host budget: {} partition(s) wait for admission (each needs at most {}, {} free of {}; partitions in flight hold {}, HOT keys {}), key loads wait for {}",
             m.partitions_queued,
             cuzk_gpu::human(next_needs),
             cuzk_gpu::human(free),
