@@ -163,41 +163,111 @@ step_identity() {
 }
 
 # The daemon, over a unix socket, with the client in `cuzk client`: 512 MiB
-# against porep-c2 on the same C1, then the 32 GiB C1 of the CLI run above.
+# against porep-c2 on the same C1 (when c1-512MiB.json is there), then the C1
+# of the porep step with its key preloaded HOT, against that step's porep-c2
+# run (check + pipeline + verification: the same work, the key in memory);
+# GetStatus and /status (resident keys per GPU) after the proof and after
+# EvictSRS. Partitions get the porep step's HOST_BUDGET: the daemon's engine
+# budget is that plus the key, which a HOT key borrows from it. Its table is
+# $FS/daemon-table.txt. DAEMON_SIZE=2KiB BACKEND=cpu runs it at 2 KiB (with
+# $FS/c1-1.json, $FS/porep.log and the 2 KiB key in $P made beforehand).
 step_daemon() {
+  local size=${DAEMON_SIZE:-32GiB} backend=${BACKEND:-cuda}
+  local circuit
+  case "$size" in
+    2KiB) circuit=porep-2k ;; 8MiB) circuit=porep-8m ;; 512MiB) circuit=porep-512m ;;
+    32GiB) circuit=porep-32g ;; *) echo "DAEMON_SIZE must be 2KiB, 8MiB, 512MiB or 32GiB" > "$FS/daemon.log"; return ;;
+  esac
+  local key; key=$(ls -SL "$P"/v28-stacked-proof-of-replication-*.params 2>/dev/null | head -1)
+  local key_bytes; key_bytes=$(stat -L -c %s "$key" 2>/dev/null || echo 0)
   cat > "$FS/daemon.toml" <<TOML
 [listen]
 addresses = ["unix:$FS/cuzk.sock"]
 status_address = "127.0.0.1:9821"
 [proving]
 params_dir = "$P"
-backend = "cuda"
+backend = "$backend"
 synthesis_workers = $WORKERS
 gpu_workers = 1
 partitions_in_flight = $(( WORKERS + 1 ))
-engine_memory_budget = $HOST_BUDGET_BYTES
+engine_memory_budget = $(( HOST_BUDGET_BYTES + key_bytes ))
 [srs]
-host_budget = $(( 46 << 30 ))
+host_budget = $(( key_bytes + (2 << 30) ))
 [state]
 dir = "$FS/daemon-state"
 TOML
-  "$bin/cuzk" porep-c2 --c1 "$FS/c1-512MiB.json" --out "$FS/proof-512MiB.bin" --prover-id f01000 \
-    --backend cuda > "$FS/porep-512MiB.log" 2>&1
-  echo "porep-512MiB rc=$?" >> "$FS/porep-512MiB.log"
+  : > "$FS/client.log"
+  if [ -e "$FS/c1-512MiB.json" ]; then
+    "$bin/cuzk" porep-c2 --c1 "$FS/c1-512MiB.json" --out "$FS/proof-512MiB.bin" --prover-id f01000 \
+      --backend "$backend" > "$FS/porep-512MiB.log" 2>&1
+    echo "porep-512MiB rc=$?" >> "$FS/porep-512MiB.log"
+  fi
+  rm -rf "$FS/daemon-state"
   RUST_LOG=info "$bin/cuzk" daemon --config "$FS/daemon.toml" > "$FS/daemon.log" 2>&1 &
-  daemon=$!
-  for _ in $(seq 60); do [ -S "$FS/cuzk.sock" ] && break; sleep 1; done
-  c="$bin/cuzk client"
-  $c status --daemon "unix:$FS/cuzk.sock" > "$FS/client.log" 2>&1
-  $c prove --daemon "unix:$FS/cuzk.sock" --c1 "$FS/c1-512MiB.json" --prover-id f01000 \
-    --out "$FS/proof-d512.bin" >> "$FS/client.log" 2>&1
-  echo "client 512MiB rc=$?" >> "$FS/client.log"
-  $c status --daemon "unix:$FS/cuzk.sock" >> "$FS/client.log" 2>&1
-  $c prove --daemon "unix:$FS/cuzk.sock" --c1 "$FS/c1-1.json" --prover-id f01000 \
-    --out "$FS/proof-d1.bin" >> "$FS/client.log" 2>&1
-  echo "client 32GiB rc=$?" >> "$FS/client.log"
-  $c status --daemon "unix:$FS/cuzk.sock" >> "$FS/client.log" 2>&1
+  local daemon=$!
+  for _ in $(seq 120); do grep -q "cuzk daemon ready" "$FS/daemon.log" && break; sleep 1; done
+  local c="$bin/cuzk client" at="unix:$FS/cuzk.sock"
+  # GetStatus, then what the wire has no field for: each GPU's resident keys
+  # (/status) and the device-key metrics.
+  show() {
+    echo "---- $1"
+    $c status --daemon "$at"
+    echo "resident keys (/status): $(http_get /status | grep -o '"resident_keys":\[[^]]*\]')"
+    http_get /metrics | grep -E '^cuzk_(gpu_|srs_tier.*hot|srs_hot_bytes|engine_memory_lent)' | grep -v ' 0$'
+  } >> "$FS/client.log" 2>&1
+  show "at start"
+  if [ -e "$FS/c1-512MiB.json" ]; then
+    $c prove --daemon "$at" --c1 "$FS/c1-512MiB.json" --prover-id f01000 \
+      --out "$FS/proof-d512.bin" >> "$FS/client.log" 2>&1
+    echo "client 512MiB rc=$?" >> "$FS/client.log"
+    # Its key would take host budget from the big proof's partitions.
+    $c evict --daemon "$at" --circuit-id porep-512m >> "$FS/client.log" 2>&1
+  fi
+  $c preload --daemon "$at" --circuit-id "$circuit" >> "$FS/client.log" 2>&1
+  echo "preload rc=$?" >> "$FS/client.log"
+  $c prove --daemon "$at" --c1 "$FS/c1-1.json" --prover-id f01000 \
+    --out "$FS/proof-d1.bin" > "$FS/client-$size.log" 2>&1
+  echo "client $size rc=$?" >> "$FS/client-$size.log"
+  cat "$FS/client-$size.log" >> "$FS/client.log"
+  show "after the $size proof"
+  $c evict --daemon "$at" --circuit-id "$circuit" >> "$FS/client.log" 2>&1
+  show "after EvictSRS $circuit"
   kill -TERM $daemon; wait $daemon; echo "daemon rc=$?" >> "$FS/daemon.log"
+  daemon_table "$size" "$circuit" > "$FS/daemon-table.txt"
+}
+
+# GET a path of the daemon's status server (curl when there is one, else bash's /dev/tcp).
+http_get() {
+  if command -v curl > /dev/null; then curl -s "http://127.0.0.1:9821$1"; return; fi
+  exec 3<>/dev/tcp/127.0.0.1/9821 || return
+  printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$1" >&3
+  sed '1,/^\r$/d' <&3
+  exec 3>&-
+}
+
+# The daemon step's table: its Prove call against porep-c2 on the same C1.
+daemon_table() {
+  local size=$1 circuit=$2
+  local stage; stage() { awk -v s="$1" '$1 == s {sub(/s$/, "", $2); print $2; exit}' "$FS/porep.log" 2>/dev/null; }
+  local check pipeline verify call
+  check=$(stage check); pipeline=$(stage pipeline); verify=$(stage verification)
+  call=$(sed -nE 's/^client: Prove call ([0-9.]+) s.*/\1/p' "$FS/client-$size.log" | head -1)
+  echo "== daemon, $size ($circuit, key preloaded HOT), against porep-c2 on the same C1"
+  grep -E "^daemon: total|^client: Prove call|rc=" "$FS/client-$size.log"
+  if [ -n "$call" ] && [ -n "$pipeline" ]; then
+    awk -v call="$call" -v c="${check:-0}" -v p="$pipeline" -v v="${verify:-0}" 'BEGIN {
+      ref = c + p + v
+      printf "%-44s %10.3f s\n", "daemon: Prove call (client wall time)", call
+      printf "%-44s %10.3f s  (check %.3f + pipeline %.3f + verification %.3f)\n", "porep-c2: the same work, key in memory", ref, c, p, v
+      printf "%-44s %+10.3f s  %+.2f%% (target <= 2%%)\n", "overhead of the daemon", call - ref, 100 * (call - ref) / ref
+    }'
+  else
+    echo "no comparison: Prove call '${call:-?}' s, porep-c2 pipeline '${pipeline:-?}' s (is porep.log from the porep step there?)"
+  fi
+  echo "-- GetStatus and resident keys after the proof, and after EvictSRS:"
+  grep -v '^+' "$FS/client.log" | sed -n '/^---- after the/,$p'
+  grep -E "will be refused|waiting for host budget|evicted from VRAM|ERROR|panicked" "$FS/daemon.log" | tail -8
+  grep "daemon rc=" "$FS/daemon.log"
 }
 
 # WinningPoSt latency through the daemon (benches/device/post-latency.sh, issue 16): its
@@ -251,8 +321,8 @@ summary() {
   fi
   if ran identity; then echo "-- identity, $(span identity) s:"; grep -E "partition|cuda|cpu|rc=|panicked|test result" "$FS/identity.log" | tail -8; fi
   if ran daemon; then
-    echo "-- daemon, $(span daemon) s:"; grep -E "rc=|verification|total" "$FS/porep-512MiB.log" | tail -3
-    tail -30 "$FS/client.log" 2>/dev/null
+    echo "-- daemon, $(span daemon) s:"; grep -E "rc=|verification|total" "$FS/porep-512MiB.log" 2>/dev/null | tail -3
+    cat "$FS/daemon-table.txt" 2>/dev/null
   fi
   for extra in $STEPS; do
     case " $ALL_STEPS " in *" $extra "*) ;; *) echo "-- $extra, $(span "$extra") s:"; tail -20 "$FS/$extra.log" 2>/dev/null ;; esac

@@ -1,6 +1,6 @@
 //! A client of the `cuzk.v1.ProvingEngine` service, for operators and
 //! benchmarks: `cuzk client prove` sends a C1 the way Curio does (and
-//! `winning-post` / `window-post` a PoSt), `preload` makes a key HOT; each prints
+//! `winning-post` / `window-post` a PoSt), `preload` makes a key HOT, `evict` drops it; each prints
 //! the daemon's timings beside the client's own wall time (their difference
 //! is what gRPC costs); `cuzk client status` prints `GetStatus`.
 //!
@@ -15,8 +15,8 @@ use tonic::transport::{Channel, Endpoint};
 use crate::listen::ListenAddr;
 use crate::proto::proving_engine_client::ProvingEngineClient;
 use crate::proto::{
-    AwaitProofResponse, GetStatusRequest, GetStatusResponse, PreloadSrsRequest, ProveRequest,
-    SubmitProofRequest,
+    AwaitProofResponse, EvictSrsRequest, GetStatusRequest, GetStatusResponse, PreloadSrsRequest,
+    ProveRequest, SubmitProofRequest,
 };
 
 /// What can go wrong talking to a daemon.
@@ -119,6 +119,23 @@ impl Client {
             })
             .map_err(|status| ClientError::Call {
                 method: "PreloadSRS",
+                status,
+            })
+    }
+
+    /// `EvictSRS`: (it was HOT, host bytes freed).
+    pub async fn evict(&mut self, circuit_id: &str) -> Result<(bool, u64), ClientError> {
+        self.inner
+            .evict_srs(EvictSrsRequest {
+                circuit_id: circuit_id.into(),
+            })
+            .await
+            .map(|r| {
+                let r = r.into_inner();
+                (r.was_loaded, r.freed_bytes)
+            })
+            .map_err(|status| ClientError::Call {
+                method: "EvictSRS",
                 status,
             })
     }

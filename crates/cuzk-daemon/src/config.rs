@@ -66,6 +66,7 @@ pub struct SrsConfig {
     pub host_budget: u64,
     pub idle_secs: u64,
     pub warm_secs: u64,
+    pub preload: Vec<String>,
 }
 
 /// `[retention]`.
@@ -135,6 +136,7 @@ impl Default for SrsConfig {
             host_budget: 0,
             idle_secs: 600,
             warm_secs: 1800,
+            preload: Vec::new(),
         }
     }
 }

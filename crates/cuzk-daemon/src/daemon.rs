@@ -75,6 +75,9 @@ pub struct GpuView {
     pub ordinal: u32,
     pub model: String,
     pub vram_total: u64,
+    /// The keys resident in its VRAM, shared by its workers (a CPU device
+    /// has no `GpuView`, hence no slot: it proves from the host key).
+    pub keys: cuzk_gpu::SrsSlot,
 }
 
 impl std::fmt::Debug for DeviceView {
@@ -127,6 +130,8 @@ struct Entry {
     in_bulk_slot: bool,
     /// When the dispatcher first asked for the job's key (its SRS wait starts).
     key_asked: Option<Instant>,
+    /// Its circuit, once the dispatcher has taken it (for the wait log).
+    circuit: Option<cuzk_filecoin::Circuit>,
     done: tokio::sync::watch::Sender<bool>,
 }
 

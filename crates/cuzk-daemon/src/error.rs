@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use cuzk_gpu::human;
+
 /// A configuration file or value the daemon cannot use.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -65,6 +67,18 @@ pub enum SrsError {
         circuit_id: String,
         needed: u64,
         budget: u64,
+    },
+    /// The key, HOT, and one partition of its circuit do not fit the host
+    /// budget together: a job of it could never be admitted.
+    #[error("{circuit_id}: a job needs the key's {key_bytes} bytes ({}, HOT keys are lent out of the engine's host budget) plus one partition's {partition_bytes} bytes ({} = witness {witness} + working set {working_set}) = {} bytes ({}) of host memory at once, but {class} partitions may use {budget} bytes ({}) of it (proving.engine_memory_budget, less proving.critical_reserve below its class): it could never be admitted; raise proving.engine_memory_budget by at least {} bytes", human(*.key_bytes), human(*.partition_bytes), *.key_bytes + *.partition_bytes, human(*.key_bytes + *.partition_bytes), human(*.budget), (*.key_bytes + *.partition_bytes).saturating_sub(*.budget))]
+    NeverFits {
+        circuit_id: String,
+        key_bytes: u64,
+        partition_bytes: u64,
+        witness: u64,
+        working_set: u64,
+        budget: u64,
+        class: &'static str,
     },
     /// Its loader thread failed while this job waited for it.
     #[error("the key could not be loaded: {source}")]

@@ -99,6 +99,10 @@ pub fn status_json(d: &Daemon) -> String {
             "vram_free_bytes": g.vram_free_bytes, "current_job_id": g.current_job_id,
             "current_proof_kind": g.current_proof_kind,
         })).collect::<Vec<_>>(),
+        // Not in the wire's GPUStatus: which HOT keys each GPU holds.
+        "resident_keys": d.srs().resident().iter().map(|k| serde_json::json!({
+            "device": k.device, "circuit_id": k.circuit_id, "vram_bytes": k.vram_bytes,
+        })).collect::<Vec<_>>(),
         "loaded_srs": s.loaded_srs.iter().map(|k| serde_json::json!({
             "circuit_id": k.circuit_id, "tier": tier(k.tier), "size_bytes": k.size_bytes,
             "ref_count": k.ref_count,
@@ -470,6 +474,7 @@ pub fn prometheus_text(d: &Daemon) -> String {
             dev.admission.usage().1
         );
     }
+    device_key_metrics(&mut o, d);
     family(
         &mut o,
         "cuzk_host_resident_bytes",
@@ -542,6 +547,51 @@ pub async fn serve_status(
                 });
             }
             _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// The keys resident in each GPU's VRAM (none on the CPU backend, which
+/// has no device slot: HOT keys live in host memory only).
+fn device_key_metrics(o: &mut String, d: &Daemon) {
+    family(
+        o,
+        "cuzk_gpu_resident_key_bytes",
+        "gauge",
+        "VRAM bytes of each HOT key resident on a GPU.",
+    );
+    for k in d.srs().resident() {
+        let _ = writeln!(
+            o,
+            "cuzk_gpu_resident_key_bytes{{device=\"{}\",circuit_id=\"{}\"}} {}",
+            k.device, k.circuit_id, k.vram_bytes
+        );
+    }
+    let usage = d.srs().device_usage();
+    for (name, kind, help, value) in [
+        (
+            "cuzk_gpu_resident_keys",
+            "gauge",
+            "Keys resident on each GPU now.",
+            (|u: &cuzk_gpu::SlotUsage| u.keys as u64) as fn(&cuzk_gpu::SlotUsage) -> u64,
+        ),
+        (
+            "cuzk_gpu_key_uploads_total",
+            "counter",
+            "Keys uploaded to each GPU.",
+            |u| u.uploads,
+        ),
+        (
+            "cuzk_gpu_key_evictions_total",
+            "counter",
+            "Keys dropped from each GPU (left HOT, evicted for a partition's room, replaced).",
+            |u| u.evictions,
+        ),
+    ] {
+        let family_name = name.trim_end_matches("_total");
+        family(o, family_name, kind, help);
+        for (device, u) in &usage {
+            let _ = writeln!(o, "{name}{{device=\"{device}\"}} {}", value(u));
         }
     }
 }

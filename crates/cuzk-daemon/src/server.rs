@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use cuzk_cuda::VramBudget;
 use cuzk_filecoin::ParamsDir;
-use cuzk_pipeline::{Device, EngineConfig, Scheduler};
+use cuzk_pipeline::{Device, EngineConfig, Provers, Scheduler};
 use cuzk_sched::Engine;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -18,7 +18,7 @@ use crate::journal::Journal;
 use crate::listen::{bind_unix, ListenAddr};
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::Service;
-use crate::srs::SrsManager;
+use crate::srs::{DeviceKeys, EngineShare, SrsManager};
 
 /// `MemTotal` from /proc/meminfo, bytes.
 fn physical_memory() -> Option<u64> {
@@ -52,7 +52,9 @@ fn cuda_devices(workers: usize, budget: VramBudget) -> Result<Vec<(Device, Devic
     let mut out = Vec::new();
     for info in infos {
         let gpu = cuzk_cuda::Gpu::open_with(info.ordinal, budget).map_err(|e| e.to_string())?;
-        let device = cuzk_gpu::admission::pipeline_device(&gpu, workers, budget)
+        // The device's workers share one slot of resident keys: kept here so
+        // that a key leaving HOT leaves the GPU too, and the status shows it.
+        let (device, keys) = cuzk_gpu::admission::pipeline_device_with_keys(&gpu, workers, budget)
             .map_err(|e| e.to_string())?;
         let view = DeviceView {
             name: device.name.clone(),
@@ -60,6 +62,7 @@ fn cuda_devices(workers: usize, budget: VramBudget) -> Result<Vec<(Device, Devic
                 ordinal: info.ordinal as u32,
                 model: info.name.clone(),
                 vram_total: info.total_memory as u64,
+                keys,
             }),
             admission: Arc::clone(&device.admission),
             workers: device.workers(),
@@ -100,6 +103,26 @@ fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, Daemon
         tracing::info!(device = %d.name, workers = d.workers(), gpu = ?v.gpu, "proving device");
     }
     Ok(devices)
+}
+
+/// Refuses a configuration that preloads a key whose jobs could never run
+/// (the key and one of its partitions beyond the host budget), and logs,
+/// as errors, every other key in the parameter cache in that state: their
+/// jobs will be refused at `SubmitProof`.
+fn check_keys_fit(srs: &SrsManager, preload: &[String]) -> Result<(), DaemonError> {
+    for id in preload {
+        srs.check_id_fits(id).map_err(|e| ConfigError::Invalid {
+            key: "srs.preload",
+            problem: e.to_string(),
+        })?;
+    }
+    for (id, e) in srs.never_fitting() {
+        tracing::error!(
+            circuit_id = id,
+            "jobs of this key will be refused under this configuration: {e}"
+        );
+    }
+    Ok(())
 }
 
 /// gRPC answers a message beyond the receive limit with RESOURCE_EXHAUSTED
@@ -162,14 +185,34 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
         keys_at_most = srs_budget,
         "host-memory budget of keys and partitions (bytes)"
     );
+    let provers = Provers::of(&engine_config);
+    let (budget, reserve) = (engine_config.memory_budget, engine_config.host_reserve());
     let engine = Engine::start(engine_config)?;
+    let share = EngineShare {
+        lender: engine.host_lender(),
+        budget,
+        reserve,
+        provers,
+    };
     let srs = SrsManager::new(
         params.clone(),
         srs_budget,
-        Some(engine.host_lender()),
+        Some(share),
         Duration::from_secs(config.srs.idle_secs),
         Duration::from_secs(config.srs.warm_secs),
     );
+    srs.use_device_keys(
+        devices
+            .iter()
+            .filter_map(|(_, v)| {
+                Some(DeviceKeys {
+                    device: v.name.clone(),
+                    slot: v.gpu.as_ref()?.keys.clone(),
+                })
+            })
+            .collect(),
+    );
+    check_keys_fit(&srs, &config.srs.preload)?;
     let (journal, replayed) = Journal::open(&config.state.dir)?;
     tracing::info!(dir = %config.state.dir.display(), jobs = replayed.len(), "journal replayed");
     let settings = Settings {
@@ -263,6 +306,18 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
             Arc::clone(&daemon),
             stop_rx.clone(),
         )));
+    }
+    for id in config.srs.preload.clone() {
+        let srs = Arc::clone(daemon.srs());
+        std::thread::Builder::new()
+            .name(format!("preload-{id}"))
+            .spawn(move || match srs.preload(&id) {
+                Ok((_, took)) => {
+                    tracing::info!(circuit_id = %id, ms = took.as_millis() as u64, "preloaded (srs.preload)")
+                }
+                Err(e) => tracing::error!(circuit_id = %id, error = %cuzk_pipeline::ErrorChain(&e), "srs.preload failed"),
+            })
+            .map_err(DaemonError::Runtime)?;
     }
     tracing::info!("cuzk daemon ready");
 

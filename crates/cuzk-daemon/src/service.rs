@@ -149,6 +149,8 @@ fn srs_status(e: crate::error::SrsError) -> Status {
         SrsError::Key { .. } | SrsError::LoadFailed { .. } | SrsError::InUse { .. } => {
             Status::failed_precondition(message)
         }
-        SrsError::TooLarge { .. } => Status::resource_exhausted(message),
+        SrsError::TooLarge { .. } | SrsError::NeverFits { .. } => {
+            Status::resource_exhausted(message)
+        }
     }
 }

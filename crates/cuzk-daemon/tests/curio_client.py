@@ -291,6 +291,20 @@ def cmd_cancel(a, sectors):
     }))
 
 
+def cmd_refused(a, sectors):
+    """A job that can never fit the host budget: refused at once by Submit, Prove and PreloadSRS."""
+    s = stub(a.address)
+    sec = sectors[0]
+    rid = f"porep-{sec['miner']}-{sec['sector']}"
+    started = time.monotonic()
+    submit = code_of(lambda: s.SubmitProof(porep_request(sec, rid), timeout=60))
+    prove = code_of(lambda: s.Prove(pb.ProveRequest(submit=porep_request(sec, rid)), timeout=60))
+    preload = code_of(lambda: s.PreloadSRS(pb.PreloadSrsRequest(circuit_id="porep-2k"), timeout=60))
+    took = time.monotonic() - started
+    print(json.dumps({"submit": submit, "prove": prove, "preload": preload,
+                      "seconds": took, "status": status(s)}))
+
+
 def cmd_bad(a, sectors):
     """Every bad input the issue lists, each refused by name; then a good one is accepted."""
     s = stub(a.address)
@@ -476,6 +490,7 @@ def main():
         sectors = json.load(f)
     commands = {"load": cmd_load, "submit": cmd_submit, "await": cmd_await, "prove": cmd_prove,
                 "disconnect": cmd_disconnect, "cancel": cmd_cancel, "bad": cmd_bad,
+                "refused": cmd_refused,
                 "kinds": cmd_kinds}
     commands[a.command](a, sectors)
 

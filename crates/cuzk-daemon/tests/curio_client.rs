@@ -910,3 +910,124 @@ fn winning_window_and_snap_proofs_verify_and_winning_overtakes_queued_porep() {
         assert_eq!(r["status"]["srs_refs"][id], 0, "{id}: {r}");
     }
 }
+
+/// The host bytes a job of the first sector needs at once, computed here
+/// as the daemon must: the parsed 2 KiB key (its points as blstrs holds
+/// them) and one partition's reservation by the engine's own estimate
+/// (`Provers::footprint`, what the intake admits by) for the CPU backend,
+/// on the shape cuzk-filecoin's PoRep source proves.
+fn key_and_partition_bytes() -> (u64, u64) {
+    use cuzk_pipeline::{Device, EngineConfig, PartitionSource, Provers};
+    let f = fixture();
+    let c1 = parse_c1(&f.wrappers[0]).unwrap();
+    let key = ParamsDir::new(&f.params)
+        .load_proving_key(c1.proof_type)
+        .unwrap();
+    let g1 = std::mem::size_of::<blstrs::G1Affine>() as u64;
+    let g2 = std::mem::size_of::<blstrs::G2Affine>() as u64;
+    let g1_points = key.h.len() + key.l.len() + key.a.len() + key.b_g1.len() + key.vk.ic.len();
+    let key_bytes = g1_points as u64 * g1 + key.b_g2.len() as u64 * g2;
+    let shape = cuzk_filecoin::PorepSource::new(&c1, &key).unwrap().shape();
+    let config = EngineConfig {
+        devices: vec![Device::cpu(0, 1)],
+        ..EngineConfig::default()
+    };
+    let partition = Provers::of(&config).footprint(&shape).total();
+    (key_bytes, partition)
+}
+
+/// The body of `GET path` from the daemon's status server.
+fn http_get(address: &str, path: &str) -> String {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    body.to_string()
+}
+
+#[test]
+fn a_job_that_can_never_fit_the_host_budget_is_refused_at_once() {
+    let _one = serial();
+    let f = fixture();
+    let (key, partition) = key_and_partition_bytes();
+    let need = key + partition;
+    let below = need - 1;
+    let numbers = [key.to_string(), partition.to_string(), below.to_string()];
+    let budgets = |engine: u64| {
+        format!("[proving]\nengine_memory_budget = {engine}\n[srs]\nhost_budget = {need}\n")
+    };
+
+    // A configuration that preloads the key is refused at start.
+    let dir = f.work.join("budget-start");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("cuzk.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[listen]\naddresses = [\"unix:{}\"]\nstatus_address = \"\"\n{}preload = [\"porep-2k\"]\n",
+            dir.join("cuzk.sock").display(),
+            budgets(below)
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--params-dir")
+        .arg(&f.params)
+        .arg("--state-dir")
+        .arg(dir.join("state"))
+        .args(["--backend", "cpu"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started:\n{stderr}");
+    assert!(stderr.contains("srs.preload"), "{stderr}");
+    for n in &numbers {
+        assert!(stderr.contains(n.as_str()), "{n} not in:\n{stderr}");
+    }
+
+    // Without the preload it starts, says so loudly, and refuses the job
+    // (and its preload) at once, with the numbers; nothing is queued.
+    let d = Daemon::start("budget-below", &budgets(below));
+    let log = d.log_text();
+    assert!(
+        log.contains("porep-2k") && log.contains("will be refused"),
+        "no warning at start:\n{log}"
+    );
+    let r = d.client("refused", &[]);
+    for call in ["submit", "prove", "preload"] {
+        assert_eq!(r[call][0], "RESOURCE_EXHAUSTED", "{call}: {r}");
+        let message = r[call][1].as_str().unwrap();
+        for n in &numbers {
+            assert!(message.contains(n.as_str()), "{call}: {n} not in {message}");
+        }
+    }
+    assert!(r["seconds"].as_f64().unwrap() < 30.0, "{r}");
+    assert_eq!(r["status"]["pending"], 0, "{r}");
+    assert_eq!(r["status"]["in_progress"], 0, "{r}");
+    assert_eq!(r["status"]["srs"]["porep-2k"], "COLD", "{r}");
+    // The CPU backend has no device slot, and says so: nothing is resident
+    // on a device, and /status lists no GPU and no resident key.
+    assert!(
+        log.contains("no device-resident keys (CPU backend)"),
+        "{log}"
+    );
+    let status: Value = serde_json::from_str(&http_get(&d.status, "/status")).unwrap();
+    assert_eq!(status["gpus"], serde_json::json!([]), "{status}");
+    assert_eq!(status["resident_keys"], serde_json::json!([]), "{status}");
+    drop(d);
+
+    // With exactly the key and one partition, the same job is proved: the
+    // refusal is not stricter than the admission.
+    let d = Daemon::start("budget-exact", &budgets(need));
+    let rid = format!("porep-{MINER}-{}", SECTORS[0]);
+    let r = d.client("prove", &["--request-id", &rid, "--name", "exact"]);
+    check_proof(&r, SECTORS[0]);
+}

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use prost::Message;
 
+use super::dispatch::engine_class;
 use super::{digest, new_job_id, unix_ms, unproved, Daemon, Entry, Outcome, Phase};
 use crate::error::RequestError;
 use crate::journal::{Accepted, Finished, Replayed};
@@ -37,7 +38,13 @@ impl Daemon {
                             ))
                         })
                         .and_then(|req| {
-                            check_request(&req, &self.params).map(|c| (c, vanilla_bytes(&req)))
+                            let c = check_request(&req, &self.params)?;
+                            let priority =
+                                Priority::try_from(accepted.priority).unwrap_or(Priority::Normal);
+                            self.srs
+                                .check_fits(c.circuit(), engine_class(priority))
+                                .map_err(|e| RequestError::ResourceExhausted(e.to_string()))?;
+                            Ok((c, vanilla_bytes(&req)))
                         });
                     match checked {
                         Ok((c, bytes)) => (accepted, Phase::Queued(Arc::new(c)), bytes),
@@ -92,6 +99,7 @@ impl Daemon {
                     interrupted: false,
                     in_bulk_slot: false,
                     key_asked: None,
+                    circuit: None,
                     done: tokio::sync::watch::channel(finished).0,
                 },
             );
@@ -121,6 +129,11 @@ impl Daemon {
             t.check_room(&self.settings, bytes)?;
         }
         let checked = check_request(&req, &self.params)?;
+        // A job that could never be admitted is refused now, with the
+        // numbers, rather than left waiting in the engine for ever.
+        self.srs
+            .check_fits(checked.circuit(), engine_class(priority))
+            .map_err(|e| RequestError::ResourceExhausted(e.to_string()))?;
         let job_id = new_job_id();
         let accepted = Accepted {
             job_id: job_id.clone(),
@@ -160,6 +173,7 @@ impl Daemon {
                     interrupted: false,
                     in_bulk_slot: false,
                     key_asked: None,
+                    circuit: None,
                     done: tokio::sync::watch::channel(false).0,
                 },
             );

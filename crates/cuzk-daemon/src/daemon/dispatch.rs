@@ -12,10 +12,15 @@ use super::{millis, unproved, Daemon, Outcome, Phase, Started, Table};
 use crate::journal::Finished;
 use crate::kinds::{Request, TimedSource};
 use crate::proto::{await_proof_response::Status, Priority};
+use crate::srs::Tier;
+
+/// How often waits for the host budget are logged while they last.
+const WAIT_LOG_EVERY: Duration = Duration::from_secs(30);
 
 impl Daemon {
     pub(super) fn dispatch_loop(self: Arc<Self>) {
         let mut last_tick = Instant::now();
+        let mut last_wait_log = Instant::now();
         loop {
             let (picked, failed) = {
                 let mut t = self.table.lock();
@@ -50,6 +55,10 @@ impl Daemon {
                     last_tick = Instant::now();
                     self.srs.tick();
                     self.expire();
+                    if last_wait_log.elapsed() >= WAIT_LOG_EVERY {
+                        last_wait_log = Instant::now();
+                        self.log_host_waits();
+                    }
                 }
                 None => {}
             }
@@ -90,6 +99,7 @@ impl Daemon {
             };
             t.queue.remove(&key);
             entry.phase = Phase::Starting;
+            entry.circuit = Some(request.circuit());
             entry.in_bulk_slot = !latency;
             if !latency {
                 t.bulk_in_engine += 1;
@@ -97,6 +107,68 @@ impl Daemon {
             return (Some(Started { id, request, lease }), failed);
         }
         (None, failed)
+    }
+
+    /// Says, at info level, what partitions and key loads waiting for the
+    /// engine's host budget wait for, and what holds it (called every
+    /// [`WAIT_LOG_EVERY`] while anything waits).
+    fn log_host_waits(&self) {
+        let m = self.engine.metrics().memory;
+        if m.partitions_queued == 0 && m.lend_waiting == 0 {
+            return;
+        }
+        // The engine does not say whose partitions wait: the largest
+        // partition among the jobs running in it bounds what the next needs.
+        let circuits: Vec<cuzk_filecoin::Circuit> = {
+            let t = self.table.lock();
+            t.jobs
+                .values()
+                .filter(|e| matches!(e.phase, Phase::Running(_)))
+                .filter_map(|e| e.circuit)
+                .collect()
+        };
+        let running = circuits.len();
+        let next_needs = circuits
+            .into_iter()
+            .filter_map(|c| self.srs.needs(c))
+            .map(|n| n.partition.total())
+            .max()
+            .unwrap_or(0);
+        let hot: Vec<String> = self
+            .srs
+            .statuses()
+            .iter()
+            .filter(|s| s.tier == Tier::Hot)
+            .map(|s| {
+                format!(
+                    "{} {} ({} job(s))",
+                    s.circuit_id,
+                    cuzk_gpu::human(s.size_bytes),
+                    s.ref_count
+                )
+            })
+            .collect();
+        let free = m.budget.saturating_sub(m.reserved + m.lent);
+        tracing::info!(
+            partitions_waiting = m.partitions_queued,
+            jobs_in_engine = running,
+            partition_needs_at_most = next_needs,
+            key_loans_waiting = m.lend_waiting,
+            free,
+            budget = m.budget,
+            held_by_partitions = m.reserved,
+            partitions_in_flight = m.partitions_in_flight,
+            lent_to_hot_keys = m.lent,
+            hot_keys = %hot.join(", "),
+            "waiting for host budget: {} partition(s) wait for admission (each needs at most {}, {} free of {}; partitions in flight hold {}, HOT keys {}), key loads wait for {}",
+            m.partitions_queued,
+            cuzk_gpu::human(next_needs),
+            cuzk_gpu::human(free),
+            cuzk_gpu::human(m.budget),
+            cuzk_gpu::human(m.reserved),
+            cuzk_gpu::human(m.lent),
+            cuzk_gpu::human(m.lend_waiting),
+        );
     }
 
     pub(super) fn fail_before_engine(&self, id: &str, message: String) {

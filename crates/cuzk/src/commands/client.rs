@@ -4,7 +4,7 @@
 //! beside the call's wall time here, whose difference is what the transport
 //! and the request's handling outside the engine cost; `winning-post` and
 //! `window-post` do the same for a PoSt (Curio's request ids and packing,
-//! the kind's default priority); `preload` makes a key HOT; `status` prints
+//! the kind's default priority); `preload` makes a key HOT, `evict` drops it; `status` prints
 //! `GetStatus`.
 
 use std::path::PathBuf;
@@ -32,6 +32,8 @@ pub(crate) enum ClientCommand {
     WindowPost(PostClientArgs),
     /// Make a key HOT (PreloadSRS), by circuit id: porep-32g, winning-32g, wpost-32g, snap-32g.
     Preload(PreloadArgs),
+    /// Drop a key to COLD (EvictSRS), from host memory and every GPU, by circuit id.
+    Evict(PreloadArgs),
     /// Print the daemon's GetStatus: GPUs, keys and their tiers, queues.
     Status(StatusArgs),
 }
@@ -146,6 +148,7 @@ pub(crate) fn run(command: ClientCommand) -> Result<()> {
             runtime.block_on(post(ProofKind::WindowPostPartition, args))
         }
         ClientCommand::Preload(args) => runtime.block_on(preload(args)),
+        ClientCommand::Evict(args) => runtime.block_on(evict(args)),
         ClientCommand::Status(args) => runtime.block_on(status(args)),
     }
 }
@@ -318,6 +321,22 @@ async fn preload(args: PreloadArgs) -> Result<()> {
         if already { "it already was" } else { "loaded" },
         load_ms as f64 / 1e3,
         t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+async fn evict(args: PreloadArgs) -> Result<()> {
+    let mut client = Client::connect(&args.daemon).await?;
+    let (was_hot, freed) = client.evict(&args.circuit_id).await?;
+    println!(
+        "key {}: COLD ({}; {} of host memory freed)",
+        args.circuit_id,
+        if was_hot {
+            "it was HOT"
+        } else {
+            "it was not HOT"
+        },
+        cuzk_pipeline::memory::human(freed)
     );
     Ok(())
 }
