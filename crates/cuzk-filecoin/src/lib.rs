@@ -8,6 +8,7 @@ pub mod counts;
 mod engine;
 mod error;
 pub mod fetch;
+mod native;
 pub mod params;
 mod post;
 pub mod precompile;
@@ -36,8 +37,8 @@ pub use prove::{
 };
 pub use snap::{prove_update, verify_update, UpdateRequest, UpdateSource, UpdateType};
 pub use synthesis::{
-    challenge_circuits, synthesize_challenges, synthesize_partition, witness_challenges,
-    PorepSynthesis, SynthesisMode,
+    challenge_circuits, partition_witness, synthesize_challenges, synthesize_partition,
+    witness_challenges, PorepSynthesis, SynthesisMode, WitnessSource,
 };
 
 use cuzk_groth16::prover::Backend;

@@ -28,6 +28,7 @@ use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound};
 
+use crate::native::NativePartition;
 use crate::precompile::{default_cache_path, PrecompiledPorep};
 use crate::proof_type::with_sector_shape;
 use crate::prove::{sector, vanilla_proofs};
@@ -162,6 +163,9 @@ pub(crate) struct PartitionWork<Tree: 'static + MerkleTreeTrait> {
 enum Circuits<Tree: 'static + MerkleTreeTrait> {
     Whole(Circuit<Tree>),
     Challenges(Vec<Circuit<Tree>>),
+    /// Pre-compiled: what the native witness reads, and the challenge
+    /// circuits in case the witness does not fit the recording.
+    Native(NativePartition<Tree>, Vec<Circuit<Tree>>),
 }
 
 /// The partitions of `c1` (all, or only partition `only`), in order, as
@@ -183,6 +187,12 @@ pub(crate) fn partition_work<Tree: 'static + MerkleTreeTrait>(
         )
         .map_err(|e| Error::filecoin("building the partition circuit", e))
     };
+    let challenges = |partition: &Vec<filecoin_proofs::VanillaSealProof<Tree>>, k| {
+        partition
+            .iter()
+            .map(|one| build(&vec![one.clone()], k))
+            .collect::<Result<Vec<_>, _>>()
+    };
     vanilla
         .iter()
         .enumerate()
@@ -190,12 +200,10 @@ pub(crate) fn partition_work<Tree: 'static + MerkleTreeTrait>(
         .map(|(k, partition)| {
             let circuits = match synthesis {
                 PorepSynthesis::Sequential => Circuits::Whole(build(partition, k)?),
-                PorepSynthesis::Parallel | PorepSynthesis::Precompiled(_) => Circuits::Challenges(
-                    partition
-                        .iter()
-                        .map(|one| build(&vec![one.clone()], k))
-                        .collect::<Result<_, _>>()?,
-                ),
+                PorepSynthesis::Parallel => Circuits::Challenges(challenges(partition, k)?),
+                PorepSynthesis::Precompiled(_) => {
+                    Circuits::Native(native_partition(&s, partition)?, challenges(partition, k)?)
+                }
             };
             let public_inputs = <Compound<Tree> as CompoundProof<_, _>>::generate_public_inputs(
                 &s.inputs,
@@ -223,7 +231,7 @@ pub fn challenge_circuits<Tree: 'static + MerkleTreeTrait>(
     Ok(partition_work::<Tree>(c1, &PorepSynthesis::Parallel, None)?
         .into_iter()
         .map(|work| match work.circuits {
-            Circuits::Challenges(circuits) => circuits,
+            Circuits::Challenges(circuits) | Circuits::Native(_, circuits) => circuits,
             Circuits::Whole(circuit) => vec![circuit],
         })
         .collect())
@@ -253,14 +261,7 @@ fn synthesize_one<Tree: 'static + MerkleTreeTrait>(
 ) -> Result<Synthesized, Error> {
     let work = partition_work::<Tree>(c1, synthesis, Some(k))?
         .pop()
-        .ok_or_else(|| Error::BadRequest {
-            kind: "PoRep",
-            problem: format!(
-                "no partition {k}: {} has {}",
-                c1.proof_type.name(),
-                c1.proof_type.partitions()
-            ),
-        })?;
+        .ok_or_else(|| no_partition(c1, k))?;
     work.synthesize(synthesis, None)
 }
 
@@ -285,9 +286,8 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionWork<Tree> {
                 partition: k,
                 source,
             }),
-            (Circuits::Challenges(circuits), PorepSynthesis::Precompiled(pre)) => {
-                let backup = circuits.clone();
-                let witness = witness_challenges(circuits).map_err(|e| piece_error(k, e))?;
+            (Circuits::Native(native, backup), PorepSynthesis::Precompiled(pre)) => {
+                let witness = native.witness().map_err(|e| piece_error(k, e))?;
                 match pre.synthesize(witness) {
                     Ok(synthesized) => Ok(synthesized),
                     Err(e) => {
@@ -298,10 +298,85 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionWork<Tree> {
                     }
                 }
             }
-            (Circuits::Challenges(circuits), _) => {
+            (Circuits::Challenges(circuits) | Circuits::Native(_, circuits), _) => {
                 synthesize_challenges(circuits).map_err(|e| piece_error(k, e))
             }
         }
+    }
+}
+
+/// What the native witness of one partition reads: the sector's replica
+/// id, comm_d and comm_r, and the partition's vanilla proofs.
+fn native_partition<Tree: 'static + MerkleTreeTrait>(
+    s: &crate::prove::Sector<Tree>,
+    partition: &[filecoin_proofs::VanillaSealProof<Tree>],
+) -> Result<NativePartition<Tree>, Error> {
+    let tau = s
+        .inputs
+        .tau
+        .as_ref()
+        .ok_or_else(|| Error::Tampered("the sector has no comm_d and comm_r".into()))?;
+    NativePartition::new(
+        s.inputs.replica_id.into(),
+        tau.comm_d.into(),
+        tau.comm_r.into(),
+        partition,
+    )
+}
+
+/// How [`partition_witness`] computes the witness.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WitnessSource {
+    /// The crates' gadgets, run witness-only, challenges on rayon
+    /// ([`witness_challenges`]): the reference.
+    Gadgets,
+    /// cuzk's native replay (SHA-256 in plain code), challenges on rayon:
+    /// what the pre-compiled mode uses.
+    Native,
+}
+
+/// Partition `k`'s witness alone (inputs with ONE first, aux), from
+/// `source`: for benchmarks and tests. Both sources give the same values.
+pub fn partition_witness(c1: &C1Input, k: usize, source: WitnessSource) -> Result<Witness, Error> {
+    with_sector_shape!(c1.proof_type.sector_size(), witness_one, c1, k, source)
+}
+
+fn witness_one<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1Input,
+    k: usize,
+    source: WitnessSource,
+) -> Result<Witness, Error> {
+    let mode = match source {
+        WitnessSource::Gadgets => PorepSynthesis::Parallel,
+        WitnessSource::Native => {
+            // Only the shape of the work matters here, not a recording.
+            let s = sector::<Tree>(c1)?;
+            let vanilla = vanilla_proofs::<Tree>(c1)?;
+            let partition = vanilla.get(k).ok_or_else(|| no_partition(c1, k))?;
+            return native_partition(&s, partition)?
+                .witness()
+                .map_err(|e| piece_error(k, e));
+        }
+    };
+    let work = partition_work::<Tree>(c1, &mode, Some(k))?
+        .pop()
+        .ok_or_else(|| no_partition(c1, k))?;
+    match work.circuits {
+        Circuits::Challenges(circuits) => {
+            witness_challenges(circuits).map_err(|e| piece_error(k, e))
+        }
+        _ => unreachable!("parallel work is built challenge by challenge"),
+    }
+}
+
+fn no_partition(c1: &C1Input, k: usize) -> Error {
+    Error::BadRequest {
+        kind: "PoRep",
+        problem: format!(
+            "no partition {k}: {} has {}",
+            c1.proof_type.name(),
+            c1.proof_type.partitions()
+        ),
     }
 }
 

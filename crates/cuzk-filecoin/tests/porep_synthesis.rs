@@ -1,6 +1,8 @@
 //! A PoRep partition synthesized challenge by challenge in parallel, and
-//! through the pre-compiled circuit, equals the sequential synthesis of the
-//! whole partition circuit bit for bit (a, b, c, assignments, densities);
+//! through the pre-compiled circuit (its witness generated natively, checked
+//! value for value against the crates' gadgets), equals the sequential
+//! synthesis of the whole partition circuit bit for bit (a, b, c,
+//! assignments, densities);
 //! the three modes give the same proof bytes; a pre-compiled circuit file
 //! that is truncated, corrupt, missing or for another circuit is refused
 //! naming the file, and the prover falls back to parallel synthesis.
@@ -16,12 +18,12 @@ use std::sync::{Arc, OnceLock};
 use cuzk_filecoin::precompile::{precompile, PrecompiledError, PrecompiledPorep};
 use cuzk_filecoin::synthetic::SyntheticSector;
 use cuzk_filecoin::{
-    challenge_circuits, parse_c1, partition_circuits, prove_partitions_with, synthesize_challenges,
-    verify, witness_challenges, C1Input, Error, ParamsDir, PorepSynthesis, ProofType,
-    SectorIdentity, SynthesisMode, Verified,
+    challenge_circuits, parse_c1, partition_circuits, partition_witness, prove_partitions_with,
+    synthesize_challenges, verify, witness_challenges, C1Input, Error, ParamsDir, PorepSynthesis,
+    ProofType, SectorIdentity, SynthesisMode, Verified, WitnessSource,
 };
 use cuzk_groth16::prover::CpuBackend;
-use cuzk_synth::precompiled::CacheError;
+use cuzk_synth::precompiled::{CacheError, Witness};
 use filecoin_proofs::{MerkleTreeTrait, SectorShape2KiB, SectorShape512MiB};
 use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
@@ -123,6 +125,8 @@ fn precompiled_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input, 
             witness.aux_assignment, sequential.aux_assignment,
             "partition {k}"
         );
+        let native = partition_witness(c1, k, WitnessSource::Native).unwrap();
+        assert_same_witness(k, &native, &witness);
         let mut precompiled = pre.synthesize(witness).unwrap();
         assert!(!precompiled.abc_on_host(), "a, b, c are left to the prover");
         assert_eq!(precompiled.shape(), sequential.shape(), "partition {k}");
@@ -131,6 +135,37 @@ fn precompiled_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input, 
             precompiled == sequential,
             "partition {k}: {precompiled:?} against {sequential:?}"
         );
+    }
+}
+
+/// The native witness against the gadgets', value for value, naming the
+/// first difference (its index and both lengths) when there is one.
+fn assert_same_witness(k: usize, native: &Witness, gadgets: &Witness) {
+    for (what, n, g) in [
+        ("input", &native.input_assignment, &gadgets.input_assignment),
+        ("aux", &native.aux_assignment, &gadgets.aux_assignment),
+    ] {
+        let first = n.iter().zip(g.iter()).position(|(a, b)| a != b);
+        assert!(
+            first.is_none() && n.len() == g.len(),
+            "partition {k}: native {what} values differ from the gadgets' at {first:?} \
+             (native {} values, gadgets {})",
+            n.len(),
+            g.len()
+        );
+    }
+}
+
+#[test]
+fn the_native_witness_equals_the_gadgets_on_every_2kib_partition() {
+    let sealed = sealed_2kib();
+    let others = [1, 2].map(|seed| synthetic(RegisteredSealProof::StackedDrg2KiBV1_1, seed));
+    for c1 in std::iter::once(sealed).chain(&others) {
+        for k in 0..c1.proof_type.partitions() {
+            let native = partition_witness(c1, k, WitnessSource::Native).unwrap();
+            let gadgets = partition_witness(c1, k, WitnessSource::Gadgets).unwrap();
+            assert_same_witness(k, &native, &gadgets);
+        }
     }
 }
 

@@ -2,4 +2,5 @@
 //! bellperson gadget allocates, computed with plain integer code in the
 //! gadget's order, for witness-only synthesis of pre-compiled circuits.
 
+pub mod bits;
 pub mod sha256;

@@ -400,6 +400,36 @@ pub fn compression(input: &[Bit], state: &[Word; 8], aux: &mut Vec<Fr>) -> [Word
     [h0, h1, h2, h3, h4, h5, h6, h7]
 }
 
+/// SHA-256 of `message` (a whole number of bytes, most significant bit of
+/// each byte first) as bellperson's `sha256` gadget computes it: padded
+/// with constant bits (a one, zeros, the 64-bit length), then compressed
+/// block by block from the constant IV. Pushes every allocated value onto
+/// `aux` in the gadget's order and returns the 256 digest bits, most
+/// significant bit of each word first.
+///
+/// # Panics
+///
+/// If `message` is not a whole number of bytes.
+pub fn sha256(message: &[Bit], aux: &mut Vec<Fr>) -> Vec<Bit> {
+    assert!(
+        message.len().is_multiple_of(8),
+        "a SHA-256 message is whole bytes"
+    );
+    let length = message.len() as u64;
+    let mut padded = Vec::with_capacity((message.len() + 64 + 1).div_ceil(512) * 512);
+    padded.extend_from_slice(message);
+    padded.push(Bit::Constant(true));
+    while !(padded.len() + 64).is_multiple_of(512) {
+        padded.push(Bit::Constant(false));
+    }
+    padded.extend((0..64).rev().map(|i| Bit::Constant(length >> i & 1 == 1)));
+    let mut state = IV.map(Word::constant);
+    for block in padded.chunks(512) {
+        state = compression(block, &state, aux);
+    }
+    state.iter().flat_map(|w| w.into_bits_be()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

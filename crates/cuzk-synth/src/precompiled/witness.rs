@@ -45,6 +45,13 @@ impl WitnessAssignment {
         Self::default()
     }
 
+    /// The aux values so far, for native generators (`crate::native`) that
+    /// push what a gadget would allocate, in the gadget's order, without
+    /// running it.
+    pub fn aux_mut(&mut self) -> &mut Vec<Fr> {
+        &mut self.witness.aux_assignment
+    }
+
     /// The values recorded.
     pub fn into_witness(self) -> Witness {
         self.witness

@@ -1,0 +1,448 @@
+//! A PoRep partition's witness, generated natively.
+//!
+//! `StackedCircuit::synthesize` (storage-proofs-porep 19.1) spends almost
+//! all of its time in SHA-256 gadgets: the labelling of every layer of the
+//! challenged column (20 compressions per layer) and the comm_d inclusion
+//! path (two per level of the binary tree). Run witness-only, those gadgets
+//! still build a linear combination for every bit they touch. Here the same
+//! witness is produced by replaying the circuit's allocations, challenge by
+//! challenge, with the SHA-256 parts computed by `cuzk_synth::native` (plain
+//! integer code pushing each value the gadget would allocate, in its order)
+//! and the small Poseidon parts (column hashes, tree C and tree R paths)
+//! still through the crates' public gadgets.
+//!
+//! The replay follows `StackedCircuit::synthesize` and `Proof::synthesize`
+//! step for step (their private helpers, `enforce_inclusion`,
+//! `Column::alloc`, `hash_single_column`, `create_label_circuit`, are
+//! rewritten here from what they allocate). Nothing here is trusted on its
+//! own: `tests/porep_synthesis.rs` compares the native witness with the
+//! gadgets' (`witness_challenges`) value for value, and a witness whose
+//! length does not fit the recording is refused by the pre-compiled path.
+
+use bellperson::gadgets::num::AllocatedNum;
+use bellperson::{ConstraintSystem, SynthesisError};
+use blstrs::Scalar as Fr;
+use cuzk_synth::native::bits::{
+    alloc_le_bits, bit_value, from_boolean, pack_le, reverse_bit_numbering,
+};
+use cuzk_synth::native::sha256::{sha256, Bit, Word};
+use cuzk_synth::precompiled::{Witness, WitnessAssignment};
+use cuzk_synth::{synthesize_with_shared_prefix, PieceError, PieceFault, Prefix, PrefixJoin};
+use ff::Field;
+use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
+use filecoin_proofs::{MerkleTreeTrait, VanillaSealProof};
+use generic_array::typenum::{U11, U2};
+use neptune::circuit::poseidon_hash;
+use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
+use storage_proofs_core::gadgets::uint64::UInt64;
+use storage_proofs_core::gadgets::variables::Root;
+use storage_proofs_core::gadgets::{constraint, encode::encode};
+use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
+use storage_proofs_porep::stacked::TOTAL_PARENTS;
+
+use crate::Error;
+
+/// A Merkle path as `MerkleProofTrait::as_options` gives it: per level, the
+/// siblings and the position among them.
+type Path = Vec<(Vec<Option<Fr>>, Option<usize>)>;
+
+/// What the partition's challenges share: the values of the preamble.
+#[derive(Clone, Debug)]
+pub(crate) struct Commitments {
+    replica_id: Fr,
+    comm_d: Fr,
+    comm_r: Fr,
+    comm_r_last: Fr,
+    comm_c: Fr,
+}
+
+/// One parent column of a challenge: its rows (layer 1 first) and its
+/// opening in tree C.
+#[derive(Clone, Debug)]
+struct ParentColumn {
+    rows: Vec<Fr>,
+    path: Path,
+}
+
+/// One challenge's private inputs, read out of its vanilla proof.
+#[derive(Clone, Debug)]
+pub(crate) struct Challenge {
+    node: u64,
+    data_leaf: Fr,
+    comm_d_path: Path,
+    drg_parents: Vec<ParentColumn>,
+    exp_parents: Vec<ParentColumn>,
+    comm_r_last_path: Path,
+    comm_c_path: Path,
+    layers: usize,
+}
+
+/// A partition, ready for [`witness`].
+pub(crate) struct NativePartition<Tree: 'static + MerkleTreeTrait> {
+    commitments: Commitments,
+    challenges: Vec<Challenge>,
+    _tree: std::marker::PhantomData<Tree>,
+}
+
+impl<Tree: 'static + MerkleTreeTrait> Clone for NativePartition<Tree> {
+    fn clone(&self) -> Self {
+        Self {
+            commitments: self.commitments.clone(),
+            challenges: self.challenges.clone(),
+            _tree: std::marker::PhantomData,
+        }
+    }
+}
+
+fn read_error(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Tampered(format!("vanilla proof: {what}: {e}"))
+}
+
+/// A field the crates keep `pub(crate)`, read through the type's serde
+/// form (the form the C1 file carries).
+fn serde_field<T: serde::Serialize, F: serde::de::DeserializeOwned>(
+    value: &T,
+    field: &str,
+) -> Result<F, Error> {
+    let mut v = serde_json::to_value(value).map_err(|e| read_error(field, e))?;
+    serde_json::from_value(v[field].take()).map_err(|e| read_error(field, e))
+}
+
+type TreeProof<Tree> = MerkleProof<
+    <Tree as MerkleTreeTrait>::Hasher,
+    <Tree as MerkleTreeTrait>::Arity,
+    <Tree as MerkleTreeTrait>::SubTreeArity,
+    <Tree as MerkleTreeTrait>::TopTreeArity,
+>;
+
+impl<Tree: 'static + MerkleTreeTrait> NativePartition<Tree> {
+    /// The partition whose challenges' vanilla proofs are `proofs`, for the
+    /// sector whose replica id, comm_d and comm_r are given.
+    pub(crate) fn new(
+        replica_id: Fr,
+        comm_d: Fr,
+        comm_r: Fr,
+        proofs: &[VanillaSealProof<Tree>],
+    ) -> Result<Self, Error> {
+        let first = proofs
+            .first()
+            .ok_or_else(|| read_error("partition", "no challenges"))?;
+        let commitments = Commitments {
+            replica_id,
+            comm_d,
+            comm_r,
+            comm_r_last: first.comm_r_last().into(),
+            comm_c: first.comm_c().into(),
+        };
+        let challenges = proofs
+            .iter()
+            .map(|p| {
+                let (comm_r_last, comm_c): (Fr, Fr) = (p.comm_r_last().into(), p.comm_c().into());
+                if comm_r_last != commitments.comm_r_last || comm_c != commitments.comm_c {
+                    return Err(read_error(
+                        "partition",
+                        "challenges disagree on comm_r_last or comm_c",
+                    ));
+                }
+                Challenge::read::<Tree>(p)
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            commitments,
+            challenges,
+            _tree: std::marker::PhantomData,
+        })
+    }
+
+    /// The partition's witness (inputs with ONE first, aux), challenges on
+    /// rayon, joined in order: value for value what `witness_challenges`
+    /// gives for the crates' circuits.
+    pub(crate) fn witness(self) -> Result<Witness, PieceError> {
+        let commitments = &self.commitments;
+        synthesize_with_shared_prefix(self.challenges, |challenge| {
+            piece::<Tree>(commitments, &challenge).map_err(PieceFault::Synthesis)
+        })
+        .map(WitnessAssignment::into_witness)
+    }
+}
+
+impl Challenge {
+    fn read<Tree: 'static + MerkleTreeTrait>(
+        proof: &VanillaSealProof<Tree>,
+    ) -> Result<Self, Error> {
+        let labeling = proof
+            .labeling_proofs
+            .first()
+            .ok_or_else(|| read_error("labeling proofs", "none"))?;
+        let node: u64 = serde_field(labeling, "node")?;
+        let layers = proof.labeling_proofs.len();
+        let column = |c: &storage_proofs_porep::stacked::ColumnProof<TreeProof<Tree>>| {
+            let rows = (1..=layers)
+                .map(|layer| {
+                    c.get_node_at_layer(layer)
+                        .map(|&d| d.into())
+                        .map_err(|e| read_error("column", e))
+                })
+                .collect::<Result<Vec<Fr>, _>>()?;
+            let opening: TreeProof<Tree> = serde_field(c, "inclusion_proof")?;
+            Ok::<_, Error>(ParentColumn {
+                rows,
+                path: opening.as_options(),
+            })
+        };
+        let replica = &proof.replica_column_proofs;
+        let c_x: TreeProof<Tree> = serde_field(&replica.c_x, "inclusion_proof")?;
+        let drg_parents = replica
+            .drg_parents
+            .iter()
+            .map(column)
+            .collect::<Result<Vec<_>, _>>()?;
+        let exp_parents = replica
+            .exp_parents
+            .iter()
+            .map(column)
+            .collect::<Result<Vec<_>, _>>()?;
+        if drg_parents.is_empty() || exp_parents.is_empty() {
+            return Err(read_error("replica columns", "no parents"));
+        }
+        Ok(Self {
+            node,
+            data_leaf: proof.comm_d_proofs.leaf().into(),
+            comm_d_path: proof.comm_d_proofs.as_options(),
+            drg_parents,
+            exp_parents,
+            comm_r_last_path: proof.comm_r_last_proof.as_options(),
+            comm_c_path: c_x.as_options(),
+            layers,
+        })
+    }
+}
+
+/// The preamble's handles a challenge uses.
+struct Preamble {
+    replica_id_bits: Vec<Bit>,
+    comm_r_last: AllocatedNum<Fr>,
+    comm_c: AllocatedNum<Fr>,
+}
+
+/// One challenge's piece: ONE, the preamble (shared), then the challenge.
+fn piece<Tree: 'static + MerkleTreeTrait>(
+    commitments: &Commitments,
+    challenge: &Challenge,
+) -> Result<(WitnessAssignment, Prefix), SynthesisError> {
+    let mut cs = WitnessAssignment::new();
+    cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
+    let preamble = preamble::<Tree, _>(&mut cs, commitments)?;
+    let prefix = cs.sizes();
+    prove_challenge::<Tree>(&mut cs, &preamble, challenge)?;
+    Ok((cs, prefix))
+}
+
+fn alloc<CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    value: Fr,
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    AllocatedNum::alloc(cs.namespace(|| "value"), || Ok(value))
+}
+
+/// `StackedCircuit::synthesize` up to its first challenge.
+fn preamble<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    c: &Commitments,
+) -> Result<Preamble, SynthesisError> {
+    let replica_id = alloc(cs, c.replica_id)?;
+    replica_id.inputize(cs.namespace(|| "replica_id_input"))?;
+    let bits = replica_id.to_bits_le(cs.namespace(|| "replica_id_bits"))?;
+    let replica_id_bits =
+        reverse_bit_numbering(bits.iter().map(from_boolean).collect::<Result<_, _>>()?);
+    let comm_d = alloc(cs, c.comm_d)?;
+    comm_d.inputize(cs.namespace(|| "comm_d_input"))?;
+    let comm_r = alloc(cs, c.comm_r)?;
+    comm_r.inputize(cs.namespace(|| "comm_r_input"))?;
+    let comm_r_last = alloc(cs, c.comm_r_last)?;
+    let comm_c = alloc(cs, c.comm_c)?;
+    let hash = <Tree::Hasher as Hasher>::Function::hash2_circuit(
+        cs.namespace(|| "H_comm_c_comm_r_last"),
+        &comm_c,
+        &comm_r_last,
+    )?;
+    constraint::equal(cs, || "comm_r", &comm_r, &hash);
+    Ok(Preamble {
+        replica_id_bits,
+        comm_r_last,
+        comm_c,
+    })
+}
+
+/// `Proof::synthesize` of one challenge.
+fn prove_challenge<Tree: 'static + MerkleTreeTrait>(
+    cs: &mut WitnessAssignment,
+    pre: &Preamble,
+    ch: &Challenge,
+) -> Result<(), SynthesisError> {
+    let data_leaf = alloc(cs, ch.data_leaf)?;
+    comm_d_inclusion(cs, &ch.comm_d_path, ch.data_leaf)?;
+
+    let mut columns = |parents: &[ParentColumn]| {
+        parents
+            .iter()
+            .map(|parent| {
+                let rows = parent
+                    .rows
+                    .iter()
+                    .map(|&row| alloc(cs, row))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let hash = hash_single_column(cs, &rows)?;
+                tree_inclusion::<Tree>(cs, &parent.path, &pre.comm_c, &hash)?;
+                Ok(rows
+                    .iter()
+                    .map(|r| value_of(r))
+                    .collect::<Result<Vec<_>, _>>()?)
+            })
+            .collect::<Result<Vec<Vec<Fr>>, SynthesisError>>()
+    };
+    let drg = columns(&ch.drg_parents)?;
+    let exp = columns(&ch.exp_parents)?;
+
+    let challenge = UInt64::alloc(cs.namespace(|| "challenge"), Some(ch.node))?;
+    challenge.pack_into_input(cs.namespace(|| "challenge input"))?;
+    let node_bits = challenge
+        .to_bits_be()
+        .iter()
+        .map(from_boolean)
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut labels = Vec::with_capacity(ch.layers);
+    for layer in 1..=ch.layers {
+        let value = label(
+            cs.aux_mut(),
+            &pre.replica_id_bits,
+            &node_bits,
+            layer,
+            &drg,
+            &exp,
+        );
+        labels.push(alloc(cs, value)?);
+    }
+
+    let key = labels.last().ok_or(SynthesisError::AssignmentMissing)?;
+    let encoded = encode(cs.namespace(|| "encode_node"), key, &data_leaf)?;
+    tree_inclusion::<Tree>(cs, &ch.comm_r_last_path, &pre.comm_r_last, &encoded)?;
+    let column_hash = hash_single_column(cs, &labels)?;
+    tree_inclusion::<Tree>(cs, &ch.comm_c_path, &pre.comm_c, &column_hash)
+}
+
+fn value_of(n: &AllocatedNum<Fr>) -> Result<Fr, SynthesisError> {
+    n.get_value().ok_or(SynthesisError::AssignmentMissing)
+}
+
+/// The crates' `hash_single_column`: Poseidon of the column's rows.
+fn hash_single_column<CS: ConstraintSystem<Fr>>(
+    cs: &mut CS,
+    rows: &[AllocatedNum<Fr>],
+) -> Result<AllocatedNum<Fr>, SynthesisError> {
+    let cs = cs.namespace(|| "column hash");
+    match rows.len() {
+        2 => poseidon_hash::<_, Fr, U2>(cs, rows.to_vec(), &POSEIDON_CONSTANTS_2),
+        11 => poseidon_hash::<_, Fr, U11>(cs, rows.to_vec(), &POSEIDON_CONSTANTS_11),
+        // The crates panic here; a circuit of another layer count does not exist.
+        _ => Err(SynthesisError::Unsatisfiable),
+    }
+}
+
+/// The crates' `enforce_inclusion` in a tree of the sector's shape (tree C
+/// or tree R): `PoRCircuit` with a private root.
+fn tree_inclusion<Tree: 'static + MerkleTreeTrait>(
+    cs: &mut WitnessAssignment,
+    path: &Path,
+    root: &AllocatedNum<Fr>,
+    leaf: &AllocatedNum<Fr>,
+) -> Result<(), SynthesisError> {
+    let path: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> =
+        path.clone().into();
+    PoRCircuit::<Tree>::synthesize(
+        cs.namespace(|| "inclusion"),
+        Root::from_allocated::<WitnessAssignment>(leaf.clone()),
+        path,
+        Root::from_allocated::<WitnessAssignment>(root.clone()),
+        true,
+    )
+}
+
+/// The comm_d inclusion (`PoRCircuit` over the binary SHA-256 tree with a
+/// private root), natively. Per level: the position bit, the sibling, the
+/// two picks of `insert_2`, both children taken apart into bits, the
+/// SHA-256 of their 64 bytes, the digest packed into the parent. Then the
+/// position bits packed into one public input.
+fn comm_d_inclusion(
+    cs: &mut WitnessAssignment,
+    path: &Path,
+    leaf: Fr,
+) -> Result<(), SynthesisError> {
+    let aux = cs.aux_mut();
+    let mut cur = leaf;
+    let mut positions = Vec::with_capacity(path.len());
+    for (siblings, index) in path {
+        let index = index.ok_or(SynthesisError::AssignmentMissing)?;
+        let sibling = match siblings.as_slice() {
+            [Some(s)] => *s,
+            _ => return Err(SynthesisError::AssignmentMissing),
+        };
+        let right = index & 1 == 1;
+        aux.push(bit_value(right));
+        positions.push(Bit::Is(right));
+        aux.push(sibling);
+        let (l, r) = if right {
+            (sibling, cur)
+        } else {
+            (cur, sibling)
+        };
+        aux.push(l);
+        aux.push(r);
+        let mut message = reverse_bit_numbering(alloc_le_bits(&l, aux));
+        message.extend(reverse_bit_numbering(alloc_le_bits(&r, aux)));
+        cur = pack_le(&reverse_bit_numbering(sha256(&message, aux)));
+        aux.push(cur);
+    }
+    let packed = pack_le(&positions);
+    cs.alloc_input(|| "path", || Ok(packed))?;
+    Ok(())
+}
+
+/// `create_label_circuit` of one layer, with the parents' bits the layer
+/// allocates first: pushes everything onto `aux` except the label itself,
+/// whose value it returns (the caller allocates it, as `pack_bits` does).
+fn label(
+    aux: &mut Vec<Fr>,
+    replica_id_bits: &[Bit],
+    node_bits: &[Bit],
+    layer: usize,
+    drg: &[Vec<Fr>],
+    exp: &[Vec<Fr>],
+) -> Fr {
+    let mut parents: Vec<Vec<Bit>> = drg
+        .iter()
+        .map(|rows| reverse_bit_numbering(alloc_le_bits(&rows[layer - 1], aux)))
+        .collect();
+    if layer > 1 {
+        parents.extend(
+            exp.iter()
+                .map(|rows| reverse_bit_numbering(alloc_le_bits(&rows[layer - 2], aux))),
+        );
+    }
+    let mut message = Vec::with_capacity((2 + TOTAL_PARENTS) * 256);
+    message.extend_from_slice(replica_id_bits);
+    while message.len() < 256 {
+        message.push(Bit::Constant(false));
+    }
+    message.extend(Word::constant(layer as u32).into_bits_be());
+    message.extend_from_slice(node_bits);
+    message.resize(512, Bit::Constant(false));
+    // The parents repeated to 37, as the crates' labelling hashes them.
+    for parent in parents.iter().cycle().take(TOTAL_PARENTS) {
+        message.extend_from_slice(parent);
+        let padded = message.len().next_multiple_of(256);
+        message.resize(padded, Bit::Constant(false));
+    }
+    pack_le(&reverse_bit_numbering(sha256(&message, aux)))
+}
