@@ -12,6 +12,11 @@
 //! evaluated on the host inside the mode's figures, and the witness alone
 //! (what the host pays when a GPU proves) is printed beside them.
 //!
+//! Then the witness alone from both of its sources, side by side (unless
+//! `--no-witness`): the crates' gadgets run witness-only (the reference)
+//! and cuzk's native replay (what pre-compiled synthesis uses); the run
+//! fails if their values differ.
+//!
 //! `cargo run --release -p cuzk-benches --bin synth_bench -- --c1 FILE
 //! [--partition K] [--mode sequential --mode parallel --mode precompiled]
 //! [--cache FILE] [--threads N]`. Without `--cache`, precompiled records the
@@ -25,7 +30,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use cuzk_filecoin::precompile::{precompile, PrecompiledPorep};
-use cuzk_filecoin::{parse_c1, synthesize_partition, C1Input, PorepSynthesis, SynthesisMode};
+use cuzk_filecoin::{
+    parse_c1, partition_witness, synthesize_partition, C1Input, PorepSynthesis, SynthesisMode,
+    WitnessSource,
+};
 use cuzk_synth::Synthesized;
 use ff::PrimeField;
 use rayon::prelude::*;
@@ -49,6 +57,9 @@ struct Args {
     /// Rayon threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// Skip the side-by-side of the witness's two sources.
+    #[arg(long)]
+    no_witness: bool,
 }
 
 fn main() {
@@ -124,6 +135,41 @@ fn bench(args: &Args) -> Result<()> {
             Some(_) => {}
         }
     }
+    if !args.no_witness {
+        witness_sources(&c1, args.partition)?;
+    }
+    Ok(())
+}
+
+/// The witness alone from the gadgets and natively: one line each, and
+/// the check that both give the same values.
+fn witness_sources(c1: &C1Input, k: usize) -> Result<()> {
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let mut witnesses = Vec::new();
+    for (name, source) in [
+        ("witness gadgets", WitnessSource::Gadgets),
+        ("witness native", WitnessSource::Native),
+    ] {
+        reset_peak_rss();
+        let cpu = cpu_seconds()?;
+        let start = Instant::now();
+        let witness = partition_witness(c1, k, source)?;
+        let wall = start.elapsed().as_secs_f64();
+        let cpu = cpu_seconds()? - cpu;
+        println!(
+            "{name:<16} wall {wall:>8.2} s  cpu {cpu:>8.2} core-s ({:.1} cores)  peak RSS {:>6.2} GiB  \
+             {} inputs, {} aux",
+            cpu / wall.max(1e-9),
+            gib(peak_rss().unwrap_or(0)),
+            witness.input_assignment.len(),
+            witness.aux_assignment.len()
+        );
+        witnesses.push(witness);
+    }
+    if witnesses[0] != witnesses[1] {
+        bail!("the native witness differs from the gadgets'");
+    }
+    println!("witness native == gadgets: identical");
     Ok(())
 }
 

@@ -87,6 +87,144 @@ pub fn device_bytes(coeffs: usize, matrices: &[HostMatrix<'_>; 3]) -> u64 {
     total
 }
 
+/// The coefficient table's one rule: ids 0 and 1 are +1 and −1.
+fn check_table(coeffs: &[FrLimbs]) -> Result<()> {
+    ensure("prover_spmv", coeffs.len() >= 2, || {
+        format!(
+            "a coefficient table of {} values (ids 0 and 1 are ±1)",
+            coeffs.len()
+        )
+    })
+}
+
+/// Checks one matrix's structure (`rows` + 1 non-decreasing offsets ending
+/// at its term count, one id per term, every id within a table of
+/// `table` entries); returns its width (one past its largest column).
+fn check_matrix(name: &str, m: &HostMatrix<'_>, rows: usize, table: usize) -> Result<usize> {
+    let kernel = "prover_spmv";
+    let terms = m.cols.len();
+    ensure(kernel, m.row_ptr.len() == rows + 1, || {
+        format!(
+            "{name} has {} row offsets, A has {}",
+            m.row_ptr.len(),
+            rows + 1
+        )
+    })?;
+    ensure(kernel, m.ids.len() == terms, || {
+        format!("{name} has {terms} columns but {} ids", m.ids.len())
+    })?;
+    let ordered = m.row_ptr.first() == Some(&0)
+        && m.row_ptr.windows(2).all(|w| w[0] <= w[1])
+        && m.row_ptr.last().is_some_and(|&e| e as usize == terms);
+    ensure(kernel, ordered, || {
+        format!("{name}'s row offsets are not a CSR index over {terms} terms")
+    })?;
+    let max_id = match m.ids {
+        HostIds::U16(v) => v.iter().copied().max().map(u32::from),
+        HostIds::U32(v) => v.iter().copied().max(),
+    };
+    ensure(
+        kernel,
+        max_id.is_none_or(|id| (id as usize) < table),
+        || format!("{name} names coefficient {max_id:?} of a table of {table}"),
+    )?;
+    Ok(m.cols.iter().copied().max().map_or(0, |c| c as usize + 1))
+}
+
+/// The checks `evaluate` makes of z, its class scratch and the outputs,
+/// then the classification of z (0, 1, other) the SpMV reads.
+fn classify(
+    stream: &Stream,
+    z: &DeviceBuffer<FrLimbs>,
+    classes: &mut DeviceBuffer<u8>,
+    width: usize,
+    rows: usize,
+    out: &[&mut DeviceBuffer<FrLimbs>; 3],
+) -> Result<()> {
+    let kernel = "prover_spmv";
+    let n = z.len();
+    ensure(kernel, n >= width, || {
+        format!("z has {n} values, the matrices name {width} columns")
+    })?;
+    ensure(kernel, classes.len() >= n, || {
+        format!("{} class bytes for {n} values", classes.len())
+    })?;
+    ensure(
+        kernel,
+        u32::try_from(n).is_ok() && u32::try_from(rows).is_ok(),
+        || format!("{n} values, {rows} rows: more than 2^32"),
+    )?;
+    for o in out {
+        ensure(kernel, o.len() >= rows, || {
+            format!("an output of {} values for {rows} rows", o.len())
+        })?;
+    }
+    let args = KernelArgs::new()
+        .device_ptr(z.device_ptr())
+        .u32(n as u32)
+        .device_ptr(classes.device_ptr());
+    #[allow(unsafe_code)]
+    // SAFETY: prover_classify_z(z, n, cls): reads z[0..n), writes cls[0..n);
+    // classes.len() >= n (checked).
+    unsafe {
+        stream.launch("prover_classify_z", grid(blocks(n), THREADS), args, || {
+            format!("{n} values")
+        })
+    }
+}
+
+const THREADS: u32 = 256;
+
+fn blocks(items: usize) -> u32 {
+    (items as u32).div_ceil(THREADS).clamp(1, 1 << 16)
+}
+
+/// Device pointers of one CSR matrix (or one chunk of rows of one) as the
+/// SpMV kernels take them.
+struct SpmvArgs {
+    kernel: &'static str,
+    row_ptr: u64,
+    cols: u64,
+    ids: u64,
+    rows: usize,
+    terms: usize,
+}
+
+/// Queues `out[r] = (M · z)[r]` for the rows of `m` (`out`: the first row's
+/// output).
+///
+/// # Safety
+///
+/// `m.row_ptr` must point to `m.rows` + 1 non-decreasing offsets from 0 to
+/// `m.terms`, `m.cols` and `m.ids` to `m.terms` entries each (ids of the
+/// kernel's width), every column below `z`'s and `classes`' lengths, every
+/// id below the table's length, and `out` to at least `m.rows` values.
+#[allow(unsafe_code)]
+unsafe fn spmv(
+    stream: &Stream,
+    m: &SpmvArgs,
+    coeffs: &DeviceBuffer<FrLimbs>,
+    z: &DeviceBuffer<FrLimbs>,
+    classes: &DeviceBuffer<u8>,
+    out: u64,
+) -> Result<()> {
+    let args = KernelArgs::new()
+        .device_ptr(m.row_ptr)
+        .device_ptr(m.cols)
+        .device_ptr(m.ids)
+        .device_ptr(coeffs.device_ptr())
+        .device_ptr(z.device_ptr())
+        .device_ptr(classes.device_ptr())
+        .u32(m.rows as u32)
+        .device_ptr(out);
+    // SAFETY: the caller's contract is the kernel's (see above).
+    unsafe {
+        stream.launch(m.kernel, grid(blocks(m.rows), THREADS), args, || {
+            format!("{} rows, {} terms", m.rows, m.terms)
+        })
+    }
+}
+
 impl DeviceR1cs {
     /// Checks the matrices' structure (offsets non-decreasing and within the
     /// terms, ids within the table) and uploads them with the table.
@@ -95,48 +233,11 @@ impl DeviceR1cs {
         coeffs: &[FrLimbs],
         matrices: [HostMatrix<'_>; 3],
     ) -> Result<Self> {
-        let kernel = "prover_spmv";
-        ensure(kernel, coeffs.len() >= 2, || {
-            format!(
-                "a coefficient table of {} values (ids 0 and 1 are ±1)",
-                coeffs.len()
-            )
-        })?;
+        check_table(coeffs)?;
         let rows = matrices[0].row_ptr.len().saturating_sub(1);
         let mut up = Vec::with_capacity(3);
         for (name, m) in ["A", "B", "C"].into_iter().zip(matrices) {
-            let terms = m.cols.len();
-            ensure(kernel, m.row_ptr.len() == rows + 1, || {
-                format!(
-                    "{name} has {} row offsets, A has {}",
-                    m.row_ptr.len(),
-                    rows + 1
-                )
-            })?;
-            ensure(kernel, m.ids.len() == terms, || {
-                format!("{name} has {terms} columns but {} ids", m.ids.len())
-            })?;
-            let ordered = m.row_ptr.first() == Some(&0)
-                && m.row_ptr.windows(2).all(|w| w[0] <= w[1])
-                && m.row_ptr.last().is_some_and(|&e| e as usize == terms);
-            ensure(kernel, ordered, || {
-                format!("{name}'s row offsets are not a CSR index over {terms} terms")
-            })?;
-            let max_id = match m.ids {
-                HostIds::U16(v) => v.iter().copied().max().map(u32::from),
-                HostIds::U32(v) => v.iter().copied().max(),
-            };
-            ensure(
-                kernel,
-                max_id.is_none_or(|id| (id as usize) < coeffs.len()),
-                || {
-                    format!(
-                        "{name} names coefficient {max_id:?} of a table of {}",
-                        coeffs.len()
-                    )
-                },
-            )?;
-            let width = m.cols.iter().copied().max().map_or(0, |c| c as usize + 1);
+            let width = check_matrix(name, &m, rows, coeffs.len())?;
             let ids = match m.ids {
                 HostIds::U16(v) => DeviceIds::U16(stream.upload_new(v)?),
                 HostIds::U32(v) => DeviceIds::U32(stream.upload_new(v)?),
@@ -183,71 +284,186 @@ impl DeviceR1cs {
         classes: &mut DeviceBuffer<u8>,
         out: [&mut DeviceBuffer<FrLimbs>; 3],
     ) -> Result<()> {
-        let kernel = "prover_spmv";
-        let n = z.len();
-        ensure(kernel, n >= self.width(), || {
-            format!(
-                "z has {n} values, the matrices name {} columns",
-                self.width()
-            )
-        })?;
-        ensure(kernel, classes.len() >= n, || {
-            format!("{} class bytes for {n} values", classes.len())
-        })?;
-        ensure(
-            kernel,
-            u32::try_from(n).is_ok() && u32::try_from(self.rows()).is_ok(),
-            || format!("{n} values, {} rows: more than 2^32", self.rows()),
-        )?;
-        for o in &out {
-            ensure(kernel, o.len() >= self.rows(), || {
-                format!("an output of {} values for {} rows", o.len(), self.rows())
-            })?;
-        }
-        let threads = 256u32;
-        let blocks = |items: usize| (items as u32).div_ceil(threads).clamp(1, 1 << 16);
-        let args = KernelArgs::new()
-            .device_ptr(z.device_ptr())
-            .u32(n as u32)
-            .device_ptr(classes.device_ptr());
-        #[allow(unsafe_code)]
-        // SAFETY: prover_classify_z(z, n, cls): reads z[0..n), writes cls[0..n);
-        // classes.len() >= n (checked).
-        unsafe {
-            stream.launch("prover_classify_z", grid(blocks(n), threads), args, || {
-                format!("{n} values")
-            })?;
-        }
+        classify(stream, z, classes, self.width(), self.rows(), &out)?;
         for (m, o) in self.matrices.iter().zip(out) {
             if m.rows == 0 {
                 continue;
             }
-            let (name, ids) = match &m.ids {
+            let (kernel, ids) = match &m.ids {
                 DeviceIds::U16(b) => ("prover_spmv_u16", b.device_ptr()),
                 DeviceIds::U32(b) => ("prover_spmv_u32", b.device_ptr()),
             };
-            let args = KernelArgs::new()
-                .device_ptr(m.row_ptr.device_ptr())
-                .device_ptr(m.cols.device_ptr())
-                .device_ptr(ids)
-                .device_ptr(self.coeffs.device_ptr())
-                .device_ptr(z.device_ptr())
-                .device_ptr(classes.device_ptr())
-                .u32(m.rows as u32)
-                .device_ptr(o.device_ptr());
+            let args = SpmvArgs {
+                kernel,
+                row_ptr: m.row_ptr.device_ptr(),
+                cols: m.cols.device_ptr(),
+                ids,
+                rows: m.rows,
+                terms: m.cols.len(),
+            };
             #[allow(unsafe_code)]
-            // SAFETY: prover_spmv_*(row_ptr, cols, ids, coeffs, z, cls, rows, out):
-            // row_ptr has rows + 1 non-decreasing offsets ending at the term
-            // count (checked at upload), so every term index is within cols and
-            // ids; every column is below width() <= z.len() <= cls.len(), every
-            // id below the table's length (checked at upload); out has >= rows
-            // values (checked above).
+            // SAFETY: row_ptr has rows + 1 non-decreasing offsets ending at the
+            // term count (checked at upload), so every term index is within
+            // cols and ids; every column is below width() <= z.len() <=
+            // classes.len(), every id below the table's length (checked at
+            // upload and by classify); out has >= rows values (checked).
             unsafe {
-                stream.launch(name, grid(blocks(m.rows), threads), args, || {
-                    format!("{} rows, {} terms", m.rows, m.cols.len())
-                })?;
+                spmv(stream, &args, &self.coeffs, z, classes, o.device_ptr())?;
             }
         }
+        Ok(())
+    }
+}
+
+/// Device bytes [`StreamedR1cs::evaluate`] takes from the arena for chunks
+/// of `chunk_terms` terms (and as many rows), with a table of `coeffs`.
+pub fn streamed_bytes(coeffs: usize, chunk_terms: usize) -> u64 {
+    let align = crate::arena::ALIGN;
+    let round = |b: u64| b.div_ceil(align) * align;
+    let c = chunk_terms as u64;
+    round(coeffs as u64 * 32) + round((c + 1) * 4) + round(c * 4) + round(c * 4)
+}
+
+/// A circuit's matrices left on the host and streamed to the device in
+/// chunks of rows, for a device that cannot hold them beside the key: only
+/// the coefficient table is resident. Each chunk's row offsets are rebased
+/// to its first term and its products written at its first row, so the
+/// SpMV kernels are the resident path's.
+pub struct StreamedR1cs<'a> {
+    coeffs: DeviceBuffer<FrLimbs>,
+    matrices: [HostMatrix<'a>; 3],
+    rows: usize,
+    width: usize,
+    /// Terms of the longest row: a chunk holds at least one whole row.
+    longest_row: usize,
+}
+
+impl std::fmt::Debug for StreamedR1cs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamedR1cs")
+            .field("rows", &self.rows)
+            .field("longest_row", &self.longest_row)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> StreamedR1cs<'a> {
+    /// Checks the matrices as [`DeviceR1cs::upload`] does and uploads the
+    /// coefficient table alone.
+    pub fn new(stream: &Stream, coeffs: &[FrLimbs], matrices: [HostMatrix<'a>; 3]) -> Result<Self> {
+        check_table(coeffs)?;
+        let rows = matrices[0].row_ptr.len().saturating_sub(1);
+        let mut width = 0;
+        for (name, m) in ["A", "B", "C"].iter().zip(&matrices) {
+            width = width.max(check_matrix(name, m, rows, coeffs.len())?);
+        }
+        let longest_row = matrices
+            .iter()
+            .flat_map(|m| m.row_ptr.windows(2).map(|w| (w[1] - w[0]) as usize))
+            .max()
+            .unwrap_or(0);
+        Ok(Self {
+            coeffs: stream.upload_new(coeffs)?,
+            matrices,
+            rows,
+            width,
+            longest_row,
+        })
+    }
+
+    /// Rows of each matrix.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Terms of the longest row (the smallest chunk that works).
+    pub fn longest_row(&self) -> usize {
+        self.longest_row
+    }
+
+    /// [`DeviceR1cs::evaluate`], the matrices crossing PCIe in chunks of at
+    /// most `chunk_terms` terms and as many rows (at least one row each: a
+    /// chunk smaller than the longest row is refused).
+    pub fn evaluate(
+        &self,
+        stream: &Stream,
+        z: &DeviceBuffer<FrLimbs>,
+        classes: &mut DeviceBuffer<u8>,
+        out: [&mut DeviceBuffer<FrLimbs>; 3],
+        chunk_terms: usize,
+    ) -> Result<()> {
+        ensure(
+            "prover_spmv",
+            chunk_terms >= self.longest_row.max(1),
+            || {
+                format!(
+                    "chunks of {chunk_terms} terms for rows of up to {}",
+                    self.longest_row
+                )
+            },
+        )?;
+        classify(stream, z, classes, self.width, self.rows, &out)?;
+        let mut row_ptr = stream.alloc::<u32>(chunk_terms + 1)?;
+        let mut cols = stream.alloc::<u32>(chunk_terms)?;
+        let mut rebased = Vec::with_capacity(chunk_terms + 1);
+        for (m, o) in self.matrices.iter().zip(out) {
+            let mut ids = match m.ids {
+                HostIds::U16(_) => DeviceIds::U16(stream.alloc(chunk_terms)?),
+                HostIds::U32(_) => DeviceIds::U32(stream.alloc(chunk_terms)?),
+            };
+            let mut r0 = 0;
+            while r0 < self.rows {
+                let base = m.row_ptr[r0];
+                // The last row whose end stays within the chunk, at most
+                // chunk_terms rows on.
+                let limit = (r0 + chunk_terms).min(self.rows);
+                let fit = m.row_ptr[r0 + 1..=limit]
+                    .partition_point(|&end| (end - base) as usize <= chunk_terms);
+                let r1 = r0 + fit.max(1);
+                let end = m.row_ptr[r1];
+                let terms = (end - base) as usize;
+                rebased.clear();
+                rebased.extend(m.row_ptr[r0..=r1].iter().map(|&p| p - base));
+                stream.upload_at(&rebased, &mut row_ptr, 0)?;
+                let span = base as usize..end as usize;
+                stream.upload_at(&m.cols[span.clone()], &mut cols, 0)?;
+                let (kernel, ids_ptr) = match (m.ids, &mut ids) {
+                    (HostIds::U16(v), DeviceIds::U16(d)) => {
+                        stream.upload_at(&v[span], d, 0)?;
+                        ("prover_spmv_u16", d.device_ptr())
+                    }
+                    (HostIds::U32(v), DeviceIds::U32(d)) => {
+                        stream.upload_at(&v[span], d, 0)?;
+                        ("prover_spmv_u32", d.device_ptr())
+                    }
+                    _ => unreachable!("the staging ids have the matrix's width"),
+                };
+                let args = SpmvArgs {
+                    kernel,
+                    row_ptr: row_ptr.device_ptr(),
+                    cols: cols.device_ptr(),
+                    ids: ids_ptr,
+                    rows: r1 - r0,
+                    terms,
+                };
+                let at = o.device_ptr() + (r0 * std::mem::size_of::<FrLimbs>()) as u64;
+                #[allow(unsafe_code)]
+                // SAFETY: the chunk's offsets are the matrix's (checked at
+                // new: non-decreasing, within its terms) rebased to 0, ending
+                // at `terms` <= chunk_terms, the lengths of cols and ids (u16
+                // ids take half the u32 buffer); columns and ids were checked
+                // at new and z's width by classify; out has >= rows values
+                // (checked), and rows r0..r1 start at `at`.
+                unsafe {
+                    spmv(stream, &args, &self.coeffs, z, classes, at)?;
+                }
+                r0 = r1;
+            }
+        }
+        // The staging buffers are reused chunk after chunk: each upload is
+        // ordered on the stream after the kernel that read the previous
+        // chunk, and the driver has taken the pageable source (`rebased`)
+        // before the call returns.
         Ok(())
     }
 }

@@ -3,11 +3,13 @@
 //! run (the seed is printed; `CUZK_TEST_SEED=<seed>` repeats a run): witness
 //! values mostly 0 and 1 with some random, coefficients mostly ±1 with some
 //! random, rows of 0 to 300 terms (empty rows and rows where ±1 ones cancel
-//! included), u16 and u32 ids; and bad matrices refused before any kernel.
+//! included), u16 and u32 ids; the same products with the matrices streamed
+//! from the host in chunks (one row per chunk up to all rows in one), bit
+//! for bit; and bad matrices refused before any kernel.
 //!
 //! Without a CUDA device the test prints "skipped: no CUDA device" and passes.
 
-use cuzk_cuda::abc::{DeviceR1cs, HostIds, HostMatrix};
+use cuzk_cuda::abc::{DeviceR1cs, HostIds, HostMatrix, StreamedR1cs};
 use cuzk_field::limbs::{fr_as_limbs, limbs_as_fr, FrLimbs};
 use ff::Field;
 use rand::{Rng, SeedableRng};
@@ -127,6 +129,31 @@ fn abc_matches_the_host_sum() {
             );
             assert_eq!(got[rows], pad, "{name}: the padding row was written");
         }
+        // Streamed: chunk sizes from the longest row (one row per chunk at
+        // the long rows) to everything at once, against the resident run.
+        let streamed =
+            StreamedR1cs::new(&s, fr_as_limbs(&coeffs), [host(0), host(1), host(2)]).unwrap();
+        let total = m.iter().map(|c| c.cols.len()).max().unwrap();
+        for chunk in [streamed.longest_row().max(1), 1000, total.max(1)] {
+            let mut chunked: Vec<_> = (0..3)
+                .map(|_| s.upload_new(&vec![pad; rows + 1]).unwrap())
+                .collect();
+            {
+                let [a, b, c] = &mut chunked[..] else {
+                    unreachable!()
+                };
+                streamed
+                    .evaluate(&s, &dz, &mut classes, [a, b, c], chunk)
+                    .unwrap();
+            }
+            for i in 0..3 {
+                assert_eq!(
+                    s.download_vec(&chunked[i]).unwrap(),
+                    s.download_vec(&outs[i]).unwrap(),
+                    "matrix {i}: streamed in chunks of {chunk} terms ({rows} rows)"
+                );
+            }
+        }
     }
 }
 
@@ -167,4 +194,21 @@ fn bad_matrices_are_refused_before_any_kernel() {
     };
     let err = r1cs.evaluate(&s, &z, &mut classes, [a, b, c]).unwrap_err();
     assert!(err.to_string().contains("z has 4 values"), "{err}");
+    // Streamed: the same checks, and no chunk smaller than the longest row.
+    let err = StreamedR1cs::new(&s, &coeffs, [good, unordered, good]).unwrap_err();
+    assert!(err.to_string().contains("B's row offsets"), "{err}");
+    let two = HostMatrix {
+        row_ptr: &[0, 2],
+        cols: &[0, 1],
+        ids: HostIds::U32(&[0, 1]),
+    };
+    let streamed = StreamedR1cs::new(&s, &coeffs, [two, good, good]).unwrap();
+    assert_eq!(streamed.longest_row(), 2);
+    let [a, b, c] = &mut o[..] else {
+        unreachable!()
+    };
+    let err = streamed
+        .evaluate(&s, &z, &mut classes, [a, b, c], 1)
+        .unwrap_err();
+    assert!(err.to_string().contains("chunks of 1 terms"), "{err}");
 }

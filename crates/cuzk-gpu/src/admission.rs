@@ -83,7 +83,8 @@ impl Admission for VramAdmission {
     ) -> Result<AdmissionTicket, AdmissionError> {
         let plan = self.plan_shape(witness_shape(witness))?;
         let circuit = match &witness.deferred {
-            Some(d) if plan.abc_on_device() => Some(*d.id()),
+            // Streamed matrices are not resident: nothing to pin or count.
+            Some(d) if plan.abc_on_device() && plan.matrices_streamed().is_none() => Some(*d.id()),
             _ => None,
         };
         self.admit_plan(plan, circuit)

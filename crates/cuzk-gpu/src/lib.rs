@@ -19,7 +19,7 @@ pub use error::GpuError;
 pub use matrices::{matrix_bytes, witness_shape, MatrixSlot};
 pub use plan::{
     CudaFootprints, DeviceAbc, Footprints, PlanError, Shape, SrsMode, StageBytes, VramPlan,
-    G1_BYTES, G2_BYTES, MIN_CHUNK, SCALAR_BYTES,
+    G1_BYTES, G2_BYTES, MIN_CHUNK, SCALAR_BYTES, STREAM_TERMS,
 };
 pub use resident::{KeyInUse, KeyShape};
 pub use srs::{SlotUsage, SrsSlot};

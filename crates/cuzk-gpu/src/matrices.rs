@@ -6,6 +6,11 @@
 //! buffers the H polynomial transforms. The host never holds a, b, c, and
 //! only z crosses PCIe (a third of a, b, c at a 32 GiB PoRep partition).
 //!
+//! When the plan finds no room for the matrices beside the key, they stay
+//! on the host and cross PCIe in chunks of rows for every partition
+//! (cuzk-cuda `StreamedR1cs`): slower than resident, still without a, b, c
+//! on the host.
+//!
 //! Slot rules: a recording is evicted (replaced by another, or for a
 //! partition's room by admission) only when no partition uses it: no worker
 //! holds its device matrices and no admitted partition has pinned its id.
@@ -14,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_cuda::abc::{device_bytes, DeviceR1cs, HostIds, HostMatrix};
+use cuzk_cuda::abc::{device_bytes, DeviceR1cs, HostIds, HostMatrix, StreamedR1cs};
 use cuzk_cuda::DeviceBuffer;
 use cuzk_field::limbs::{fr_as_limbs, FrLimbs};
 use cuzk_groth16::prover::StageTimings;
@@ -56,9 +61,25 @@ pub fn witness_shape(w: &Synthesized) -> Shape {
     let circuit = w.shape();
     let shape = Shape::of_circuit(&circuit);
     match &w.deferred {
-        Some(d) => shape.with_device_abc(&circuit, matrix_bytes(&d.r1cs())),
+        Some(d) => {
+            let r1cs = d.r1cs();
+            let terms = [&r1cs.a, &r1cs.b, &r1cs.c]
+                .iter()
+                .map(|m| m.cols.len())
+                .max()
+                .unwrap_or(0);
+            shape.with_device_abc(&circuit, matrix_bytes(&r1cs), r1cs.coeffs.len(), terms)
+        }
         None => shape,
     }
+}
+
+/// Where a partition's a, b, c come from on the device.
+pub(crate) enum AbcMatrices<'a> {
+    /// The recording resident in the device's slot.
+    Resident(Arc<DeviceR1cs>),
+    /// The recording on the host, streamed in chunks of this many terms.
+    Streamed(R1csRef<'a>, usize),
 }
 
 struct Resident {
@@ -219,7 +240,7 @@ impl Worker {
     /// (copied out of z, for L, A and B).
     pub(crate) fn device_abc(
         &mut self,
-        matrices: &DeviceR1cs,
+        matrices: &AbcMatrices<'_>,
         w: &Synthesized,
         n: usize,
         clock: &mut Clock,
@@ -237,7 +258,18 @@ impl Worker {
         let mut out = [s.alloc(n)?, s.alloc(n)?, s.alloc(n)?];
         {
             let [a, b, c] = &mut out;
-            matrices.evaluate(&s, &z, &mut classes, [a, b, c])?;
+            match matrices {
+                AbcMatrices::Resident(m) => m.evaluate(&s, &z, &mut classes, [a, b, c])?,
+                AbcMatrices::Streamed(r1cs, terms) => {
+                    let host = [
+                        host_matrix(&r1cs.a),
+                        host_matrix(&r1cs.b),
+                        host_matrix(&r1cs.c),
+                    ];
+                    let streamed = StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host)?;
+                    streamed.evaluate(&s, &z, &mut classes, [a, b, c], *terms)?;
+                }
+            }
         }
         drop(classes);
         let mut dl = s.alloc::<FrLimbs>(aux)?;

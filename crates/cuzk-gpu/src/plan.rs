@@ -16,8 +16,9 @@
 //! cuzk-synth `DeferredAbc`), the recording's matrices are resident beside
 //! the key ([`DeviceAbc`]) and a, b, c are computed on the device from z:
 //! only z is uploaded, and its aux values stay for L, A and B. A plan that
-//! cannot hold the matrices beside a resident key evaluates a, b, c on the
-//! host instead (and says so).
+//! cannot hold the matrices beside a resident key streams them from the host
+//! through one chunk's staging (the `abc` stage holds it); one that cannot
+//! hold even that evaluates a, b, c on the host instead (and says so).
 //!
 //! The worker's scratch (the G1 and G2 Pippenger scratch, the classifier, the
 //! batch sums and the NTT tables) is sized once for the longest MSM it runs:
@@ -30,6 +31,7 @@
 use std::fmt;
 
 use cuzk_arena::human;
+use cuzk_cuda::abc::streamed_bytes;
 use cuzk_cuda::gather::BitmapGather;
 use cuzk_cuda::msm::{Classifier, Msm, G1, G2};
 use cuzk_synth::CircuitShape;
@@ -59,8 +61,8 @@ pub struct Shape {
     pub device_abc: Option<DeviceAbc>,
 }
 
-/// a, b, c computed on the device: the matrices' resident bytes and the
-/// witness's length.
+/// a, b, c computed on the device: the matrices' bytes, the witness's
+/// length, and whether the matrices are resident or streamed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceAbc {
     /// Device bytes of the recording's matrices and coefficient table
@@ -68,7 +70,21 @@ pub struct DeviceAbc {
     pub matrix_bytes: u64,
     /// Length of z = (inputs, aux).
     pub z: usize,
+    /// Entries of the coefficient table.
+    pub coeffs: usize,
+    /// Terms of the largest of A, B and C (a streamed chunk never needs
+    /// more).
+    pub terms: usize,
+    /// `Some(terms)`: the matrices stay on the host and cross PCIe in chunks
+    /// of up to this many terms (the plan's choice when they do not fit
+    /// beside the key); `None`: resident.
+    pub stream_terms: Option<usize>,
 }
+
+/// Terms per chunk when the matrices are streamed (fewer when the largest
+/// matrix has fewer): 16 Mi terms, 192 MiB of staging (offsets, columns,
+/// ids), a few dozen chunks per 2^27 partition.
+pub const STREAM_TERMS: usize = 1 << 24;
 
 impl Shape {
     /// The key counts and witness length a circuit of this shape has: the one
@@ -91,13 +107,23 @@ impl Shape {
         }
     }
 
-    /// This shape with a, b, c evaluated on the device from matrices of
-    /// `matrix_bytes` (z is the circuit's inputs and aux).
-    pub fn with_device_abc(self, c: &CircuitShape, matrix_bytes: u64) -> Shape {
+    /// This shape with a, b, c evaluated on the device from resident
+    /// matrices of `matrix_bytes` with a table of `coeffs` (z is the
+    /// circuit's inputs and aux).
+    pub fn with_device_abc(
+        self,
+        c: &CircuitShape,
+        matrix_bytes: u64,
+        coeffs: usize,
+        terms: usize,
+    ) -> Shape {
         Shape {
             device_abc: Some(DeviceAbc {
                 matrix_bytes,
                 z: c.num_inputs + c.num_aux,
+                coeffs,
+                terms,
+                stream_terms: None,
             }),
             ..self
         }
@@ -210,10 +236,18 @@ impl VramPlan {
     /// chunk that fits; an error with the numbers when not even the smallest
     /// chunk fits.
     pub fn new(shape: Shape, budget: u64, fp: &dyn Footprints) -> Result<VramPlan, PlanError> {
-        if shape.device_abc.is_some() {
-            let on_device = Self::with_mode(shape, budget, SrsMode::Resident, fp);
-            if on_device.fits() {
-                return Ok(on_device);
+        if let Some(d) = shape.device_abc {
+            // The matrices resident beside the key, else streamed through a
+            // chunk's staging, else a, b, c from the host.
+            for stream_terms in [None, Some(STREAM_TERMS.min(d.terms.max(1)))] {
+                let shape = Shape {
+                    device_abc: Some(DeviceAbc { stream_terms, ..d }),
+                    ..shape
+                };
+                let on_device = Self::with_mode(shape, budget, SrsMode::Resident, fp);
+                if on_device.fits() {
+                    return Ok(on_device);
+                }
             }
         }
         // a, b, c from the host: the matrices are not counted.
@@ -288,7 +322,12 @@ impl VramPlan {
         // outputs, then z's aux values copied out for L, A and B, which keep
         // them from here on.
         let (abc, kept) = match shape.device_abc {
-            Some(d) => (3 * n * s + d.z as u64 * (s + 1) + aux, aux),
+            Some(d) => {
+                let staging = d
+                    .stream_terms
+                    .map_or(0, |terms| streamed_bytes(d.coeffs, terms));
+                (3 * n * s + d.z as u64 * (s + 1) + aux + staging, aux)
+            }
             None => (0, 0),
         };
         let mut stages = vec![
@@ -329,7 +368,10 @@ impl VramPlan {
             mode,
             srs_bytes: shape.srs_bytes(),
             srs_device_bytes,
-            matrix_bytes: shape.device_abc.map_or(0, |d| d.matrix_bytes),
+            matrix_bytes: shape
+                .device_abc
+                .filter(|d| d.stream_terms.is_none())
+                .map_or(0, |d| d.matrix_bytes),
             msm_len,
             scratch_bytes,
             stages,
@@ -346,6 +388,12 @@ impl VramPlan {
     /// Whether a, b, c are evaluated on the device under this plan.
     pub fn abc_on_device(&self) -> bool {
         self.shape.device_abc.is_some()
+    }
+
+    /// `Some(terms)` when a, b, c are evaluated on the device from matrices
+    /// streamed in chunks of `terms`; `None` when resident or on the host.
+    pub fn matrices_streamed(&self) -> Option<usize> {
+        self.shape.device_abc.and_then(|d| d.stream_terms)
     }
 
     /// One worker's bytes besides a resident key: scratch plus its largest stage.
@@ -400,12 +448,17 @@ impl fmt::Display for VramPlan {
             human(big.bytes),
             human(self.peak())
         )?;
-        if self.abc_on_device() {
-            write!(
+        match (self.abc_on_device(), self.matrices_streamed()) {
+            (true, None) => write!(
                 f,
                 "; a, b, c on the device (matrices {} resident)",
                 human(self.matrix_bytes)
-            )?;
+            )?,
+            (true, Some(terms)) => write!(
+                f,
+                "; a, b, c on the device (matrices streamed from the host, {terms} terms a chunk)"
+            )?,
+            (false, _) => {}
         }
         Ok(())
     }
@@ -494,6 +547,9 @@ mod tests {
             device_abc: Some(DeviceAbc {
                 matrix_bytes: 3 * GIB,
                 z,
+                coeffs: 2466,
+                terms: 1 << 30,
+                stream_terms: None,
             }),
             ..base
         };
@@ -513,8 +569,24 @@ mod tests {
         );
         assert!(plan.to_string().contains("a, b, c on the device"), "{plan}");
 
-        // Room for the key and a host-abc partition, not for the matrices too.
-        let tight = host.peak() + GIB;
+        // Room for the key and the abc stage with a chunk's staging, not for
+        // the matrices: streamed, nothing counted as resident.
+        let staging = cuzk_cuda::abc::streamed_bytes(2466, STREAM_TERMS);
+        let middle = plan.peak() - 3 * GIB + staging;
+        let plan = VramPlan::new(shape, middle, &Linear).unwrap();
+        assert!(plan.abc_on_device(), "{plan}");
+        assert_eq!(plan.matrices_streamed(), Some(STREAM_TERMS), "{plan}");
+        assert_eq!(plan.matrix_bytes, 0);
+        let streamed_abc = plan.stages.iter().find(|s| s.name == "abc").unwrap().bytes;
+        assert_eq!(streamed_abc, stage("abc") + staging);
+        assert!(
+            plan.to_string().contains("streamed from the host"),
+            "{plan}"
+        );
+
+        // Room for the key and a host-abc partition, not for the streamed
+        // abc stage.
+        let tight = middle - 1;
         let plan = VramPlan::new(shape, tight, &Linear).unwrap();
         assert!(!plan.abc_on_device(), "{plan}");
         assert_eq!(plan.mode, SrsMode::Resident);

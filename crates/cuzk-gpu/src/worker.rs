@@ -18,7 +18,7 @@ use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 use rayon::prelude::*;
 
-use crate::matrices::MatrixSlot;
+use crate::matrices::{AbcMatrices, MatrixSlot};
 use crate::plan::{SrsMode, VramPlan};
 use crate::srs::{ResidentSrs, SrsSlot};
 use crate::STAGE_BYTES;
@@ -122,8 +122,14 @@ impl Worker {
                 None
             }
         };
-        let matrices = match (&w.deferred, plan.abc_on_device()) {
-            (Some(d), true) => Some(self.make_matrices_resident(d, t)?),
+        let matrices = match (&w.deferred, plan.abc_on_device(), plan.matrices_streamed()) {
+            (Some(d), true, None) => {
+                Some(AbcMatrices::Resident(self.make_matrices_resident(d, t)?))
+            }
+            (Some(d), true, Some(terms)) => {
+                tracing::info!("a, b, c on the device, matrices streamed from the host: {plan}");
+                Some(AbcMatrices::Streamed(d.r1cs(), terms))
+            }
             _ => None,
         };
         self.size_scratch(plan.msm_len, plan.msm_len.min(plan.shape.b_g2.max(1)))?;

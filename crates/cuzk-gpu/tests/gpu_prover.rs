@@ -287,3 +287,58 @@ fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
     assert!(slot.evict(), "idle matrices can be evicted");
     assert_eq!(slot.bytes(), 0);
 }
+
+/// The same with a budget that holds the key and a partition but not the
+/// matrices beside them: the plan streams the matrices from the host in
+/// chunks, nothing is made resident, and the proof is still the CPU's.
+#[test]
+fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
+    use cuzk_gpu::{witness_shape, CudaFootprints, SrsMode, VramBudget, VramPlan};
+    use cuzk_synth::precompiled::{record, witness, DeferredAbc};
+    use std::sync::Arc;
+    let Some(first) = backend() else { return };
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("streamed matrices on {}; seed {seed}", first.device_name());
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    for (k, path) in keys() {
+        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
+            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
+        let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
+        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
+        let circuit = DemoCircuit::new(k, 0.95, seed ^ 7);
+        let full = synthesize(circuit.clone()).unwrap();
+        let w = deferred.synthesized(witness(circuit).unwrap()).unwrap();
+        // The streamed plan's peak under the resident plan's budget: room for
+        // one chunk's staging, not for the three matrices.
+        let resident = first.plan(witness_shape(&w)).unwrap();
+        assert!(resident.abc_on_device() && resident.matrices_streamed().is_none());
+        let mut shape = witness_shape(&w);
+        let d = shape.device_abc.as_mut().unwrap();
+        d.stream_terms = Some(cuzk_gpu::STREAM_TERMS.min(d.terms));
+        let streamed =
+            VramPlan::with_mode(shape, resident.peak(), SrsMode::Resident, &CudaFootprints);
+        assert!(
+            streamed.peak() < resident.peak(),
+            "{streamed} against {resident}"
+        );
+        let gpu = cuzk_cuda::Gpu::first().unwrap().unwrap();
+        let small = CudaBackend::with_budget(gpu, VramBudget::Bytes(streamed.peak())).unwrap();
+        let plan = small.plan(witness_shape(&w)).unwrap();
+        assert!(plan.matrices_streamed().is_some(), "{plan}");
+        let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+        let cpu = prove_with(&CpuBackend, &key, &full, r, s).unwrap();
+        let out = prove_with(&small, &key, &w, r, s).unwrap();
+        assert_eq!(
+            out.proof.to_bytes(),
+            cpu.proof.to_bytes(),
+            "2^{k}: GPU proof from streamed matrices differs from the CPU proof"
+        );
+        let stage = |name| out.timings.stages.iter().any(|(n, _)| *n == name);
+        assert!(stage("abc") && !stage("r1cs_upload") && !stage("upload_abc"));
+        assert_eq!(small.resident_matrices().resident(), None);
+        eprintln!("2^{k}: identical under {plan}");
+    }
+}
