@@ -146,6 +146,19 @@ step_porep_pre() {
     && echo "proof bytes identical to the parallel run's (same --rng-seed)" >> "$FS/porep_pre.log"
 }
 
+# Both 32 GiB C1s back to back through porep-c2 with the pre-compiled circuit (the
+# steady state of #14: two proofs in one engine, TIMELINE in $FS/timeline-porep-two.jsonl).
+step_porep_two() {
+  "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1t.bin" \
+    --out "$FS/proof-2t.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
+    --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 --synthesis precompiled \
+    --r1cs-cache "$FS/porep-32g.r1cs" --timeline "$FS/timeline-porep-two.jsonl" \
+    > "$FS/porep_two.log" 2>&1
+  echo "porep_two rc=$?" >> "$FS/porep_two.log"
+  cmp "$FS/proof-1p.bin" "$FS/proof-1t.bin" >> "$FS/porep_two.log" 2>&1 \
+    && echo "sector 1's proof identical to porep_pre's (same --rng-seed)" >> "$FS/porep_two.log"
+}
+
 # supraseal-c2 through filecoin-proofs on the same C1 and key (it synthesizes
 # all 10 partitions at once: expected to run out of host memory; recorded).
 step_anchor() {

@@ -165,3 +165,54 @@ fn the_demo_and_labelling_cases() {
     assert!(aux.is_empty());
     check(&constant, &IV.map(WordSpec::Constant));
 }
+
+/// `native::sha256` (padding, then every block) against the gadget's
+/// `sha256`, and the bit helpers against `AllocatedNum::to_bits_le` and
+/// `multipack::pack_bits`, on messages of any whole number of bytes.
+fn check_whole(message: &[BitSpec]) {
+    use bellperson::gadgets::multipack::pack_bits;
+    use bellperson::gadgets::num::AllocatedNum;
+    use bellperson::gadgets::sha256::sha256;
+    use cuzk_synth::native::bits::{alloc_le_bits, pack_le, reverse_bit_numbering};
+
+    let mut cs = WitnessAssignment::new();
+    cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
+    let bits: Vec<Boolean> = message
+        .iter()
+        .map(|&b| gadget_bit(&mut cs, b).unwrap())
+        .collect();
+    let digest = sha256(cs.namespace(|| "sha"), &bits).unwrap();
+    let packed = pack_bits(cs.namespace(|| "pack"), &digest).unwrap();
+    let num = AllocatedNum::alloc(cs.namespace(|| "num"), || Ok(packed.get_value().unwrap()))
+        .unwrap();
+    num.to_bits_le(cs.namespace(|| "bits")).unwrap();
+    let expected = cs.into_witness().aux_assignment;
+
+    let mut aux = Vec::new();
+    let bits: Vec<Bit> = message.iter().map(|&b| native_bit(&mut aux, b)).collect();
+    let out = cuzk_synth::native::sha256::sha256(&bits, &mut aux);
+    let value = pack_le(&out);
+    aux.push(value);
+    aux.push(value);
+    let le = alloc_le_bits(&value, &mut aux);
+    assert_eq!(aux.len(), expected.len(), "aux count ({} bits)", message.len());
+    if let Some(i) = (0..aux.len()).find(|&i| aux[i] != expected[i]) {
+        panic!("aux {i} differs ({} bits)", message.len());
+    }
+    // reverse_bit_numbering: whole bytes, each reversed.
+    let reversed = reverse_bit_numbering(le.clone());
+    assert_eq!(reversed.len(), 256);
+    assert_eq!(reversed[7], le[0]);
+    assert_eq!(reversed[255], Bit::Constant(false));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn whole_messages_and_bit_helpers_equal_the_gadgets(
+        message in (0usize..140).prop_flat_map(|bytes| bits(bytes * 8))
+    ) {
+        check_whole(&message);
+    }
+}

@@ -72,8 +72,10 @@ pub(crate) struct PorepC2Args {
     /// partition's challenges on every core, joined in order), `sequential`
     /// (the whole circuit on one thread, as bellperson's prover: the
     /// reference), or `precompiled` (the circuit recorded by `cuzk
-    /// precompile`: only the witness, challenges in parallel, then a, b, c by
-    /// sparse mat-vec; when the recording is missing, truncated, corrupt or
+    /// precompile`: only the witness, generated natively (the SHA-256 of the
+    /// labelling and of comm_d in plain code), challenges in parallel, then
+    /// a, b, c by sparse mat-vec, on the GPU when it proves; when the
+    /// recording is missing, truncated, corrupt or
     /// for another circuit, the log says why and the run falls back to
     /// parallel). The proof bytes are the same in every mode.
     #[arg(long, default_value_t = SynthesisMode::Parallel)]
