@@ -14,7 +14,7 @@ use cuzk_filecoin::{
 };
 
 use crate::backend::{select_backend, BackendArgs};
-use crate::commands::post::parse_hex;
+use crate::commands::post::{parse_hex, vanilla_files};
 use crate::output::{
     peak_rss, read_key, rng_from, secs, spinner, stage_list, write_atomically, Stages,
 };
@@ -27,7 +27,9 @@ pub(crate) struct SnapProveArgs {
     sector_size: String,
     /// One partition's vanilla proof: a bincode PartitionProof, as
     /// filecoin-proofs-api's generate_partition_proofs returns it and Curio
-    /// sends it. Repeat per partition, in order (16 at 32 GiB).
+    /// sends it. Repeat per partition, in order (16 at 32 GiB); a directory
+    /// stands for its files vanilla-0.bin, vanilla-1.bin, … in that order
+    /// (what `cuzk fixtures synth-snap` writes).
     #[arg(long, required = true)]
     vanilla: Vec<PathBuf>,
     /// comm_r of the sector key (before the update), 32 bytes in hex.
@@ -80,9 +82,9 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
     let update_type = UpdateType::for_seal(seal);
     let hex = |text: &str, name: &str| parse_hex(text).with_context(|| format!("--{name}"));
     let mut vanilla = Vec::with_capacity(args.vanilla.len());
-    for path in &args.vanilla {
+    for path in vanilla_files(&args.vanilla)? {
         vanilla.push(
-            std::fs::read(path)
+            std::fs::read(&path)
                 .with_context(|| format!("reading the vanilla proof {}", path.display()))?,
         );
     }
