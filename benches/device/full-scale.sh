@@ -290,7 +290,8 @@ step_post() {
 # full partition's synthetic vanilla proofs (sectors 1-N, N = 2349 at 32 GiB) made by `cuzk
 # fixtures synth-post`, proved by `cuzk window-post` (verified by verify_window_post) and its
 # key removed; then the same for the SnapDeals update key, `cuzk fixtures synth-snap` (16
-# partitions) and `cuzk snap-prove` (verified by verify_empty_sector_update_proof). Logs in
+# partitions) and `cuzk snap-prove --synthesis-workers $WORKERS` (the engine: partitions
+# synthesized $WORKERS at once; verified by verify_empty_sector_update_proof). Logs in
 # $FS/post32/ (in fs.tgz), the table last in $FS/post32.log. POST32_SIZE=2KiB
 # POST32_BACKEND=cpu runs it here (a debug or release `cuzk` as $FS/bin/cuzk). Device time at
 # 32 GiB (estimates): keys ~4 + ~3 min, vanilla proofs ~1.5 min + ~10 s, proofs ~1 + ~1 min.
@@ -355,6 +356,7 @@ post32() {
   "$bin/cuzk" snap-prove --sector-size "$size" --vanilla "$W/snap-vanilla" \
     --comm-r-old "$(comm comm_r_old)" --comm-r-new "$(comm comm_r_new)" \
     --comm-d-new "$(comm comm_d_new)" --backend "$backend" --rng-seed 1 \
+    --synthesis-workers "$WORKERS" \
     --out "$W/snap.proof" > "$W/snap.log" 2>&1
   echo "snap-prove rc=$?" >> "$W/snap.log"
   echo "$(since "$t")" > "$W/snap.s"

@@ -3,7 +3,8 @@
 //! commitments synth-snap wrote, proved from its directory on the CPU and
 //! accepted by the crates' verifier; then the proof checked again here with
 //! `verify_empty_sector_update_proof` on the commitments file, and rejected
-//! with one byte changed; a sector size without an update type refused.
+//! with one byte changed; proved again through the engine
+//! (`--synthesis-workers`); a sector size without an update type refused.
 //!
 //! The test key lives in the cargo target's tmp directory, shared with the
 //! other tests (deterministic from seed 0, generated when absent).
@@ -121,6 +122,30 @@ fn a_synthetic_update_proves_and_one_byte_changed_is_rejected() {
     let mut bad = proof.clone();
     bad[100] ^= 1;
     assert!(!valid(&bad));
+
+    // Through the engine (--synthesis-workers): the same verdict.
+    let engine_out = work.path().join("engine-proof");
+    let stdout = ok(&run(&[
+        "snap-prove",
+        "--sector-size",
+        "2KiB",
+        "--vanilla",
+        path(&dir),
+        "--comm-r-old",
+        &old_hex,
+        "--comm-r-new",
+        &new_hex,
+        "--comm-d-new",
+        &d_hex,
+        "--backend",
+        "cpu",
+        "--synthesis-workers",
+        "2",
+        "--out",
+        path(&engine_out),
+    ]));
+    assert!(stdout.contains("pipeline"), "{stdout}");
+    assert!(valid(&std::fs::read(&engine_out).unwrap()));
 
     // Other commitments than the ones synth-snap wrote: refused before proving, nothing written.
     let refused_out = work.path().join("refused");
