@@ -295,7 +295,11 @@ step_post() {
 # $FS/post32/ (in fs.tgz), the table last in $FS/post32.log. POST32_SIZE=2KiB
 # POST32_BACKEND=cpu runs it here (a debug or release `cuzk` as $FS/bin/cuzk). Device time at
 # 32 GiB (estimates): keys ~4 + ~3 min, vanilla proofs ~1.5 min + ~10 s, proofs ~1 + ~1 min.
-step_post32() { post32 > "$FS/post32.log" 2>&1; }
+step_post32() {
+  { set +x; } 2> /dev/null # the table is the log's tail, which the summary shows
+  post32 > "$FS/post32.log" 2>&1
+  set -x
+}
 
 post32() {
   local size=${POST32_SIZE:-32GiB} backend=${POST32_BACKEND:-cuda}
@@ -365,7 +369,7 @@ post32() {
   for f in "$W"/keys-*.log "$W"/synth-*.log "$W"/window.log "$W"/snap.log; do
     echo "---- $f"; grep -vE "^partition [0-9]+/|^sector [0-9]+: comm_r" "$f" | tail -25
   done
-  post32_table "$size" "$sectors"
+  post32_table "$size" "$sectors" | tee "$FS/post32-table.txt"
 }
 
 # The post32 step's table, from its logs in $FS/post32.
@@ -375,8 +379,12 @@ post32_table() {
   local backend; backend() { sed -nE 's/^backend: ([a-z]+).*/\1/p' "$1" 2>/dev/null | head -1; }
   local valid; valid() { grep -qE "^verification .* valid" "$1" 2>/dev/null && grep -qE " rc=0$" "$1" && echo yes || echo NO; }
   local parts; parts=$(grep -c "^partition [0-9]*/" "$W/snap.log" 2>/dev/null)
+  echo "-- WindowPoSt partition's stages and synthesis; SnapDeals per partition:"
+  grep -E "^synthesis|^proving" "$W/window.log" 2>/dev/null | sed 's/^/   window: /'
+  grep -E "^partition [0-9]+/" "$W/snap.log" 2>/dev/null | sed 's/^/   snap: /'
+  grep -E "^synthesis|^proving|^pipeline" "$W/snap.log" 2>/dev/null | sed 's/^/   snap: /'
   echo "== post32: $size WindowPoSt (one partition, $sectors sectors) and SnapDeals (${parts:-?} partitions)"
-  printf "%-10s %8s %8s %9s %9s %14s %8s %6s\n" kind "key s" "synth s" "prove s" "CLI s" "per partition" backend valid
+  printf "%-10s %8s %8s %9s %9s %14s %8s %6s\n" kind "key s" "vanilla s" "prove s" "CLI s" "per partition" backend valid
   local wp sp
   wp=$(stage proving "$W/window.log"); sp=$(stage proving "$W/snap.log")
   printf "%-10s %8s %8s %9s %9s %14s %8s %6s\n" window-post "$(cat "$W/keys-window-post.s" 2>/dev/null)" \
@@ -386,13 +394,10 @@ post32_table() {
     "$(cat "$W/synth-snap.s" 2>/dev/null)" "${sp:-?}" "$(cat "$W/snap.s" 2>/dev/null)" \
     "$(awk -v p="${sp:-0}" -v n="${parts:-0}" 'BEGIN {if (n) printf "%.3f", p / n; else print "?"}')" \
     "$(backend "$W/snap.log")" "$(valid "$W/snap.log")"
-  echo "(prove s: the CLI's proving stage, synthesis apart; CLI s: the whole command, key load and"
+  echo "(vanilla s: the synthetic vanilla proofs; prove s: the CLI's proving stages, synthesis apart;"
+  echo " CLI s: the whole command, key load and"
   echo " verification included. A 32 GiB PoRep partition: 1.67-1.90 s of GPU stages pre-compiled,"
   echo " ~2.4-2.7 s with parallel synthesis, BENCHMARKS.md session 9.)"
-  echo "-- WindowPoSt partition's stages and synthesis; SnapDeals per partition:"
-  grep -E "^synthesis|^proving|^key" "$W/window.log" 2>/dev/null | sed 's/^/   window: /'
-  grep -E "^partition [0-9]+/" "$W/snap.log" 2>/dev/null | sed 's/^/   snap: /'
-  grep -E "^synthesis|^proving|^key" "$W/snap.log" 2>/dev/null | sed 's/^/   snap: /'
 }
 
 steps() {
