@@ -293,8 +293,14 @@ step_post() {
 # partitions) and `cuzk snap-prove --synthesis-workers $WORKERS` (the engine: partitions
 # synthesized $WORKERS at once; verified by verify_empty_sector_update_proof). Logs in
 # $FS/post32/ (in fs.tgz), the table last in $FS/post32.log. POST32_SIZE=2KiB
-# POST32_BACKEND=cpu runs it here (a debug or release `cuzk` as $FS/bin/cuzk). Device time at
-# 32 GiB (estimates): keys ~4 + ~3 min, vanilla proofs ~1.5 min + ~10 s, proofs ~1 + ~1 min.
+# POST32_BACKEND=cpu runs it here (a debug or release `cuzk` as $FS/bin/cuzk). Disk at 32 GiB:
+# the WindowPoSt key is 60.8 GB (56.6 GiB, from its counts: H 2^27, L 126.9 M, A 96.2 M, B 91.9 M
+# points), the update key 34.5 GB; a key without room is skipped, saying so (the box had 64 GiB
+# free before the PoRep key). Device time at 32 GiB (estimates from the PoRep key's 204 s for
+# 47 GB and ~1 M constraints/s of single-thread synthesis): WindowPoSt key ~4.5 min, its 2349
+# vanilla proofs ~20 s, window-post ~3-4 min (key load, one 125 M-constraint circuit
+# synthesized on one thread, ~3 s of GPU); update key ~2.5 min, vanilla proofs ~15 s,
+# snap-prove ~4-6 min (16 partitions of 81 M constraints, $WORKERS at once): ~15-18 min.
 step_post32() {
   { set +x; } 2> /dev/null # the table is the log's tail, which the summary shows
   post32 > "$FS/post32.log" 2>&1
@@ -329,11 +335,22 @@ post32() {
     sed -nE 's/^wrote (.*) \([0-9]+ bytes\) and (.*) in [0-9.]+s.*/\1\n\2/p' "$W/keys-$1.log" > "$W/$1.files"
     ls -la $(cat "$W/$1.files"); df -h "$FS"
   }
-  drop_key() { rm -f $(cat "$W/$1.files"); df -h "$FS"; }
+  drop_key() { rm -f $(cat "$W/$1.files" 2>/dev/null); df -h "$FS"; }
+  # Whether $2 GiB are free for the key of `--kind $1` (the 32 GiB key sizes from the
+  # circuit counts: WindowPoSt 60.8 GB = 56.6 GiB, update 34.5 GB = 32.1 GiB); else says so.
+  room_for() {
+    local free; free=$(( $(df -B1 --output=avail "$P" | tail -1) >> 30 ))
+    [ "$free" -ge "$2" ] && return 0
+    echo "skipped $1: $free GiB free on $(df --output=target "$P" | tail -1), its key needs ~$2 GiB" \
+      | tee "$W/keys-$1.log"
+    return 1
+  }
+  local need_window=0 need_update=0
+  [ "$size" = 32GiB ] && need_window=57 need_update=33
 
   echo "== WindowPoSt, $size, one partition of $sectors sectors"
   local wt=StackedDrgWindow${size}V1_2 t
-  make_key window-post
+  room_for window-post $need_window && make_key window-post
   t=$(now_ms)
   "$bin/cuzk" fixtures synth-post --proof-type "$wt" --randomness "$randomness" \
     --prover-id f01000 --sectors "1-$sectors" --seed 1 --out "$W/window-vanilla" \
@@ -349,7 +366,7 @@ post32() {
   drop_key window-post
 
   echo "== SnapDeals, $size"
-  make_key update
+  room_for update $need_update && make_key update
   t=$(now_ms)
   "$bin/cuzk" fixtures synth-snap --sector-size "$size" --seed 1 --out "$W/snap-vanilla" \
     > "$W/synth-snap.log" 2>&1
