@@ -40,6 +40,9 @@
 #             same r, s: byte-identical (tests/gpu_full_scale.rs);
 #   daemon    `cuzk daemon` over a unix socket, driven by `cuzk client`: 512 MiB (and
 #             porep-c2 on it for reference), then the 32 GiB C1 1; GetStatus before and after;
+#   post32    (not in the default list: it removes the PoRep key) 32 GiB WindowPoSt and
+#             SnapDeals, each key made on the GPU, proved from synthetic vanilla proofs and
+#             removed again (see step_post32);
 #   then a table of what was measured (summary.txt). `STEPS="keys c1s porep daemon"` runs only
 #   those, in that order (keys and c1s are what the others need); a step name not listed
 #   above runs the function `step_NAME` and its summary shows the tail of $FS/NAME.log. Host memory, VRAM and GPU utilization
@@ -292,6 +295,139 @@ step_post() {
   OUT='' FS=$FS CUZK=$bin/cuzk P=$P SIZE=${POST_SIZE:-32GiB} BACKEND=${POST_BACKEND:-cuda} \
     HOST_BUDGET=$HOST_BUDGET WORKERS=$WORKERS bash "$here/benches/device/post-latency.sh" run > "$FS/post.log" 2>&1
   echo "post rc=$?" >> "$FS/post.log"
+}
+
+# 32 GiB WindowPoSt and SnapDeals on the GPU (issue 16), one key on disk at a time (the box's
+# 64 GiB disk holds one of the 45 / 30 GB keys, not one beside the PoRep key's 47 GB): the
+# PoRep keys and $FS/*.r1cs are removed first; then the WindowPoSt key is made on the GPU, a
+# full partition's synthetic vanilla proofs (sectors 1-N, N = 2349 at 32 GiB) made by `cuzk
+# fixtures synth-post`, proved by `cuzk window-post` (verified by verify_window_post) and its
+# key removed; then the same for the SnapDeals update key, `cuzk fixtures synth-snap` (16
+# partitions) and `cuzk snap-prove --synthesis-workers $WORKERS` (the engine: partitions
+# synthesized $WORKERS at once; verified by verify_empty_sector_update_proof). Logs in
+# $FS/post32/ (in fs.tgz), the table last in $FS/post32.log. POST32_SIZE=2KiB
+# POST32_BACKEND=cpu runs it here (a debug or release `cuzk` as $FS/bin/cuzk). Disk at 32 GiB:
+# the WindowPoSt key is 60.8 GB (56.6 GiB, from its counts: H 2^27, L 126.9 M, A 96.2 M, B 91.9 M
+# points), the update key 34.5 GB; a key without room is skipped, saying so (the box had 64 GiB
+# free before the PoRep key). Device time at 32 GiB (estimates from the PoRep key's 204 s for
+# 47 GB and ~1 M constraints/s of single-thread synthesis): WindowPoSt key ~4.5 min, its 2349
+# vanilla proofs ~20 s, window-post ~3-4 min (key load, one 125 M-constraint circuit
+# synthesized on one thread, ~3 s of GPU); update key ~2.5 min, vanilla proofs ~15 s,
+# snap-prove ~4-6 min (16 partitions of 81 M constraints, $WORKERS at once): ~15-18 min.
+step_post32() {
+  { set +x; } 2> /dev/null # the table is the log's tail, which the summary shows
+  post32 > "$FS/post32.log" 2>&1
+  set -x
+}
+
+post32() {
+  local size=${POST32_SIZE:-32GiB} backend=${POST32_BACKEND:-cuda}
+  local fixed=$backend W=$FS/post32
+  [ "$backend" = cpu ] || fixed=cuda
+  local sectors
+  case "$size" in
+    32GiB) sectors=2349 ;; 64GiB) sectors=2300 ;; 2KiB|8MiB|512MiB) sectors=2 ;;
+    *) echo "POST32_SIZE must be 2KiB, 8MiB, 512MiB, 32GiB or 64GiB"; return ;;
+  esac
+  mkdir -p "$W"
+  echo "== room: the PoRep keys and recorded circuits leave the disk"
+  ls -la "$P"/v28-stacked-proof-of-replication-* "$FS"/*.r1cs 2>/dev/null
+  rm -f "$P"/v28-stacked-proof-of-replication-* "$FS"/*.r1cs
+  df -h "$FS"
+  local randomness; randomness=$(printf '5a%.0s' $(seq 31))1f
+  # now_ms; then seconds since $1 (ms), 3 decimals.
+  now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+  since() { awk -v a="$1" -v b="$(now_ms)" 'BEGIN {printf "%.3f", (b - a) / 1000}'; }
+  # The key of `--kind $1`: made (timed), its files noted in $W/$1.files for removal.
+  make_key() {
+    local t; t=$(now_ms)
+    RUST_LOG=cuzk_groth16=info,cuzk_gpu=info "$bin/cuzk" fixtures keys --sector-size "$size" \
+      --kind "$1" --backend "$fixed" --dir "$P" > "$W/keys-$1.log" 2>&1
+    echo "keys $1 rc=$?" >> "$W/keys-$1.log"
+    echo "$(since "$t")" > "$W/keys-$1.s"
+    sed -nE 's/^wrote (.*) \([0-9]+ bytes\) and (.*) in [0-9.]+s.*/\1\n\2/p' "$W/keys-$1.log" > "$W/$1.files"
+    ls -la $(cat "$W/$1.files"); df -h "$FS"
+  }
+  drop_key() { rm -f $(cat "$W/$1.files" 2>/dev/null); df -h "$FS"; }
+  # Whether $2 GiB are free for the key of `--kind $1` (the 32 GiB key sizes from the
+  # circuit counts: WindowPoSt 60.8 GB = 56.6 GiB, update 34.5 GB = 32.1 GiB); else says so.
+  room_for() {
+    local free; free=$(( $(df -B1 --output=avail "$P" | tail -1) >> 30 ))
+    [ "$free" -ge "$2" ] && return 0
+    echo "skipped $1: $free GiB free on $(df --output=target "$P" | tail -1), its key needs ~$2 GiB" \
+      | tee "$W/keys-$1.log"
+    return 1
+  }
+  local need_window=0 need_update=0
+  [ "$size" = 32GiB ] && need_window=57 need_update=33
+
+  echo "== WindowPoSt, $size, one partition of $sectors sectors"
+  local wt=StackedDrgWindow${size}V1_2 t
+  room_for window-post $need_window && make_key window-post
+  t=$(now_ms)
+  "$bin/cuzk" fixtures synth-post --proof-type "$wt" --randomness "$randomness" \
+    --prover-id f01000 --sectors "1-$sectors" --seed 1 --out "$W/window-vanilla" \
+    > "$W/synth-window.log" 2>&1
+  echo "synth-post rc=$?" >> "$W/synth-window.log"
+  echo "$(since "$t")" > "$W/synth-window.s"
+  t=$(now_ms)
+  "$bin/cuzk" window-post --proof-type "$wt" --vanilla "$W/window-vanilla" \
+    --randomness "$randomness" --prover-id f01000 --backend "$backend" --rng-seed 1 \
+    --out "$W/window.proof" > "$W/window.log" 2>&1
+  echo "window-post rc=$?" >> "$W/window.log"
+  echo "$(since "$t")" > "$W/window.s"
+  drop_key window-post
+
+  echo "== SnapDeals, $size"
+  room_for update $need_update && make_key update
+  t=$(now_ms)
+  "$bin/cuzk" fixtures synth-snap --sector-size "$size" --seed 1 --out "$W/snap-vanilla" \
+    > "$W/synth-snap.log" 2>&1
+  echo "synth-snap rc=$?" >> "$W/synth-snap.log"
+  echo "$(since "$t")" > "$W/synth-snap.s"
+  local comm; comm() { awk -v n="$1" '$1 == n {print $2}' "$W/snap-vanilla/commitments.txt" 2>/dev/null; }
+  t=$(now_ms)
+  "$bin/cuzk" snap-prove --sector-size "$size" --vanilla "$W/snap-vanilla" \
+    --comm-r-old "$(comm comm_r_old)" --comm-r-new "$(comm comm_r_new)" \
+    --comm-d-new "$(comm comm_d_new)" --backend "$backend" --rng-seed 1 \
+    --synthesis-workers "$WORKERS" \
+    --out "$W/snap.proof" > "$W/snap.log" 2>&1
+  echo "snap-prove rc=$?" >> "$W/snap.log"
+  echo "$(since "$t")" > "$W/snap.s"
+  drop_key update
+
+  for f in "$W"/keys-*.log "$W"/synth-*.log "$W"/window.log "$W"/snap.log; do
+    echo "---- $f"; grep -vE "^partition [0-9]+/|^sector [0-9]+: comm_r" "$f" | tail -25
+  done
+  post32_table "$size" "$sectors" | tee "$FS/post32-table.txt"
+}
+
+# The post32 step's table, from its logs in $FS/post32.
+post32_table() {
+  local size=$1 sectors=$2 W=$FS/post32
+  local stage; stage() { awk -v s="$1" '$1 == s {sub(/s$/, "", $2); print $2; exit}' "$2" 2>/dev/null; }
+  local backend; backend() { sed -nE 's/^backend: ([a-z]+).*/\1/p' "$1" 2>/dev/null | head -1; }
+  local valid; valid() { grep -qE "^verification .* valid" "$1" 2>/dev/null && grep -qE " rc=0$" "$1" && echo yes || echo NO; }
+  local parts; parts=$(grep -c "^partition [0-9]*/" "$W/snap.log" 2>/dev/null)
+  echo "-- WindowPoSt partition's stages and synthesis; SnapDeals per partition:"
+  grep -E "^synthesis|^proving" "$W/window.log" 2>/dev/null | sed 's/^/   window: /'
+  grep -E "^partition [0-9]+/" "$W/snap.log" 2>/dev/null | sed 's/^/   snap: /'
+  grep -E "^synthesis|^proving|^pipeline" "$W/snap.log" 2>/dev/null | sed 's/^/   snap: /'
+  echo "== post32: $size WindowPoSt (one partition, $sectors sectors) and SnapDeals (${parts:-?} partitions)"
+  printf "%-10s %8s %8s %9s %9s %14s %8s %6s\n" kind "key s" "vanilla s" "prove s" "CLI s" "per partition" backend valid
+  local wp sp
+  wp=$(stage proving "$W/window.log"); sp=$(stage proving "$W/snap.log")
+  printf "%-10s %8s %8s %9s %9s %14s %8s %6s\n" window-post "$(cat "$W/keys-window-post.s" 2>/dev/null)" \
+    "$(cat "$W/synth-window.s" 2>/dev/null)" "${wp:-?}" "$(cat "$W/window.s" 2>/dev/null)" "${wp:-?}" \
+    "$(backend "$W/window.log")" "$(valid "$W/window.log")"
+  printf "%-10s %8s %8s %9s %9s %14s %8s %6s\n" snap "$(cat "$W/keys-update.s" 2>/dev/null)" \
+    "$(cat "$W/synth-snap.s" 2>/dev/null)" "${sp:-?}" "$(cat "$W/snap.s" 2>/dev/null)" \
+    "$(awk -v p="${sp:-0}" -v n="${parts:-0}" 'BEGIN {if (n) printf "%.3f", p / n; else print "?"}')" \
+    "$(backend "$W/snap.log")" "$(valid "$W/snap.log")"
+  echo "(vanilla s: the synthetic vanilla proofs; prove s: the CLI's proving stages, synthesis apart;"
+  echo " CLI s: the whole command, key load and"
+  echo " verification included. A 32 GiB PoRep partition: 1.67-1.90 s of GPU stages pre-compiled,"
+  echo " ~2.4-2.7 s with parallel synthesis, BENCHMARKS.md session 9.)"
 }
 
 steps() {

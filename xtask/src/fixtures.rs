@@ -1,4 +1,4 @@
-//! `cargo xtask fixtures <keys|fetch|seal|synth-sector> [ARGS]`: Filecoin
+//! `cargo xtask fixtures <keys|fetch|seal|synth-sector|synth-post|synth-snap> [ARGS]`: Filecoin
 //! fixtures, through `cuzk fixtures` (built in release mode: key generation
 //! and sealing are heavy, and xtask itself stays free of the Filecoin crates).
 //!
@@ -17,12 +17,23 @@
 //! * `synth-sector [--sector-size SIZE | --proof-type NAME] [--seed S] [--sector-id N]
 //!   [--prover-id f0ID] [--plain] --out FILE`: the C1 output of a synthetic CC
 //!   sector of any size, in seconds (test data: consistent, not sealed).
+//! * `synth-post --proof-type NAME --randomness HEX --sectors LIST [--seed S] --out DIR`:
+//!   synthetic WinningPoSt / WindowPoSt vanilla proofs, one file per sector.
+//! * `synth-snap [--sector-size SIZE] [--seed S] --out DIR`: synthetic SnapDeals vanilla
+//!   proofs, one file per partition, and the update's three commitments.
 
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
 
-const TASKS: [&str; 4] = ["keys", "fetch", "seal", "synth-sector"];
+const TASKS: [&str; 6] = [
+    "keys",
+    "fetch",
+    "seal",
+    "synth-sector",
+    "synth-post",
+    "synth-snap",
+];
 
 pub fn run(root: &Path, args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {

@@ -34,9 +34,10 @@ tasks:
   bench [ARGS]            pipeline sweep (cuzk-benches' sweep: --circuit demo|porep; --help)
   demo [ARGS]             the main job: kernels for the local GPU if there is one (else the CPU),
                           then `cuzk demo ARGS` (key, batch of proofs, verification, timings)
-  fixtures keys|fetch|seal|synth-sector [ARGS]
-                          Filecoin: PoRep test keys from a seed (keys), official parameter files
-                          checked against their digests (fetch), a sealed sample C1 (seal)
+  fixtures keys|fetch|seal|synth-sector|synth-post|synth-snap [ARGS]
+                          Filecoin: test keys from a seed (keys), official parameter files
+                          checked against their digests (fetch), a sealed sample C1 (seal),
+                          synthetic C1s, PoSt and SnapDeals vanilla proofs (synth-*)
 ";
 
 fn main() -> Result<()> {

@@ -20,6 +20,7 @@ mod snap;
 mod synthesis;
 pub mod synthetic;
 pub mod synthetic_post;
+pub mod synthetic_snap;
 
 pub use c1::{parse_c1, C1Input, CurioSector};
 pub use check::check_c1;

@@ -111,9 +111,13 @@ impl UpdateType {
         u64::from(self.0.sector_size())
     }
 
-    /// Partition circuits, hence 192-byte proofs, per update (16 at 32 GiB).
+    /// Partition circuits, hence 192-byte proofs, per update (16 at 32 GiB):
+    /// storage-proofs-update's count, which filecoin-proofs' update config
+    /// carries. (filecoin-proofs-api's `RegisteredUpdateProof::partitions`
+    /// returns the PoRep's count instead — 10 at 32 GiB, 1 at 8 MiB — so it
+    /// is not used.)
     pub fn partitions(self) -> usize {
-        usize::from(self.0.partitions())
+        usize::from(self.config().update_partitions)
     }
 
     /// filecoin-proofs' update configuration for it.
@@ -209,6 +213,17 @@ impl UpdateRequest {
     /// circuits are built ([`UpdateSource::new`]).
     pub fn check_encoding(&self) -> Result<(), Error> {
         with_sector_shape!(self.update_type.sector_size(), check_typed, self)
+    }
+
+    /// Checks what the vanilla proofs prove, as the crates'
+    /// `verify_partition_proofs` does (`EmptySectorUpdate::verify_all_partitions`:
+    /// the challenges comm_r_new derives, every opening of tree_r_old,
+    /// tree_d_new and tree_r_new against its root, comm_r = H(comm_c, root)
+    /// for both replicas, the encoding new = old + data·rho, the apex
+    /// leaves), without a key: what [`UpdateSource::new`] checks before it
+    /// builds a circuit.
+    pub fn check(&self) -> Result<(), Error> {
+        with_sector_shape!(self.update_type.sector_size(), check_vanilla_typed, self)
     }
 }
 
@@ -535,9 +550,19 @@ fn check_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     decode::<Tree>(request, &params).map(drop)
 }
 
-fn erased_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+/// The request's parameters, public inputs and decoded vanilla proofs,
+/// once the crates' vanilla verification accepted the proofs.
+#[allow(clippy::type_complexity)]
+fn verified<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     request: &UpdateRequest,
-) -> Result<(Vec<Synthesis>, Vec<Vec<Fr>>), Error> {
+) -> Result<
+    (
+        compound_proof::PublicParams<'static, EmptySectorUpdate<Tree>>,
+        PublicInputs,
+        Vec<PartitionProof<Tree>>,
+    ),
+    Error,
+> {
     let (params, inputs) = public::<Tree>(request)?;
     let proofs = decode::<Tree>(request, &params)?;
     let valid =
@@ -550,6 +575,19 @@ fn erased_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
                 .into(),
         ));
     }
+    Ok((params, inputs, proofs))
+}
+
+fn check_vanilla_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    request: &UpdateRequest,
+) -> Result<(), Error> {
+    verified::<Tree>(request).map(drop)
+}
+
+fn erased_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    request: &UpdateRequest,
+) -> Result<(Vec<Synthesis>, Vec<Vec<Fr>>), Error> {
+    let (params, inputs, proofs) = verified::<Tree>(request)?;
     let mut circuits = Vec::with_capacity(proofs.len());
     let mut all_inputs = Vec::with_capacity(proofs.len());
     for (k, proof) in proofs.iter().enumerate() {

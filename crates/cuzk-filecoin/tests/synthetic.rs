@@ -256,3 +256,117 @@ mod post {
         assert!(e.contains("sector 3 is listed twice"), "{e}");
     }
 }
+
+mod snap {
+    //! Synthetic SnapDeals vanilla proofs at every size pass the crates'
+    //! own vanilla verification (`EmptySectorUpdate::verify_all_partitions`,
+    //! through `UpdateRequest::check`: the challenges comm_r_new derives,
+    //! the three openings per challenge, both comm_r's, the encoding, the
+    //! apex leaves), are reproducible, and fail it with one byte changed or
+    //! with the commitments swapped. Proving them is the `cuzk` CLI test's job
+    //! (`synth_snap_cli.rs`, at 2 KiB, with its key).
+
+    use cuzk_filecoin::synthetic_snap::{SyntheticUpdate, SyntheticUpdateProofs};
+    use cuzk_filecoin::{parse_sector_size, UpdateRequest, UpdateType};
+
+    fn update_type(size: &str) -> UpdateType {
+        let bytes = parse_sector_size(size).unwrap();
+        UpdateType::ALL
+            .into_iter()
+            .map(UpdateType::new)
+            .find(|u| u.sector_size() == bytes)
+            .unwrap()
+    }
+
+    fn request(
+        ut: UpdateType,
+        made: &SyntheticUpdateProofs,
+        vanilla: Vec<Vec<u8>>,
+    ) -> UpdateRequest {
+        UpdateRequest::new(
+            ut,
+            vanilla,
+            &made.comm_r_old,
+            &made.comm_r_new,
+            &made.comm_d_new,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn update_vanilla_proofs_of_every_size_pass_the_crates_checks() {
+        for size in ["2KiB", "8MiB", "512MiB", "32GiB", "64GiB"] {
+            let ut = update_type(size);
+            let s = SyntheticUpdate {
+                update_type: ut,
+                seed: 5,
+            };
+            let made = s.generate().unwrap();
+            assert_eq!(made.vanilla_proofs.len(), ut.partitions(), "{size}");
+            let per_partition = if ut.sector_size() <= 16 << 20 { 10 } else { 86 };
+            assert_eq!(made.challenges, ut.partitions() * per_partition, "{size}");
+            request(ut, &made, made.vanilla_proofs.clone())
+                .check()
+                .unwrap_or_else(|e| panic!("{size}: {e}"));
+            // The commitments swapped: other challenges, another phi.
+            let swapped = UpdateRequest::new(
+                ut,
+                made.vanilla_proofs.clone(),
+                &made.comm_r_new,
+                &made.comm_r_old,
+                &made.comm_d_new,
+            )
+            .unwrap();
+            let e = swapped.check().unwrap_err().to_string();
+            assert!(e.contains("do not prove an update"), "{size}: {e}");
+            // One byte changed in the middle of the last partition's proof.
+            let mut edited = made.vanilla_proofs.clone();
+            let last = edited.last_mut().unwrap();
+            let at = last.len() / 2;
+            last[at] ^= 1;
+            let e = request(ut, &made, edited).check().unwrap_err();
+            eprintln!(
+                "{size}: {} partitions, {} blocks, {} bytes of vanilla proofs, {:?}; edited: {e}",
+                made.vanilla_proofs.len(),
+                made.blocks,
+                made.vanilla_proofs.iter().map(Vec::len).sum::<usize>(),
+                made.elapsed
+            );
+        }
+    }
+
+    /// The update's own partition counts (storage-proofs-update's), not the PoRep's.
+    #[test]
+    fn update_partition_counts_are_the_update_circuits() {
+        for (size, partitions) in [
+            ("2KiB", 1),
+            ("8MiB", 4),
+            ("512MiB", 16),
+            ("32GiB", 16),
+            ("64GiB", 16),
+        ] {
+            assert_eq!(update_type(size).partitions(), partitions, "{size}");
+        }
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_bytes() {
+        let ut = update_type("2KiB");
+        let make = |seed| {
+            SyntheticUpdate {
+                update_type: ut,
+                seed,
+            }
+            .generate()
+            .unwrap()
+        };
+        let (a, b, c) = (make(3), make(3), make(4));
+        assert_eq!(a.vanilla_proofs, b.vanilla_proofs);
+        assert_eq!(
+            (a.comm_r_old, a.comm_r_new, a.comm_d_new),
+            (b.comm_r_old, b.comm_r_new, b.comm_d_new)
+        );
+        assert_ne!(a.vanilla_proofs, c.vanilla_proofs);
+        assert_ne!(a.comm_d_new, c.comm_d_new);
+    }
+}

@@ -12,6 +12,9 @@
 //! * `synth-post`: synthetic PoSt vanilla proofs (one bincode file per
 //!   sector, as Curio sends them) for a WinningPoSt or a WindowPoSt
 //!   partition of any sector size.
+//! * `synth-snap`: synthetic SnapDeals vanilla proofs (one bincode file per
+//!   partition, as Curio sends them) and the three commitments, for an
+//!   empty-sector update of any sector size.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -23,6 +26,7 @@ use cuzk_filecoin::fetch::{self, Fetched};
 use cuzk_filecoin::sample::seal_random_sector;
 use cuzk_filecoin::synthetic::{supported_names, SyntheticSector};
 use cuzk_filecoin::synthetic_post::SyntheticPost;
+use cuzk_filecoin::synthetic_snap::SyntheticUpdate;
 use cuzk_filecoin::{
     parse_sector_size, Circuit, ParamsDir, PostType, ProofType, SectorIdentity, UpdateType,
 };
@@ -154,6 +158,22 @@ pub(crate) enum Fixtures {
         #[arg(long, short)]
         out: PathBuf,
     },
+    /// Write synthetic SnapDeals (empty-sector update) vanilla proofs for any
+    /// sector size (test data: consistent trees of uniform blocks, no replica;
+    /// the proofs made from them are real): OUT/vanilla-<k>.bin per partition
+    /// and OUT/commitments.txt (comm_r_old, comm_r_new, comm_d_new in hex),
+    /// what `cuzk snap-prove` and the daemon take.
+    SynthSnap {
+        /// Sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB): the update proof type of that size.
+        #[arg(long, default_value = "32GiB")]
+        sector_size: String,
+        /// Seed of the old replica, the new data and comm_c.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The directory to write vanilla-<k>.bin and commitments.txt into (created).
+        #[arg(long, short)]
+        out: PathBuf,
+    },
 }
 
 pub(crate) fn run(task: Fixtures) -> Result<()> {
@@ -222,6 +242,11 @@ pub(crate) fn run(task: Fixtures) -> Result<()> {
             seed,
             out,
         ),
+        Fixtures::SynthSnap {
+            sector_size,
+            seed,
+            out,
+        } => synth_snap(&sector_size, seed, out),
     }
 }
 
@@ -310,6 +335,50 @@ fn synth_post(
         made.vanilla_proofs.len(),
         out.display()
     );
+    Ok(())
+}
+
+fn synth_snap(sector_size: &str, seed: u64, out: PathBuf) -> Result<()> {
+    let size = size_arg(sector_size)?;
+    let update_type = UpdateType::ALL
+        .into_iter()
+        .map(UpdateType::new)
+        .find(|u| u.sector_size() == size)
+        .with_context(|| format!("no update proof type has {sector_size} sectors"))?;
+    let made = SyntheticUpdate { update_type, seed }.generate()?;
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let mut total = 0;
+    for (k, v) in made.vanilla_proofs.iter().enumerate() {
+        write_atomically(&out.join(format!("vanilla-{k}.bin")), v)?;
+        total += v.len();
+    }
+    let hex = |bytes: &[u8; 32]| -> String { bytes.iter().map(|b| format!("{b:02x}")).collect() };
+    let commitments = format!(
+        "comm_r_old {}\ncomm_r_new {}\ncomm_d_new {}\n",
+        hex(&made.comm_r_old),
+        hex(&made.comm_r_new),
+        hex(&made.comm_d_new)
+    );
+    write_atomically(&out.join("commitments.txt"), commitments.as_bytes())?;
+    println!(
+        "TEST DATA: synthetic {} update vanilla proofs, seed {seed}: no replica, only \
+         consistent; proofs made from them are real.",
+        update_type.name()
+    );
+    print!("{commitments}");
+    println!(
+        "{} challenges over {} partition(s), {} uniform blocks, made in {:.3}s; wrote {} \
+         file(s) vanilla-<k>.bin ({total} bytes) and commitments.txt in {}",
+        made.challenges,
+        made.vanilla_proofs.len(),
+        made.blocks,
+        made.elapsed.as_secs_f64(),
+        made.vanilla_proofs.len(),
+        out.display()
+    );
+    if let Some(peak) = peak_rss() {
+        println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
+    }
     Ok(())
 }
 

@@ -92,7 +92,7 @@ pub(crate) struct PorepC2Args {
     backend: BackendArgs,
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     match cuzk_cuda::VramBudget::parse(s).map_err(|e| e.to_string())? {
         cuzk_cuda::VramBudget::Bytes(n) => Ok(n),
         cuzk_cuda::VramBudget::Auto => Err("expected a size like 64GiB".into()),

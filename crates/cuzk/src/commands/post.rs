@@ -68,7 +68,7 @@ pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>> {
 
 /// The vanilla proof files of `--vanilla`: a file as given, a directory as
 /// its `vanilla-<i>.bin` from 0 up to the first one absent (at least one).
-fn vanilla_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+pub(crate) fn vanilla_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         if !path.is_dir() {

@@ -5,16 +5,23 @@
 //! is written (porep-c2's conventions: cache keys, atomic output, timing lines).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    parse_sector_size, prove_update, verify_update, ParamsDir, ProofType, UpdateRequest, UpdateType,
+    parse_sector_size, prove_update, verify_update, ParamsDir, ProofType, UpdateRequest,
+    UpdateSource, UpdateType,
 };
+use cuzk_groth16::prover::Backend;
+use cuzk_groth16::ProvingKey;
+use cuzk_pipeline::memory::human;
+use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
+use cuzk_sched::Engine;
 
 use crate::backend::{select_backend, BackendArgs};
-use crate::commands::post::parse_hex;
+use crate::commands::post::{parse_hex, vanilla_files};
 use crate::output::{
     peak_rss, read_key, rng_from, secs, spinner, stage_list, write_atomically, Stages,
 };
@@ -27,7 +34,9 @@ pub(crate) struct SnapProveArgs {
     sector_size: String,
     /// One partition's vanilla proof: a bincode PartitionProof, as
     /// filecoin-proofs-api's generate_partition_proofs returns it and Curio
-    /// sends it. Repeat per partition, in order (16 at 32 GiB).
+    /// sends it. Repeat per partition, in order (16 at 32 GiB); a directory
+    /// stands for its files vanilla-0.bin, vanilla-1.bin, … in that order
+    /// (what `cuzk fixtures synth-snap` writes).
     #[arg(long, required = true)]
     vanilla: Vec<PathBuf>,
     /// comm_r of the sector key (before the update), 32 bytes in hex.
@@ -53,6 +62,19 @@ pub(crate) struct SnapProveArgs {
     /// Seed of the proof randomness (r, s); random when absent.
     #[arg(long)]
     rng_seed: Option<u64>,
+    /// Partitions synthesized at once. 1: one after another on this thread,
+    /// each proved as soon as it is synthesized, r and s drawn as the crates'
+    /// prover draws them. More: the partitions go through cuzk's pipeline
+    /// engine, which synthesizes up to this many at once within --host-budget
+    /// while the backend proves the ones that are ready (a 32 GiB update
+    /// partition is one circuit on one thread: ~81 M constraints).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    synthesis_workers: u64,
+    /// With --synthesis-workers: host memory the engine may hold in
+    /// synthesized partitions. Default: 3/4 of RAM less the proving key held
+    /// in memory.
+    #[arg(long, value_parser = crate::commands::porep_c2::parse_size)]
+    host_budget: Option<u64>,
     #[command(flatten)]
     backend: BackendArgs,
 }
@@ -80,9 +102,9 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
     let update_type = UpdateType::for_seal(seal);
     let hex = |text: &str, name: &str| parse_hex(text).with_context(|| format!("--{name}"));
     let mut vanilla = Vec::with_capacity(args.vanilla.len());
-    for path in &args.vanilla {
+    for path in vanilla_files(&args.vanilla)? {
         vanilla.push(
-            std::fs::read(path)
+            std::fs::read(&path)
                 .with_context(|| format!("reading the vanilla proof {}", path.display()))?,
         );
     }
@@ -115,36 +137,11 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
     let backend = select_backend(&args.backend)?;
     let key = read_key(&params, update_type, &mut stages)?;
 
-    let mut synthesis = Duration::ZERO;
-    let mut proving = Duration::ZERO;
-    let mut shape = String::new();
-    let mut backend_name = "";
-    let mut rng = rng_from(args.rng_seed);
-    let s = spinner("checking the vanilla proofs, synthesizing and proving".into());
-    let proof = prove_update(&request, &key, backend.as_ref(), &mut rng, &mut |p| {
-        synthesis += p.synthesis;
-        proving += p.proving;
-        backend_name = p.backend;
-        shape = format!(
-            "{} constraints, {} inputs, {} aux per partition",
-            p.shape.num_constraints, p.shape.num_inputs, p.shape.num_aux
-        );
-        s.suspend(|| {
-            eprintln!(
-                "partition {}/{}: synthesis {}, proving {} ({}: {})",
-                p.partition + 1,
-                p.of,
-                secs(p.synthesis),
-                secs(p.proving),
-                p.backend,
-                stage_list(&p.timings)
-            )
-        });
-    })?;
-    s.finish_and_clear();
-    drop(key);
-    stages.push(("synthesis".into(), synthesis, shape));
-    stages.push(("proving".into(), proving, backend_name.to_string()));
+    let proof = if args.synthesis_workers > 1 {
+        through_engine(&request, key, backend, &args, &mut stages)?
+    } else {
+        one_after_another(&request, key, backend, &args, &mut stages)?
+    };
 
     if args.no_verify {
         stages.push((
@@ -172,4 +169,145 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
     }
     println!("wrote {} ({} bytes)", args.out.display(), proof.len());
     Ok(())
+}
+
+/// The partitions on this thread, in order, as the crates' prover goes.
+fn one_after_another(
+    request: &UpdateRequest,
+    key: ProvingKey,
+    backend: Box<dyn Backend>,
+    args: &SnapProveArgs,
+    stages: &mut Stages,
+) -> Result<Vec<u8>> {
+    let mut synthesis = Duration::ZERO;
+    let mut proving = Duration::ZERO;
+    let mut shape = String::new();
+    let mut backend_name = "";
+    let mut rng = rng_from(args.rng_seed);
+    let s = spinner("checking the vanilla proofs, synthesizing and proving".into());
+    let proof = prove_update(request, &key, backend.as_ref(), &mut rng, &mut |p| {
+        synthesis += p.synthesis;
+        proving += p.proving;
+        backend_name = p.backend;
+        shape = format!(
+            "{} constraints, {} inputs, {} aux per partition",
+            p.shape.num_constraints, p.shape.num_inputs, p.shape.num_aux
+        );
+        s.suspend(|| {
+            eprintln!(
+                "partition {}/{}: synthesis {}, proving {} ({}: {})",
+                p.partition + 1,
+                p.of,
+                secs(p.synthesis),
+                secs(p.proving),
+                p.backend,
+                stage_list(&p.timings)
+            )
+        });
+    })?;
+    s.finish_and_clear();
+    stages.push(("synthesis".into(), synthesis, shape));
+    stages.push(("proving".into(), proving, backend_name.to_string()));
+    Ok(proof)
+}
+
+/// The partitions through cuzk-sched's engine as one job:
+/// `--synthesis-workers` partitions synthesized at once, the backend as the
+/// one device's one prover, the engine's epilogue checking every
+/// partition's proof against the verifier's public inputs.
+fn through_engine(
+    request: &UpdateRequest,
+    key: ProvingKey,
+    backend: Box<dyn Backend>,
+    args: &SnapProveArgs,
+    stages: &mut Stages,
+) -> Result<Vec<u8>> {
+    let workers = args.synthesis_workers as usize;
+    let source = UpdateSource::new(request, &key)?;
+    let shape = source.shape();
+    let (budget, why) = match args.host_budget {
+        Some(b) => (b, "--host-budget".to_string()),
+        None => {
+            let three_quarters = EngineConfig::default().memory_budget;
+            let key_bytes = key.summary().file_len;
+            (
+                three_quarters.saturating_sub(key_bytes),
+                format!(
+                    "3/4 of RAM ({}) less the proving key ({})",
+                    human(three_quarters),
+                    human(key_bytes)
+                ),
+            )
+        }
+    };
+    let key = Arc::new(key);
+    let backend: Arc<dyn Backend> = Arc::from(backend);
+    let device = Device::new(backend.name(), Arc::clone(&backend), 1);
+    let engine = Engine::start(EngineConfig {
+        synthesis_workers: workers,
+        devices: vec![device],
+        max_in_flight: workers + 1,
+        memory_budget: budget,
+        verify: !args.no_verify,
+        largest_partition: Some(shape.clone()),
+        ..EngineConfig::default()
+    })
+    .with_context(|| format!("starting the engine (host budget: {why})"))?;
+    eprintln!(
+        "engine: {workers} synthesis workers, host budget {} ({why})",
+        human(budget)
+    );
+    let s = spinner(format!(
+        "{} partition(s) through the engine, {workers} synthesis workers",
+        request.update_type().partitions()
+    ));
+    let t = Instant::now();
+    let mut job = Job::new(Arc::new(source), Arc::clone(&key)).with_label("snap-prove");
+    if let Some(seed) = args.rng_seed {
+        job = job.seeded(seed);
+    }
+    let out = engine
+        .submit(job)
+        .context("submitting the job")
+        .map(|h| h.wait());
+    let wall = t.elapsed();
+    s.finish_and_clear();
+    engine.shutdown();
+    let out = out?.context("proving through the engine")?;
+    let mut synthesis = Duration::ZERO;
+    let mut busy = Duration::ZERO;
+    for (k, p) in out.partitions.iter().enumerate() {
+        let stages_total = p.timings.total();
+        synthesis += p.synthesis;
+        busy += stages_total;
+        eprintln!(
+            "partition {}/{}: synthesis {}, proving stages {} ({}: {}; {:?})",
+            k + 1,
+            out.partitions.len(),
+            secs(p.synthesis),
+            secs(stages_total),
+            p.backend,
+            stage_list(&p.timings),
+            p.verification
+        );
+    }
+    stages.push((
+        "synthesis".into(),
+        synthesis,
+        format!(
+            "summed over partitions; {} constraints, {} inputs, {} aux per partition",
+            shape.num_constraints, shape.num_inputs, shape.num_aux
+        ),
+    ));
+    stages.push((
+        "proving".into(),
+        busy,
+        format!("summed stages, {}", backend.name()),
+    ));
+    stages.push((
+        "pipeline".into(),
+        wall,
+        format!("synthesis and proving overlapped, {workers} synthesis workers"),
+    ));
+    Ok(out.proofs.iter().flat_map(|p| p.to_bytes()).collect())
 }
