@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::precompiled::{
-    cache, record, CacheError, CircuitId, DeferredAbc, MappedR1cs, R1csStats, RecordError, Witness,
-    WitnessError,
+    cache, record, CacheError, CircuitId, DeferredAbc, MappedR1cs, R1csRef, R1csStats, RecordError,
+    Witness, WitnessError,
 };
 use cuzk_synth::{CircuitShape, Synthesized};
 use filecoin_proofs::parameters::public_params;
@@ -34,14 +34,18 @@ use crate::{Error, ParamsDir, ProofType};
 #[derive(Debug, thiserror::Error)]
 pub enum PrecompiledError {
     /// The cache file cannot be used (missing, truncated, corrupt, another
-    /// version, another circuit); the message names the file.
-    #[error("pre-compiled circuit for {proof_type}: {source}")]
+    /// version, another circuit); the message names the file, and for
+    /// another circuit the proof types whose circuit it holds, when known.
+    #[error("pre-compiled circuit for {proof_type}: {source}{holds}")]
     Cache {
         /// The proof type's name.
         proof_type: String,
         /// What is wrong with the file.
         #[source]
         source: CacheError,
+        /// `" (the circuit of …)"` naming the proof types of the circuit the
+        /// file holds instead, or empty.
+        holds: String,
     },
     /// The recording does not fit the proving key (another circuit under
     /// the same name, or a stale file).
@@ -86,6 +90,22 @@ pub fn circuit_id(proof_type: ProofType) -> Result<CircuitId, Error> {
     ))
 }
 
+/// `" (the circuit of A, B)"`: the supported proof types whose recordings
+/// are filed under `id`, or empty when none is.
+fn proof_types_of(id: &CircuitId) -> String {
+    let names: Vec<String> = ProofType::ALL
+        .into_iter()
+        .filter_map(|p| ProofType::new(p).ok())
+        .filter(|&p| circuit_id(p).is_ok_and(|other| other == *id))
+        .map(ProofType::name)
+        .collect();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(" (the circuit of {})", names.join(", "))
+    }
+}
+
 /// Where the recording of `proof_type` lies by default: beside its key in
 /// `params`, as `v28-<circuit id>.r1cs`.
 pub fn default_cache_path(params: &ParamsDir, proof_type: ProofType) -> Result<PathBuf, Error> {
@@ -120,6 +140,7 @@ pub fn precompile(proof_type: ProofType, path: &Path) -> Result<Precompiled, Err
     let cache_error = |source| PrecompiledError::Cache {
         proof_type: proof_type.name(),
         source,
+        holds: String::new(),
     };
     cache::write(path, &circuit_id(proof_type)?, &r1cs).map_err(cache_error)?;
     let file_bytes = std::fs::metadata(path)
@@ -167,9 +188,14 @@ impl PrecompiledPorep {
         key: Option<&ProvingKey>,
     ) -> Result<Self, Error> {
         let mapped = MappedR1cs::open(path, &circuit_id(proof_type)?).map_err(|source| {
+            let holds = match &source {
+                CacheError::OtherCircuit { found, .. } => proof_types_of(found),
+                _ => String::new(),
+            };
             PrecompiledError::Cache {
                 proof_type: proof_type.name(),
                 source,
+                holds,
             }
         })?;
         if let Some(key) = key {
@@ -212,6 +238,12 @@ impl PrecompiledPorep {
     /// The recorded shape.
     pub fn shape(&self) -> &CircuitShape {
         self.mapped.shape()
+    }
+
+    /// The recording itself (the mapped matrices), for key generation
+    /// (`cuzk_groth16::setup::generate_from_recording`).
+    pub fn r1cs(&self) -> R1csRef<'_> {
+        MappedR1cs::as_ref(&self.mapped)
     }
 
     /// The file's size in bytes.
