@@ -34,17 +34,27 @@ use crate::{Error, ParamsDir, ProofType};
 #[derive(Debug, thiserror::Error)]
 pub enum PrecompiledError {
     /// The cache file cannot be used (missing, truncated, corrupt, another
-    /// version, another circuit); the message names the file, and for
-    /// another circuit the proof types whose circuit it holds, when known.
-    #[error("pre-compiled circuit for {proof_type}: {source}{holds}")]
+    /// version); the message names the file.
+    #[error("pre-compiled circuit for {proof_type}: {source}")]
     Cache {
         /// The proof type's name.
         proof_type: String,
         /// What is wrong with the file.
         #[source]
         source: CacheError,
-        /// `" (the circuit of …)"` naming the proof types of the circuit the
-        /// file holds instead, or empty.
+    },
+    /// The cache file holds another circuit than the proof type's.
+    #[error(
+        "pre-compiled circuit {path} holds {holds}, not the circuit of {proof_type}",
+        path = path.display()
+    )]
+    OtherCircuit {
+        /// The file.
+        path: PathBuf,
+        /// The proof type asked for.
+        proof_type: String,
+        /// "the circuit of A, B" naming the proof types whose circuit the
+        /// file holds, or "circuit <id>" when it is none of theirs.
         holds: String,
     },
     /// The recording does not fit the proving key (another circuit under
@@ -90,9 +100,9 @@ pub fn circuit_id(proof_type: ProofType) -> Result<CircuitId, Error> {
     ))
 }
 
-/// `" (the circuit of A, B)"`: the supported proof types whose recordings
-/// are filed under `id`, or empty when none is.
-fn proof_types_of(id: &CircuitId) -> String {
+/// "the circuit of A, B": the supported proof types whose recordings are
+/// filed under `id`; "circuit <id>" when none is.
+fn circuit_named(id: &CircuitId) -> String {
     let names: Vec<String> = ProofType::ALL
         .into_iter()
         .filter_map(|p| ProofType::new(p).ok())
@@ -100,9 +110,9 @@ fn proof_types_of(id: &CircuitId) -> String {
         .map(ProofType::name)
         .collect();
     if names.is_empty() {
-        String::new()
+        format!("circuit {id}")
     } else {
-        format!(" (the circuit of {})", names.join(", "))
+        format!("the circuit of {}", names.join(", "))
     }
 }
 
@@ -140,7 +150,6 @@ pub fn precompile(proof_type: ProofType, path: &Path) -> Result<Precompiled, Err
     let cache_error = |source| PrecompiledError::Cache {
         proof_type: proof_type.name(),
         source,
-        holds: String::new(),
     };
     cache::write(path, &circuit_id(proof_type)?, &r1cs).map_err(cache_error)?;
     let file_bytes = std::fs::metadata(path)
@@ -187,17 +196,18 @@ impl PrecompiledPorep {
         proof_type: ProofType,
         key: Option<&ProvingKey>,
     ) -> Result<Self, Error> {
-        let mapped = MappedR1cs::open(path, &circuit_id(proof_type)?).map_err(|source| {
-            let holds = match &source {
-                CacheError::OtherCircuit { found, .. } => proof_types_of(found),
-                _ => String::new(),
-            };
-            PrecompiledError::Cache {
-                proof_type: proof_type.name(),
-                source,
-                holds,
-            }
-        })?;
+        let mapped =
+            MappedR1cs::open(path, &circuit_id(proof_type)?).map_err(|source| match source {
+                CacheError::OtherCircuit { found, .. } => PrecompiledError::OtherCircuit {
+                    path: path.to_owned(),
+                    proof_type: proof_type.name(),
+                    holds: circuit_named(&found),
+                },
+                source => PrecompiledError::Cache {
+                    proof_type: proof_type.name(),
+                    source,
+                },
+            })?;
         if let Some(key) = key {
             let want = shape_from_key(key);
             let got = mapped.shape();

@@ -242,7 +242,10 @@ fn unusable_cache_files_are_refused_naming_them_and_fall_back_to_parallel() {
     let other = proof_type(RegisteredSealProof::StackedDrg8MiBV1_1);
     let e = PrecompiledPorep::open(&good, other, None).unwrap_err();
     assert!(e.to_string().contains("good.r1cs"), "{e}");
-    assert!(matches!(cache_fault(e), CacheError::OtherCircuit { .. }));
+    assert!(matches!(
+        e,
+        Error::Precompiled(PrecompiledError::OtherCircuit { .. })
+    ));
 
     // The prover's view: refused, said why, synthesized in parallel.
     let params = ParamsDir::new(dir.path());
@@ -340,6 +343,9 @@ fn a_key_from_another_circuits_recording_is_refused_naming_both() {
     for name in ["porep-2kib.r1cs", &wanted.name(), &recorded.name()] {
         assert!(message.contains(name), "{message:?} does not name {name}");
     }
-    assert!(matches!(cache_fault(e), CacheError::OtherCircuit { .. }));
+    assert!(matches!(
+        e,
+        Error::Precompiled(PrecompiledError::OtherCircuit { .. })
+    ));
     assert!(!params.params_path(wanted).unwrap().exists());
 }
