@@ -3,12 +3,13 @@
 //! and sealing are heavy, and xtask itself stays free of the Filecoin crates).
 //!
 //! * `keys [--sector-size 2KiB | --proof-type NAME] [--seed N] [--dir DIR] [--force]
-//!   [--backend auto|cuda|cpu]`:
+//!   [--backend auto|cuda|cpu] [--from-recording [FILE]]`:
 //!   PoRep test keys (`.params` and `.vk`), generated offline and
 //!   deterministically from the seed, under their official names in the
 //!   parameter cache (DIR, else `FIL_PROOFS_PARAMETER_CACHE`, else
 //!   `/var/tmp/filecoin-proof-parameters`); the fixed-base step on a CUDA
-//!   device when there is one (same bytes).
+//!   device when there is one (same bytes); with `--from-recording`, the QAP
+//!   from the circuit's recording (`cuzk precompile`) instead of a synthesis.
 //! * `fetch [--sector-size SIZE] [--porep-only] [--dir DIR] [--gateway URL]`:
 //!   the official files of the crates' `parameters.json`, each checked
 //!   against its published digest before it is put in the cache.

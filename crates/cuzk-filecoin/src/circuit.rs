@@ -5,6 +5,7 @@
 
 use cuzk_groth16::setup::FixedBase;
 use cuzk_groth16::ProvingKey;
+use cuzk_synth::precompiled::R1csRef;
 use filecoin_proofs::parameters::winning_post_public_params;
 use filecoin_proofs::parameters::{public_params, window_post_public_params};
 use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait, PoStType};
@@ -124,14 +125,29 @@ impl Circuit {
     }
 }
 
+/// The RNG of every test key: ChaCha20 seeded with `seed`.
+fn key_rng(seed: u64) -> ChaCha20Rng {
+    ChaCha20Rng::seed_from_u64(seed)
+}
+
 pub(crate) fn key_from_blank<C: bellperson::Circuit<blstrs::Scalar>>(
     circuit: C,
     seed: u64,
     fixed_base: &dyn FixedBase,
 ) -> Result<ProvingKey, Error> {
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    cuzk_groth16::setup::generate_key_with(circuit, &mut rng, fixed_base)
+    cuzk_groth16::setup::generate_key_with(circuit, &mut key_rng(seed), fixed_base)
         .map_err(|e| Error::filecoin("generating the test key", e))
+}
+
+/// [`key_from_blank`] from the blank circuit's recording instead of the
+/// circuit itself: the same key, without synthesizing it again.
+pub(crate) fn key_from_recording(
+    recording: R1csRef<'_>,
+    seed: u64,
+    fixed_base: &dyn FixedBase,
+) -> Result<ProvingKey, Error> {
+    cuzk_groth16::setup::generate_from_recording(recording, &mut key_rng(seed), fixed_base)
+        .map_err(|e| Error::filecoin("generating the test key from the recording", e))
 }
 
 fn porep_key<Tree: 'static + MerkleTreeTrait>(

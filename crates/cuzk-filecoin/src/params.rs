@@ -6,7 +6,9 @@
 //!
 //! Test keys for small sectors are generated here from a seed, through
 //! cuzk's key generator (byte-identical to bellperson's for the same RNG),
-//! from the crates' blank circuit, in that layout and under those names.
+//! from the crates' blank circuit, in that layout and under those names; a
+//! PoRep key also from the circuit's recording (`precompile`), the same
+//! bytes without a second synthesis.
 
 use std::fs::File;
 use std::io::BufReader;
@@ -20,8 +22,9 @@ use cuzk_groth16::setup::{CpuFixedBase, FixedBase};
 use cuzk_groth16::ProvingKey;
 
 use crate::circuit::Circuit;
+use crate::precompile::PrecompiledPorep;
 use crate::proof_type::sector_size_label;
-use crate::Error;
+use crate::{Error, ProofType};
 
 /// A parameter cache directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,6 +144,37 @@ impl ParamsDir {
         fixed_base: &dyn FixedBase,
     ) -> Result<TestKeys, Error> {
         let circuit = circuit.into();
+        self.write_test_keys(circuit, || circuit.generate_key(seed, fixed_base))
+    }
+
+    /// [`ParamsDir::generate_test_keys_with`] for a PoRep proof type, from
+    /// its partition circuit as recorded by
+    /// [`precompile`](crate::precompile::precompile) (`cuzk precompile`) at
+    /// `recording`, instead of a synthesis of the blank circuit: the same
+    /// bytes, the QAP evaluated from the recorded matrices. The file is
+    /// checked as the prover checks it; one filed under another circuit is
+    /// refused, naming the file, the proof type and, when known, the proof
+    /// types whose circuit it holds.
+    pub fn generate_test_keys_from_recording(
+        &self,
+        proof_type: ProofType,
+        seed: u64,
+        recording: &Path,
+        fixed_base: &dyn FixedBase,
+    ) -> Result<TestKeys, Error> {
+        let precompiled = PrecompiledPorep::open(recording, proof_type, None)?;
+        self.write_test_keys(Circuit::Porep(proof_type), || {
+            crate::circuit::key_from_recording(precompiled.r1cs(), seed, fixed_base)
+        })
+    }
+
+    /// Makes the directory, generates the key with `generate` and writes
+    /// both files under `circuit`'s official names, each atomically.
+    fn write_test_keys(
+        &self,
+        circuit: Circuit,
+        generate: impl FnOnce() -> Result<ProvingKey, Error>,
+    ) -> Result<TestKeys, Error> {
         let params = self.params_path(circuit)?;
         let vk = self.vk_path(circuit)?;
         std::fs::create_dir_all(&self.0).map_err(|source| Error::Io {
@@ -148,7 +182,7 @@ impl ParamsDir {
             path: self.0.clone(),
             source,
         })?;
-        let key = circuit.generate_key(seed, fixed_base)?;
+        let key = generate()?;
         key.write_to_path(&params).map_err(|e| Error::Io {
             context: "writing",
             path: params.clone(),

@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::precompiled::{
-    cache, record, CacheError, CircuitId, DeferredAbc, MappedR1cs, R1csStats, RecordError, Witness,
-    WitnessError,
+    cache, record, CacheError, CircuitId, DeferredAbc, MappedR1cs, R1csRef, R1csStats, RecordError,
+    Witness, WitnessError,
 };
 use cuzk_synth::{CircuitShape, Synthesized};
 use filecoin_proofs::parameters::public_params;
@@ -34,7 +34,7 @@ use crate::{Error, ParamsDir, ProofType};
 #[derive(Debug, thiserror::Error)]
 pub enum PrecompiledError {
     /// The cache file cannot be used (missing, truncated, corrupt, another
-    /// version, another circuit); the message names the file.
+    /// version); the message names the file.
     #[error("pre-compiled circuit for {proof_type}: {source}")]
     Cache {
         /// The proof type's name.
@@ -42,6 +42,20 @@ pub enum PrecompiledError {
         /// What is wrong with the file.
         #[source]
         source: CacheError,
+    },
+    /// The cache file holds another circuit than the proof type's.
+    #[error(
+        "pre-compiled circuit {path} holds {holds}, not the circuit of {proof_type}",
+        path = path.display()
+    )]
+    OtherCircuit {
+        /// The file.
+        path: PathBuf,
+        /// The proof type asked for.
+        proof_type: String,
+        /// "the circuit of A, B" naming the proof types whose circuit the
+        /// file holds, or "circuit <id>" when it is none of theirs.
+        holds: String,
     },
     /// The recording does not fit the proving key (another circuit under
     /// the same name, or a stale file).
@@ -84,6 +98,22 @@ pub fn circuit_id(proof_type: ProofType) -> Result<CircuitId, Error> {
     Ok(CircuitId::from_name(
         name.strip_suffix(".params").unwrap_or(&name),
     ))
+}
+
+/// "the circuit of A, B": the supported proof types whose recordings are
+/// filed under `id`; "circuit <id>" when none is.
+fn circuit_named(id: &CircuitId) -> String {
+    let names: Vec<String> = ProofType::ALL
+        .into_iter()
+        .filter_map(|p| ProofType::new(p).ok())
+        .filter(|&p| circuit_id(p).is_ok_and(|other| other == *id))
+        .map(ProofType::name)
+        .collect();
+    if names.is_empty() {
+        format!("circuit {id}")
+    } else {
+        format!("the circuit of {}", names.join(", "))
+    }
 }
 
 /// Where the recording of `proof_type` lies by default: beside its key in
@@ -166,12 +196,18 @@ impl PrecompiledPorep {
         proof_type: ProofType,
         key: Option<&ProvingKey>,
     ) -> Result<Self, Error> {
-        let mapped = MappedR1cs::open(path, &circuit_id(proof_type)?).map_err(|source| {
-            PrecompiledError::Cache {
-                proof_type: proof_type.name(),
-                source,
-            }
-        })?;
+        let mapped =
+            MappedR1cs::open(path, &circuit_id(proof_type)?).map_err(|source| match source {
+                CacheError::OtherCircuit { found, .. } => PrecompiledError::OtherCircuit {
+                    path: path.to_owned(),
+                    proof_type: proof_type.name(),
+                    holds: circuit_named(&found),
+                },
+                source => PrecompiledError::Cache {
+                    proof_type: proof_type.name(),
+                    source,
+                },
+            })?;
         if let Some(key) = key {
             let want = shape_from_key(key);
             let got = mapped.shape();
@@ -212,6 +248,12 @@ impl PrecompiledPorep {
     /// The recorded shape.
     pub fn shape(&self) -> &CircuitShape {
         self.mapped.shape()
+    }
+
+    /// The recording itself (the mapped matrices), for key generation
+    /// (`cuzk_groth16::setup::generate_from_recording`).
+    pub fn r1cs(&self) -> R1csRef<'_> {
+        MappedR1cs::as_ref(&self.mapped)
     }
 
     /// The file's size in bytes.

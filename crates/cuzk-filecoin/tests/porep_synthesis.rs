@@ -5,7 +5,10 @@
 //! assignments, densities);
 //! the three modes give the same proof bytes; a pre-compiled circuit file
 //! that is truncated, corrupt, missing or for another circuit is refused
-//! naming the file, and the prover falls back to parallel synthesis.
+//! naming the file, and the prover falls back to parallel synthesis. A test
+//! key generated from the recording equals the one generated from the blank
+//! circuit, byte for byte; another circuit's recording is refused, naming
+//! both.
 //!
 //! The C1s: a 2 KiB sector sealed here with filecoin-proofs (as
 //! porep_2kib.rs seals one) and synthetic sectors (cuzk's generator);
@@ -23,6 +26,7 @@ use cuzk_filecoin::{
     ProofType, SectorIdentity, SynthesisMode, Verified, WitnessSource,
 };
 use cuzk_groth16::prover::CpuBackend;
+use cuzk_groth16::setup::CpuFixedBase;
 use cuzk_synth::precompiled::{CacheError, Witness};
 use filecoin_proofs::{MerkleTreeTrait, SectorShape2KiB, SectorShape512MiB};
 use filecoin_proofs_api::RegisteredSealProof;
@@ -273,7 +277,10 @@ fn unusable_cache_files_are_refused_naming_them_and_fall_back_to_parallel() {
     let other = proof_type(RegisteredSealProof::StackedDrg8MiBV1_1);
     let e = PrecompiledPorep::open(&good, other, None).unwrap_err();
     assert!(e.to_string().contains("good.r1cs"), "{e}");
-    assert!(matches!(cache_fault(e), CacheError::OtherCircuit { .. }));
+    assert!(matches!(
+        e,
+        Error::Precompiled(PrecompiledError::OtherCircuit { .. })
+    ));
 
     // The prover's view: refused, said why, synthesized in parallel.
     let params = ParamsDir::new(dir.path());
@@ -323,4 +330,57 @@ fn synthetic_512mib_partition_in_every_mode_equals_sequential_synthesis() {
     let path = dir.path().join("porep-512mib.r1cs");
     precompile(c1.proof_type, &path).unwrap();
     precompiled_equals_sequential::<SectorShape512MiB>(&c1, &path);
+}
+
+#[test]
+fn the_2kib_key_from_its_recording_is_the_synthesized_key() {
+    let pt = proof_type(RegisteredSealProof::StackedDrg2KiBV1_1);
+    settings();
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("porep-2kib.r1cs");
+    precompile(pt, &recording).unwrap();
+    let synthesized = ParamsDir::new(dir.path().join("synthesized"))
+        .generate_test_keys(pt, KEY_SEED)
+        .unwrap();
+    let recorded = ParamsDir::new(dir.path().join("recorded"))
+        .generate_test_keys_from_recording(pt, KEY_SEED, &recording, &CpuFixedBase)
+        .unwrap();
+    for (a, b) in [
+        (&synthesized.params, &recorded.params),
+        (&synthesized.vk, &recorded.vk),
+    ] {
+        assert_eq!(a.file_name(), b.file_name());
+        let (a_bytes, b_bytes) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+        assert!(
+            a_bytes == b_bytes,
+            "{} ({} bytes) differs from {} ({} bytes)",
+            b.display(),
+            b_bytes.len(),
+            a.display(),
+            a_bytes.len()
+        );
+    }
+}
+
+#[test]
+fn a_key_from_another_circuits_recording_is_refused_naming_both() {
+    let recorded = proof_type(RegisteredSealProof::StackedDrg2KiBV1_1);
+    let wanted = proof_type(RegisteredSealProof::StackedDrg8MiBV1_1);
+    settings();
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("porep-2kib.r1cs");
+    precompile(recorded, &recording).unwrap();
+    let params = ParamsDir::new(dir.path().join("keys"));
+    let e = params
+        .generate_test_keys_from_recording(wanted, KEY_SEED, &recording, &CpuFixedBase)
+        .unwrap_err();
+    let message = e.to_string();
+    for name in ["porep-2kib.r1cs", &wanted.name(), &recorded.name()] {
+        assert!(message.contains(name), "{message:?} does not name {name}");
+    }
+    assert!(matches!(
+        e,
+        Error::Precompiled(PrecompiledError::OtherCircuit { .. })
+    ));
+    assert!(!params.params_path(wanted).unwrap().exists());
 }

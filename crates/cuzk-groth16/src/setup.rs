@@ -11,6 +11,12 @@
 //! the GPU in `cuzk-gpu`. Affine points are unique, so any correct
 //! implementation gives bellperson's bytes.
 //!
+//! A circuit recorded once (cuzk-synth's `precompiled`: its A, B, C as
+//! sparse matrices, in memory or a mapped cache file) gives the same key
+//! without a second synthesis: [`generate_from_recording`] evaluates the
+//! QAP as the transposed products Aᵀ·L(τ), Bᵀ·L(τ), Cᵀ·L(τ) (`recording`)
+//! and shares every later step with [`generate_key_with`].
+//!
 //! What each section holds (n = domain size, Z(τ) = τⁿ − 1):
 //!
 //! * h_i = g1 · τ^i · Z(τ)/δ for i < n − 1;
@@ -22,12 +28,14 @@
 
 mod assembly;
 mod fixed_base;
+mod recording;
 
 use std::time::Instant;
 
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{G1Affine, G1Projective, G2Projective, Scalar as Fr};
 use cuzk_field::ntt::{powers, Domain};
+use cuzk_synth::precompiled::R1csRef;
 use ff::{Field, PrimeField};
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand_core::RngCore;
@@ -53,6 +61,11 @@ pub enum SetupError {
     /// The fixed-base step failed.
     #[error(transparent)]
     FixedBase(#[from] FixedBaseError),
+    /// A recording handed to [`generate_from_recording`] is not well formed
+    /// (matrices of another row count, a column past the variables, ...);
+    /// the message names the matrix.
+    #[error("the recording cannot be used for setup: {0}")]
+    Recording(String),
 }
 
 /// The toxic waste, in the order bellperson draws it.
@@ -102,20 +115,68 @@ pub fn generate_key_with<C: Circuit<Fr>, F: FixedBase + ?Sized>(
     assembly.alloc_input(|| "", || Ok(Fr::ONE))?;
     circuit.synthesize(&mut assembly)?;
     assembly.enforce_input_constraints();
-    let (num_inputs, num_aux) = (assembly.num_inputs(), assembly.num_aux());
-    let constraints = assembly.num_constraints();
-    if constraints > 1 << (Fr::S - 1) {
-        return Err(SynthesisError::PolynomialDegreeTooLarge.into());
-    }
     tracing::info!(
-        constraints,
-        num_inputs,
-        num_aux,
+        constraints = assembly.num_constraints(),
+        num_inputs = assembly.num_inputs(),
+        num_aux = assembly.num_aux(),
         terms = assembly.num_terms(),
         elapsed = ?start.elapsed(),
         "setup: circuit recorded"
     );
+    let constraints = assembly.num_constraints();
+    key_from_qap(
+        w,
+        constraints,
+        |lagrange| assembly.evaluate(lagrange),
+        fixed_base,
+    )
+}
 
+/// A proving key from a pre-compiled circuit's recording (cuzk-synth's
+/// [`record`](cuzk_synth::precompiled::record), or a cache file mapped by
+/// [`MappedR1cs`](cuzk_synth::precompiled::MappedR1cs)) instead of a
+/// synthesis: the same bytes as [`generate_key_with`] on the circuit that
+/// was recorded, for the same RNG, and the same refusals (an aux variable
+/// in no constraint is `UnconstrainedVariable`).
+///
+/// Each variable's A, B and C at τ is the transposed product of the
+/// recorded matrix with the Lagrange coefficients L(τ), on every core
+/// (`recording`'s passes: scratch bounded, ~12 bytes a term per pass);
+/// everything after that — the query scalars, the fixed-base products, the
+/// key's layout — is [`generate_key_with`]'s own code. The fixed-base step,
+/// by far the heaviest, runs where `fixed_base` does: pass
+/// `cuzk_gpu::keygen::GpuFixedBase` to have it on the GPU where there is
+/// one. A recording that is not well formed (possible only for an
+/// `R1csRef` assembled by hand) is refused as [`SetupError::Recording`].
+pub fn generate_from_recording<F: FixedBase + ?Sized>(
+    recording: R1csRef<'_>,
+    rng: &mut impl RngCore,
+    fixed_base: &F,
+) -> Result<ProvingKey, SetupError> {
+    let w = ToxicWaste::draw(rng);
+    recording::check(&recording).map_err(SetupError::Recording)?;
+    let constraints = recording.shape.num_constraints;
+    key_from_qap(
+        w,
+        constraints,
+        |lagrange| recording::evaluate(&recording, lagrange),
+        fixed_base,
+    )
+}
+
+/// Everything after the circuit: the Lagrange coefficients at τ, the QAP
+/// evaluated by `evaluate` on them, the query scalars, the fixed-base
+/// products and the key. Both entry points end here, so a key from a
+/// recording differs from one from synthesis only in `evaluate`.
+fn key_from_qap<F: FixedBase + ?Sized>(
+    w: ToxicWaste,
+    constraints: usize,
+    evaluate: impl FnOnce(&[Fr]) -> Evaluated,
+    fixed_base: &F,
+) -> Result<ProvingKey, SetupError> {
+    if constraints > 1 << (Fr::S - 1) {
+        return Err(SynthesisError::PolynomialDegreeTooLarge.into());
+    }
     let gamma_inv: Fr = Option::from(w.gamma.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
     let delta_inv: Fr = Option::from(w.delta.invert()).ok_or(SynthesisError::UnexpectedIdentity)?;
 
@@ -132,7 +193,7 @@ pub fn generate_key_with<C: Circuit<Fr>, F: FixedBase + ?Sized>(
         .collect();
     domain.intt(&mut tau_powers);
     let lagrange = tau_powers;
-    let e = assembly.evaluate(&lagrange);
+    let e = evaluate(&lagrange);
     drop(lagrange);
     let s = QueryScalars::new(&e, w.alpha, w.beta, gamma_inv, delta_inv);
     drop(e);

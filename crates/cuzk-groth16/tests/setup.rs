@@ -1,7 +1,9 @@
 //! Key generation against bellperson 0.27's generator: the same seeded RNG
 //! gives the same key bytes (a demo circuit and an irregular,
 //! non-power-of-two one), the same refusals, and a key that proves and
-//! verifies.
+//! verifies. A key from the circuit's recording (in memory or a mapped cache
+//! file) equals the key from its synthesis, byte for byte, refusals
+//! included.
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::multieq::MultiEq;
@@ -11,9 +13,10 @@ use bellperson::groth16 as bp;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar as Fr};
 use cuzk_groth16::prover::{prove_batch, CpuBackend};
-use cuzk_groth16::setup::{generate_key, SetupError};
+use cuzk_groth16::setup::{generate_from_recording, generate_key, CpuFixedBase, SetupError};
 use cuzk_groth16::verifier::{verify_proof, PreparedVerifyingKey};
-use cuzk_synth::{synthesize, DemoCircuit};
+use cuzk_synth::precompiled::{cache, record, CircuitId, MappedR1cs, R1csRef};
+use cuzk_synth::{synthesize, CircuitShape, DemoCircuit};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -162,4 +165,104 @@ fn key_proves_and_verifies() {
     let mut wrong = inputs.clone();
     wrong[0] += Fr::ONE;
     assert!(!verify_proof(&pvk, &proved[0].proof, &wrong).unwrap());
+}
+
+/// The key from `recording` (with toxic waste from `seed`).
+fn recording_key(recording: R1csRef<'_>, seed: u64) -> Result<Vec<u8>, SetupError> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    Ok(generate_from_recording(recording, &mut rng, &CpuFixedBase)?.to_bytes())
+}
+
+/// The key from the circuit's recording equals the key from its synthesis,
+/// for `seed`, byte for byte.
+fn check_recording_gives_the_same_key<C: Circuit<Fr> + Clone>(circuit: C, seed: u64) {
+    let r1cs = record(circuit.clone()).unwrap();
+    let from_recording = recording_key(r1cs.as_ref(), seed).unwrap();
+    let from_circuit = generate_key(circuit, &mut ChaCha20Rng::seed_from_u64(seed))
+        .unwrap()
+        .to_bytes();
+    assert_eq!(
+        from_recording.len(),
+        from_circuit.len(),
+        "seed {seed}: key length"
+    );
+    if let Some(at) = from_recording
+        .iter()
+        .zip(&from_circuit)
+        .position(|(a, b)| a != b)
+    {
+        panic!("seed {seed}: keys differ first at byte {at}");
+    }
+}
+
+#[test]
+fn demo_keys_from_recordings_are_the_synthesized_ones() {
+    let seed = cuzk_testkit::test_seed("demo_keys_from_recordings_are_the_synthesized_ones");
+    // SHA-256 and chain, chain only, SHA-256 only; 2^10 to 2^16.
+    for (log_size, sha_share) in [(10, 0.95), (12, 0.0), (14, 1.0), (16, 0.7)] {
+        check_recording_gives_the_same_key(DemoCircuit::new(log_size, sha_share, seed), seed);
+    }
+}
+
+#[test]
+fn irregular_key_from_its_recording_is_the_synthesized_one() {
+    let seed = cuzk_testkit::test_seed("irregular_key_from_its_recording_is_the_synthesized_one");
+    check_recording_gives_the_same_key(Irregular { words: 5, seed }, seed);
+}
+
+#[test]
+fn key_from_a_mapped_recording_is_the_synthesized_one() {
+    let seed = cuzk_testkit::test_seed("key_from_a_mapped_recording_is_the_synthesized_one");
+    let circuit = Irregular { words: 3, seed };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("irregular.r1cs");
+    let id = CircuitId::from_name("irregular");
+    cache::write(&path, &id, &record(circuit.clone()).unwrap()).unwrap();
+    let mapped = MappedR1cs::open(&path, &id).unwrap();
+    let from_circuit = generate_key(circuit, &mut ChaCha20Rng::seed_from_u64(seed))
+        .unwrap()
+        .to_bytes();
+    assert!(recording_key(mapped.as_ref(), seed).unwrap() == from_circuit);
+}
+
+#[test]
+fn unconstrained_variable_in_a_recording_is_refused_as_in_synthesis() {
+    let r1cs = record(Unconstrained).unwrap();
+    assert!(matches!(
+        recording_key(r1cs.as_ref(), 1),
+        Err(SetupError::Synthesis(SynthesisError::UnconstrainedVariable))
+    ));
+}
+
+#[test]
+fn malformed_recording_is_refused_naming_the_matrix() {
+    let r1cs = record(Irregular { words: 1, seed: 0 }).unwrap();
+    let check = |shape: CircuitShape, want: &str| {
+        let recording = R1csRef {
+            shape: &shape,
+            ..r1cs.as_ref()
+        };
+        match recording_key(recording, 0) {
+            Err(e @ SetupError::Recording(_)) => {
+                let message = e.to_string();
+                assert!(message.contains(want), "{message:?} lacks {want:?}");
+            }
+            other => panic!("{shape:?}: {:?}", other.map(|k| k.len())),
+        }
+    };
+    let shape = r1cs.shape().clone();
+    check(
+        CircuitShape {
+            num_constraints: shape.num_constraints - 1,
+            ..shape.clone()
+        },
+        "matrix A has",
+    );
+    check(
+        CircuitShape {
+            num_aux: shape.num_aux - 1,
+            ..shape
+        },
+        "past the circuit's",
+    );
 }

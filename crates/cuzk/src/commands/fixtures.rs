@@ -2,7 +2,8 @@
 //!
 //! * `keys`: test keys for any sector size (the PoRep, WinningPoSt,
 //!   WindowPoSt or update circuit), generated offline from a seed (the fixed-base step
-//!   on a CUDA device when there is one), under their official names.
+//!   on a CUDA device when there is one), under their official names; a
+//!   PoRep key optionally from its recorded circuit (`--from-recording`).
 //! * `fetch`: the official parameter files of the crates' manifest, each
 //!   checked against its digest.
 //! * `seal`: a sector of random data sealed by filecoin-proofs (up to
@@ -23,6 +24,7 @@ use anyhow::{bail, Context, Result};
 use base64::Engine as _;
 use clap::Subcommand;
 use cuzk_filecoin::fetch::{self, Fetched};
+use cuzk_filecoin::precompile::default_cache_path;
 use cuzk_filecoin::sample::seal_random_sector;
 use cuzk_filecoin::synthetic::{supported_names, SyntheticSector};
 use cuzk_filecoin::synthetic_post::SyntheticPost;
@@ -71,6 +73,14 @@ pub(crate) enum Fixtures {
         /// bytes are the same.
         #[arg(long, default_value = "auto")]
         backend: String,
+        /// PoRep only: generate the key from the partition circuit's
+        /// recording (the file `cuzk precompile` writes) instead of
+        /// synthesizing the blank circuit again; the same bytes. Alone, the
+        /// recording's default place beside the key (`v28-<circuit id>.r1cs`
+        /// in the parameter directory). A file missing, corrupt or holding
+        /// another circuit is refused, naming it.
+        #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "")]
+        from_recording: Option<PathBuf>,
     },
     /// Download the official parameter files and check their digests.
     Fetch {
@@ -186,6 +196,7 @@ pub(crate) fn run(task: Fixtures) -> Result<()> {
             dir,
             force,
             backend,
+            from_recording,
         } => keys(
             &sector_size,
             &kind,
@@ -194,6 +205,7 @@ pub(crate) fn run(task: Fixtures) -> Result<()> {
             dir,
             force,
             &backend,
+            from_recording,
         ),
         Fixtures::Fetch {
             sector_size,
@@ -431,6 +443,7 @@ fn c1_bytes(c1: &SealCommitPhase1Output, sector: u64, curio: bool) -> Result<Vec
     }))?)
 }
 
+#[allow(clippy::too_many_arguments)] // one per command-line option
 fn keys(
     sector_size: &str,
     kind: &str,
@@ -439,6 +452,7 @@ fn keys(
     dir: Option<PathBuf>,
     force: bool,
     backend: &str,
+    from_recording: Option<PathBuf>,
 ) -> Result<()> {
     let proof_type = circuit_arg(sector_size, kind, proof_type)?;
     let dir = dir_or_default(dir);
@@ -457,7 +471,25 @@ fn keys(
         dir.path().display()
     );
     let t = Instant::now();
-    let keys = dir.generate_test_keys_with(proof_type, seed, fixed_base.as_ref())?;
+    let keys = match from_recording {
+        None => dir.generate_test_keys_with(proof_type, seed, fixed_base.as_ref())?,
+        Some(path) => {
+            let Circuit::Porep(porep) = proof_type else {
+                bail!(
+                    "--from-recording: only PoRep circuits are recorded (`cuzk precompile`), \
+                     not {}",
+                    proof_type.name()
+                );
+            };
+            let path = if path.as_os_str().is_empty() {
+                default_cache_path(&dir, porep)?
+            } else {
+                path
+            };
+            eprintln!("from the recording {}", path.display());
+            dir.generate_test_keys_from_recording(porep, seed, &path, fixed_base.as_ref())?
+        }
+    };
     println!(
         "wrote {} ({} bytes) and {} in {:.1}s (fixed-base step: {})",
         keys.params.display(),
