@@ -311,23 +311,33 @@ fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
         let circuit = DemoCircuit::new(k, 0.95, seed ^ 7);
         let full = synthesize(circuit.clone()).unwrap();
         let w = deferred.synthesized(witness(circuit).unwrap()).unwrap();
-        // The streamed plan's peak under the resident plan's budget: room for
-        // one chunk's staging, not for the three matrices.
-        let resident = first.plan(witness_shape(&w)).unwrap();
-        assert!(resident.abc_on_device() && resident.matrices_streamed().is_none());
+        // A budget with room for one chunk's staging, not for the three
+        // matrices: a plan's peak is its own bytes plus a margin of
+        // budget / 64 + 64 MiB, so the smallest budget a plan fits is
+        // (bytes + 64 MiB) · 64/63.
         let mut shape = witness_shape(&w);
+        let resident_bytes = {
+            let p = VramPlan::with_mode(shape, 0, SrsMode::Resident, &CudaFootprints);
+            p.peak() - p.margin
+        };
         let d = shape.device_abc.as_mut().unwrap();
         d.stream_terms = Some(cuzk_gpu::STREAM_TERMS.min(d.terms));
-        let streamed =
-            VramPlan::with_mode(shape, resident.peak(), SrsMode::Resident, &CudaFootprints);
+        let streamed_bytes = {
+            let p = VramPlan::with_mode(shape, 0, SrsMode::Resident, &CudaFootprints);
+            p.peak() - p.margin
+        };
         assert!(
-            streamed.peak() < resident.peak(),
-            "{streamed} against {resident}"
+            streamed_bytes < resident_bytes,
+            "2^{k}: streamed {streamed_bytes} against resident {resident_bytes} bytes"
         );
+        let budget = ((streamed_bytes + (64 << 20)) * 64).div_ceil(63) + 64;
         let gpu = cuzk_cuda::Gpu::first().unwrap().unwrap();
-        let small = CudaBackend::with_budget(gpu, VramBudget::Bytes(streamed.peak())).unwrap();
+        let small = CudaBackend::with_budget(gpu, VramBudget::Bytes(budget)).unwrap();
         let plan = small.plan(witness_shape(&w)).unwrap();
-        assert!(plan.matrices_streamed().is_some(), "{plan}");
+        assert!(
+            plan.matrices_streamed().is_some(),
+            "2^{k}: {plan} (resident {resident_bytes}, streamed {streamed_bytes} bytes)"
+        );
         let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
         let cpu = prove_with(&CpuBackend, &key, &full, r, s).unwrap();
         let out = prove_with(&small, &key, &w, r, s).unwrap();

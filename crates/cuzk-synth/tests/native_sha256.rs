@@ -183,8 +183,8 @@ fn check_whole(message: &[BitSpec]) {
         .collect();
     let digest = sha256(cs.namespace(|| "sha"), &bits).unwrap();
     let packed = pack_bits(cs.namespace(|| "pack"), &digest).unwrap();
-    let num = AllocatedNum::alloc(cs.namespace(|| "num"), || Ok(packed.get_value().unwrap()))
-        .unwrap();
+    let num =
+        AllocatedNum::alloc(cs.namespace(|| "num"), || Ok(packed.get_value().unwrap())).unwrap();
     num.to_bits_le(cs.namespace(|| "bits")).unwrap();
     let expected = cs.into_witness().aux_assignment;
 
@@ -195,7 +195,12 @@ fn check_whole(message: &[BitSpec]) {
     aux.push(value);
     aux.push(value);
     let le = alloc_le_bits(&value, &mut aux);
-    assert_eq!(aux.len(), expected.len(), "aux count ({} bits)", message.len());
+    assert_eq!(
+        aux.len(),
+        expected.len(),
+        "aux count ({} bits)",
+        message.len()
+    );
     if let Some(i) = (0..aux.len()).find(|&i| aux[i] != expected[i]) {
         panic!("aux {i} differs ({} bits)", message.len());
     }
