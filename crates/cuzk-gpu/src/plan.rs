@@ -570,10 +570,20 @@ mod tests {
         assert!(plan.to_string().contains("a, b, c on the device"), "{plan}");
 
         // Room for the key and the abc stage with a chunk's staging, not for
-        // the matrices: streamed, nothing counted as resident.
+        // the matrices: streamed, nothing counted as resident. A plan fits a
+        // budget b when its bytes + b/64 + 64 MiB (the margin) <= b.
+        let fit_at = |p: &VramPlan| ((p.peak() - p.margin + (64 << 20)) * 64).div_ceil(63);
         let staging = cuzk_cuda::abc::streamed_bytes(2466, STREAM_TERMS);
-        let middle = plan.peak() - 3 * GIB + staging;
-        let plan = VramPlan::new(shape, middle, &Linear).unwrap();
+        let mut streamed_shape = shape;
+        streamed_shape.device_abc.as_mut().unwrap().stream_terms = Some(STREAM_TERMS);
+        let streamed_min = fit_at(&VramPlan::with_mode(
+            streamed_shape,
+            140 * GIB,
+            SrsMode::Resident,
+            &Linear,
+        ));
+        assert!(streamed_min < fit_at(&plan));
+        let plan = VramPlan::new(shape, streamed_min, &Linear).unwrap();
         assert!(plan.abc_on_device(), "{plan}");
         assert_eq!(plan.matrices_streamed(), Some(STREAM_TERMS), "{plan}");
         assert_eq!(plan.matrix_bytes, 0);
@@ -586,7 +596,7 @@ mod tests {
 
         // Room for the key and a host-abc partition, not for the streamed
         // abc stage.
-        let tight = middle - 1;
+        let tight = streamed_min - 1024;
         let plan = VramPlan::new(shape, tight, &Linear).unwrap();
         assert!(!plan.abc_on_device(), "{plan}");
         assert_eq!(plan.mode, SrsMode::Resident);
