@@ -294,10 +294,7 @@ fn prove_challenge<Tree: 'static + MerkleTreeTrait>(
                     .collect::<Result<Vec<_>, _>>()?;
                 let hash = hash_single_column(cs, &rows)?;
                 tree_inclusion::<Tree>(cs, &parent.path, &pre.comm_c, &hash)?;
-                Ok(rows
-                    .iter()
-                    .map(|r| value_of(r))
-                    .collect::<Result<Vec<_>, _>>()?)
+                rows.iter().map(value_of).collect::<Result<Vec<_>, _>>()
             })
             .collect::<Result<Vec<Vec<Fr>>, SynthesisError>>()
     };

@@ -79,7 +79,7 @@ pub(crate) enum AbcMatrices<'a> {
     /// The recording resident in the device's slot.
     Resident(Arc<DeviceR1cs>),
     /// The recording on the host, streamed in chunks of this many terms.
-    Streamed(R1csRef<'a>, usize),
+    Streamed(Box<R1csRef<'a>>, usize),
 }
 
 struct Resident {

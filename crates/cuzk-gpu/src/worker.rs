@@ -128,7 +128,7 @@ impl Worker {
             }
             (Some(d), true, Some(terms)) => {
                 tracing::info!("a, b, c on the device, matrices streamed from the host: {plan}");
-                Some(AbcMatrices::Streamed(d.r1cs(), terms))
+                Some(AbcMatrices::Streamed(Box::new(d.r1cs()), terms))
             }
             _ => None,
         };

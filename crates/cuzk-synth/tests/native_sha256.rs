@@ -204,11 +204,13 @@ fn check_whole(message: &[BitSpec]) {
     if let Some(i) = (0..aux.len()).find(|&i| aux[i] != expected[i]) {
         panic!("aux {i} differs ({} bits)", message.len());
     }
-    // reverse_bit_numbering: whole bytes, each reversed.
+    // reverse_bit_numbering: padded with a constant zero to whole bytes,
+    // then each byte reversed (the padding lands first in the last byte).
     let reversed = reverse_bit_numbering(le.clone());
     assert_eq!(reversed.len(), 256);
     assert_eq!(reversed[7], le[0]);
-    assert_eq!(reversed[255], Bit::Constant(false));
+    assert_eq!(reversed[248], Bit::Constant(false));
+    assert_eq!(reversed[255], le[248]);
 }
 
 proptest! {

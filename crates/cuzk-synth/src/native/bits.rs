@@ -30,7 +30,7 @@ pub fn alloc_le_bits(value: &Fr, aux: &mut Vec<Fr>) -> Vec<Bit> {
 /// `reverse_bit_numbering`: `bits` padded with constant zeros to whole
 /// bytes, then each byte's bits in reverse order.
 pub fn reverse_bit_numbering(mut bits: Vec<Bit>) -> Vec<Bit> {
-    while !bits.len().is_multiple_of(8) {
+    while bits.len() % 8 != 0 {
         bits.push(Bit::Constant(false));
     }
     for byte in bits.chunks_mut(8) {

@@ -411,15 +411,12 @@ pub fn compression(input: &[Bit], state: &[Word; 8], aux: &mut Vec<Fr>) -> [Word
 ///
 /// If `message` is not a whole number of bytes.
 pub fn sha256(message: &[Bit], aux: &mut Vec<Fr>) -> Vec<Bit> {
-    assert!(
-        message.len().is_multiple_of(8),
-        "a SHA-256 message is whole bytes"
-    );
+    assert!(message.len() % 8 == 0, "a SHA-256 message is whole bytes");
     let length = message.len() as u64;
     let mut padded = Vec::with_capacity((message.len() + 64 + 1).div_ceil(512) * 512);
     padded.extend_from_slice(message);
     padded.push(Bit::Constant(true));
-    while !(padded.len() + 64).is_multiple_of(512) {
+    while (padded.len() + 64) % 512 != 0 {
         padded.push(Bit::Constant(false));
     }
     padded.extend((0..64).rev().map(|i| Bit::Constant(length >> i & 1 == 1)));
