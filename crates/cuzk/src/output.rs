@@ -62,6 +62,32 @@ pub(crate) fn stage_list(timings: &StageTimings) -> String {
     stages.join(", ")
 }
 
+/// Prints one line per proved partition of a job ("{label}partition k/n:
+/// synthesis, proving stages (backend: stages; verification)") and returns
+/// the synthesis and proving time summed over them.
+pub(crate) fn report_partitions(
+    label: &str,
+    partitions: &[cuzk_pipeline::PartitionReport],
+) -> (Duration, Duration) {
+    let (mut synthesis, mut proving) = (Duration::ZERO, Duration::ZERO);
+    for (k, p) in partitions.iter().enumerate() {
+        let busy = p.timings.total();
+        synthesis += p.synthesis;
+        proving += busy;
+        eprintln!(
+            "{label}partition {}/{}: synthesis {}, proving stages {} ({}: {}; {:?})",
+            k + 1,
+            partitions.len(),
+            secs(p.synthesis),
+            secs(busy),
+            p.backend,
+            stage_list(&p.timings),
+            p.verification
+        );
+    }
+    (synthesis, proving)
+}
+
 /// Writes `bytes` to a temporary sibling of `path`, syncs it and renames it
 /// over `path`, so a reader never sees a partial file (creating the folder).
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {

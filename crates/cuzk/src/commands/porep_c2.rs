@@ -22,7 +22,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::backend::{select_backend, BackendArgs};
 use crate::output::{
-    peak_rss, read_key, rng_from, secs, spinner, stage_list, write_atomically, Stages,
+    peak_rss, read_key, report_partitions, rng_from, secs, spinner, stage_list, write_atomically,
+    Stages,
 };
 
 #[derive(Args, Debug)]
@@ -433,24 +434,11 @@ fn through_engine(
     let outs = outs.context("proving through the engine")?;
 
     let pt: ProofType = sectors[0].c1.proof_type;
-    let mut synthesis = Duration::ZERO;
-    let mut gpu = Duration::ZERO;
+    let (mut synthesis, mut gpu) = (Duration::ZERO, Duration::ZERO);
     for (j, out) in outs.iter().enumerate() {
-        for (k, p) in out.partitions.iter().enumerate() {
-            let busy = p.timings.total();
-            synthesis += p.synthesis;
-            gpu += busy;
-            eprintln!(
-                "sector {j} partition {}/{}: synthesis {}, proving stages {} ({}: {}; {:?})",
-                k + 1,
-                out.partitions.len(),
-                secs(p.synthesis),
-                secs(busy),
-                p.backend,
-                stage_list(&p.timings),
-                p.verification
-            );
-        }
+        let (s, g) = report_partitions(&format!("sector {j} "), &out.partitions);
+        synthesis += s;
+        gpu += g;
     }
     stages.push((
         "synthesis".into(),

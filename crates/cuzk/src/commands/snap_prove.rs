@@ -23,7 +23,8 @@ use cuzk_sched::Engine;
 use crate::backend::{select_backend, BackendArgs};
 use crate::commands::post::{parse_hex, vanilla_files};
 use crate::output::{
-    peak_rss, read_key, rng_from, secs, spinner, stage_list, write_atomically, Stages,
+    peak_rss, read_key, report_partitions, rng_from, secs, spinner, stage_list, write_atomically,
+    Stages,
 };
 
 #[derive(Args, Debug)]
@@ -274,23 +275,7 @@ fn through_engine(
     s.finish_and_clear();
     engine.shutdown();
     let out = out?.context("proving through the engine")?;
-    let mut synthesis = Duration::ZERO;
-    let mut busy = Duration::ZERO;
-    for (k, p) in out.partitions.iter().enumerate() {
-        let stages_total = p.timings.total();
-        synthesis += p.synthesis;
-        busy += stages_total;
-        eprintln!(
-            "partition {}/{}: synthesis {}, proving stages {} ({}: {}; {:?})",
-            k + 1,
-            out.partitions.len(),
-            secs(p.synthesis),
-            secs(stages_total),
-            p.backend,
-            stage_list(&p.timings),
-            p.verification
-        );
-    }
+    let (synthesis, busy) = report_partitions("", &out.partitions);
     stages.push((
         "synthesis".into(),
         synthesis,
