@@ -499,17 +499,35 @@ impl<H: Hasher> SparseTree<H> {
         S: 'static + filecoin_hashers::PoseidonArity,
         T: 'static + filecoin_hashers::PoseidonArity,
     {
-        let mut index = leaf;
-        let mut path = Vec::with_capacity(self.arities.len());
-        for (level, &arity) in self.arities.iter().enumerate() {
-            let group = index / arity * arity;
-            let siblings = (group..group + arity)
-                .filter(|&i| i != index)
-                .map(|i| self.node(level, i))
-                .collect();
-            path.push((siblings, index - group));
-            index /= arity;
-        }
-        MerkleProof::from_parts(self.node(0, leaf), self.root(), path)
+        opening(&self.arities, leaf, |level, i| self.node(level, i))
     }
+}
+
+/// The opening of `leaf` in a tree of `arities` (leaves first) whose node
+/// at (level, index) is `node`: for each level, the siblings in order
+/// without the node itself, and its position among them; the root is the
+/// single node above the last level.
+pub(crate) fn opening<H, A, S, T>(
+    arities: &[usize],
+    leaf: usize,
+    node: impl Fn(usize, usize) -> H::Domain,
+) -> MerkleProof<H, A, S, T>
+where
+    H: Hasher,
+    A: 'static + filecoin_hashers::PoseidonArity,
+    S: 'static + filecoin_hashers::PoseidonArity,
+    T: 'static + filecoin_hashers::PoseidonArity,
+{
+    let mut index = leaf;
+    let mut path = Vec::with_capacity(arities.len());
+    for (level, &arity) in arities.iter().enumerate() {
+        let group = index / arity * arity;
+        let siblings = (group..group + arity)
+            .filter(|&i| i != index)
+            .map(|i| node(level, i))
+            .collect();
+        path.push((siblings, index - group));
+        index /= arity;
+    }
+    MerkleProof::from_parts(node(0, leaf), node(arities.len(), 0), path)
 }

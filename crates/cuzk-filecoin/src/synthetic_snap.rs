@@ -41,7 +41,7 @@ use storage_proofs_update::{phi, rho, ChallengeProof, Challenges, PartitionProof
 
 use crate::proof_type::with_sector_shape;
 use crate::sdr::field_bytes;
-use crate::synthetic::{domain_bytes, tree_arities};
+use crate::synthetic::{domain_bytes, opening, tree_arities};
 use crate::{Error, UpdateType};
 
 /// log2 of the number of uniform blocks a sector is cut into (fewer for
@@ -278,18 +278,7 @@ impl<H: Hasher> BlockTree<H> {
         S: 'static + filecoin_hashers::PoseidonArity,
         T: 'static + filecoin_hashers::PoseidonArity,
     {
-        let mut index = leaf;
-        let mut path = Vec::with_capacity(self.arities.len());
-        for (level, &arity) in self.arities.iter().enumerate() {
-            let group = index / arity * arity;
-            let siblings = (group..group + arity)
-                .filter(|&i| i != index)
-                .map(|i| self.node(level, i))
-                .collect();
-            path.push((siblings, index - group));
-            index /= arity;
-        }
-        MerkleProof::from_parts(self.node(0, leaf), self.root(), path)
+        opening(&self.arities, leaf, |level, i| self.node(level, i))
     }
 }
 
