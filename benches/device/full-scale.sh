@@ -162,6 +162,53 @@ step_porep_two() {
     && echo "sector 1's proof identical to porep_pre's (same --rng-seed)" >> "$FS/porep_two.log"
 }
 
+# The 32 GiB PoRep circuit recorded for --synthesis precompiled (what step_synth also
+# records, without its benchmark).
+step_precompile() {
+  [ -s "$FS/porep-32g.r1cs" ] && { echo "kept $FS/porep-32g.r1cs" > "$FS/precompile.log"; return; }
+  /usr/bin/time -v "$bin/cuzk" precompile --proof-type StackedDrg32GiBV1_1 \
+    --out "$FS/porep-32g.r1cs" > "$FS/precompile.log" 2>&1
+  echo "precompile rc=$?" >> "$FS/precompile.log"
+}
+
+# Both 32 GiB C1s back to back with the pre-compiled circuit, once per GPU worker count
+# (GPU_WORKERS, default "1 2"): the steady state with one partition on the GPU at a time
+# against partitions overlapping there. Logs porep_gw<N>.log, TIMELINE timeline-gw<N>.jsonl;
+# every proof checked by verify_seal; sector 1's proof compared across the counts.
+step_porep_gw() {
+  local n
+  for n in ${GPU_WORKERS:-1 2}; do
+    "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-gw$n.bin" \
+      --out "$FS/proof-2-gw$n.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
+      --gpu-workers "$n" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
+      --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
+      --timeline "$FS/timeline-gw$n.jsonl" > "$FS/porep_gw$n.log" 2>&1
+    echo "porep_gw$n rc=$?" >> "$FS/porep_gw$n.log"
+    cmp "$FS/proof-1-gw1.bin" "$FS/proof-1-gw$n.bin" >> "$FS/porep_gw$n.log" 2>&1 \
+      && echo "sector 1's proof identical to the one-worker run's (same --rng-seed)" \
+        >> "$FS/porep_gw$n.log"
+  done
+  cat "$FS"/porep_gw*.log > "$FS/porep_gw.log"
+}
+
+# A 32 GiB WindowPoSt partition's CPU side without its key (post_bench): synthetic
+# vanilla proofs of 2349 sectors, then decode, vanilla check, circuit, synthesis, each
+# timed with its CPU seconds and peak RSS.
+step_window_synth() {
+  local W=$FS/window-synth randomness; randomness=$(printf '5a%.0s' $(seq 31))1f
+  mkdir -p "$W"
+  [ -e "$W/vanilla/vanilla-2348.bin" ] || "$bin/cuzk" fixtures synth-post \
+    --proof-type StackedDrgWindow32GiBV1_2 --randomness "$randomness" --prover-id f01000 \
+    --sectors 1-2349 --seed 1 --out "$W/vanilla" > "$FS/window_synth.log" 2>&1
+  local t
+  for t in ${POST_THREADS:-16}; do
+    /usr/bin/time -v "$bin/post_bench" --proof-type StackedDrgWindow32GiBV1_2 \
+      --vanilla "$W/vanilla" --randomness "$randomness" --prover-id f01000 --threads "$t" \
+      >> "$FS/window_synth.log" 2>&1
+    echo "post_bench threads=$t rc=$?" >> "$FS/window_synth.log"
+  done
+}
+
 # supraseal-c2 through filecoin-proofs on the same C1 and key (it synthesizes
 # all 10 partitions at once: expected to run out of host memory; recorded).
 step_anchor() {
@@ -361,6 +408,24 @@ post32() {
   local need_window=0 need_update=0
   [ "$size" = 32GiB ] && need_window=57 need_update=33
 
+  local kind
+  for kind in ${POST32_KINDS:-window snap}; do
+    case "$kind" in
+      window) post32_window ;;
+      snap) post32_snap ;;
+      *) echo "POST32_KINDS: unknown kind $kind (window, snap)" ;;
+    esac
+  done
+
+  for f in "$W"/keys-*.log "$W"/synth-*.log "$W"/window.log "$W"/snap.log; do
+    [ -e "$f" ] || continue
+    echo "---- $f"; grep -vE "^partition [0-9]+/|^sector [0-9]+: comm_r" "$f" | tail -25
+  done
+  post32_table "$size" "$sectors" | tee "$FS/post32-table.txt"
+}
+
+# post32's WindowPoSt part (its variables are post32's locals).
+post32_window() {
   echo "== WindowPoSt, $size, one partition of $sectors sectors"
   local wt=StackedDrgWindow${size}V1_2 t
   room_for window-post $need_window && make_key window-post
@@ -377,8 +442,12 @@ post32() {
   echo "window-post rc=$?" >> "$W/window.log"
   echo "$(since "$t")" > "$W/window.s"
   drop_key window-post
+}
 
+# post32's SnapDeals part (its variables are post32's locals).
+post32_snap() {
   echo "== SnapDeals, $size"
+  local t
   room_for update $need_update && make_key update
   t=$(now_ms)
   "$bin/cuzk" fixtures synth-snap --sector-size "$size" --seed 1 --out "$W/snap-vanilla" \
@@ -395,11 +464,6 @@ post32() {
   echo "snap-prove rc=$?" >> "$W/snap.log"
   echo "$(since "$t")" > "$W/snap.s"
   drop_key update
-
-  for f in "$W"/keys-*.log "$W"/synth-*.log "$W"/window.log "$W"/snap.log; do
-    echo "---- $f"; grep -vE "^partition [0-9]+/|^sector [0-9]+: comm_r" "$f" | tail -25
-  done
-  post32_table "$size" "$sectors" | tee "$FS/post32-table.txt"
 }
 
 # The post32 step's table, from its logs in $FS/post32.
@@ -498,7 +562,7 @@ collect() {
 install_bins() {
   xz -dc "$here/.device-carry/fs/cuzk.xz" > "$bin/cuzk" && chmod +x "$bin/cuzk" || exit 1
   # The others only when carried (a step that needs a missing one fails and says so).
-  for f in gpu_full_scale sweep synth_bench; do
+  for f in gpu_full_scale sweep synth_bench post_bench; do
     if [ -e "$here/.device-carry/fs/$f.xz" ]; then
       xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f"
     fi

@@ -200,3 +200,38 @@ pub fn random_g2(n: usize, seed: u64) -> Vec<G2Affine> {
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
+
+/// user + system CPU seconds of the whole process (all threads), from
+/// /proc/self/stat (fields 14 and 15, in USER_HZ = 100 ticks per second on
+/// Linux): what getrusage(RUSAGE_SELF) reports, at tick resolution.
+pub fn cpu_seconds() -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat")
+        .map_err(|e| anyhow::anyhow!("reading /proc/self/stat: {e}"))?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or_else(|| anyhow::anyhow!("/proc/self/stat has no command field"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After ')' come field 3 (state) onwards: utime is field 14, stime 15.
+    let ticks = |i: usize| -> anyhow::Result<f64> {
+        Ok(fields
+            .get(i - 3)
+            .ok_or_else(|| anyhow::anyhow!("/proc/self/stat is too short"))?
+            .parse::<u64>()? as f64)
+    };
+    Ok((ticks(14)? + ticks(15)?) / 100.0)
+}
+
+/// Resets the peak resident set (VmHWM) to the current one; Linux only.
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak resident set (VmHWM), the figure getrusage reports as ru_maxrss.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

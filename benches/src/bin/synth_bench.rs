@@ -29,6 +29,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use cuzk_benches::{cpu_seconds, peak_rss, reset_peak_rss};
 use cuzk_filecoin::precompile::{precompile, PrecompiledPorep};
 use cuzk_filecoin::{
     parse_c1, partition_witness, synthesize_partition, C1Input, PorepSynthesis, SynthesisMode,
@@ -209,40 +210,6 @@ fn prepare(mode: SynthesisMode, c1: &C1Input, args: &Args) -> Result<PorepSynthe
             PorepSynthesis::Precompiled(Arc::new(pre))
         }
     })
-}
-
-/// user + system CPU seconds of the whole process (all threads), from
-/// /proc/self/stat (fields 14 and 15, in USER_HZ = 100 ticks per second on
-/// Linux): what getrusage(RUSAGE_SELF) reports, at tick resolution.
-fn cpu_seconds() -> Result<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
-    // The command name (field 2) is in parentheses and may hold spaces.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r)
-        .context("/proc/self/stat has no command field")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After ')' come field 3 (state) onwards: utime is field 14, stime 15.
-    let ticks = |i: usize| -> Result<f64> {
-        Ok(fields
-            .get(i - 3)
-            .context("/proc/self/stat is too short")?
-            .parse::<u64>()? as f64)
-    };
-    Ok((ticks(14)? + ticks(15)?) / 100.0)
-}
-
-/// Resets the peak resident set (VmHWM) to the current one; Linux only.
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// Peak resident set (VmHWM), the figure getrusage reports as ru_maxrss.
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// A position-dependent 64-bit digest of a, b, c, the assignments and the

@@ -337,7 +337,7 @@ mod tests {
                 }
             }
             .unwrap();
-            let (synthesis, inputs) =
+            let (synthesis, inputs, _) =
                 crate::post::erased_circuit::<filecoin_proofs::SectorShape2KiB>(&request).unwrap();
             let witness = synthesis(&counted).unwrap();
             assert_eq!(witness.shape(), counted, "{}", pt.name());

@@ -29,7 +29,7 @@ pub use engine::PorepSource;
 pub use error::Error;
 pub use params::{ParamsDir, TestKeys};
 pub use post::{
-    prove_post, verify_post, PostKind, PostRequest, PostSource, PostType, PostVerified,
+    prove_post, verify_post, PostKind, PostPrep, PostRequest, PostSource, PostType, PostVerified,
 };
 pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};
 pub use prove::{

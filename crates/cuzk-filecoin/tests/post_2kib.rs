@@ -162,7 +162,12 @@ fn prove(request: &PostRequest) -> Vec<u8> {
     let f = fixture();
     let key = f.params.load_proving_key(request.post_type()).unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
-    let (proof, report) = prove_post(request, &key, &CpuBackend, &mut rng).unwrap();
+    let (proof, report, prep) = prove_post(request, &key, &CpuBackend, &mut rng).unwrap();
+    assert!(
+        prep.total() <= report.synthesis,
+        "{prep} within {:?}",
+        report.synthesis
+    );
     eprintln!(
         "{}: {} constraints, {} inputs, {} aux, B-input density {}",
         request.post_type().name(),
@@ -421,7 +426,7 @@ fn bad_post_requests_are_refused_with_their_reason() {
     let prove_window = |proofs: Vec<Vec<u8>>, randomness: &[u8; 32]| {
         let req = PostRequest::window(f.window, randomness, f.prover_id, proofs, 0)?;
         let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
-        prove_post(&req, &key, &CpuBackend, &mut rng).map(|(p, _)| p)
+        prove_post(&req, &key, &CpuBackend, &mut rng).map(|(p, _, _)| p)
     };
 
     // Counts.

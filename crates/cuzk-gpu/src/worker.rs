@@ -90,6 +90,18 @@ impl Clock {
     }
 }
 
+/// A query's scalar mix (`RUST_LOG=cuzk_gpu=debug`): how many of its
+/// scalars the batch sums take (ones), Pippenger takes (others) and none
+/// (zeros).
+fn log_mix(query: &str, c: cuzk_cuda::msm::ClassCounts) {
+    tracing::debug!(
+        "{query} scalars: {} zero, {} one, {} other",
+        c.zeros,
+        c.ones,
+        c.others
+    );
+}
+
 /// Where a streamed MSM's scalars come from.
 pub(crate) enum Scalars<'a> {
     Device(&'a DeviceBuffer<FrLimbs>),
@@ -227,7 +239,7 @@ impl Worker {
                 dl
             }
         };
-        let l = self.split_g1(&srs.l, &dl)?;
+        let l = self.split_g1("L", &srs.l, &dl)?;
         clock.stop(&s)?;
 
         clock.start(&s, "msm_a")?;
@@ -235,7 +247,7 @@ impl Worker {
         let inputs = fr_as_limbs(&w.input_assignment);
         s.upload_at(inputs, &mut da, 0)?;
         self.gather_aux(&dl, w.a_aux_density.as_words(), &mut da, inputs.len(), aux)?;
-        let a = self.split_g1(&srs.a, &da)?;
+        let a = self.split_g1("A", &srs.a, &da)?;
         drop(da);
         clock.stop(&s)?;
 
@@ -258,6 +270,7 @@ impl Worker {
         drop(dl);
         let scratch = self.scratch.as_mut().expect("sized above");
         let counts = scratch.classifier.classify(&db)?;
+        log_mix("B", counts);
         let b_g1 = self
             .sum_g1
             .sum_indices(&srs.b_g1, scratch.classifier.ones(), counts.ones)?
@@ -310,11 +323,13 @@ impl Worker {
     /// batch-summed, others through Pippenger, zeros skipped.
     fn split_g1(
         &mut self,
+        query: &str,
         bases: &DeviceBuffer<G1AffineLimbs>,
         scalars: &DeviceBuffer<FrLimbs>,
     ) -> cuzk_cuda::Result<cuzk_field::G1Projective> {
         let scratch = self.scratch.as_mut().expect("sized above");
         let counts = scratch.classifier.classify(scalars)?;
+        log_mix(query, counts);
         let ones = self
             .sum_g1
             .sum_indices(bases, scratch.classifier.ones(), counts.ones)?;

@@ -226,6 +226,38 @@ impl Timeline {
         }
         busy
     }
+    /// Wall time during which at least one partition was in `stage`: the
+    /// union of the (start, end) intervals, which with several workers per
+    /// stage is less than [`Timeline::stage_busy`].
+    pub fn stage_covered(&self, stage: Stage) -> Duration {
+        covered(&self.events(), stage)
+    }
+}
+
+/// The union of `stage`'s (start, end) intervals in `events` (emission order).
+fn covered(events: &[TimelineEvent], stage: Stage) -> Duration {
+    let (start, end) = EventKind::interval(stage);
+    let mut open: Vec<(JobId, usize)> = Vec::new();
+    let (mut covered, mut since) = (Duration::ZERO, Duration::ZERO);
+    for e in events {
+        if e.kind == start {
+            if open.is_empty() {
+                since = e.at;
+            }
+            open.push((e.job, e.partition));
+        } else if e.kind == end {
+            if let Some(i) = open
+                .iter()
+                .position(|&(j, p)| j == e.job && p == e.partition)
+            {
+                open.swap_remove(i);
+                if open.is_empty() {
+                    covered += e.at.saturating_sub(since);
+                }
+            }
+        }
+    }
+    covered
 }
 
 /// A `tracing_subscriber` layer that writes every timeline event (target
@@ -369,5 +401,28 @@ mod tests {
             timeline.partition_events(JobId(3), 1),
             vec![EventKind::ProveStart, EventKind::ProveEnd]
         );
+    }
+
+    /// Two provers overlapping: the union counts the overlap once, the sum twice.
+    #[test]
+    fn covered_time_is_the_union_of_the_intervals() {
+        let at = |ms: u64, job: u64, partition: usize, kind: EventKind| TimelineEvent {
+            at: Duration::from_millis(ms),
+            job: JobId(job),
+            partition,
+            kind,
+            worker: "w".into(),
+        };
+        use EventKind::{ProveEnd as End, ProveStart as Start};
+        let events = [
+            at(0, 0, 0, Start),
+            at(10, 0, 1, Start), // overlaps partition 0 for 20 ms
+            at(30, 0, 0, End),
+            at(40, 0, 1, End),
+            at(100, 1, 0, Start), // a gap of 60 ms, then 5 ms alone
+            at(105, 1, 0, End),
+        ];
+        assert_eq!(covered(&events, Stage::Prove), Duration::from_millis(45));
+        assert_eq!(covered(&events, Stage::Synthesis), Duration::ZERO);
     }
 }

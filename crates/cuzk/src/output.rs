@@ -107,3 +107,13 @@ pub(crate) fn peak_rss() -> Option<u64> {
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
+
+/// How an engine device proves, for reports: its backend's name and, when it
+/// has several workers, how many (`cuda:0 ×2`).
+pub(crate) fn prover_name(device: &cuzk_pipeline::Device) -> String {
+    let name = device.backends.first().map_or("none", |b| b.name());
+    match device.backends.len() {
+        1 => name.to_string(),
+        n => format!("{name} ×{n}"),
+    }
+}

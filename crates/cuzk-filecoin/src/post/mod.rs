@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bellperson::groth16;
 use blstrs::{Bls12, Scalar as Fr};
@@ -344,17 +344,50 @@ impl PostRequest {
     }
 }
 
+/// What building a PoSt's circuit cost before its synthesis, phase by phase.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PostPrep {
+    /// Decoding the vanilla proofs and setting up the crates' parameters.
+    pub decode: Duration,
+    /// Arranging the vanilla proofs for the circuit (a short WindowPoSt
+    /// partition padded) and checking them against the challenges (the
+    /// crates' vanilla verifier, on every core).
+    pub vanilla_check: Duration,
+    /// Building the circuit and deriving the verifier's public inputs.
+    pub circuit: Duration,
+}
+
+impl PostPrep {
+    /// The three phases together.
+    pub fn total(&self) -> Duration {
+        self.decode + self.vanilla_check + self.circuit
+    }
+}
+
+impl std::fmt::Display for PostPrep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "decode {:.3}s, vanilla check {:.3}s, circuit {:.3}s",
+            self.decode.as_secs_f64(),
+            self.vanilla_check.as_secs_f64(),
+            self.circuit.as_secs_f64()
+        )
+    }
+}
+
 /// Proves `request` on this thread: builds and synthesizes its circuit,
 /// checks the public inputs against the verifier's, proves it with `key`
 /// on `backend` (r then s drawn from `rng`, bellperson's order). Returns
-/// the 192-byte proof and what it cost. This does not verify: call
-/// [`verify_post`].
+/// the 192-byte proof and what it cost (the report's synthesis includes
+/// building the circuit, which [`PostPrep`] splits). This does not verify:
+/// call [`verify_post`].
 pub fn prove_post(
     request: &PostRequest,
     key: &ProvingKey,
     backend: &dyn Backend,
     rng: &mut dyn RngCore,
-) -> Result<(Vec<u8>, PartitionReport), Error> {
+) -> Result<(Vec<u8>, PartitionReport, PostPrep), Error> {
     let start = Instant::now();
     let source = PostSource::new(request, key)?;
     let witness = source.synthesize(0).map_err(|e| Error::Filecoin {
@@ -380,7 +413,7 @@ pub fn prove_post(
         shape: witness.shape(),
         backend: proved.backend,
     };
-    Ok((proved.proof.to_bytes().to_vec(), report))
+    Ok((proved.proof.to_bytes().to_vec(), report, source.prep()))
 }
 
 /// How a PoSt proof was verified.

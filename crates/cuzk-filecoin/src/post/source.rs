@@ -9,12 +9,19 @@ pub struct PostSource {
     shape: CircuitShape,
     circuit: Mutex<Option<Synthesis>>,
     inputs: Vec<Fr>,
+    prep: PostPrep,
 }
 
 impl PostSource {
     /// The circuit of `request`, to be proved with `key` (the proof type's key).
     pub fn new(request: &PostRequest, key: &ProvingKey) -> Result<Self, Error> {
-        let (synthesis, inputs) =
+        Self::with_shape(request, shape_from_key(key))
+    }
+
+    /// The circuit of `request`, its synthesis sized for `shape` (the key's,
+    /// or the counted one: [`crate::counts::count_circuit_by_sectors`]).
+    pub fn with_shape(request: &PostRequest, shape: CircuitShape) -> Result<Self, Error> {
+        let (synthesis, inputs, prep) =
             with_sector_shape!(request.post_type.sector_size(), erased_circuit, request)?;
         let pt = request.post_type;
         Ok(PostSource {
@@ -26,10 +33,16 @@ impl PostSource {
                     request.partition_index
                 ),
             },
-            shape: shape_from_key(key),
+            shape,
             circuit: Mutex::new(Some(synthesis)),
             inputs,
+            prep,
         })
+    }
+
+    /// What building the circuit cost (done in [`PostSource::new`]).
+    pub fn prep(&self) -> PostPrep {
+        self.prep
     }
 }
 

@@ -125,8 +125,12 @@ fn typed<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Typed
 
 pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
     request: &PostRequest,
-) -> Result<(Synthesis, Vec<Fr>), Error> {
+) -> Result<(Synthesis, Vec<Fr>, PostPrep), Error> {
+    let mut prep = PostPrep::default();
+    let clock = Instant::now();
     let t = typed::<Tree>(request)?;
+    prep.decode = clock.elapsed();
+    let clock = Instant::now();
     let vanilla_params = &t.params.vanilla_params;
     let refused = |e: String| {
         request.refuse(format!(
@@ -145,6 +149,8 @@ pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
                 .map_err(|e| refused(format!("{e:#}")))?
         }
     };
+    prep.vanilla_check = clock.elapsed();
+    let clock = Instant::now();
     let circuit = <FallbackPoStCompound<Tree> as CompoundProof<_, _>>::circuit(
         &t.prover_inputs,
         Default::default(),
@@ -159,9 +165,10 @@ pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
         Some(0),
     )
     .map_err(|e| Error::filecoin("deriving the public inputs", e))?;
+    prep.circuit = clock.elapsed();
     let synthesis: Synthesis =
         Box::new(move |shape: &CircuitShape| cuzk_synth::synthesize_with_capacity(circuit, shape));
-    Ok((synthesis, inputs))
+    Ok((synthesis, inputs, prep))
 }
 
 pub(super) fn verify_compound_typed<Tree: 'static + MerkleTreeTrait>(

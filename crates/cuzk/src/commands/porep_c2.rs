@@ -20,10 +20,10 @@ use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler, Stage
 use cuzk_sched::Engine;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::backend::{select_backend, BackendArgs};
+use crate::backend::{select_backend, select_engine_device, BackendArgs, GpuWorkerArgs};
 use crate::output::{
-    peak_rss, read_key, report_partitions, rng_from, secs, spinner, stage_list, write_atomically,
-    Stages,
+    peak_rss, prover_name, read_key, report_partitions, rng_from, secs, spinner, stage_list,
+    write_atomically, Stages,
 };
 
 #[derive(Args, Debug)]
@@ -91,6 +91,8 @@ pub(crate) struct PorepC2Args {
     timeline: Option<PathBuf>,
     #[command(flatten)]
     backend: BackendArgs,
+    #[command(flatten)]
+    gpu_workers: GpuWorkerArgs,
 }
 
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
@@ -176,13 +178,15 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         },
     ));
 
-    let backend = select_backend(&args.backend)?;
-    let key = read_key(&params, pt, &mut stages)?;
-    let synthesis = synthesis_mode(&args, pt, &params, &key, &mut stages);
-
     let proofs = if args.synthesis_workers > 1 || sectors.len() > 1 {
-        through_engine(&sectors, key, &synthesis, backend, &args, &mut stages)?
+        let device = select_engine_device(&args.backend, &args.gpu_workers)?;
+        let key = read_key(&params, pt, &mut stages)?;
+        let synthesis = synthesis_mode(&args, pt, &params, &key, &mut stages);
+        through_engine(&sectors, key, &synthesis, device, &args, &mut stages)?
     } else {
+        let backend = select_backend(&args.backend)?;
+        let key = read_key(&params, pt, &mut stages)?;
+        let synthesis = synthesis_mode(&args, pt, &params, &key, &mut stages);
         let proof = one_after_another(
             &sectors[0].c1,
             &key,
@@ -373,13 +377,13 @@ fn host_budget(args: &PorepC2Args, key: &ProvingKey) -> (u64, String) {
 /// The C1s through cuzk-sched's engine, one job each, all submitted at
 /// once (so the next sector's partitions fill the pipeline while the
 /// last ones of the previous are proved): `--synthesis-workers` synthesis
-/// workers (rayon inside each), the backend as the one device's one prover,
-/// the engine's epilogue checking every partition's proof.
+/// workers (rayon inside each), the device's `--gpu-workers` proving (one
+/// prover on the CPU), the engine's epilogue checking every partition's proof.
 fn through_engine(
     sectors: &[Sector],
     key: ProvingKey,
     synthesis: &PorepSynthesis,
-    backend: Box<dyn Backend>,
+    device: Device,
     args: &PorepC2Args,
     stages: &mut Stages,
 ) -> Result<Vec<Vec<u8>>> {
@@ -391,8 +395,7 @@ fn through_engine(
     let shape = sources[0].shape();
     let (budget, why) = host_budget(args, &key);
     let key = Arc::new(key);
-    let backend: Arc<dyn Backend> = Arc::from(backend);
-    let device = Device::new(backend.name(), Arc::clone(&backend), 1);
+    let prover = prover_name(&device);
     let timeline = Arc::new(Timeline::recording());
     let engine = Engine::start(EngineConfig {
         synthesis_workers: workers,
@@ -448,11 +451,7 @@ fn through_engine(
             shape.num_constraints, shape.num_inputs, shape.num_aux
         ),
     ));
-    stages.push((
-        "proving".into(),
-        gpu,
-        format!("summed stages, {}", backend.name()),
-    ));
+    stages.push(("proving".into(), gpu, format!("summed stages, {prover}")));
     for (j, out) in outs.iter().enumerate() {
         stages.push((
             format!("proof {j}"),
@@ -472,7 +471,9 @@ fn through_engine(
             "per proof: (last completion - first completion) / (proofs - 1)".into(),
         ));
     }
-    let prove_busy = timeline.stage_busy(Stage::Prove);
+    // With several GPU workers the prove intervals overlap: busy is the
+    // time at least one partition was being proved.
+    let prove_busy = timeline.stage_covered(Stage::Prove);
     stages.push((
         "pipeline".into(),
         wall,

@@ -166,15 +166,16 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
 
     let s = spinner("synthesizing and proving".into());
     let mut rng = rng_from(args.rng_seed);
-    let (proof, report) = prove_post(&request, &key, backend.as_ref(), &mut rng)?;
+    let (proof, report, prep) = prove_post(&request, &key, backend.as_ref(), &mut rng)?;
     s.finish_and_clear();
     drop(key);
     let shape = &report.shape;
+    stages.push(("circuit".into(), prep.total(), prep.to_string()));
     stages.push((
         "synthesis".into(),
-        report.synthesis,
+        report.synthesis.saturating_sub(prep.total()),
         format!(
-            "{} constraints, {} inputs, {} aux (vanilla proofs checked against the challenges)",
+            "{} constraints, {} inputs, {} aux",
             shape.num_constraints, shape.num_inputs, shape.num_aux
         ),
     ));

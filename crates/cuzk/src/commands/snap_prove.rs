@@ -20,11 +20,11 @@ use cuzk_pipeline::memory::human;
 use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
 use cuzk_sched::Engine;
 
-use crate::backend::{select_backend, BackendArgs};
+use crate::backend::{select_backend, select_engine_device, BackendArgs, GpuWorkerArgs};
 use crate::commands::post::{parse_hex, vanilla_files};
 use crate::output::{
-    peak_rss, read_key, report_partitions, rng_from, secs, spinner, stage_list, write_atomically,
-    Stages,
+    peak_rss, prover_name, read_key, report_partitions, rng_from, secs, spinner, stage_list,
+    write_atomically, Stages,
 };
 
 #[derive(Args, Debug)]
@@ -78,6 +78,8 @@ pub(crate) struct SnapProveArgs {
     host_budget: Option<u64>,
     #[command(flatten)]
     backend: BackendArgs,
+    #[command(flatten)]
+    gpu_workers: GpuWorkerArgs,
 }
 
 pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
@@ -135,12 +137,13 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
         "key files present and whole".into(),
     ));
 
-    let backend = select_backend(&args.backend)?;
-    let key = read_key(&params, update_type, &mut stages)?;
-
     let proof = if args.synthesis_workers > 1 {
-        through_engine(&request, key, backend, &args, &mut stages)?
+        let device = select_engine_device(&args.backend, &args.gpu_workers)?;
+        let key = read_key(&params, update_type, &mut stages)?;
+        through_engine(&request, key, device, &args, &mut stages)?
     } else {
+        let backend = select_backend(&args.backend)?;
+        let key = read_key(&params, update_type, &mut stages)?;
         one_after_another(&request, key, backend, &args, &mut stages)?
     };
 
@@ -213,13 +216,13 @@ fn one_after_another(
 }
 
 /// The partitions through cuzk-sched's engine as one job:
-/// `--synthesis-workers` partitions synthesized at once, the backend as the
-/// one device's one prover, the engine's epilogue checking every
+/// `--synthesis-workers` partitions synthesized at once, proved by the
+/// device's `--gpu-workers` (one prover on the CPU), the engine's epilogue checking every
 /// partition's proof against the verifier's public inputs.
 fn through_engine(
     request: &UpdateRequest,
     key: ProvingKey,
-    backend: Box<dyn Backend>,
+    device: Device,
     args: &SnapProveArgs,
     stages: &mut Stages,
 ) -> Result<Vec<u8>> {
@@ -242,8 +245,7 @@ fn through_engine(
         }
     };
     let key = Arc::new(key);
-    let backend: Arc<dyn Backend> = Arc::from(backend);
-    let device = Device::new(backend.name(), Arc::clone(&backend), 1);
+    let prover = prover_name(&device);
     let engine = Engine::start(EngineConfig {
         synthesis_workers: workers,
         devices: vec![device],
@@ -284,11 +286,7 @@ fn through_engine(
             shape.num_constraints, shape.num_inputs, shape.num_aux
         ),
     ));
-    stages.push((
-        "proving".into(),
-        busy,
-        format!("summed stages, {}", backend.name()),
-    ));
+    stages.push(("proving".into(), busy, format!("summed stages, {prover}")));
     stages.push((
         "pipeline".into(),
         wall,

@@ -1,0 +1,159 @@
+//! One PoSt circuit's CPU side, phase by phase, without its key: decoding
+//! the vanilla proofs, checking them against the challenges (the crates'
+//! vanilla verifier), building the circuit, then its synthesis (the crates'
+//! own split of the sectors over the cores, joined into cuzk's proving
+//! assignment), sized by the counted shape as the key would size it. One
+//! line per phase: wall seconds, CPU core-seconds of the whole process
+//! (/proc/self/stat), peak RSS during the phase; then the synthesized
+//! shape, checked against the counted one.
+//!
+//! `cargo run --release -p cuzk-benches --bin post_bench -- --proof-type
+//! StackedDrgWindow32GiBV1_2 --vanilla DIR --randomness HEX --prover-id
+//! f01000 [--partition K] [--threads N] [--no-synthesis]` (vanilla proofs
+//! from `cuzk fixtures synth-post`). This is what `cuzk window-post`
+//! reports as its `circuit` and `synthesis` lines, measurable where the
+//! key (60.8 GB at 32 GiB) is not.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use cuzk_benches::{cpu_seconds, peak_rss, reset_peak_rss};
+use cuzk_filecoin::counts::count_circuit_by_sectors;
+use cuzk_filecoin::{PostKind, PostRequest, PostSource, PostType, SectorIdentity};
+use cuzk_pipeline::PartitionSource;
+
+#[derive(Parser, Debug)]
+#[command(about = "A PoSt circuit's decode, vanilla check, circuit build and synthesis, timed")]
+struct Args {
+    /// The registered PoSt proof, by its filecoin-proofs-api name.
+    #[arg(long)]
+    proof_type: String,
+    /// A directory of vanilla-<i>.bin (as `cuzk fixtures synth-post` writes them).
+    #[arg(long)]
+    vanilla: PathBuf,
+    /// The challenge randomness, 64 hex digits.
+    #[arg(long)]
+    randomness: String,
+    /// The miner actor id (f01000 or 1000).
+    #[arg(long)]
+    prover_id: String,
+    /// The WindowPoSt partition index.
+    #[arg(long, default_value_t = 0)]
+    partition: usize,
+    /// Rayon threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Stop after building the circuit.
+    #[arg(long)]
+    no_synthesis: bool,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    if let Some(n) = args.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .context("setting up the rayon pool")?;
+    }
+    let threads = rayon::current_num_threads();
+    let post_type = PostType::from_name(&args.proof_type)?;
+    let randomness = hex32(&args.randomness)?;
+    let actor = cuzk_filecoin::parse_actor_id(&args.prover_id)
+        .with_context(|| format!("--prover-id {:?}", args.prover_id))?;
+    let prover_id = SectorIdentity::from_actor(actor, 0).prover_id;
+
+    let mut phase = Phase::start();
+    let mut vanilla = Vec::new();
+    for i in 0.. {
+        let path = args.vanilla.join(format!("vanilla-{i}.bin"));
+        if !path.is_file() {
+            break;
+        }
+        vanilla.push(std::fs::read(&path).with_context(|| format!("{}", path.display()))?);
+    }
+    if vanilla.is_empty() {
+        bail!("{}: no vanilla-0.bin", args.vanilla.display());
+    }
+    let bytes: usize = vanilla.iter().map(Vec::len).sum();
+    let count = vanilla.len();
+    let request = match post_type.kind() {
+        PostKind::Winning => PostRequest::winning(post_type, &randomness, prover_id, vanilla)?,
+        PostKind::Window => {
+            PostRequest::window(post_type, &randomness, prover_id, vanilla, args.partition)?
+        }
+    };
+    phase.line("read", &format!("{count} vanilla proofs, {bytes} bytes"))?;
+
+    let counted = count_circuit_by_sectors(post_type.into())?;
+    phase.line("count", "the blank circuit's shape (sizes the synthesis)")?;
+
+    let source = PostSource::with_shape(&request, counted.shape.clone())?;
+    let prep = source.prep();
+    phase.line("circuit", &prep.to_string())?;
+    if args.no_synthesis {
+        return Ok(());
+    }
+
+    let witness = source
+        .synthesize(0)
+        .map_err(|e| anyhow::anyhow!("synthesis: {}", e.message))?;
+    let shape = witness.shape();
+    phase.line(
+        "synthesis",
+        &format!(
+            "{} constraints, {} inputs, {} aux, {threads} rayon threads",
+            shape.num_constraints, shape.num_inputs, shape.num_aux
+        ),
+    )?;
+    if shape != counted.shape {
+        bail!(
+            "the synthesized shape {shape:?} differs from the counted {:?}",
+            counted.shape
+        );
+    }
+    println!("shape as counted: {}", post_type.name());
+    Ok(())
+}
+
+/// One phase's clock: wall, process CPU and the peak RSS since it started.
+struct Phase {
+    wall: Instant,
+    cpu: f64,
+}
+
+impl Phase {
+    fn start() -> Self {
+        reset_peak_rss();
+        Phase {
+            wall: Instant::now(),
+            cpu: cpu_seconds().unwrap_or(0.0),
+        }
+    }
+
+    /// Prints the phase's line and starts the next phase.
+    fn line(&mut self, name: &str, what: &str) -> Result<()> {
+        let wall = self.wall.elapsed().as_secs_f64();
+        let cpu = cpu_seconds()? - self.cpu;
+        let peak = peak_rss().unwrap_or(0) as f64 / (1u64 << 30) as f64;
+        println!(
+            "{name:<10} {wall:>8.3} s wall {cpu:>8.2} core-s  peak RSS {peak:>6.2} GiB  {what}"
+        );
+        *self = Phase::start();
+        Ok(())
+    }
+}
+
+fn hex32(text: &str) -> Result<[u8; 32]> {
+    let t = text.trim();
+    if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!("--randomness {text:?}: expected 64 hex digits");
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&t[2 * i..2 * i + 2], 16)?;
+    }
+    Ok(out)
+}
