@@ -356,11 +356,13 @@ step_post() {
 # POST32_BACKEND=cpu runs it here (a debug or release `cuzk` as $FS/bin/cuzk). Disk at 32 GiB:
 # the WindowPoSt key is 60.8 GB (56.6 GiB, from its counts: H 2^27, L 126.9 M, A 96.2 M, B 91.9 M
 # points), the update key 34.5 GB; a key without room is skipped, saying so (the box had 64 GiB
-# free before the PoRep key). Device time at 32 GiB (estimates from the PoRep key's 204 s for
-# 47 GB and ~1 M constraints/s of single-thread synthesis): WindowPoSt key ~4.5 min, its 2349
-# vanilla proofs ~20 s, window-post ~3-4 min (key load, one 125 M-constraint circuit
-# synthesized on one thread, ~3 s of GPU); update key ~2.5 min, vanilla proofs ~15 s,
-# snap-prove ~4-6 min (16 partitions of 81 M constraints, $WORKERS at once): ~15-18 min.
+# free before the PoRep key). POST32_KINDS (default "window snap"; also winning) picks and
+# orders the kinds. POST32_SYNTHESIS=precompiled (the default) records each circuit first
+# (`cuzk precompile`), makes its key from the recording and proves with --synthesis
+# precompiled; `full` synthesizes in full from a key of the blank circuit. Each kind is also
+# proved by supraseal-c2 through filecoin-proofs (anchor-c2, when carried) with the same key
+# and vanilla proofs. Measured in session 10/11 (full synthesis): WindowPoSt key 549 s,
+# window-post 88.7 s; update key 108-134 s, snap-prove 184 s.
 step_post32() {
   { set +x; } 2> /dev/null # the table is the log's tail, which the summary shows
   post32 > "$FS/post32.log" 2>&1
@@ -385,17 +387,43 @@ post32() {
   # now_ms; then seconds since $1 (ms), 3 decimals.
   now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
   since() { awk -v a="$1" -v b="$(now_ms)" 'BEGIN {printf "%.3f", (b - a) / 1000}'; }
-  # The key of `--kind $1`: made (timed), its files noted in $W/$1.files for removal.
+  # The key of `--kind $1`: made (timed), its files noted in $W/$1.files for removal;
+  # from the recording $2 when given (the QAP from the recorded matrices: no
+  # synthesis of the blank circuit into the key assembly).
   make_key() {
     local t; t=$(now_ms)
     RUST_LOG=cuzk_groth16=info,cuzk_gpu=info "$bin/cuzk" fixtures keys --sector-size "$size" \
-      --kind "$1" --backend "$fixed" --dir "$P" > "$W/keys-$1.log" 2>&1
+      --kind "$1" --backend "$fixed" --dir "$P" ${2:+--from-recording "$2"} > "$W/keys-$1.log" 2>&1
     echo "keys $1 rc=$?" >> "$W/keys-$1.log"
     echo "$(since "$t")" > "$W/keys-$1.s"
     sed -nE 's/^wrote (.*) \([0-9]+ bytes\) and (.*) in [0-9.]+s.*/\1\n\2/p' "$W/keys-$1.log" > "$W/$1.files"
     ls -la $(cat "$W/$1.files"); df -h "$FS"
   }
+  # With POST32_SYNTHESIS=precompiled (the default): the circuit of `--kind $1` recorded
+  # into $2 (timed, $W/precompile-$1.log); prints nothing. Otherwise leaves $2 unset.
+  record() {
+    local t; t=$(now_ms)
+    /usr/bin/time -v "$bin/cuzk" precompile --sector-size "$size" --kind "$1" --out "$2" \
+      > "$W/precompile-$1.log" 2>&1
+    echo "precompile $1 rc=$?" >> "$W/precompile-$1.log"
+    echo "$(since "$t")" > "$W/precompile-$1.s"
+    ls -la "$2"; df -h "$(dirname "$2")"
+  }
+  # supraseal-c2 through filecoin-proofs (anchor-c2 $1 ...), timed, when carried; the log
+  # is $W/$2-anchor.log. Out of host memory is recorded, not fatal.
+  anchor() {
+    local log=$W/$2-anchor.log
+    [ -x "$bin/anchor-c2" ] || { echo "no anchor-c2 carried" > "$log"; return; }
+    local t; t=$(now_ms)
+    local kind=$1 name=$2; shift 2
+    /usr/bin/time -v timeout "${ANCHOR_TIMEOUT:-300}" "$bin/anchor-c2" "$kind" "$@" --verbose \
+      --out "$W/$name-anchor.proof" > "$log" 2>&1
+    echo "anchor-c2 $kind rc=$?" >> "$log"
+    echo "$(since "$t")" > "$W/$name-anchor.s"
+    dmesg 2>/dev/null | grep -iE "out of memory|oom-kill|killed process" | tail -3 >> "$log"
+  }
   drop_key() { rm -f $(cat "$W/$1.files" 2>/dev/null); df -h "$FS"; }
+  local how=${POST32_SYNTHESIS:-precompiled}
   # Whether $2 GiB are free for the key of `--kind $1` (the 32 GiB key sizes from the
   # circuit counts: WindowPoSt 60.8 GB = 56.6 GiB, update 34.5 GB = 32.1 GiB); else says so.
   room_for() {
@@ -413,22 +441,30 @@ post32() {
     case "$kind" in
       window) post32_window ;;
       snap) post32_snap ;;
-      *) echo "POST32_KINDS: unknown kind $kind (window, snap)" ;;
+      winning) post32_winning ;;
+      *) echo "POST32_KINDS: unknown kind $kind (window, snap, winning)" ;;
     esac
   done
 
-  for f in "$W"/keys-*.log "$W"/synth-*.log "$W"/window.log "$W"/snap.log; do
+  for f in "$W"/keys-*.log "$W"/precompile-*.log "$W"/synth-*.log "$W"/window.log "$W"/snap.log \
+      "$W"/winning.log "$W"/*-anchor.log; do
     [ -e "$f" ] || continue
     echo "---- $f"; grep -vE "^partition [0-9]+/|^sector [0-9]+: comm_r" "$f" | tail -25
   done
   post32_table "$size" "$sectors" | tee "$FS/post32-table.txt"
 }
 
-# post32's WindowPoSt part (its variables are post32's locals).
+# post32's WindowPoSt part (its variables are post32's locals). Pre-compiled, the
+# recording goes to R1CS_DIR (default /dev/shm: beside the 56.6 GiB key it does not fit
+# the box's 64 GiB disk), the key is made from it, and both are removed after.
 post32_window() {
-  echo "== WindowPoSt, $size, one partition of $sectors sectors"
-  local wt=StackedDrgWindow${size}V1_2 t
-  room_for window-post $need_window && make_key window-post
+  echo "== WindowPoSt, $size, one partition of $sectors sectors ($how)"
+  local wt=StackedDrgWindow${size}V1_2 t rec=""
+  if [ "$how" = precompiled ]; then
+    rec=${R1CS_DIR:-/dev/shm}/window-$size.r1cs
+    record window-post "$rec"
+  fi
+  room_for window-post $need_window && make_key window-post "$rec"
   t=$(now_ms)
   "$bin/cuzk" fixtures synth-post --proof-type "$wt" --randomness "$randomness" \
     --prover-id f01000 --sectors "1-$sectors" --seed 1 --out "$W/window-vanilla" \
@@ -436,19 +472,27 @@ post32_window() {
   echo "synth-post rc=$?" >> "$W/synth-window.log"
   echo "$(since "$t")" > "$W/synth-window.s"
   t=$(now_ms)
-  "$bin/cuzk" window-post --proof-type "$wt" --vanilla "$W/window-vanilla" \
+  /usr/bin/time -v "$bin/cuzk" window-post --proof-type "$wt" --vanilla "$W/window-vanilla" \
     --randomness "$randomness" --prover-id f01000 --backend "$backend" --rng-seed 1 \
+    --synthesis "$how" ${rec:+--r1cs-cache "$rec"} \
     --out "$W/window.proof" > "$W/window.log" 2>&1
   echo "window-post rc=$?" >> "$W/window.log"
   echo "$(since "$t")" > "$W/window.s"
+  anchor window-post window --proof-type "$wt" --vanilla "$W/window-vanilla" \
+    --randomness "$randomness" --prover-id f01000
   drop_key window-post
+  [ -n "$rec" ] && rm -f "$rec"
 }
 
 # post32's SnapDeals part (its variables are post32's locals).
 post32_snap() {
-  echo "== SnapDeals, $size"
-  local t
-  room_for update $need_update && make_key update
+  echo "== SnapDeals, $size ($how)"
+  local t rec=""
+  if [ "$how" = precompiled ]; then
+    rec=$W/update-$size.r1cs
+    record update "$rec"
+  fi
+  room_for update $need_update && make_key update "$rec"
   t=$(now_ms)
   "$bin/cuzk" fixtures synth-snap --sector-size "$size" --seed 1 --out "$W/snap-vanilla" \
     > "$W/synth-snap.log" 2>&1
@@ -456,14 +500,42 @@ post32_snap() {
   echo "$(since "$t")" > "$W/synth-snap.s"
   local comm; comm() { awk -v n="$1" '$1 == n {print $2}' "$W/snap-vanilla/commitments.txt" 2>/dev/null; }
   t=$(now_ms)
-  "$bin/cuzk" snap-prove --sector-size "$size" --vanilla "$W/snap-vanilla" \
+  /usr/bin/time -v "$bin/cuzk" snap-prove --sector-size "$size" --vanilla "$W/snap-vanilla" \
     --comm-r-old "$(comm comm_r_old)" --comm-r-new "$(comm comm_r_new)" \
     --comm-d-new "$(comm comm_d_new)" --backend "$backend" --rng-seed 1 \
-    --synthesis-workers "$WORKERS" \
+    --synthesis-workers "${SNAP_WORKERS:-$WORKERS}" --synthesis "$how" ${rec:+--r1cs-cache "$rec"} \
     --out "$W/snap.proof" > "$W/snap.log" 2>&1
   echo "snap-prove rc=$?" >> "$W/snap.log"
   echo "$(since "$t")" > "$W/snap.s"
+  anchor snap-prove snap --sector-size "$size" --vanilla "$W/snap-vanilla" \
+    --comm-r-old "$(comm comm_r_old)" --comm-r-new "$(comm comm_r_new)" \
+    --comm-d-new "$(comm comm_d_new)"
   drop_key update
+  [ -n "$rec" ] && rm -f "$rec"
+}
+
+# post32's WinningPoSt part (its variables are post32's locals): one sector's proof
+# through the CLI (key read and verification included) and through supraseal.
+post32_winning() {
+  echo "== WinningPoSt, $size ($how)"
+  local wt=StackedDrgWinning${size}V1 t rec=""
+  if [ "$how" = precompiled ]; then
+    rec=$W/winning-$size.r1cs
+    record winning-post "$rec"
+  fi
+  make_key winning-post "$rec"
+  "$bin/cuzk" fixtures synth-post --proof-type "$wt" --randomness "$randomness" \
+    --prover-id f01000 --sectors 1 --seed 1 --out "$W/winning-vanilla" > "$W/synth-winning.log" 2>&1
+  t=$(now_ms)
+  "$bin/cuzk" winning-post --proof-type "$wt" --vanilla "$W/winning-vanilla" \
+    --randomness "$randomness" --prover-id f01000 --backend "$backend" --rng-seed 1 \
+    --synthesis "$how" ${rec:+--r1cs-cache "$rec"} \
+    --out "$W/winning.proof" > "$W/winning.log" 2>&1
+  echo "winning-post rc=$?" >> "$W/winning.log"
+  echo "$(since "$t")" > "$W/winning.s"
+  anchor winning-post winning --proof-type "$wt" --vanilla "$W/winning-vanilla" \
+    --randomness "$randomness" --prover-id f01000 --runs 3
+  drop_key winning-post
 }
 
 # The post32 step's table, from its logs in $FS/post32.
@@ -488,6 +560,15 @@ post32_table() {
     "$(cat "$W/synth-snap.s" 2>/dev/null)" "${sp:-?}" "$(cat "$W/snap.s" 2>/dev/null)" \
     "$(awk -v p="${sp:-0}" -v n="${parts:-0}" 'BEGIN {if (n) printf "%.3f", p / n; else print "?"}')" \
     "$(backend "$W/snap.log")" "$(valid "$W/snap.log")"
+  local k
+  for k in window-post update winning-post; do
+    [ -e "$W/precompile-$k.s" ] && echo "recorded $k in $(cat "$W/precompile-$k.s") s: $(grep -E '^recorded|^written' "$W/precompile-$k.log" | tr '\n' ' ')"
+  done
+  grep -hE "^synthesis mode|^synthesis " "$W/window.log" "$W/snap.log" "$W/winning.log" 2>/dev/null | sed 's/^/   cuzk: /'
+  for k in window snap winning; do
+    [ -e "$W/$k-anchor.log" ] && echo "supraseal $k ($(cat "$W/$k-anchor.s" 2>/dev/null) s): $(grep -E '^anchor-c2 ' "$W/$k-anchor.log" | tail -1)"
+    [ -e "$W/$k.s" ] && echo "cuzk $k CLI: $(cat "$W/$k.s") s, peak RSS $(grep -E '^peak host RSS' "$W/$k.log" | tail -1)"
+  done
   echo "(vanilla s: the synthetic vanilla proofs; prove s: the CLI's proving stages, synthesis apart;"
   echo " CLI s: the whole command, key load and"
   echo " verification included. A 32 GiB PoRep partition: 1.67-1.90 s of GPU stages pre-compiled,"

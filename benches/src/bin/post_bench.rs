@@ -9,19 +9,25 @@
 //!
 //! `cargo run --release -p cuzk-benches --bin post_bench -- --proof-type
 //! StackedDrgWindow32GiBV1_2 --vanilla DIR --randomness HEX --prover-id
-//! f01000 [--partition K] [--threads N] [--no-synthesis]` (vanilla proofs
-//! from `cuzk fixtures synth-post`). This is what `cuzk window-post`
+//! f01000 [--partition K] [--threads N] [--no-synthesis] [--r1cs FILE]`
+//! (vanilla proofs from `cuzk fixtures synth-post`; `--r1cs`: the circuit's
+//! recording from `cuzk precompile`, for the pre-compiled synthesis: the
+//! witness alone, a, b, c left to the prover). This is what `cuzk window-post`
 //! reports as its `circuit` and `synthesis` lines, measurable where the
 //! key (60.8 GB at 32 GiB) is not.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use cuzk_benches::{cpu_seconds, peak_rss, reset_peak_rss};
 use cuzk_filecoin::counts::count_circuit_by_sectors;
-use cuzk_filecoin::{PostKind, PostRequest, PostSource, PostType, SectorIdentity};
+use cuzk_filecoin::{
+    CircuitSynthesis, PostKind, PostRequest, PostSource, PostType, PrecompiledCircuit,
+    SectorIdentity,
+};
 use cuzk_pipeline::PartitionSource;
 
 #[derive(Parser, Debug)]
@@ -48,6 +54,10 @@ struct Args {
     /// Stop after building the circuit.
     #[arg(long)]
     no_synthesis: bool,
+    /// Synthesize pre-compiled against this recording (`cuzk precompile`):
+    /// the witness alone, as `--synthesis precompiled` does.
+    #[arg(long, value_name = "FILE")]
+    r1cs: Option<PathBuf>,
 }
 
 fn main() -> Result<()> {
@@ -90,7 +100,16 @@ fn main() -> Result<()> {
     let counted = count_circuit_by_sectors(post_type.into())?;
     phase.line("count", "the blank circuit's shape (sizes the synthesis)")?;
 
-    let source = PostSource::with_shape(&request, counted.shape.clone())?;
+    let synthesis = match &args.r1cs {
+        None => CircuitSynthesis::Full,
+        Some(path) => CircuitSynthesis::Precompiled(Arc::new(PrecompiledCircuit::open(
+            path, post_type, None,
+        )?)),
+    };
+    if args.r1cs.is_some() {
+        phase.line("recording", "opened and checked")?;
+    }
+    let source = PostSource::with_shape(&request, counted.shape.clone(), &synthesis)?;
     let prep = source.prep();
     phase.line("circuit", &prep.to_string())?;
     if args.no_synthesis {
@@ -104,8 +123,11 @@ fn main() -> Result<()> {
     phase.line(
         "synthesis",
         &format!(
-            "{} constraints, {} inputs, {} aux, {threads} rayon threads",
-            shape.num_constraints, shape.num_inputs, shape.num_aux
+            "{} constraints, {} inputs, {} aux, {threads} rayon threads, {}",
+            shape.num_constraints,
+            shape.num_inputs,
+            shape.num_aux,
+            synthesis.name()
         ),
     )?;
     if shape != counted.shape {

@@ -30,7 +30,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use cuzk_benches::{cpu_seconds, peak_rss, reset_peak_rss};
-use cuzk_filecoin::precompile::{precompile, PrecompiledPorep};
+use cuzk_filecoin::precompile::{precompile, PrecompiledCircuit};
 use cuzk_filecoin::{
     parse_c1, partition_witness, synthesize_partition, C1Input, PorepSynthesis, SynthesisMode,
     WitnessSource,
@@ -199,7 +199,7 @@ fn prepare(mode: SynthesisMode, c1: &C1Input, args: &Args) -> Result<PorepSynthe
                 }
             };
             let start = Instant::now();
-            let pre = PrecompiledPorep::open(&path, c1.proof_type, None)?;
+            let pre = PrecompiledCircuit::open(&path, c1.proof_type, None)?;
             println!(
                 "load         {:>8.2} s  {} ({} bytes)",
                 start.elapsed().as_secs_f64(),

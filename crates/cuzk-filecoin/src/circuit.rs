@@ -3,6 +3,7 @@
 //! identifier (what the official `v28-…` file names are made of), and
 //! here is how to build its blank circuit to generate a test key from.
 
+use blstrs::Scalar as Fr;
 use cuzk_groth16::setup::FixedBase;
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::precompiled::R1csRef;
@@ -17,6 +18,7 @@ use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 
 use crate::proof_type::with_sector_shape;
+use crate::snap::update_blank;
 use crate::{Error, PostType, ProofType, UpdateType};
 
 /// One circuit with its own key pair: a PoRep proof type's partition
@@ -115,14 +117,52 @@ impl Circuit {
         seed: u64,
         fixed_base: &dyn FixedBase,
     ) -> Result<ProvingKey, Error> {
-        match self {
-            Circuit::Porep(p) => {
-                with_sector_shape!(p.sector_size(), porep_key, p, seed, fixed_base)
+        struct KeyGen<'a> {
+            seed: u64,
+            fixed_base: &'a dyn FixedBase,
+            key: Option<ProvingKey>,
+        }
+        impl BlankUse for KeyGen<'_> {
+            fn take<C: bellperson::Circuit<Fr>>(&mut self, circuit: C) -> Result<(), Error> {
+                self.key = Some(key_from_blank(circuit, self.seed, self.fixed_base)?);
+                Ok(())
             }
-            Circuit::Post(p) => with_sector_shape!(p.sector_size(), post_key, p, seed, fixed_base),
-            Circuit::Update(p) => crate::snap::generate_key(p, seed, fixed_base),
+        }
+        let mut keygen = KeyGen {
+            seed,
+            fixed_base,
+            key: None,
+        };
+        self.with_blank(None, &mut keygen)?;
+        Ok(keygen.key.expect("with_blank hands the circuit over"))
+    }
+
+    /// Builds the circuit's blank circuit (the one its key is generated
+    /// from: every value missing) and hands it to `user`: the one place
+    /// each kind's is built, for key generation, counting and recording.
+    /// `sectors` builds a PoSt of that many sectors instead of its own
+    /// count (the counts extend 1 and 2 sectors to a WindowPoSt
+    /// partition); the other kinds ignore it.
+    pub(crate) fn with_blank(
+        self,
+        sectors: Option<usize>,
+        user: &mut impl BlankUse,
+    ) -> Result<(), Error> {
+        match self {
+            Circuit::Porep(p) => with_sector_shape!(p.sector_size(), porep_blank, p, user),
+            Circuit::Post(p) => {
+                with_sector_shape!(p.sector_size(), post_blank, p, sectors, user)
+            }
+            Circuit::Update(u) => with_sector_shape!(u.sector_size(), update_blank, u, user),
         }
     }
+}
+
+/// What is done with a blank circuit, whatever its type (see
+/// [`Circuit::with_blank`]); the user keeps what it makes.
+pub(crate) trait BlankUse {
+    /// Uses `circuit`.
+    fn take<C: bellperson::Circuit<Fr>>(&mut self, circuit: C) -> Result<(), Error>;
 }
 
 /// The RNG of every test key: ChaCha20 seeded with `seed`.
@@ -150,34 +190,36 @@ pub(crate) fn key_from_recording(
         .map_err(|e| Error::filecoin("generating the test key from the recording", e))
 }
 
-fn porep_key<Tree: 'static + MerkleTreeTrait>(
+fn porep_blank<Tree: 'static + MerkleTreeTrait>(
     proof_type: ProofType,
-    seed: u64,
-    fixed_base: &dyn FixedBase,
-) -> Result<ProvingKey, Error> {
+    user: &mut impl BlankUse,
+) -> Result<(), Error> {
     let vanilla = public_params::<Tree>(&proof_type.config())
         .map_err(|e| Error::filecoin("setting up the PoRep parameters", e))?;
-    let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::blank_circuit(&vanilla);
-    key_from_blank(circuit, seed, fixed_base)
+    user.take(
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::blank_circuit(&vanilla),
+    )
 }
 
-fn post_key<Tree: 'static + MerkleTreeTrait>(
+fn post_blank<Tree: 'static + MerkleTreeTrait>(
     post_type: PostType,
-    seed: u64,
-    fixed_base: &dyn FixedBase,
-) -> Result<ProvingKey, Error> {
-    let config = post_type.config();
+    sectors: Option<usize>,
+    user: &mut impl BlankUse,
+) -> Result<(), Error> {
+    let mut config = post_type.config();
+    if let Some(n) = sectors {
+        config.sector_count = n;
+    }
     let vanilla = match config.typ {
         PoStType::Winning => winning_post_public_params::<Tree>(&config),
         PoStType::Window => window_post_public_params::<Tree>(&config),
     }
     .map_err(|e| Error::filecoin("setting up the PoSt parameters", e))?;
-    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<
+    user.take(<FallbackPoStCompound<Tree> as CompoundProof<
         FallbackPoSt<'_, Tree>,
         FallbackPoStCircuit<Tree>,
-    >>::blank_circuit(&vanilla);
-    key_from_blank(circuit, seed, fixed_base)
+    >>::blank_circuit(&vanilla))
 }

@@ -14,16 +14,9 @@ use bellperson::{ConstraintSystem, Index, LinearCombination, SynthesisError, Var
 use blstrs::Scalar as Fr;
 use cuzk_synth::CircuitShape;
 use ff::Field;
-use filecoin_proofs::parameters::{
-    public_params, window_post_public_params, winning_post_public_params,
-};
-use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait, PoStType};
-use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
-use storage_proofs_post::fallback::{FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound};
 
-use crate::proof_type::with_sector_shape;
-use crate::{Circuit, Error, PostType, ProofType};
+use crate::circuit::BlankUse;
+use crate::{Circuit, Error};
 
 /// A circuit's counted shape and how long counting took.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,11 +36,7 @@ pub struct CircuitCounts {
 /// update, the one circuit of a PoSt) whole.
 pub fn count_circuit(circuit: Circuit) -> Result<CircuitCounts, Error> {
     let start = Instant::now();
-    let shape = match circuit {
-        Circuit::Porep(p) => with_sector_shape!(p.sector_size(), porep_blank, p)?,
-        Circuit::Post(p) => with_sector_shape!(p.sector_size(), post_blank, p, None)?,
-        Circuit::Update(u) => crate::snap::count_blank(u)?,
-    };
+    let shape = count_blank(circuit, None)?;
     Ok(CircuitCounts {
         circuit,
         shape,
@@ -72,8 +61,8 @@ pub fn count_circuit_by_sectors(circuit: Circuit) -> Result<CircuitCounts, Error
         return count_circuit(circuit);
     }
     let start = Instant::now();
-    let one = with_sector_shape!(p.sector_size(), post_blank, p, Some(1))?;
-    let two = with_sector_shape!(p.sector_size(), post_blank, p, Some(2))?;
+    let one = count_blank(circuit, Some(1))?;
+    let two = count_blank(circuit, Some(2))?;
     Ok(CircuitCounts {
         circuit,
         shape: extend(&one, &two, n),
@@ -108,36 +97,19 @@ pub(crate) fn count<C: bellperson::Circuit<Fr>>(circuit: C) -> Result<CircuitSha
     Ok(cs.shape())
 }
 
-fn porep_blank<Tree: 'static + MerkleTreeTrait>(p: ProofType) -> Result<CircuitShape, Error> {
-    let vanilla = public_params::<Tree>(&p.config())
-        .map_err(|e| Error::filecoin("setting up the PoRep parameters", e))?;
-    count(
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::blank_circuit(&vanilla),
-    )
-}
-
-/// The blank PoSt circuit of `p`, of `sectors` sectors instead of its own
-/// count when given (WindowPoSt only).
-fn post_blank<Tree: 'static + MerkleTreeTrait>(
-    p: PostType,
-    sectors: Option<usize>,
-) -> Result<CircuitShape, Error> {
-    let mut config = p.config();
-    if let Some(n) = sectors {
-        config.sector_count = n;
+/// The counted shape of `circuit`'s blank circuit (of `sectors` sectors
+/// for a PoSt when given).
+fn count_blank(circuit: Circuit, sectors: Option<usize>) -> Result<CircuitShape, Error> {
+    struct Count(Option<CircuitShape>);
+    impl BlankUse for Count {
+        fn take<C: bellperson::Circuit<Fr>>(&mut self, circuit: C) -> Result<(), Error> {
+            self.0 = Some(count(circuit)?);
+            Ok(())
+        }
     }
-    let vanilla = match config.typ {
-        PoStType::Winning => winning_post_public_params::<Tree>(&config),
-        PoStType::Window => window_post_public_params::<Tree>(&config),
-    }
-    .map_err(|e| Error::filecoin("setting up the PoSt parameters", e))?;
-    count(<FallbackPoStCompound<Tree> as CompoundProof<
-        FallbackPoSt<'_, Tree>,
-        FallbackPoStCircuit<Tree>,
-    >>::blank_circuit(&vanilla))
+    let mut counted = Count(None);
+    circuit.with_blank(sectors, &mut counted)?;
+    Ok(counted.0.expect("with_blank hands the circuit over"))
 }
 
 /// One bit per variable, grown as variables are allocated.
@@ -271,7 +243,7 @@ impl ConstraintSystem<Fr> for CountingSystem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::UpdateType;
+    use crate::{PostType, ProofType, UpdateType};
     use cuzk_groth16::setup::CpuFixedBase;
 
     /// The counts against a key generated from the same blank circuit
@@ -337,8 +309,10 @@ mod tests {
                 }
             }
             .unwrap();
-            let (synthesis, inputs, _) =
-                crate::post::erased_circuit::<filecoin_proofs::SectorShape2KiB>(&request).unwrap();
+            let (synthesis, inputs, _) = crate::post::erased_circuit::<
+                filecoin_proofs::SectorShape2KiB,
+            >(&request, &crate::CircuitSynthesis::Full)
+            .unwrap();
             let witness = synthesis(&counted).unwrap();
             assert_eq!(witness.shape(), counted, "{}", pt.name());
             assert_eq!(inputs.len() + 1, counted.num_inputs, "{}", pt.name());
@@ -351,7 +325,7 @@ mod tests {
     fn window_counts_extended_by_sectors_are_whole_counts() {
         for size in [2048, 8 << 20] {
             let pt = PostType::window_for(ProofType::for_sector_size(size).unwrap());
-            let counted = |n| with_sector_shape!(size, post_blank, pt, Some(n)).unwrap();
+            let counted = |n| count_blank(pt.into(), Some(n)).unwrap();
             let (one, two) = (counted(1), counted(2));
             for n in [3, 5] {
                 assert_eq!(extend(&one, &two, n), counted(n), "{} with {n}", pt.name());

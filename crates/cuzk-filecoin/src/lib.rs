@@ -31,6 +31,7 @@ pub use params::{ParamsDir, TestKeys};
 pub use post::{
     prove_post, verify_post, PostKind, PostPrep, PostRequest, PostSource, PostType, PostVerified,
 };
+pub use precompile::{CircuitSynthesis, PrecompiledCircuit};
 pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};
 pub use prove::{
     partition_circuits, prove_partitions, prove_partitions_with, verify, Partition,

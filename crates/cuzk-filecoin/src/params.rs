@@ -22,9 +22,9 @@ use cuzk_groth16::setup::{CpuFixedBase, FixedBase};
 use cuzk_groth16::ProvingKey;
 
 use crate::circuit::Circuit;
-use crate::precompile::PrecompiledPorep;
+use crate::precompile::PrecompiledCircuit;
 use crate::proof_type::sector_size_label;
-use crate::{Error, ProofType};
+use crate::Error;
 
 /// A parameter cache directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,8 +147,8 @@ impl ParamsDir {
         self.write_test_keys(circuit, || circuit.generate_key(seed, fixed_base))
     }
 
-    /// [`ParamsDir::generate_test_keys_with`] for a PoRep proof type, from
-    /// its partition circuit as recorded by
+    /// [`ParamsDir::generate_test_keys_with`] for a circuit (PoRep, PoSt or
+    /// update), from its recording as made by
     /// [`precompile`](crate::precompile::precompile) (`cuzk precompile`) at
     /// `recording`, instead of a synthesis of the blank circuit: the same
     /// bytes, the QAP evaluated from the recorded matrices. The file is
@@ -157,13 +157,14 @@ impl ParamsDir {
     /// types whose circuit it holds.
     pub fn generate_test_keys_from_recording(
         &self,
-        proof_type: ProofType,
+        circuit: impl Into<Circuit>,
         seed: u64,
         recording: &Path,
         fixed_base: &dyn FixedBase,
     ) -> Result<TestKeys, Error> {
-        let precompiled = PrecompiledPorep::open(recording, proof_type, None)?;
-        self.write_test_keys(Circuit::Porep(proof_type), || {
+        let circuit = circuit.into();
+        let precompiled = PrecompiledCircuit::open(recording, circuit, None)?;
+        self.write_test_keys(circuit, || {
             crate::circuit::key_from_recording(precompiled.r1cs(), seed, fixed_base)
         })
     }

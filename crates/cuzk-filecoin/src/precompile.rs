@@ -1,34 +1,32 @@
-//! Pre-compiled PoRep: a proof type's partition circuit recorded once
-//! (cuzk-synth's `R1csRecorder`, from the crates' blank circuit: the same
-//! constraints key generation sees) into cuzk-synth's versioned, checksummed
-//! cache file, keyed by the proof type's parameter id (the `v28-…` name of
-//! its key). By default the file lies beside the key in the parameter cache
-//! as `v28-<circuit id>.r1cs`.
+//! Pre-compiled circuits: a circuit (a PoRep or update partition, a PoSt)
+//! recorded once (cuzk-synth's `R1csRecorder`, from the crates' blank
+//! circuit: the same constraints key generation sees) into cuzk-synth's
+//! versioned, checksummed cache file, keyed by the circuit's parameter id
+//! (the `v28-…` name of its key). By default the file lies beside the key
+//! in the parameter cache as `v28-<circuit id>.r1cs`. A proof then needs
+//! only the circuit's witness (the crates' gadgets run witness-only, or
+//! cuzk's native PoRep witness); a, b, c come from the recorded matrices.
 //!
 //! A file that is missing, truncated, corrupt, of another format version,
 //! for another circuit, or whose shape does not fit the proving key is
 //! refused with a [`PrecompiledError`] naming it; callers then synthesize
-//! in full (challenges in parallel) and say so in the log.
+//! in full and say so in the log.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use blstrs::Scalar as Fr;
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::precompiled::{
     cache, record, CacheError, CircuitId, DeferredAbc, MappedR1cs, R1csRef, R1csStats, RecordError,
     Witness, WitnessError,
 };
 use cuzk_synth::{CircuitShape, Synthesized};
-use filecoin_proofs::parameters::public_params;
-use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
-use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
-use crate::circuit::Circuit;
-use crate::engine::shape_from_key;
-use crate::proof_type::with_sector_shape;
-use crate::{Error, ParamsDir, ProofType};
+use crate::circuit::{BlankUse, Circuit};
+use crate::engine::{shape_from_key, Synthesis};
+use crate::{Error, ParamsDir, PostType, ProofType, UpdateType};
 
 /// Why a pre-compiled circuit cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +35,7 @@ pub enum PrecompiledError {
     /// version); the message names the file.
     #[error("pre-compiled circuit for {proof_type}: {source}")]
     Cache {
-        /// The proof type's name.
+        /// The registered proof type's name.
         proof_type: String,
         /// What is wrong with the file.
         #[source]
@@ -54,7 +52,8 @@ pub enum PrecompiledError {
         /// The proof type asked for.
         proof_type: String,
         /// "the circuit of A, B" naming the proof types whose circuit the
-        /// file holds, or "circuit <id>" when it is none of theirs.
+        /// file holds (PoRep, PoSt, update), or "circuit <id>" when it is
+        /// none of theirs.
         holds: String,
     },
     /// The recording does not fit the proving key (another circuit under
@@ -72,7 +71,7 @@ pub enum PrecompiledError {
         key: Box<CircuitShape>,
     },
     /// Recording the circuit failed.
-    #[error("recording the {proof_type} partition circuit: {source}")]
+    #[error("recording the {proof_type} circuit: {source}")]
     Record {
         /// The proof type's name.
         proof_type: String,
@@ -82,32 +81,46 @@ pub enum PrecompiledError {
     },
 }
 
-/// A proof type's recorded partition circuit, checked and mapped.
+/// A circuit's recording, checked and mapped.
 #[derive(Debug)]
-pub struct PrecompiledPorep {
-    proof_type: ProofType,
+pub struct PrecompiledCircuit {
+    circuit: Circuit,
     path: PathBuf,
     mapped: Arc<MappedR1cs>,
     /// The mapping as the prover's source of a, b, c.
     deferred: DeferredAbc,
 }
 
-/// The id a proof type's recording is filed under: its key's parameter id.
-pub fn circuit_id(proof_type: ProofType) -> Result<CircuitId, Error> {
-    let name = Circuit::Porep(proof_type).params_file_name()?;
+/// The id a circuit's recording is filed under: its key's parameter id.
+pub fn circuit_id(circuit: impl Into<Circuit>) -> Result<CircuitId, Error> {
+    let name = circuit.into().params_file_name()?;
     Ok(CircuitId::from_name(
         name.strip_suffix(".params").unwrap_or(&name),
     ))
 }
 
+/// Every circuit cuzk proves: each supported PoRep, PoSt and update type's.
+fn every_circuit() -> impl Iterator<Item = Circuit> {
+    let porep = ProofType::ALL
+        .into_iter()
+        .filter_map(|p| ProofType::new(p).ok())
+        .map(Circuit::Porep);
+    let post = PostType::ALL
+        .into_iter()
+        .filter_map(|p| PostType::new(p).ok())
+        .map(Circuit::Post);
+    let update = UpdateType::ALL
+        .into_iter()
+        .map(|u| Circuit::Update(UpdateType::new(u)));
+    porep.chain(post).chain(update)
+}
+
 /// "the circuit of A, B": the supported proof types whose recordings are
 /// filed under `id`; "circuit <id>" when none is.
 fn circuit_named(id: &CircuitId) -> String {
-    let names: Vec<String> = ProofType::ALL
-        .into_iter()
-        .filter_map(|p| ProofType::new(p).ok())
-        .filter(|&p| circuit_id(p).is_ok_and(|other| other == *id))
-        .map(ProofType::name)
+    let names: Vec<String> = every_circuit()
+        .filter(|&c| circuit_id(c).is_ok_and(|other| other == *id))
+        .map(label)
         .collect();
     if names.is_empty() {
         format!("circuit {id}")
@@ -116,10 +129,22 @@ fn circuit_named(id: &CircuitId) -> String {
     }
 }
 
-/// Where the recording of `proof_type` lies by default: beside its key in
+/// The circuit's registered proof type name, an update's marked as one
+/// (its names are the V1 PoRep types').
+fn label(circuit: Circuit) -> String {
+    match circuit {
+        Circuit::Update(_) => format!("{} (SnapDeals update)", circuit.name()),
+        _ => circuit.name(),
+    }
+}
+
+/// Where the recording of `circuit` lies by default: beside its key in
 /// `params`, as `v28-<circuit id>.r1cs`.
-pub fn default_cache_path(params: &ParamsDir, proof_type: ProofType) -> Result<PathBuf, Error> {
-    let key = params.params_path(proof_type)?;
+pub fn default_cache_path(
+    params: &ParamsDir,
+    circuit: impl Into<Circuit>,
+) -> Result<PathBuf, Error> {
+    let key = params.params_path(circuit)?;
     Ok(key.with_extension("r1cs"))
 }
 
@@ -140,18 +165,34 @@ pub struct Precompiled {
     pub write_secs: f64,
 }
 
-/// Records the partition circuit of `proof_type` (from the crates' blank
-/// circuit) and writes it to `path`, atomically.
-pub fn precompile(proof_type: ProofType, path: &Path) -> Result<Precompiled, Error> {
+/// Records `circuit` (from the crates' blank circuit; one partition of a
+/// PoRep or an update) and writes it to `path`, atomically.
+pub fn precompile(circuit: impl Into<Circuit>, path: &Path) -> Result<Precompiled, Error> {
+    struct Record(Option<Result<cuzk_synth::precompiled::R1cs, RecordError>>);
+    impl BlankUse for Record {
+        fn take<C: bellperson::Circuit<Fr>>(&mut self, circuit: C) -> Result<(), Error> {
+            self.0 = Some(record(circuit));
+            Ok(())
+        }
+    }
+    let circuit = circuit.into();
     let start = Instant::now();
-    let r1cs = with_sector_shape!(proof_type.sector_size(), record_blank, proof_type)?;
+    let mut recorder = Record(None);
+    circuit.with_blank(None, &mut recorder)?;
+    let r1cs = recorder
+        .0
+        .expect("with_blank hands the circuit over")
+        .map_err(|source| PrecompiledError::Record {
+            proof_type: label(circuit),
+            source,
+        })?;
     let record_secs = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let cache_error = |source| PrecompiledError::Cache {
-        proof_type: proof_type.name(),
+        proof_type: label(circuit),
         source,
     };
-    cache::write(path, &circuit_id(proof_type)?, &r1cs).map_err(cache_error)?;
+    cache::write(path, &circuit_id(circuit)?, &r1cs).map_err(cache_error)?;
     let file_bytes = std::fs::metadata(path)
         .map_err(|source| Error::Io {
             context: "reading the size of",
@@ -169,42 +210,25 @@ pub fn precompile(proof_type: ProofType, path: &Path) -> Result<Precompiled, Err
     })
 }
 
-fn record_blank<Tree: 'static + MerkleTreeTrait>(
-    proof_type: ProofType,
-) -> Result<cuzk_synth::precompiled::R1cs, Error> {
-    let vanilla = public_params::<Tree>(&proof_type.config())
-        .map_err(|e| Error::filecoin("setting up the PoRep parameters", e))?;
-    let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::blank_circuit(&vanilla);
-    record(circuit).map_err(|source| {
-        PrecompiledError::Record {
-            proof_type: proof_type.name(),
-            source,
-        }
-        .into()
-    })
-}
-
-impl PrecompiledPorep {
-    /// Opens and checks the recording of `proof_type` at `path` (one read
-    /// of the file, checksums on every core), and checks that its shape
-    /// fits `key` when given.
+impl PrecompiledCircuit {
+    /// Opens and checks the recording of `circuit` at `path` (one read of
+    /// the file, checksums on every core), and checks that its shape fits
+    /// `key` when given.
     pub fn open(
         path: &Path,
-        proof_type: ProofType,
+        circuit: impl Into<Circuit>,
         key: Option<&ProvingKey>,
     ) -> Result<Self, Error> {
+        let circuit = circuit.into();
         let mapped =
-            MappedR1cs::open(path, &circuit_id(proof_type)?).map_err(|source| match source {
+            MappedR1cs::open(path, &circuit_id(circuit)?).map_err(|source| match source {
                 CacheError::OtherCircuit { found, .. } => PrecompiledError::OtherCircuit {
                     path: path.to_owned(),
-                    proof_type: proof_type.name(),
+                    proof_type: label(circuit),
                     holds: circuit_named(&found),
                 },
                 source => PrecompiledError::Cache {
-                    proof_type: proof_type.name(),
+                    proof_type: label(circuit),
                     source,
                 },
             })?;
@@ -228,16 +252,16 @@ impl PrecompiledPorep {
         }
         let mapped = Arc::new(mapped);
         Ok(Self {
-            proof_type,
+            circuit,
             path: path.to_owned(),
             deferred: DeferredAbc::new(mapped.id(), mapped.clone()),
             mapped,
         })
     }
 
-    /// The proof type recorded.
-    pub fn proof_type(&self) -> ProofType {
-        self.proof_type
+    /// The circuit recorded.
+    pub fn circuit(&self) -> Circuit {
+        self.circuit
     }
 
     /// The file.
@@ -266,5 +290,105 @@ impl PrecompiledPorep {
     /// the CPU prover from the mapping): the host never holds them.
     pub fn synthesize(&self, witness: Witness) -> Result<Synthesized, WitnessError> {
         self.deferred.synthesized(witness)
+    }
+}
+
+/// How a PoSt or update circuit is synthesized (a PoRep partition's:
+/// [`crate::PorepSynthesis`]).
+#[derive(Clone, Debug, Default)]
+pub enum CircuitSynthesis {
+    /// In full: the crates' gadgets build every linear combination (a
+    /// WindowPoSt's sectors spread over the cores, as the crates split
+    /// them for an extensible constraint system; an update partition on
+    /// one thread).
+    #[default]
+    Full,
+    /// The witness alone (the same gadgets, witness-only: no linear
+    /// combination is built), a, b, c left to the prover, which evaluates
+    /// them from the recording (on the GPU from matrices resident in VRAM).
+    Precompiled(Arc<PrecompiledCircuit>),
+}
+
+impl CircuitSynthesis {
+    /// Pre-compiled: the recording of `circuit` at `cache` (by default
+    /// beside its key in `params`), opened and checked against `key` when
+    /// given. A recording that cannot be used is logged (the error names
+    /// the file and why) and the circuit is synthesized in full instead;
+    /// the reason comes back beside the fallback.
+    pub fn precompiled(
+        circuit: impl Into<Circuit>,
+        params: &ParamsDir,
+        cache: Option<&Path>,
+        key: Option<&ProvingKey>,
+    ) -> (Self, Option<Error>) {
+        let circuit = circuit.into();
+        let opened = match cache {
+            Some(path) => Ok(path.to_owned()),
+            None => default_cache_path(params, circuit),
+        }
+        .and_then(|path| PrecompiledCircuit::open(&path, circuit, key));
+        match opened {
+            Ok(pre) => (CircuitSynthesis::Precompiled(Arc::new(pre)), None),
+            Err(e) => {
+                tracing::warn!(
+                    "{e}; synthesizing in full (make the file with `cuzk precompile {}`)",
+                    precompile_args(circuit)
+                );
+                (CircuitSynthesis::Full, Some(e))
+            }
+        }
+    }
+
+    /// "full" or "precompiled".
+    pub fn name(&self) -> &'static str {
+        match self {
+            CircuitSynthesis::Full => "full",
+            CircuitSynthesis::Precompiled(_) => "precompiled",
+        }
+    }
+
+    /// Whether witnesses leave a, b, c to the prover.
+    pub fn defers_abc(&self) -> bool {
+        matches!(self, CircuitSynthesis::Precompiled(_))
+    }
+
+    /// The synthesis of `circuit` as this says, for a partition source.
+    /// Pre-compiled, `duplicate` keeps a copy first: a witness that does
+    /// not fit the recording is logged and the copy synthesized in full
+    /// instead (never a wrong proof). `what` names the circuit in the log.
+    pub(crate) fn synthesis<C>(&self, circuit: C, duplicate: fn(&C) -> C, what: String) -> Synthesis
+    where
+        C: bellperson::Circuit<Fr> + Send + 'static,
+    {
+        match self {
+            CircuitSynthesis::Full => Box::new(move |shape: &CircuitShape| {
+                cuzk_synth::synthesize_with_capacity(circuit, shape)
+            }),
+            CircuitSynthesis::Precompiled(pre) => {
+                let pre = Arc::clone(pre);
+                Box::new(move |shape: &CircuitShape| {
+                    let backup = duplicate(&circuit);
+                    let witness = cuzk_synth::precompiled::witness(circuit)?;
+                    match pre.synthesize(witness) {
+                        Ok(synthesized) => Ok(synthesized),
+                        Err(e) => {
+                            tracing::warn!("{what}: {e}; synthesizing it in full");
+                            cuzk_synth::synthesize_with_capacity(backup, shape)
+                        }
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// The arguments of `cuzk precompile` that record `circuit`.
+fn precompile_args(circuit: Circuit) -> String {
+    match circuit {
+        Circuit::Update(u) => format!(
+            "--kind update --sector-size {}",
+            crate::proof_type::sector_size_label(u.sector_size())
+        ),
+        _ => format!("--proof-type {}", circuit.name()),
     }
 }

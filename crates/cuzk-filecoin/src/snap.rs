@@ -25,7 +25,6 @@ use bellperson::groth16;
 use blstrs::{Bls12, Scalar as Fr};
 use cuzk_groth16::proof::PROOF_LEN;
 use cuzk_groth16::prover::{prove_with, Backend};
-use cuzk_groth16::setup::FixedBase;
 use cuzk_groth16::ProvingKey;
 use cuzk_pipeline::{PartitionSource, SourceError};
 use cuzk_synth::CircuitShape;
@@ -46,6 +45,7 @@ use storage_proofs_update::{
 };
 
 use crate::engine::{shape_from_key, Synthesis};
+use crate::precompile::CircuitSynthesis;
 use crate::proof_type::{sector_size_label, with_sector_shape};
 use crate::{Error, PartitionReport, ProofType};
 
@@ -241,19 +241,39 @@ pub struct UpdateSource {
     shape: CircuitShape,
     circuits: Vec<Mutex<Option<Synthesis>>>,
     inputs: Vec<Vec<Fr>>,
+    defers_abc: bool,
 }
 
 impl UpdateSource {
-    /// The partitions of `request`, to be proved with `key`. The vanilla
-    /// proofs are checked here, before any circuit is built.
+    /// The partitions of `request`, to be proved with `key`, synthesized
+    /// in full. The vanilla proofs are checked here, before any circuit is
+    /// built.
     pub fn new(request: &UpdateRequest, key: &ProvingKey) -> Result<Self, Error> {
-        let (circuits, inputs) =
-            with_sector_shape!(request.update_type.sector_size(), erased_circuits, request)?;
+        Self::with_synthesis(request, key, &CircuitSynthesis::Full)
+    }
+
+    /// [`UpdateSource::new`], synthesized as `synthesis` says.
+    pub fn with_synthesis(
+        request: &UpdateRequest,
+        key: &ProvingKey,
+        synthesis: &CircuitSynthesis,
+    ) -> Result<Self, Error> {
+        let (circuits, inputs) = with_sector_shape!(
+            request.update_type.sector_size(),
+            erased_circuits,
+            request,
+            synthesis
+        )?;
         Ok(UpdateSource {
-            label: format!("SnapDeals update {}", request.update_type.name()),
+            label: format!(
+                "SnapDeals update {} ({})",
+                request.update_type.name(),
+                synthesis.name()
+            ),
             shape: shape_from_key(key),
             circuits: circuits.into_iter().map(|c| Mutex::new(Some(c))).collect(),
             inputs,
+            defers_abc: synthesis.defers_abc(),
         })
     }
 }
@@ -305,21 +325,26 @@ impl PartitionSource for UpdateSource {
     fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
         Ok(self.inputs.get(index).cloned())
     }
+
+    fn defers_abc(&self) -> bool {
+        self.defers_abc
+    }
 }
 
 /// Proves every partition of `request` in order on this thread with `key`
-/// on `backend`, the randomness drawn from `rng` in the crates' order
+/// on `backend` (synthesized as `synthesis` says), the randomness drawn from `rng` in the crates' order
 /// (batches of 10: each batch's r, then its s). `on_partition` hears of
 /// each partition as it finishes. Returns 192 bytes per partition. This
 /// does not verify: call [`verify_update`].
 pub fn prove_update(
     request: &UpdateRequest,
     key: &ProvingKey,
+    synthesis: &CircuitSynthesis,
     backend: &dyn Backend,
     rng: &mut dyn RngCore,
     on_partition: &mut dyn FnMut(&PartitionReport),
 ) -> Result<Vec<u8>, Error> {
-    let source = UpdateSource::new(request, key)?;
+    let source = UpdateSource::with_synthesis(request, key, synthesis)?;
     let n = source.num_partitions();
     let mut randomness = Vec::with_capacity(n);
     for start in (0..n).step_by(BATCH) {
@@ -409,44 +434,14 @@ fn identifier_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     >>::cache_identifier(&params))
 }
 
-/// A test key for the update circuit of `update_type` (its blank circuit).
-pub(crate) fn generate_key(
+/// The blank update circuit of `update_type` (one partition), handed to
+/// `user` (see [`crate::Circuit::with_blank`]).
+pub(crate) fn update_blank<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     update_type: UpdateType,
-    seed: u64,
-    fixed_base: &dyn FixedBase,
-) -> Result<ProvingKey, Error> {
-    with_sector_shape!(
-        update_type.sector_size(),
-        key_typed,
-        update_type,
-        seed,
-        fixed_base
-    )
-}
-
-fn key_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    update_type: UpdateType,
-    seed: u64,
-    fixed_base: &dyn FixedBase,
-) -> Result<ProvingKey, Error> {
+    user: &mut impl crate::circuit::BlankUse,
+) -> Result<(), Error> {
     let params = PublicParams::from_sector_size(update_type.sector_size());
-    let circuit = <EmptySectorUpdateCompound<Tree> as CompoundProof<
-        EmptySectorUpdate<Tree>,
-        _,
-    >>::blank_circuit(&params);
-    crate::circuit::key_from_blank(circuit, seed, fixed_base)
-}
-
-/// The counted shape of the update circuit of `update_type` (one partition).
-pub(crate) fn count_blank(update_type: UpdateType) -> Result<cuzk_synth::CircuitShape, Error> {
-    with_sector_shape!(update_type.sector_size(), count_typed, update_type)
-}
-
-fn count_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
-    update_type: UpdateType,
-) -> Result<cuzk_synth::CircuitShape, Error> {
-    let params = PublicParams::from_sector_size(update_type.sector_size());
-    crate::counts::count(<EmptySectorUpdateCompound<Tree> as CompoundProof<
+    user.take(<EmptySectorUpdateCompound<Tree> as CompoundProof<
         EmptySectorUpdate<Tree>,
         _,
     >>::blank_circuit(&params))
@@ -586,6 +581,7 @@ fn check_vanilla_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 
 fn erased_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     request: &UpdateRequest,
+    synthesis: &CircuitSynthesis,
 ) -> Result<(Vec<Synthesis>, Vec<Vec<Fr>>), Error> {
     let (params, inputs, proofs) = verified::<Tree>(request)?;
     let mut circuits = Vec::with_capacity(proofs.len());
@@ -600,10 +596,11 @@ fn erased_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
             Some(k),
         )
         .map_err(|e| Error::filecoin("building an update partition circuit", e))?;
-        let synthesis: Synthesis = Box::new(move |shape: &CircuitShape| {
-            cuzk_synth::synthesize_with_capacity(circuit, shape)
-        });
-        circuits.push(synthesis);
+        circuits.push(synthesis.synthesis(
+            circuit,
+            duplicate_update_circuit,
+            format!("update partition {k}"),
+        ));
         all_inputs.push(
             <EmptySectorUpdateCompound<Tree> as CompoundProof<_, _>>::generate_public_inputs(
                 &inputs,
@@ -614,6 +611,25 @@ fn erased_circuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         );
     }
     Ok((circuits, all_inputs))
+}
+
+/// A copy of an update circuit (the crates' type and its private inputs
+/// are `Clone` only for trees that are; every part inside is).
+fn duplicate_update_circuit<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    circuit: &EmptySectorUpdateCircuit<Tree>,
+) -> EmptySectorUpdateCircuit<Tree> {
+    let p = &circuit.priv_inputs;
+    EmptySectorUpdateCircuit {
+        pub_params: circuit.pub_params.clone(),
+        pub_inputs: circuit.pub_inputs.clone(),
+        priv_inputs: storage_proofs_update::circuit::PrivateInputs {
+            comm_c: p.comm_c,
+            root_r_old: p.root_r_old,
+            root_r_new: p.root_r_new,
+            apex_leafs: p.apex_leafs.clone(),
+            challenge_proofs: p.challenge_proofs.clone(),
+        },
+    }
 }
 
 fn verify_compound_typed<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(

@@ -29,7 +29,7 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound};
 
 use crate::native::NativePartition;
-use crate::precompile::{default_cache_path, PrecompiledPorep};
+use crate::precompile::{default_cache_path, PrecompiledCircuit};
 use crate::proof_type::with_sector_shape;
 use crate::prove::{sector, vanilla_proofs};
 use crate::{C1Input, Error, ParamsDir, ProofType};
@@ -97,7 +97,7 @@ pub enum PorepSynthesis {
     #[default]
     Parallel,
     /// See [`SynthesisMode::Precompiled`]; the recording, opened and checked.
-    Precompiled(Arc<PrecompiledPorep>),
+    Precompiled(Arc<PrecompiledCircuit>),
 }
 
 impl PorepSynthesis {
@@ -122,7 +122,7 @@ impl PorepSynthesis {
                     Some(path) => Ok(path.to_owned()),
                     None => default_cache_path(params, proof_type),
                 }
-                .and_then(|path| PrecompiledPorep::open(&path, proof_type, key));
+                .and_then(|path| PrecompiledCircuit::open(&path, proof_type, key));
                 match opened {
                     Ok(pre) => (PorepSynthesis::Precompiled(Arc::new(pre)), None),
                     Err(e) => {

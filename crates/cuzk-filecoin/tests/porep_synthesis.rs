@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use cuzk_filecoin::precompile::{precompile, PrecompiledError, PrecompiledPorep};
+use cuzk_filecoin::precompile::{precompile, PrecompiledCircuit, PrecompiledError};
 use cuzk_filecoin::synthetic::SyntheticSector;
 use cuzk_filecoin::{
     challenge_circuits, parse_c1, partition_circuits, partition_witness, prove_partitions_with,
@@ -116,7 +116,7 @@ fn parallel_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input) {
 
 /// Every partition through the recording at `path` equals full synthesis.
 fn precompiled_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input, path: &Path) {
-    let pre = PrecompiledPorep::open(path, c1.proof_type, None).unwrap();
+    let pre = PrecompiledCircuit::open(path, c1.proof_type, None).unwrap();
     let whole = partition_circuits::<Tree>(c1).unwrap();
     for (k, (partition, challenges)) in whole
         .into_iter()
@@ -257,7 +257,7 @@ fn unusable_cache_files_are_refused_naming_them_and_fall_back_to_parallel() {
 
     let truncated = dir.path().join("truncated.r1cs");
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
-    let e = PrecompiledPorep::open(&truncated, pt, None).unwrap_err();
+    let e = PrecompiledCircuit::open(&truncated, pt, None).unwrap_err();
     assert!(e.to_string().contains("truncated.r1cs"), "{e}");
     assert!(matches!(cache_fault(e), CacheError::Truncated { .. }));
 
@@ -266,7 +266,7 @@ fn unusable_cache_files_are_refused_naming_them_and_fall_back_to_parallel() {
     let at = flipped.len() - 100;
     flipped[at] ^= 1;
     std::fs::write(&corrupt, &flipped).unwrap();
-    let e = PrecompiledPorep::open(&corrupt, pt, None).unwrap_err();
+    let e = PrecompiledCircuit::open(&corrupt, pt, None).unwrap_err();
     assert!(e.to_string().contains("corrupt.r1cs"), "{e}");
     assert!(matches!(
         cache_fault(e),
@@ -275,7 +275,7 @@ fn unusable_cache_files_are_refused_naming_them_and_fall_back_to_parallel() {
 
     // The 2 KiB recording offered as another proof type's.
     let other = proof_type(RegisteredSealProof::StackedDrg8MiBV1_1);
-    let e = PrecompiledPorep::open(&good, other, None).unwrap_err();
+    let e = PrecompiledCircuit::open(&good, other, None).unwrap_err();
     assert!(e.to_string().contains("good.r1cs"), "{e}");
     assert!(matches!(
         e,
@@ -303,10 +303,10 @@ fn unusable_cache_files_are_refused_naming_them_and_fall_back_to_parallel() {
         PorepSynthesis::for_mode(SynthesisMode::Precompiled, pt, &params, None, None);
     assert!(matches!(synthesis, PorepSynthesis::Parallel));
     assert!(why.unwrap().to_string().contains(".r1cs"));
-    let opened = PrecompiledPorep::open(&good, pt, None)
+    let opened = PrecompiledCircuit::open(&good, pt, None)
         .map(Arc::new)
         .unwrap();
-    assert_eq!(opened.proof_type(), pt);
+    assert_eq!(opened.circuit(), pt.into());
 }
 
 #[test]

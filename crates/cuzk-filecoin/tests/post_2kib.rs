@@ -26,10 +26,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use bellperson::groth16;
+use cuzk_filecoin::precompile::{precompile, PrecompiledError};
 use cuzk_filecoin::sample::{post_vanilla_proofs, seal_sample_sector, SampleSector};
 use cuzk_filecoin::{
-    prove_post, verify_post, Error, ParamsDir, PostRequest, PostSource, PostType, PostVerified,
-    ProofType, SectorIdentity,
+    prove_post, verify_post, CircuitSynthesis, Error, ParamsDir, PostRequest, PostSource, PostType,
+    PostVerified, PrecompiledCircuit, ProofType, SectorIdentity,
 };
 use cuzk_groth16::prover::CpuBackend;
 use filecoin_hashers::Hasher;
@@ -159,10 +160,15 @@ fn window_request(partition: usize) -> PostRequest {
 }
 
 fn prove(request: &PostRequest) -> Vec<u8> {
+    prove_as(request, &CircuitSynthesis::Full)
+}
+
+fn prove_as(request: &PostRequest, synthesis: &CircuitSynthesis) -> Vec<u8> {
     let f = fixture();
     let key = f.params.load_proving_key(request.post_type()).unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
-    let (proof, report, prep) = prove_post(request, &key, &CpuBackend, &mut rng).unwrap();
+    let (proof, report, prep) =
+        prove_post(request, &key, synthesis, &CpuBackend, &mut rng).unwrap();
     assert!(
         prep.total() <= report.synthesis,
         "{prep} within {:?}",
@@ -426,7 +432,7 @@ fn bad_post_requests_are_refused_with_their_reason() {
     let prove_window = |proofs: Vec<Vec<u8>>, randomness: &[u8; 32]| {
         let req = PostRequest::window(f.window, randomness, f.prover_id, proofs, 0)?;
         let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
-        prove_post(&req, &key, &CpuBackend, &mut rng).map(|(p, _, _)| p)
+        prove_post(&req, &key, &CircuitSynthesis::Full, &CpuBackend, &mut rng).map(|(p, _, _)| p)
     };
 
     // Counts.
@@ -558,4 +564,82 @@ fn synthetic_vanilla_proofs_prove_into_filecoin_valid_posts() {
         bad[50] ^= 1;
         assert!(verify_post(&request, &bad, &vk).is_err(), "{}", pt.name());
     }
+}
+
+/// Pre-compiled PoSt: each circuit recorded from its blank circuit, the
+/// witness alone synthesized (the crates' gadgets, witness-only: a
+/// WindowPoSt's sectors split over the cores as for full synthesis) and
+/// a, b, c evaluated from the recording; the proofs byte-identical to the
+/// full synthesis's, the short window partition (padded) included. A key
+/// made from the recording is the key made from the blank circuit; a
+/// recording of one PoSt offered for the other is refused, naming it.
+#[test]
+fn precompiled_posts_are_the_full_synthesis_proofs() {
+    use cuzk_pipeline::PartitionSource;
+    let f = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let recording = |pt: PostType| {
+        let path = dir.path().join(format!("{}.r1cs", pt.name()));
+        let made = precompile(pt, &path).unwrap();
+        let key = f.params.load_proving_key(pt).unwrap();
+        let pre = PrecompiledCircuit::open(&path, pt, Some(&key)).unwrap();
+        assert_eq!(made.shape, *pre.shape(), "{}", pt.name());
+        (path, CircuitSynthesis::Precompiled(Arc::new(pre)))
+    };
+    let (winning_file, winning) = recording(f.winning);
+    let (_, window) = recording(f.window);
+
+    for (request, synthesis) in [
+        (winning_request(), &winning),
+        (window_request(0), &window),
+        (window_request(1), &window),
+    ] {
+        let name = request.post_type().name();
+        let key = f.params.load_proving_key(request.post_type()).unwrap();
+        // The pre-compiled path ran: the witness leaves a, b, c to the prover.
+        let source = PostSource::with_synthesis(&request, &key, synthesis).unwrap();
+        assert!(source.defers_abc(), "{name}");
+        let witness = source.synthesize(0).unwrap();
+        assert!(
+            witness.deferred.is_some() && !witness.abc_on_host(),
+            "{name}"
+        );
+        let full = prove(&request);
+        assert_eq!(prove_as(&request, synthesis), full, "{name}: proofs differ");
+        let vk = f.params.load_verifying_key(request.post_type()).unwrap();
+        verify_post(&request, &full, &vk).unwrap();
+    }
+
+    // The key from the recording is the key from the blank circuit.
+    let from_recording = tempfile::tempdir().unwrap();
+    let made = ParamsDir::new(from_recording.path())
+        .generate_test_keys_from_recording(
+            f.winning,
+            KEY_SEED,
+            &winning_file,
+            &cuzk_groth16::setup::CpuFixedBase,
+        )
+        .unwrap();
+    assert_eq!(
+        std::fs::read(&made.params).unwrap(),
+        std::fs::read(f.params.params_path(f.winning).unwrap()).unwrap(),
+        "the key from the recording differs"
+    );
+
+    // WinningPoSt's recording offered for the WindowPoSt circuit.
+    let e = PrecompiledCircuit::open(&winning_file, f.window, None).unwrap_err();
+    let message = e.to_string();
+    assert!(
+        matches!(e, Error::Precompiled(PrecompiledError::OtherCircuit { .. })),
+        "{message}"
+    );
+    assert!(
+        message.contains(&f.winning.name()) && message.contains(&f.window.name()),
+        "{message}"
+    );
+    // The prover's view: refused, said why, synthesized in full.
+    let (synthesis, why) =
+        CircuitSynthesis::precompiled(f.window, &f.params, Some(&winning_file), None);
+    assert!(matches!(synthesis, CircuitSynthesis::Full));
+    assert!(why.unwrap().to_string().contains(".r1cs"));
 }

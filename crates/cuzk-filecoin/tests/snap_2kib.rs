@@ -20,8 +20,8 @@ use std::sync::{Arc, OnceLock};
 use bellperson::groth16;
 use cuzk_filecoin::sample::{seal_cc_sector, update_sample_sector, SampleUpdate};
 use cuzk_filecoin::{
-    prove_update, verify_update, Error, ParamsDir, ProofType, SectorIdentity, UpdateRequest,
-    UpdateSource, UpdateType,
+    prove_update, verify_update, CircuitSynthesis, Error, ParamsDir, PrecompiledCircuit, ProofType,
+    SectorIdentity, UpdateRequest, UpdateSource, UpdateType,
 };
 use cuzk_groth16::prover::CpuBackend;
 use filecoin_hashers::{Domain, Hasher};
@@ -96,11 +96,15 @@ fn request() -> UpdateRequest {
 }
 
 fn prove(request: &UpdateRequest) -> Vec<u8> {
+    prove_as(request, &CircuitSynthesis::Full)
+}
+
+fn prove_as(request: &UpdateRequest, synthesis: &CircuitSynthesis) -> Vec<u8> {
     let f = fixture();
     let key = f.params.load_proving_key(f.update_type).unwrap();
     let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
     let mut shapes = Vec::new();
-    let proof = prove_update(request, &key, &CpuBackend, &mut rng, &mut |p| {
+    let proof = prove_update(request, &key, synthesis, &CpuBackend, &mut rng, &mut |p| {
         shapes.push(p.shape.clone())
     })
     .unwrap();
@@ -235,6 +239,59 @@ fn the_engine_proves_an_update_as_prove_update_does() {
     engine.shutdown();
     let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
     assert_eq!(proof, reference_proof(), "the engine's proof differs");
+}
+
+/// Pre-compiled update: the partition circuit recorded from its blank
+/// circuit, the witness alone synthesized and a, b, c evaluated from the
+/// recording; the proof byte-identical to the full synthesis's, through
+/// `prove_update` and through the engine. A PoRep recording of the same
+/// sector size (whose proof type has the update's name) is refused as
+/// another circuit.
+#[test]
+fn a_precompiled_update_is_the_full_synthesis_proof() {
+    use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
+    let f = fixture();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("update.r1cs");
+    cuzk_filecoin::precompile::precompile(f.update_type, &path).unwrap();
+    let key = Arc::new(f.params.load_proving_key(f.update_type).unwrap());
+    let pre = PrecompiledCircuit::open(&path, f.update_type, Some(&key)).unwrap();
+    let synthesis = CircuitSynthesis::Precompiled(Arc::new(pre));
+
+    let source = UpdateSource::with_synthesis(&request(), &key, &synthesis).unwrap();
+    assert!(source.defers_abc());
+    let witness = source.synthesize(0).unwrap();
+    assert!(witness.deferred.is_some() && !witness.abc_on_host());
+    assert_eq!(prove_as(&request(), &synthesis), reference_proof());
+
+    let source = UpdateSource::with_synthesis(&request(), &key, &synthesis).unwrap();
+    let engine = cuzk_sched::Engine::start(EngineConfig {
+        synthesis_workers: 1,
+        devices: vec![Device::cpu(0, 1)],
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let out = engine
+        .submit(Job::new(Arc::new(source), key).seeded(RNG_SEED))
+        .unwrap()
+        .wait()
+        .unwrap();
+    engine.shutdown();
+    let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+    assert_eq!(
+        proof,
+        reference_proof(),
+        "the engine's pre-compiled proof differs"
+    );
+
+    let porep = ProofType::new(SEAL).unwrap();
+    let porep_file = dir.path().join("porep.r1cs");
+    cuzk_filecoin::precompile::precompile(porep, &porep_file).unwrap();
+    let e = PrecompiledCircuit::open(&porep_file, f.update_type, None).unwrap_err();
+    assert!(
+        e.to_string().contains("porep.r1cs") && e.to_string().contains("SnapDeals update"),
+        "{e}"
+    );
 }
 
 fn refused(result: Result<impl std::fmt::Debug, Error>, want: &str) {

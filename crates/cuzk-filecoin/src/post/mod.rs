@@ -46,10 +46,12 @@ use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::multi_proof::MultiProof;
 use storage_proofs_post::fallback::{
-    self, ChallengeRequirements, FallbackPoSt, FallbackPoStCompound, PublicSector,
+    self, ChallengeRequirements, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound,
+    PublicSector,
 };
 
 use crate::engine::{shape_from_key, Synthesis};
+use crate::precompile::CircuitSynthesis;
 use crate::proof_type::{sector_size_label, with_sector_shape};
 use crate::{Error, PartitionReport, ProofType};
 
@@ -333,7 +335,13 @@ impl PostRequest {
     /// comm_r_last with comm_r = H(comm_c, comm_r_last). Cheap (no
     /// synthesis); [`PostSource::new`] checks the same again.
     pub fn check(&self) -> Result<(), Error> {
-        with_sector_shape!(self.post_type.sector_size(), erased_circuit, self).map(drop)
+        with_sector_shape!(
+            self.post_type.sector_size(),
+            erased_circuit,
+            self,
+            &CircuitSynthesis::Full
+        )
+        .map(drop)
     }
 
     fn refuse(&self, problem: String) -> Error {
@@ -376,20 +384,22 @@ impl std::fmt::Display for PostPrep {
     }
 }
 
-/// Proves `request` on this thread: builds and synthesizes its circuit,
-/// checks the public inputs against the verifier's, proves it with `key`
-/// on `backend` (r then s drawn from `rng`, bellperson's order). Returns
+/// Proves `request` on this thread: builds and synthesizes its circuit (as
+/// `synthesis` says), checks the public inputs against the verifier's,
+/// proves it with `key` on `backend` (r then s drawn from `rng`,
+/// bellperson's order). Returns
 /// the 192-byte proof and what it cost (the report's synthesis includes
 /// building the circuit, which [`PostPrep`] splits). This does not verify:
 /// call [`verify_post`].
 pub fn prove_post(
     request: &PostRequest,
     key: &ProvingKey,
+    synthesis: &CircuitSynthesis,
     backend: &dyn Backend,
     rng: &mut dyn RngCore,
 ) -> Result<(Vec<u8>, PartitionReport, PostPrep), Error> {
     let start = Instant::now();
-    let source = PostSource::new(request, key)?;
+    let source = PostSource::with_synthesis(request, key, synthesis)?;
     let witness = source.synthesize(0).map_err(|e| Error::Filecoin {
         context: "synthesizing the PoSt circuit",
         message: e.message,

@@ -10,19 +10,38 @@ pub struct PostSource {
     circuit: Mutex<Option<Synthesis>>,
     inputs: Vec<Fr>,
     prep: PostPrep,
+    defers_abc: bool,
 }
 
 impl PostSource {
-    /// The circuit of `request`, to be proved with `key` (the proof type's key).
+    /// The circuit of `request`, to be proved with `key` (the proof type's
+    /// key), synthesized in full.
     pub fn new(request: &PostRequest, key: &ProvingKey) -> Result<Self, Error> {
-        Self::with_shape(request, shape_from_key(key))
+        Self::with_synthesis(request, key, &CircuitSynthesis::Full)
+    }
+
+    /// [`PostSource::new`], synthesized as `synthesis` says.
+    pub fn with_synthesis(
+        request: &PostRequest,
+        key: &ProvingKey,
+        synthesis: &CircuitSynthesis,
+    ) -> Result<Self, Error> {
+        Self::with_shape(request, shape_from_key(key), synthesis)
     }
 
     /// The circuit of `request`, its synthesis sized for `shape` (the key's,
     /// or the counted one: [`crate::counts::count_circuit_by_sectors`]).
-    pub fn with_shape(request: &PostRequest, shape: CircuitShape) -> Result<Self, Error> {
-        let (synthesis, inputs, prep) =
-            with_sector_shape!(request.post_type.sector_size(), erased_circuit, request)?;
+    pub fn with_shape(
+        request: &PostRequest,
+        shape: CircuitShape,
+        synthesis: &CircuitSynthesis,
+    ) -> Result<Self, Error> {
+        let (circuit, inputs, prep) = with_sector_shape!(
+            request.post_type.sector_size(),
+            erased_circuit,
+            request,
+            synthesis
+        )?;
         let pt = request.post_type;
         Ok(PostSource {
             label: match pt.kind() {
@@ -34,9 +53,10 @@ impl PostSource {
                 ),
             },
             shape,
-            circuit: Mutex::new(Some(synthesis)),
+            circuit: Mutex::new(Some(circuit)),
             inputs,
             prep,
+            defers_abc: synthesis.defers_abc(),
         })
     }
 
@@ -92,5 +112,9 @@ impl PartitionSource for PostSource {
 
     fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
         Ok((index == 0).then(|| self.inputs.clone()))
+    }
+
+    fn defers_abc(&self) -> bool {
+        self.defers_abc
     }
 }

@@ -125,6 +125,7 @@ fn typed<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Typed
 
 pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
     request: &PostRequest,
+    synthesis: &CircuitSynthesis,
 ) -> Result<(Synthesis, Vec<Fr>, PostPrep), Error> {
     let mut prep = PostPrep::default();
     let clock = Instant::now();
@@ -166,8 +167,11 @@ pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
     )
     .map_err(|e| Error::filecoin("deriving the public inputs", e))?;
     prep.circuit = clock.elapsed();
-    let synthesis: Synthesis =
-        Box::new(move |shape: &CircuitShape| cuzk_synth::synthesize_with_capacity(circuit, shape));
+    let synthesis = synthesis.synthesis(
+        circuit,
+        FallbackPoStCircuit::clone,
+        request.post_type.name(),
+    );
     Ok((synthesis, inputs, prep))
 }
 

@@ -73,8 +73,8 @@ pub(crate) enum Fixtures {
         /// bytes are the same.
         #[arg(long, default_value = "auto")]
         backend: String,
-        /// PoRep only: generate the key from the partition circuit's
-        /// recording (the file `cuzk precompile` writes) instead of
+        /// Generate the key from the circuit's recording (the file `cuzk
+        /// precompile` writes) instead of
         /// synthesizing the blank circuit again; the same bytes. Alone, the
         /// recording's default place beside the key (`v28-<circuit id>.r1cs`
         /// in the parameter directory). A file missing, corrupt or holding
@@ -474,20 +474,13 @@ fn keys(
     let keys = match from_recording {
         None => dir.generate_test_keys_with(proof_type, seed, fixed_base.as_ref())?,
         Some(path) => {
-            let Circuit::Porep(porep) = proof_type else {
-                bail!(
-                    "--from-recording: only PoRep circuits are recorded (`cuzk precompile`), \
-                     not {}",
-                    proof_type.name()
-                );
-            };
             let path = if path.as_os_str().is_empty() {
-                default_cache_path(&dir, porep)?
+                default_cache_path(&dir, proof_type)?
             } else {
                 path
             };
             eprintln!("from the recording {}", path.display());
-            dir.generate_test_keys_from_recording(porep, seed, &path, fixed_base.as_ref())?
+            dir.generate_test_keys_from_recording(proof_type, seed, &path, fixed_base.as_ref())?
         }
     };
     println!(

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    prove_post, verify_post, ParamsDir, PostKind, PostRequest, PostType, PostVerified,
-    SectorIdentity,
+    prove_post, verify_post, Circuit, CircuitSynthesis, ParamsDir, PostKind, PostRequest, PostType,
+    PostVerified, SectorIdentity,
 };
+use cuzk_groth16::ProvingKey;
 
 use crate::backend::{select_backend, BackendArgs};
 use crate::commands::porep_c2::parse_actor;
@@ -53,6 +54,57 @@ pub(crate) struct PostArgs {
     rng_seed: Option<u64>,
     #[command(flatten)]
     backend: BackendArgs,
+    #[command(flatten)]
+    synthesis: CircuitSynthesisArgs,
+}
+
+/// How a PoSt or update circuit is synthesized (`--synthesis`, `--r1cs-cache`).
+#[derive(Args, Debug)]
+pub(crate) struct CircuitSynthesisArgs {
+    /// `full`: the crates' gadgets build every constraint (a WindowPoSt's
+    /// sectors over all cores). `precompiled`: the recording `cuzk
+    /// precompile` writes, beside the key by default: the gadgets compute
+    /// the witness alone and the prover evaluates a, b, c from the recorded
+    /// matrices (the GPU from VRAM), so the host never holds them. A
+    /// recording that cannot be used is reported and the circuit
+    /// synthesized in full.
+    #[arg(long, default_value = "full", value_parser = ["full", "precompiled"])]
+    synthesis: String,
+    /// The recording for --synthesis precompiled (default: beside the key,
+    /// v28-….r1cs).
+    #[arg(long, value_name = "FILE")]
+    r1cs_cache: Option<PathBuf>,
+}
+
+impl CircuitSynthesisArgs {
+    /// The synthesis asked for, its recording opened and checked against
+    /// `key` (the time a stage, with what was opened or why not).
+    pub(crate) fn open(
+        &self,
+        circuit: impl Into<Circuit>,
+        params: &ParamsDir,
+        key: &ProvingKey,
+        stages: &mut Stages,
+    ) -> CircuitSynthesis {
+        if self.synthesis != "precompiled" {
+            return CircuitSynthesis::Full;
+        }
+        let t = Instant::now();
+        let (synthesis, fallback) =
+            CircuitSynthesis::precompiled(circuit, params, self.r1cs_cache.as_deref(), Some(key));
+        let note = match (&synthesis, fallback) {
+            (CircuitSynthesis::Precompiled(pre), _) => format!(
+                "precompiled: {} ({}, {} constraints)",
+                pre.path().display(),
+                cuzk_pipeline::memory::human(pre.file_bytes() as u64),
+                pre.shape().num_constraints
+            ),
+            (_, Some(e)) => format!("full (the pre-compiled circuit is not usable: {e})"),
+            (_, None) => "full".into(),
+        };
+        stages.push(("synthesis mode".into(), t.elapsed(), note));
+        synthesis
+    }
 }
 
 pub(crate) fn parse_hex(text: &str) -> Result<Vec<u8>> {
@@ -163,10 +215,11 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
 
     let backend = select_backend(&args.backend)?;
     let key = read_key(&params, post_type, &mut stages)?;
+    let synthesis = args.synthesis.open(post_type, &params, &key, &mut stages);
 
     let s = spinner("synthesizing and proving".into());
     let mut rng = rng_from(args.rng_seed);
-    let (proof, report, prep) = prove_post(&request, &key, backend.as_ref(), &mut rng)?;
+    let (proof, report, prep) = prove_post(&request, &key, &synthesis, backend.as_ref(), &mut rng)?;
     s.finish_and_clear();
     drop(key);
     let shape = &report.shape;
@@ -175,8 +228,11 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
         "synthesis".into(),
         report.synthesis.saturating_sub(prep.total()),
         format!(
-            "{} constraints, {} inputs, {} aux",
-            shape.num_constraints, shape.num_inputs, shape.num_aux
+            "{} constraints, {} inputs, {} aux ({})",
+            shape.num_constraints,
+            shape.num_inputs,
+            shape.num_aux,
+            synthesis.name()
         ),
     ));
     stages.push((

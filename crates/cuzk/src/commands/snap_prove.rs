@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    parse_sector_size, prove_update, verify_update, ParamsDir, ProofType, UpdateRequest,
-    UpdateSource, UpdateType,
+    parse_sector_size, prove_update, verify_update, CircuitSynthesis, ParamsDir, ProofType,
+    UpdateRequest, UpdateSource, UpdateType,
 };
 use cuzk_groth16::prover::Backend;
 use cuzk_groth16::ProvingKey;
@@ -21,7 +21,7 @@ use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
 use cuzk_sched::Engine;
 
 use crate::backend::{select_backend, select_engine_device, BackendArgs, GpuWorkerArgs};
-use crate::commands::post::{parse_hex, vanilla_files};
+use crate::commands::post::{parse_hex, vanilla_files, CircuitSynthesisArgs};
 use crate::output::{
     peak_rss, prover_name, read_key, report_partitions, rng_from, secs, spinner, stage_list,
     write_atomically, Stages,
@@ -80,6 +80,8 @@ pub(crate) struct SnapProveArgs {
     backend: BackendArgs,
     #[command(flatten)]
     gpu_workers: GpuWorkerArgs,
+    #[command(flatten)]
+    synthesis: CircuitSynthesisArgs,
 }
 
 pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
@@ -140,11 +142,13 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
     let proof = if args.synthesis_workers > 1 {
         let device = select_engine_device(&args.backend, &args.gpu_workers)?;
         let key = read_key(&params, update_type, &mut stages)?;
-        through_engine(&request, key, device, &args, &mut stages)?
+        let synthesis = args.synthesis.open(update_type, &params, &key, &mut stages);
+        through_engine(&request, key, &synthesis, device, &args, &mut stages)?
     } else {
         let backend = select_backend(&args.backend)?;
         let key = read_key(&params, update_type, &mut stages)?;
-        one_after_another(&request, key, backend, &args, &mut stages)?
+        let synthesis = args.synthesis.open(update_type, &params, &key, &mut stages);
+        one_after_another(&request, key, &synthesis, backend, &args, &mut stages)?
     };
 
     if args.no_verify {
@@ -179,6 +183,7 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
 fn one_after_another(
     request: &UpdateRequest,
     key: ProvingKey,
+    how: &CircuitSynthesis,
     backend: Box<dyn Backend>,
     args: &SnapProveArgs,
     stages: &mut Stages,
@@ -189,7 +194,7 @@ fn one_after_another(
     let mut backend_name = "";
     let mut rng = rng_from(args.rng_seed);
     let s = spinner("checking the vanilla proofs, synthesizing and proving".into());
-    let proof = prove_update(request, &key, backend.as_ref(), &mut rng, &mut |p| {
+    let proof = prove_update(request, &key, how, backend.as_ref(), &mut rng, &mut |p| {
         synthesis += p.synthesis;
         proving += p.proving;
         backend_name = p.backend;
@@ -222,12 +227,13 @@ fn one_after_another(
 fn through_engine(
     request: &UpdateRequest,
     key: ProvingKey,
+    synthesis: &CircuitSynthesis,
     device: Device,
     args: &SnapProveArgs,
     stages: &mut Stages,
 ) -> Result<Vec<u8>> {
     let workers = args.synthesis_workers as usize;
-    let source = UpdateSource::new(request, &key)?;
+    let source = UpdateSource::with_synthesis(request, &key, synthesis)?;
     let shape = source.shape();
     let (budget, why) = match args.host_budget {
         Some(b) => (b, "--host-budget".to_string()),
