@@ -276,12 +276,16 @@ pub fn expand_on_device(
         at.checked_add(len).is_some_and(|e| e <= out.len()),
         || format!("{len} values at {at} into a buffer of {}", out.len()),
     )?;
-    ensure(kernel, u32::try_from(layout.words()).is_ok(), || {
-        format!(
-            "a piece of {} words (pieces are u32-indexed)",
-            layout.words()
-        )
-    })?;
+    ensure(
+        kernel,
+        u32::try_from(layout.words()).is_ok() && u32::try_from(len).is_ok(),
+        || {
+            format!(
+                "a piece of {len} values, {} words (pieces are u32-indexed)",
+                layout.words()
+            )
+        },
+    )?;
     if len == 0 {
         return Ok(());
     }
