@@ -11,7 +11,9 @@ pub mod kernels;
 pub mod keygen;
 pub mod msm;
 pub mod ntt;
+pub mod packed;
 mod scan;
+pub mod staging;
 pub mod testing;
 
 pub use arena::{Arena, BudgetError, VramBudget};

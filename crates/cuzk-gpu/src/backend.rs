@@ -5,7 +5,8 @@
 //! kernel runs. The proving itself is `worker.rs` and `streamed.rs`.
 
 use cuzk_cuda::msm::BatchSum;
-use cuzk_cuda::{Arena, Gpu, PinnedBuffer, VramBudget};
+use cuzk_cuda::staging::Staging;
+use cuzk_cuda::{Arena, Gpu, VramBudget};
 use cuzk_groth16::prover::{Backend, MsmSums, ProveError, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
@@ -16,7 +17,7 @@ use crate::matrices::{witness_shape, MatrixSlot};
 use crate::plan::{CudaFootprints, PlanError, Shape, SrsMode, VramPlan};
 use crate::srs::SrsSlot;
 use crate::worker::Worker;
-use crate::{FILL_THREADS, STAGE_BYTES};
+use crate::{ZUpload, ZUploadReport, FILL_THREADS, STAGE_BYTES};
 
 /// The GPU backend of the prover: one worker (one compute stream, one copy
 /// stream, its own MSM scratch and pinned staging) on one device, with every
@@ -107,16 +108,13 @@ impl CudaBackend {
         Ok(CudaBackend {
             name,
             inner: Mutex::new(Worker {
-                staging: [
-                    PinnedBuffer::new(&gpu, STAGE_BYTES)?,
-                    PinnedBuffer::new(&gpu, STAGE_BYTES)?,
-                ],
-                next_stage: 0,
-                fill,
+                staging: Staging::new(&gpu, STAGE_BYTES, fill)?,
                 sum_g1: BatchSum::new(&stream)?,
                 sum_g2: BatchSum::new(&stream)?,
                 scratch: None,
                 release_scratch: false,
+                z_upload: ZUpload::from_env(),
+                last_z: None,
                 gpu,
                 arena,
                 stream,
@@ -146,6 +144,17 @@ impl CudaBackend {
     /// where the key would be resident. `None` restores the planner.
     pub fn force_mode(&self, mode: Option<SrsMode>) {
         *self.forced.lock() = mode;
+    }
+
+    /// How deferred witnesses' z goes up from now on (the default is
+    /// [`ZUpload::from_env`]: packed unless `CUZK_PLAIN_Z=1`).
+    pub fn set_z_upload(&self, mode: ZUpload) {
+        self.inner.lock().z_upload = mode;
+    }
+
+    /// What the last deferred witness's z upload moved.
+    pub fn last_z_upload(&self) -> Option<ZUploadReport> {
+        self.inner.lock().last_z
     }
 
     /// The backend on the first CUDA device; `Ok(None)` when there is none.

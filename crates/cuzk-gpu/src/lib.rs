@@ -34,3 +34,118 @@ pub const STAGE_BYTES: usize = 64 << 20;
 /// from 41 ms to 450 ms beside one). Four threads copy faster than the
 /// PCIe link drains.
 pub const FILL_THREADS: usize = 4;
+
+/// How a deferred witness's z = (inputs, aux) goes up to the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ZUpload {
+    /// The aux values packed (cuzk-cuda `packed`: a 2-bit class per value,
+    /// only the values other than 0 and 1 in full) in pieces of one
+    /// staging buffer's words, expanded on the device; a piece with more
+    /// than ~24% others goes plainly.
+    #[default]
+    Packed,
+    /// Every value in full through the staging buffers.
+    Plain,
+}
+
+impl ZUpload {
+    /// `Plain` when the environment says `CUZK_PLAIN_Z=1` (any value but
+    /// empty or `0`), for side-by-side measurements; else `Packed`. Read
+    /// once per backend, when it is made.
+    pub fn from_env() -> Self {
+        match std::env::var_os("CUZK_PLAIN_Z") {
+            Some(v) if !v.is_empty() && v != "0" => ZUpload::Plain,
+            _ => ZUpload::Packed,
+        }
+    }
+}
+
+/// What one z upload moved (`CudaBackend::last_z_upload`; logged at debug
+/// as `upload_z …`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZUploadReport {
+    pub mode: ZUpload,
+    /// Aux values uploaded.
+    pub values: usize,
+    /// Of them, in packed pieces.
+    pub packed: usize,
+    /// Of the packed ones, sent in full (neither 0 nor 1).
+    pub others: usize,
+    /// Bytes that crossed PCIe for the aux values.
+    pub bytes: u64,
+}
+
+impl ZUploadReport {
+    /// The report of a packed upload.
+    pub fn packed(p: cuzk_cuda::staging::PackedUpload) -> Self {
+        ZUploadReport {
+            mode: ZUpload::Packed,
+            values: p.values,
+            packed: p.packed,
+            others: p.others,
+            bytes: p.bytes,
+        }
+    }
+}
+
+impl std::fmt::Display for ZUploadReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plain = human(self.values as u64 * SCALAR_BYTES);
+        match self.mode {
+            ZUpload::Plain => write!(f, "plain: {} values, {plain}", self.values),
+            ZUpload::Packed => {
+                write!(
+                    f,
+                    "packed: {} of {} values full, {} instead of {plain}",
+                    self.others,
+                    self.values,
+                    human(self.bytes)
+                )?;
+                if self.packed < self.values {
+                    write!(
+                        f,
+                        " ({} values in pieces that went plain)",
+                        self.values - self.packed
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn z_upload_reports_say_the_path_and_the_bytes() {
+        let values = 130_200_000;
+        let packed = ZUploadReport {
+            mode: ZUpload::Packed,
+            values,
+            packed: values,
+            others: 1_690_000,
+            bytes: 86_000_000,
+        };
+        assert_eq!(
+            packed.to_string(),
+            "packed: 1690000 of 130200000 values full, 82.0 MiB instead of 3.88 GiB"
+        );
+        let some_plain = ZUploadReport {
+            packed: values - 1000,
+            ..packed
+        };
+        assert!(some_plain
+            .to_string()
+            .ends_with("(1000 values in pieces that went plain)"));
+        let plain = ZUploadReport {
+            mode: ZUpload::Plain,
+            values,
+            packed: 0,
+            others: 0,
+            bytes: values as u64 * 32,
+        };
+        assert_eq!(plain.to_string(), "plain: 130200000 values, 3.88 GiB");
+    }
+}

@@ -29,6 +29,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use crate::plan::Shape;
 use crate::worker::{Clock, Worker};
+use crate::{ZUpload, ZUploadReport};
 
 /// One matrix as cuzk-cuda's SpMV takes it.
 fn host_matrix<'a>(m: &MatrixRef<'a>) -> HostMatrix<'a> {
@@ -248,11 +249,30 @@ impl Worker {
         let s = self.stream.clone();
         let inputs = w.input_assignment.len();
         let aux = w.aux_assignment.len();
+        // upload_z: the host's packing, the transfers and the expansion
+        // (the stream idles while the host packs, so its events count it).
         clock.start(&s, "upload_z")?;
         let mut z = s.alloc::<FrLimbs>(inputs + aux)?;
         s.upload_at(fr_as_limbs(&w.input_assignment), &mut z, 0)?;
-        self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut z, inputs)?;
+        let values = fr_as_limbs(&w.aux_assignment);
+        let report = match self.z_upload {
+            ZUpload::Packed => {
+                ZUploadReport::packed(self.staging.upload_packed(&s, values, &mut z, inputs)?)
+            }
+            ZUpload::Plain => {
+                self.stage_upload(&s, values, &mut z, inputs)?;
+                ZUploadReport {
+                    mode: ZUpload::Plain,
+                    values: aux,
+                    packed: 0,
+                    others: 0,
+                    bytes: std::mem::size_of_val(values) as u64,
+                }
+            }
+        };
         clock.stop(&s)?;
+        tracing::debug!("upload_z {report}");
+        self.last_z = Some(report);
         clock.start(&s, "abc")?;
         let mut classes = s.alloc::<u8>(z.len())?;
         let mut out = [s.alloc(n)?, s.alloc(n)?, s.alloc(n)?];

@@ -320,7 +320,10 @@ impl VramPlan {
         };
         // a, b, c on the device: z and its classes beside the three n-long
         // outputs, then z's aux values copied out for L, A and B, which keep
-        // them from here on.
+        // them from here on. z's packed upload holds a scratch of one word
+        // per aux value (at most 64 MiB) beside z alone, freed before the
+        // outputs are made: 40 bytes per value at most, below this stage's
+        // 33 per value of z plus 32 per aux value and 96 per row (n ≥ inputs).
         let (abc, kept) = match shape.device_abc {
             Some(d) => {
                 let staging = d

@@ -10,18 +10,17 @@ use std::time::Duration;
 use cuzk_cuda::gather::BitmapGather;
 use cuzk_cuda::msm::{BatchSum, Classifier, Msm, G1, G2};
 use cuzk_cuda::ntt::{h_step, ntt, NttKind};
-use cuzk_cuda::{Arena, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream};
+use cuzk_cuda::staging::Staging;
+use cuzk_cuda::{Arena, DeviceBuffer, Event, Gpu, Stream};
 use cuzk_field::limbs::{fr_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs};
 use cuzk_field::Fr;
 use cuzk_groth16::prover::{MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
-use rayon::prelude::*;
 
 use crate::matrices::{AbcMatrices, MatrixSlot};
 use crate::plan::{SrsMode, VramPlan};
 use crate::srs::{ResidentSrs, SrsSlot};
-use crate::STAGE_BYTES;
 
 pub(crate) struct Scratch {
     pub(crate) len: usize,
@@ -37,11 +36,10 @@ pub(crate) struct Worker {
     pub(crate) arena: Arena,
     pub(crate) stream: Stream,
     pub(crate) copy: Stream,
-    pub(crate) staging: [PinnedBuffer<u8>; 2],
-    pub(crate) next_stage: usize,
-    /// Fills the staging buffers; `None` if its threads could not be started
-    /// (then the global rayon pool does, slower beside other work).
-    pub(crate) fill: Option<rayon::ThreadPool>,
+    /// Two pinned buffers of `STAGE_BYTES` and the worker's own fill
+    /// threads (without them, the global rayon pool fills, slower beside
+    /// other work).
+    pub(crate) staging: Staging,
     pub(crate) scratch: Option<Scratch>,
     pub(crate) sum_g1: BatchSum<G1>,
     pub(crate) sum_g2: BatchSum<G2>,
@@ -52,6 +50,10 @@ pub(crate) struct Worker {
     /// Give the MSM scratch back to the arena after each partition (when the
     /// arena is shared by several workers and admission counts it per partition).
     pub(crate) release_scratch: bool,
+    /// How a deferred witness's aux values go up.
+    pub(crate) z_upload: crate::ZUpload,
+    /// What the last z upload moved.
+    pub(crate) last_z: Option<crate::ZUploadReport>,
 }
 
 /// Device-event marks of one partition's stages on the compute stream.
@@ -371,22 +373,6 @@ impl Worker {
         dst: &mut DeviceBuffer<T>,
         at: usize,
     ) -> cuzk_cuda::Result<()> {
-        let per = (STAGE_BYTES / std::mem::size_of::<T>()).max(1);
-        for (i, piece) in src.chunks(per).enumerate() {
-            let buf = &mut self.staging[self.next_stage];
-            self.next_stage ^= 1;
-            let view = &mut buf.values_mut::<T>()?[..piece.len()];
-            let mut copy = || {
-                view.par_chunks_mut(1 << 14)
-                    .zip(piece.par_chunks(1 << 14))
-                    .for_each(|(d, s)| d.copy_from_slice(s))
-            };
-            match &self.fill {
-                Some(pool) => pool.install(copy),
-                None => copy(),
-            }
-            stream.upload_staged(buf, piece.len(), dst, at + i * per)?;
-        }
-        Ok(())
+        self.staging.upload(stream, src, dst, at)
     }
 }

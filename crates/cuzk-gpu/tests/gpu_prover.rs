@@ -220,10 +220,12 @@ fn shared_workers_keep_two_keys_resident() {
 /// A witness that leaves a, b, c to the prover (pre-compiled circuit): the
 /// GPU evaluates them from the recording's matrices, resident after the
 /// first partition, and proves the bytes the CPU proves from the same
-/// deferred witness and from full synthesis; fresh witnesses each run.
+/// deferred witness and from full synthesis, with z uploaded packed (the
+/// default: the demo witness is mostly bits) and plainly; fresh witnesses
+/// each run.
 #[test]
 fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
-    use cuzk_gpu::witness_shape;
+    use cuzk_gpu::{witness_shape, ZUpload};
     use cuzk_synth::precompiled::{record, witness, DeferredAbc};
     use std::sync::Arc;
     let Some(gpu) = backend() else { return };
@@ -251,7 +253,18 @@ fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
             let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
             let cpu = prove_with(&CpuBackend, &key, &full, r, s).unwrap();
             let cpu_deferred = prove_with(&CpuBackend, &key, &w, r, s).unwrap();
+            gpu.set_z_upload(ZUpload::Packed);
             let out = prove_with(&gpu, &key, &w, r, s).unwrap();
+            let z = gpu.last_z_upload().unwrap();
+            assert_eq!(
+                (z.mode, z.packed, z.values),
+                (
+                    ZUpload::Packed,
+                    w.aux_assignment.len(),
+                    w.aux_assignment.len()
+                ),
+                "2^{k}: z went up packed ({z})"
+            );
             assert_eq!(
                 cpu_deferred.proof.to_bytes(),
                 cpu.proof.to_bytes(),
@@ -261,6 +274,15 @@ fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
                 out.proof.to_bytes(),
                 cpu.proof.to_bytes(),
                 "2^{k}: GPU proof from device a, b, c differs from the CPU proof"
+            );
+            gpu.set_z_upload(ZUpload::Plain);
+            let plain = prove_with(&gpu, &key, &w, r, s).unwrap();
+            gpu.set_z_upload(ZUpload::Packed);
+            assert_eq!(gpu.last_z_upload().unwrap().mode, ZUpload::Plain);
+            assert_eq!(
+                plain.proof.to_bytes(),
+                cpu.proof.to_bytes(),
+                "2^{k}: GPU proof with z uploaded plainly differs from the CPU proof"
             );
             assert!(verify_proof(&pvk, &out.proof, &inputs).unwrap());
             let stage = |name| out.timings.stages.iter().any(|(n, _)| *n == name);
@@ -278,7 +300,7 @@ fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
                 .map(|(n, d)| format!("{n} {:.2}ms", d.as_secs_f64() * 1e3))
                 .collect();
             eprintln!(
-                "2^{k}: identical; {} [{}]",
+                "2^{k}: identical; upload_z {z}; {} [{}]",
                 gpu.last_run().unwrap_or_default(),
                 stages.join(", ")
             );
