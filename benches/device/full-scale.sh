@@ -5,6 +5,8 @@
 #   .device-carry/fs/gpu_full_scale.xz  cuzk-filecoin's tests/gpu_full_scale.rs, likewise
 #   .device-carry/fs/sweep.xz           cuzk-benches' sweep binary, likewise
 #   .device-carry/fs/anchor-c2.xz       benches/anchor-c2 (optional: its step is skipped without)
+#   .device-carry/fs/{synth_bench,post_bench,msm_bench,ntt_bench}.xz  cuzk-benches (optional)
+#   .device-carry/fs/sppark-bench.xz    benches/sppark-bench/build.sh (optional, step sppark)
 #   .device-carry/fs/kernels/           target/kernels/*.fatbin and *.fatbin.sha256 (sm_90):
 #                                       read at run time from $FS/kernels, beside $FS/bin
 #
@@ -191,6 +193,44 @@ step_porep_gw() {
   cat "$FS"/porep_gw*.log > "$FS/porep_gw.log"
 }
 
+# The witness upload as bits (issue 17): both 32 GiB C1s with the pre-compiled circuit and
+# ZGPU_WORKERS (default 2) GPU workers, z uploaded packed (the default) and plain
+# (CUZK_PLAIN_Z=1); logs porep_z-{packed,plain}.log; the proofs compared across the two.
+step_porep_z() {
+  local z
+  for z in packed plain; do
+    env $([ $z = plain ] && echo CUZK_PLAIN_Z=1) RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::matrices=debug" \
+      "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-$z.bin" \
+      --out "$FS/proof-2-$z.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
+      --gpu-workers "${ZGPU_WORKERS:-2}" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
+      --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
+      --timeline "$FS/timeline-z-$z.jsonl" > "$FS/porep_z-$z.log" 2>&1
+    echo "porep_z $z rc=$?" >> "$FS/porep_z-$z.log"
+  done
+  { grep -hE "upload_z packed" "$FS/porep_z-packed.log" | head -2
+    for z in packed plain; do
+      echo "-- $z: $(grep -E '^proof [0-9]|steady|rc=' "$FS/porep_z-$z.log" | tr '\n' ' ')"
+      grep -oE "upload_z [0-9.]+s" "$FS/porep_z-$z.log" | awk -v z=$z '{sub(/s$/, "", $2); s += $2; n++} END {if (n) printf "   %s: upload_z mean %.3f s over %d partitions\n", z, s / n, n}'
+    done
+    cmp "$FS/proof-1-packed.bin" "$FS/proof-1-plain.bin" && cmp "$FS/proof-2-packed.bin" "$FS/proof-2-plain.bin" \
+      && echo "proofs identical packed and plain (same --rng-seed)"
+  } > "$FS/porep_z.log" 2>&1
+}
+
+# The packed upload's GPU tests and timing (the binaries of .device-carry/bits: cuzk-cuda's
+# tests/packed.rs and tests/abc.rs, cuzk-gpu's tests/gpu_prover.rs, the z_upload example).
+step_zbits() {
+  local C=$here/.device-carry/bits t
+  {
+    export CUZK_FATBIN_DIR=$C/kernels CUZK_FIXTURES=$here/fixtures
+    for t in packed abc; do timeout 120 "$C/bin/$t"; echo "test $t rc=$?"; done
+    timeout 240 "$C/bin/gpu_prover" --nocapture --test-threads 1; echo "test gpu_prover rc=$?"
+    timeout 60 "$C/bin/z_upload"; echo "z_upload default rc=$?"
+    timeout 60 "$C/bin/z_upload" 130200000 0.013 8; echo "z_upload 8 threads rc=$?"
+    timeout 60 "$C/bin/z_upload" 130200000 0.3 4; echo "z_upload 30% other rc=$?"
+  } > "$FS/zbits.log" 2>&1
+}
+
 # A 32 GiB WindowPoSt partition's CPU side without its key (post_bench): synthetic
 # vanilla proofs of 2349 sectors, then decode, vanilla check, circuit, synthesis, each
 # timed with its CPU seconds and peak RSS.
@@ -207,6 +247,14 @@ step_window_synth() {
       >> "$FS/window_synth.log" 2>&1
     echo "post_bench threads=$t rc=$?" >> "$FS/window_synth.log"
   done
+}
+
+# cuzk's MSM and NTT beside sppark 0.1.16's (benches/device/msm-vs-sppark.sh over the
+# carried msm_bench, ntt_bench and sppark-bench; the table last in $FS/sppark.log).
+step_sppark() {
+  CUZK_BIN_DIR=$bin SPPARK_BENCH=$bin/sppark-bench OUT=$FS/sppark STEP_TIMEOUT=${SPPARK_TIMEOUT:-150} \
+    bash "$here/benches/device/msm-vs-sppark.sh" > "$FS/sppark.log" 2>&1
+  echo "sppark rc=$?" >> "$FS/sppark.log"
 }
 
 # supraseal-c2 through filecoin-proofs on the same C1 and key (it synthesizes
@@ -643,7 +691,7 @@ collect() {
 install_bins() {
   xz -dc "$here/.device-carry/fs/cuzk.xz" > "$bin/cuzk" && chmod +x "$bin/cuzk" || exit 1
   # The others only when carried (a step that needs a missing one fails and says so).
-  for f in gpu_full_scale sweep synth_bench post_bench; do
+  for f in gpu_full_scale sweep synth_bench post_bench msm_bench ntt_bench sppark-bench; do
     if [ -e "$here/.device-carry/fs/$f.xz" ]; then
       xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f"
     fi

@@ -33,6 +33,15 @@ const FORBIDDEN: &[&str] = &[
 /// The only file allowed to make them: the arena's reservation and release.
 const ALLOWED: &[&str] = &["crates/cuzk-cuda/src/arena.rs"];
 
+/// Standalone comparison projects (their own workspaces, built only for the
+/// GPU machine) that drive other provers — sppark, supraseal-c2 — with those
+/// provers' own memory management: not cuzk's runtime, not scanned.
+const OTHER_PROVERS: &[&str] = &[
+    "benches/sppark-bench",
+    "benches/anchor",
+    "benches/anchor-c2",
+];
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -45,8 +54,9 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         let name = e.file_name();
         let name = name.to_string_lossy();
+        let other_prover = OTHER_PROVERS.iter().any(|o| p.ends_with(o));
         if p.is_dir() {
-            if name != "target" && !name.starts_with('.') {
+            if name != "target" && !name.starts_with('.') && !other_prover {
                 sources(&p, out);
             }
         } else if [".rs", ".cu", ".cuh"].iter().any(|x| name.ends_with(x)) {

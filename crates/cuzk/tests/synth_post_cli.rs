@@ -176,6 +176,33 @@ fn a_full_synthetic_window_partition_proves_and_one_byte_changed_is_rejected() {
     let mut bad = proof.clone();
     bad[100] ^= 1;
     assert!(!window_valid(f.window, &dir, &bad));
+
+    // Pre-compiled (`cuzk precompile --proof-type`, then `--synthesis precompiled`): the
+    // same bytes for the same --rng-seed.
+    let recording = dir.join("window.r1cs");
+    let name = f.window.name();
+    ok(&run(&[
+        "precompile",
+        "--proof-type",
+        &name,
+        "--out",
+        path(&recording),
+    ]));
+    let (stdout, pre) = prove(
+        "window-post",
+        f.window,
+        &dir,
+        &[
+            "--rng-seed",
+            "1",
+            "--synthesis",
+            "precompiled",
+            "--r1cs-cache",
+            path(&recording),
+        ],
+    );
+    assert!(stdout.contains("precompiled: "), "{stdout}");
+    assert_eq!(pre, proof, "the pre-compiled proof differs");
 }
 
 #[test]

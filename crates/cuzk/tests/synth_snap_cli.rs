@@ -147,6 +147,56 @@ fn a_synthetic_update_proves_and_one_byte_changed_is_rejected() {
     assert!(stdout.contains("pipeline"), "{stdout}");
     assert!(valid(&std::fs::read(&engine_out).unwrap()));
 
+    // Pre-compiled: the update circuit recorded by `cuzk precompile --kind update`, the
+    // witness alone synthesized; the same bytes for the same --rng-seed. A recording that
+    // is not there: said so, synthesized in full, the same bytes again.
+    let recording = work.path().join("update.r1cs");
+    let stdout = ok(&run(&[
+        "precompile",
+        "--sector-size",
+        "2KiB",
+        "--kind",
+        "update",
+        "--out",
+        path(&recording),
+    ]));
+    assert!(stdout.contains("checked"), "{stdout}");
+    for (cache, mode) in [
+        (recording.clone(), "precompiled: "),
+        (work.path().join("absent.r1cs"), "not usable"),
+    ] {
+        let pre_out = work.path().join("pre-proof");
+        let stdout = ok(&run(&[
+            "snap-prove",
+            "--sector-size",
+            "2KiB",
+            "--vanilla",
+            path(&dir),
+            "--comm-r-old",
+            &old_hex,
+            "--comm-r-new",
+            &new_hex,
+            "--comm-d-new",
+            &d_hex,
+            "--backend",
+            "cpu",
+            "--rng-seed",
+            "2",
+            "--synthesis",
+            "precompiled",
+            "--r1cs-cache",
+            path(&cache),
+            "--out",
+            path(&pre_out),
+        ]));
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("synthesis mode"))
+            .unwrap_or_else(|| panic!("no synthesis mode line in {stdout}"));
+        assert!(line.contains(mode), "{line}");
+        assert_eq!(std::fs::read(&pre_out).unwrap(), proof, "{line}");
+    }
+
     // Other commitments than the ones synth-snap wrote: refused before proving, nothing written.
     let refused_out = work.path().join("refused");
     let output = run(&[
