@@ -194,12 +194,12 @@ step_porep_gw() {
 }
 
 # The witness upload as bits (issue 17): both 32 GiB C1s with the pre-compiled circuit and
-# ZGPU_WORKERS (default 2) GPU workers, z uploaded packed (the default) and plain
-# (CUZK_PLAIN_Z=1); logs porep_z-{packed,plain}.log; the proofs compared across the two.
+# ZGPU_WORKERS (default 2) GPU workers, z uploaded packed
+# (CUZK_PACKED_Z=1) and plain (the default); logs porep_z-{packed,plain}.log; the proofs compared across the two.
 step_porep_z() {
   local z
   for z in packed plain; do
-    env $([ $z = plain ] && echo CUZK_PLAIN_Z=1) RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::matrices=debug" \
+    env $([ $z = packed ] && echo CUZK_PACKED_Z=1) RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::matrices=debug" \
       "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-$z.bin" \
       --out "$FS/proof-2-$z.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
       --gpu-workers "${ZGPU_WORKERS:-2}" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \

@@ -147,7 +147,7 @@ impl CudaBackend {
     }
 
     /// How deferred witnesses' z goes up from now on (the default is
-    /// [`ZUpload::from_env`]: packed unless `CUZK_PLAIN_Z=1`).
+    /// [`ZUpload::from_env`]: plain unless `CUZK_PACKED_Z=1`).
     pub fn set_z_upload(&self, mode: ZUpload) {
         self.inner.lock().z_upload = mode;
     }

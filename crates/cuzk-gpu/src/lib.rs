@@ -36,26 +36,33 @@ pub const STAGE_BYTES: usize = 64 << 20;
 pub const FILL_THREADS: usize = 4;
 
 /// How a deferred witness's z = (inputs, aux) goes up to the device.
+///
+/// Plain is the default: measured on the H200 (2026-12-03, `z_upload` at a
+/// 32 GiB PoRep partition's mix, 130.2 M values, 1.3% others), packing on
+/// the host costs more than the PCIe time it saves — plain 243 ms against
+/// packed 278 ms with 4 fill threads, 166 against 184 with 8 — because the
+/// host still reads all 4.2 GB to classify them. It pays only once the
+/// witness comes out of synthesis already packed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ZUpload {
     /// The aux values packed (cuzk-cuda `packed`: a 2-bit class per value,
     /// only the values other than 0 and 1 in full) in pieces of one
     /// staging buffer's words, expanded on the device; a piece with more
     /// than ~24% others goes plainly.
-    #[default]
     Packed,
     /// Every value in full through the staging buffers.
+    #[default]
     Plain,
 }
 
 impl ZUpload {
-    /// `Plain` when the environment says `CUZK_PLAIN_Z=1` (any value but
-    /// empty or `0`), for side-by-side measurements; else `Packed`. Read
+    /// `Packed` when the environment says `CUZK_PACKED_Z=1` (any value but
+    /// empty or `0`), for side-by-side measurements; else `Plain`. Read
     /// once per backend, when it is made.
     pub fn from_env() -> Self {
-        match std::env::var_os("CUZK_PLAIN_Z") {
-            Some(v) if !v.is_empty() && v != "0" => ZUpload::Plain,
-            _ => ZUpload::Packed,
+        match std::env::var_os("CUZK_PACKED_Z") {
+            Some(v) if !v.is_empty() && v != "0" => ZUpload::Packed,
+            _ => ZUpload::Plain,
         }
     }
 }
