@@ -267,7 +267,10 @@ fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
                 .count();
             assert_eq!((z.mode, z.values), (ZUpload::Packed, n), "2^{k}: {z}");
             if others * 5 <= n {
-                assert_eq!(z.packed, n, "2^{k}: {others} of {n} others, all packed ({z})");
+                assert_eq!(
+                    z.packed, n,
+                    "2^{k}: {others} of {n} others, all packed ({z})"
+                );
                 assert_eq!(z.others, others, "2^{k}: {z}");
             } else if others * 10 >= n * 3 {
                 assert_eq!(z.packed, 0, "2^{k}: {others} of {n} others, plain ({z})");
