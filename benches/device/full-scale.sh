@@ -614,7 +614,7 @@ post32_table() {
   done
   grep -hE "^synthesis mode|^synthesis " "$W/window.log" "$W/snap.log" "$W/winning.log" 2>/dev/null | sed 's/^/   cuzk: /'
   for k in window snap winning; do
-    [ -e "$W/$k-anchor.log" ] && echo "supraseal $k ($(cat "$W/$k-anchor.s" 2>/dev/null) s): $(grep -E '^anchor-c2 ' "$W/$k-anchor.log" | tail -1)"
+    [ -e "$W/$k-anchor.log" ] && echo "supraseal $k ($(cat "$W/$k-anchor.s" 2>/dev/null || echo '-') s): $(grep -E '^anchor-c2 |carried' "$W/$k-anchor.log" | tail -1)"
     [ -e "$W/$k.s" ] && echo "cuzk $k CLI: $(cat "$W/$k.s") s, peak RSS $(grep -E '^peak host RSS' "$W/$k.log" | tail -1)"
   done
   echo "(vanilla s: the synthetic vanilla proofs; prove s: the CLI's proving stages, synthesis apart;"
