@@ -220,25 +220,34 @@ fn update_proof_is_filecoin_valid_and_matches_bellperson() {
 
 #[test]
 fn the_engine_proves_an_update_as_prove_update_does() {
-    use cuzk_pipeline::{Device, EngineConfig, Job, Scheduler};
     let f = fixture();
     let key = Arc::new(f.params.load_proving_key(f.update_type).unwrap());
     let source = UpdateSource::new(&request(), &key).unwrap();
+    assert_eq!(
+        engine_proof(source, key),
+        reference_proof(),
+        "the engine's proof differs"
+    );
+}
+
+/// `source` proved through cuzk-sched's engine on one CPU prover, seeded
+/// with the proofs' RNG seed (one partition at 2 KiB: the engine's draw
+/// order is the crates' one).
+fn engine_proof(source: UpdateSource, key: Arc<cuzk_groth16::ProvingKey>) -> Vec<u8> {
+    use cuzk_pipeline::{Device, EngineConfig, Job, Scheduler};
     let engine = cuzk_sched::Engine::start(EngineConfig {
         synthesis_workers: 1,
         devices: vec![Device::cpu(0, 1)],
         ..EngineConfig::default()
     })
     .unwrap();
-    // One partition at 2 KiB: the engine's draw order is the crates' one.
     let out = engine
         .submit(Job::new(Arc::new(source), key).seeded(RNG_SEED))
         .unwrap()
         .wait()
         .unwrap();
     engine.shutdown();
-    let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
-    assert_eq!(proof, reference_proof(), "the engine's proof differs");
+    out.proofs.iter().flat_map(|p| p.to_bytes()).collect()
 }
 
 /// Pre-compiled update: the partition circuit recorded from its blank
@@ -249,7 +258,7 @@ fn the_engine_proves_an_update_as_prove_update_does() {
 /// another circuit.
 #[test]
 fn a_precompiled_update_is_the_full_synthesis_proof() {
-    use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
+    use cuzk_pipeline::PartitionSource;
     let f = fixture();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("update.r1cs");
@@ -265,21 +274,8 @@ fn a_precompiled_update_is_the_full_synthesis_proof() {
     assert_eq!(prove_as(&request(), &synthesis), reference_proof());
 
     let source = UpdateSource::with_synthesis(&request(), &key, &synthesis).unwrap();
-    let engine = cuzk_sched::Engine::start(EngineConfig {
-        synthesis_workers: 1,
-        devices: vec![Device::cpu(0, 1)],
-        ..EngineConfig::default()
-    })
-    .unwrap();
-    let out = engine
-        .submit(Job::new(Arc::new(source), key).seeded(RNG_SEED))
-        .unwrap()
-        .wait()
-        .unwrap();
-    engine.shutdown();
-    let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
     assert_eq!(
-        proof,
+        engine_proof(source, Arc::clone(&key)),
         reference_proof(),
         "the engine's pre-compiled proof differs"
     );
