@@ -449,13 +449,22 @@ post32() {
   }
   # With POST32_SYNTHESIS=precompiled (the default): the circuit of `--kind $1` recorded
   # into $2 (timed, $W/precompile-$1.log); prints nothing. Otherwise leaves $2 unset.
+  # A recording that failed (no room in its folder, say) is removed and the kind falls back
+  # to full synthesis from a key of the blank circuit: rec is cleared, the log says why.
   record() {
-    local t; t=$(now_ms)
+    local t rc; t=$(now_ms)
+    df -h "$(dirname "$2")"
     /usr/bin/time -v "$bin/cuzk" precompile --sector-size "$size" --kind "$1" --out "$2" \
       > "$W/precompile-$1.log" 2>&1
-    echo "precompile $1 rc=$?" >> "$W/precompile-$1.log"
+    rc=$?
+    echo "precompile $1 rc=$rc" >> "$W/precompile-$1.log"
     echo "$(since "$t")" > "$W/precompile-$1.s"
     ls -la "$2"; df -h "$(dirname "$2")"
+    if [ "$rc" != 0 ]; then
+      echo "recording $1 failed (rc=$rc): full synthesis from the blank circuit's key instead" \
+        | tee -a "$W/precompile-$1.log"
+      rm -f "$2"; rec=""; how=full
+    fi
   }
   # supraseal-c2 through filecoin-proofs (anchor-c2 $1 ...), timed, when carried; the log
   # is $W/$2-anchor.log. Out of host memory is recorded, not fatal.
@@ -506,6 +515,7 @@ post32() {
 # recording goes to R1CS_DIR (default /dev/shm: beside the 56.6 GiB key it does not fit
 # the box's 64 GiB disk), the key is made from it, and both are removed after.
 post32_window() {
+  local how=$how # record() may turn this kind (only) to full synthesis
   echo "== WindowPoSt, $size, one partition of $sectors sectors ($how)"
   local wt=StackedDrgWindow${size}V1_2 t rec=""
   if [ "$how" = precompiled ]; then
@@ -534,6 +544,7 @@ post32_window() {
 
 # post32's SnapDeals part (its variables are post32's locals).
 post32_snap() {
+  local how=$how # record() may turn this kind (only) to full synthesis
   echo "== SnapDeals, $size ($how)"
   local t rec=""
   if [ "$how" = precompiled ]; then
@@ -565,6 +576,7 @@ post32_snap() {
 # post32's WinningPoSt part (its variables are post32's locals): one sector's proof
 # through the CLI (key read and verification included) and through supraseal.
 post32_winning() {
+  local how=$how # record() may turn this kind (only) to full synthesis
   echo "== WinningPoSt, $size ($how)"
   local wt=StackedDrgWinning${size}V1 t rec=""
   if [ "$how" = precompiled ]; then
