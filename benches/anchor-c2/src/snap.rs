@@ -17,6 +17,11 @@ use std::time::Instant;
 
 use filecoin_proofs::types::{PartitionProof, SectorUpdateConfig};
 use filecoin_proofs::{with_shape, MerkleTreeTrait, TreeRHasher};
+use storage_proofs_core::parameter_cache::{
+    parameter_cache_params_path, parameter_cache_verifying_key_path, CacheableParameters,
+};
+use storage_proofs_update::circuit::EmptySectorUpdateCircuit;
+use storage_proofs_update::{EmptySectorUpdateCompound, PublicParams};
 use filecoin_proofs_api::update::{
     generate_empty_sector_update_proof_with_vanilla, verify_empty_sector_update_proof,
 };
@@ -188,6 +193,19 @@ fn check_partitions<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     Ok(())
 }
 
+/// The parameter set identifier of the update circuit, as filecoin-proofs' update prover and
+/// verifier name its key files (`RegisteredUpdateProof::cache_params_path` would name the
+/// PoRep key of the same sector size).
+fn update_identifier<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    ut: RegisteredUpdateProof,
+) -> String {
+    let params = PublicParams::from_sector_size(u64::from(ut.sector_size()));
+    <EmptySectorUpdateCompound<Tree> as CacheableParameters<
+        EmptySectorUpdateCircuit<Tree>,
+        PublicParams,
+    >>::cache_identifier(&params)
+}
+
 pub fn run(args: SnapArgs) -> Result<(), String> {
     let mode = args.common.prepare()?;
     let wall = Instant::now();
@@ -223,19 +241,12 @@ pub fn run(args: SnapArgs) -> Result<(), String> {
         parse.as_secs_f64()
     );
 
+    let id = with_shape!(u64::from(ut.sector_size()), update_identifier, ut);
     let params = match mode {
-        Mode::Prove(_) => Some(
-            ut.cache_params_path()
-                .map_err(|e| format!("the key's path: {e:#}"))?,
-        ),
+        Mode::Prove(_) => Some(parameter_cache_params_path(&id)),
         Mode::Verify(..) => None,
     };
-    check_key_files(
-        params,
-        ut.cache_verifying_key_path()
-            .map_err(|e| format!("the verifying key's path: {e:#}"))?,
-        "update",
-    )?;
+    check_key_files(params, parameter_cache_verifying_key_path(&id), "update")?;
 
     const VERIFIER: &str = "verify_empty_sector_update_proof";
     let verify = |proof: &[u8]| {
