@@ -368,7 +368,11 @@ impl CircuitSynthesis {
                 let pre = Arc::clone(pre);
                 Box::new(move |shape: &CircuitShape| {
                     let backup = duplicate(&circuit);
-                    let witness = cuzk_synth::precompiled::witness(circuit)?;
+                    let witness = cuzk_synth::precompiled::witness_with_capacity(
+                        circuit,
+                        shape.num_inputs,
+                        shape.num_aux,
+                    )?;
                     match pre.synthesize(witness) {
                         Ok(synthesized) => Ok(synthesized),
                         Err(e) => {

@@ -604,6 +604,15 @@ fn precompiled_posts_are_the_full_synthesis_proofs() {
             witness.deferred.is_some() && !witness.abc_on_host(),
             "{name}"
         );
+        // It holds no more than the engine reserves for it (presized from the
+        // recorded shape, not grown by doubling).
+        let reserved = cuzk_pipeline::PartitionFootprint::of_witness(&source.shape(), false, 0);
+        let held = cuzk_pipeline::witness_bytes(&witness);
+        assert!(
+            held <= reserved.witness + 24,
+            "{name}: {held} B held, {} reserved",
+            reserved.witness
+        );
         let full = prove(&request);
         assert_eq!(prove_as(&request, synthesis), full, "{name}: proofs differ");
         let vk = f.params.load_verifying_key(request.post_type()).unwrap();

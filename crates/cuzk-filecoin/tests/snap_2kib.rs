@@ -271,6 +271,15 @@ fn a_precompiled_update_is_the_full_synthesis_proof() {
     assert!(source.defers_abc());
     let witness = source.synthesize(0).unwrap();
     assert!(witness.deferred.is_some() && !witness.abc_on_host());
+    // It holds no more than the engine reserves for it (presized from the
+    // recorded shape, not grown by doubling: 4.3 GB for 2.6 at 32 GiB).
+    let reserved = cuzk_pipeline::PartitionFootprint::of_witness(&source.shape(), false, 0);
+    let held = cuzk_pipeline::witness_bytes(&witness);
+    assert!(
+        held <= reserved.witness + 24,
+        "{held} B held, {} reserved",
+        reserved.witness
+    );
     assert_eq!(prove_as(&request(), &synthesis), reference_proof());
 
     let source = UpdateSource::with_synthesis(&request(), &key, &synthesis).unwrap();

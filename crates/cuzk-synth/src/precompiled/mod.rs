@@ -23,7 +23,7 @@ pub use matrix::{
     CoeffIds, CoeffIdsRef, CoeffTable, MatrixRef, SparseMatrix, ID_MINUS_ONE, ID_ONE,
 };
 pub use record::{record, R1csRecorder, RecordError};
-pub use witness::{witness, Witness, WitnessAssignment};
+pub use witness::{witness, witness_with_capacity, Witness, WitnessAssignment};
 
 use crate::{CircuitShape, Density, Synthesized};
 

@@ -21,7 +21,25 @@ pub struct Witness {
 /// Runs `circuit` for its witness the way bellperson's prover orders it:
 /// ONE first, then the circuit's allocations.
 pub fn witness<C: Circuit<Fr>>(circuit: C) -> Result<Witness, SynthesisError> {
-    let mut cs = WitnessAssignment::new();
+    witness_into(circuit, WitnessAssignment::new())
+}
+
+/// [`witness`] into vectors presized for `inputs` inputs (ONE included)
+/// and `aux` aux values, the circuit's recorded shape: the witness then
+/// holds what it needs, where growth by doubling would hold up to twice
+/// that (a 81 M-value update witness: 4.3 GB instead of 2.6).
+pub fn witness_with_capacity<C: Circuit<Fr>>(
+    circuit: C,
+    inputs: usize,
+    aux: usize,
+) -> Result<Witness, SynthesisError> {
+    witness_into(circuit, WitnessAssignment::with_capacity(inputs, aux))
+}
+
+fn witness_into<C: Circuit<Fr>>(
+    circuit: C,
+    mut cs: WitnessAssignment,
+) -> Result<Witness, SynthesisError> {
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     circuit.synthesize(&mut cs)?;
     Ok(cs.into_witness())
@@ -43,6 +61,16 @@ impl WitnessAssignment {
     /// An empty system; not even ONE is allocated.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty system with room for `inputs` inputs and `aux` aux values.
+    pub fn with_capacity(inputs: usize, aux: usize) -> Self {
+        Self {
+            witness: Witness {
+                input_assignment: Vec::with_capacity(inputs),
+                aux_assignment: Vec::with_capacity(aux),
+            },
+        }
     }
 
     /// The aux values so far, for native generators (`crate::native`) that
