@@ -8,7 +8,9 @@
 #   .device-carry/fs/{synth_bench,post_bench,msm_bench,ntt_bench}.xz  cuzk-benches (optional)
 #   .device-carry/fs/sppark-bench.xz    benches/sppark-bench/build.sh (optional, step sppark)
 #   .device-carry/fs/kernels/           target/kernels/*.fatbin and *.fatbin.sha256 (sm_90):
-#                                       read at run time from $FS/kernels, beside $FS/bin
+#                                       read at run time from $FS/kernels, beside $FS/bin; the
+#                                       production units, plus tests_field_ec_tests for step
+#                                       sppark (ntt_bench measures its product-rate ceilings with it)
 #
 # Make them with:
 #   cargo xtask kernels --arch sm_90 && cargo build --release -p cuzk -p cuzk-benches --bin cuzk --bin sweep &&
