@@ -12,7 +12,8 @@
 //! f01000 [--partition K] [--threads N] [--no-synthesis] [--r1cs FILE]`
 //! (vanilla proofs from `cuzk fixtures synth-post`; `--r1cs`: the circuit's
 //! recording from `cuzk precompile`, for the pre-compiled synthesis: the
-//! witness alone, a, b, c left to the prover). This is what `cuzk window-post`
+//! witness alone, a, b, c left to the prover; `--witnesses`: the witness
+//! alone from the gadgets and natively, timed and compared). This is what `cuzk window-post`
 //! reports as its `circuit` and `synthesis` lines, measurable where the
 //! key (60.8 GB at 32 GiB) is not.
 
@@ -25,8 +26,8 @@ use clap::Parser;
 use cuzk_benches::{cpu_seconds, peak_rss, reset_peak_rss};
 use cuzk_filecoin::counts::count_circuit_by_sectors;
 use cuzk_filecoin::{
-    CircuitSynthesis, PostKind, PostRequest, PostSource, PostType, PrecompiledCircuit,
-    SectorIdentity,
+    post_witness, CircuitSynthesis, PostKind, PostRequest, PostSource, PostType,
+    PrecompiledCircuit, SectorIdentity, WitnessSource,
 };
 use cuzk_pipeline::PartitionSource;
 
@@ -58,6 +59,11 @@ struct Args {
     /// the witness alone, as `--synthesis precompiled` does.
     #[arg(long, value_name = "FILE")]
     r1cs: Option<PathBuf>,
+    /// Instead of the synthesis, the witness alone twice: from the crates'
+    /// gadgets run witness-only, then from cuzk's native replay; the two
+    /// are checked equal.
+    #[arg(long, conflicts_with_all = ["r1cs", "no_synthesis"])]
+    witnesses: bool,
 }
 
 fn main() -> Result<()> {
@@ -115,6 +121,10 @@ fn main() -> Result<()> {
     if args.no_synthesis {
         return Ok(());
     }
+    if args.witnesses {
+        drop(source);
+        return compare_witnesses(&request, &mut phase);
+    }
 
     let witness = source
         .synthesize(0)
@@ -137,6 +147,36 @@ fn main() -> Result<()> {
         );
     }
     println!("shape as counted: {}", post_type.name());
+    Ok(())
+}
+
+/// The witness from the gadgets and natively, each timed (the circuit is
+/// built again for each: its cost is printed apart), checked equal.
+fn compare_witnesses(request: &PostRequest, phase: &mut Phase) -> Result<()> {
+    *phase = Phase::start();
+    let mut witnesses = Vec::new();
+    for (source, name) in [
+        (WitnessSource::Gadgets, "gadgets"),
+        (WitnessSource::Native, "native"),
+    ] {
+        let (witness, prep) = post_witness(request, source)?;
+        let wall = phase.wall.elapsed().as_secs_f64();
+        let witness_secs = wall - prep.total().as_secs_f64();
+        phase.line(
+            name,
+            &format!(
+                "{witness_secs:.3} s of it the witness ({} inputs, {} aux), the rest building \
+                 the circuit ({prep})",
+                witness.input_assignment.len(),
+                witness.aux_assignment.len()
+            ),
+        )?;
+        witnesses.push(witness);
+    }
+    if witnesses[0] != witnesses[1] {
+        bail!("the native witness differs from the gadgets'");
+    }
+    println!("native witness equals the gadgets'");
     Ok(())
 }
 

@@ -11,6 +11,7 @@ pub mod fetch;
 mod native;
 pub mod params;
 mod post;
+pub mod poseidon;
 pub mod precompile;
 mod proof_type;
 mod prove;
@@ -29,7 +30,8 @@ pub use engine::PorepSource;
 pub use error::Error;
 pub use params::{ParamsDir, TestKeys};
 pub use post::{
-    prove_post, verify_post, PostKind, PostPrep, PostRequest, PostSource, PostType, PostVerified,
+    post_witness, prove_post, verify_post, PostKind, PostPrep, PostRequest, PostSource, PostType,
+    PostVerified,
 };
 pub use precompile::{CircuitSynthesis, PrecompiledCircuit};
 pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};

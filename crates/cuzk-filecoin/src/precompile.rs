@@ -386,6 +386,35 @@ impl CircuitSynthesis {
     }
 }
 
+impl CircuitSynthesis {
+    /// [`CircuitSynthesis::synthesis`] for a circuit with a native witness:
+    /// pre-compiled, `native` gives the witness (its vectors reserved for
+    /// the shape's counts) instead of the gadgets; a witness that does not
+    /// fit the recording is logged and `circuit` synthesized in full
+    /// instead (never a wrong proof).
+    pub(crate) fn synthesis_with_native<C, N>(&self, circuit: C, native: N, what: String) -> Synthesis
+    where
+        C: bellperson::Circuit<Fr> + Send + 'static,
+        N: FnOnce(&CircuitShape) -> Result<Witness, bellperson::SynthesisError> + Send + 'static,
+    {
+        match self {
+            CircuitSynthesis::Full => Box::new(move |shape: &CircuitShape| {
+                cuzk_synth::synthesize_with_capacity(circuit, shape)
+            }),
+            CircuitSynthesis::Precompiled(pre) => {
+                let pre = Arc::clone(pre);
+                Box::new(move |shape: &CircuitShape| match pre.synthesize(native(shape)?) {
+                    Ok(synthesized) => Ok(synthesized),
+                    Err(e) => {
+                        tracing::warn!("{what}: native witness: {e}; synthesizing it in full");
+                        cuzk_synth::synthesize_with_capacity(circuit, shape)
+                    }
+                })
+            }
+        }
+    }
+}
+
 /// The arguments of `cuzk precompile` that record `circuit`.
 fn precompile_args(circuit: Circuit) -> String {
     match circuit {

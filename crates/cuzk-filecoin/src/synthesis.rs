@@ -324,14 +324,15 @@ fn native_partition<Tree: 'static + MerkleTreeTrait>(
     )
 }
 
-/// How [`partition_witness`] computes the witness.
+/// How [`partition_witness`] (and [`crate::post_witness`]) computes the witness.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WitnessSource {
     /// The crates' gadgets, run witness-only, challenges on rayon
     /// ([`witness_challenges`]): the reference.
     Gadgets,
-    /// cuzk's native replay (SHA-256 in plain code), challenges on rayon:
-    /// what the pre-compiled mode uses.
+    /// cuzk's native replay (SHA-256 and, for a PoSt, Poseidon in plain
+    /// code), challenges (PoSt: sectors) on rayon: what the pre-compiled
+    /// mode uses.
     Native,
 }
 

@@ -652,3 +652,65 @@ fn precompiled_posts_are_the_full_synthesis_proofs() {
     assert!(matches!(synthesis, CircuitSynthesis::Full));
     assert!(why.unwrap().to_string().contains(".r1cs"));
 }
+
+/// The native PoSt witness (cuzk's replay of the circuit's allocations,
+/// its Poseidon hashes and inclusion paths in plain code) is the gadgets'
+/// witness-only run, value for value: WinningPoSt and both WindowPoSt
+/// partitions of the sealed sector (the second one short, padded), and
+/// synthetic vanilla proofs of fresh random sectors for the other tree
+/// shapes (8 MiB: 8-4-0, a short WindowPoSt partition; 32 GiB: 8-8-0 and
+/// 64 GiB: 8-8-2, WinningPoSt).
+#[test]
+fn native_post_witnesses_are_the_gadgets() {
+    use cuzk_filecoin::synthetic_post::SyntheticPost;
+    use cuzk_filecoin::{post_witness, WitnessSource};
+    let check = |request: &PostRequest, what: &str| {
+        let (gadgets, _) = post_witness(request, WitnessSource::Gadgets).unwrap();
+        let (native, _) = post_witness(request, WitnessSource::Native).unwrap();
+        assert_eq!(
+            native.input_assignment, gadgets.input_assignment,
+            "{what}: inputs"
+        );
+        assert_eq!(
+            native.aux_assignment.len(),
+            gadgets.aux_assignment.len(),
+            "{what}: aux count"
+        );
+        let differs = (0..native.aux_assignment.len())
+            .find(|&i| native.aux_assignment[i] != gadgets.aux_assignment[i]);
+        assert_eq!(differs, None, "{what}: first aux value that differs");
+    };
+    check(&winning_request(), "WinningPoSt 2 KiB");
+    check(&window_request(0), "WindowPoSt 2 KiB partition 0");
+    check(&window_request(1), "WindowPoSt 2 KiB partition 1");
+
+    let seed = cuzk_testkit::test_seed("native_post_witnesses_are_the_gadgets");
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let prover_id = fixture().prover_id;
+    for (pt, sectors) in [
+        (PostType::from_name("StackedDrgWindow8MiBV1_2").unwrap(), 1),
+        (PostType::from_name("StackedDrgWinning32GiBV1").unwrap(), 1),
+        (PostType::from_name("StackedDrgWinning64GiBV1").unwrap(), 1),
+    ] {
+        let r = randomness(rng.next_u64());
+        let made = SyntheticPost {
+            post_type: pt,
+            randomness: r,
+            prover_id,
+            sectors: (0..sectors).map(|_| rng.next_u64() >> 20).collect(),
+            seed: rng.next_u64(),
+        }
+        .generate()
+        .unwrap();
+        let request = match pt.kind() {
+            cuzk_filecoin::PostKind::Winning => {
+                PostRequest::winning(pt, &r, prover_id, made.vanilla_proofs)
+            }
+            cuzk_filecoin::PostKind::Window => {
+                PostRequest::window(pt, &r, prover_id, made.vanilla_proofs, 0)
+            }
+        }
+        .unwrap();
+        check(&request, &format!("synthetic {}", pt.name()));
+    }
+}

@@ -33,6 +33,7 @@ use blstrs::{Bls12, Scalar as Fr};
 use cuzk_groth16::prover::{prove_with, Backend};
 use cuzk_groth16::ProvingKey;
 use cuzk_pipeline::{PartitionSource, SourceError};
+use cuzk_synth::precompiled::Witness;
 use cuzk_synth::CircuitShape;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::parameters::{window_post_setup_params, winning_post_setup_params};
@@ -53,14 +54,16 @@ use storage_proofs_post::fallback::{
 use crate::engine::{shape_from_key, Synthesis};
 use crate::precompile::CircuitSynthesis;
 use crate::proof_type::{sector_size_label, with_sector_shape};
-use crate::{Error, PartitionReport, ProofType};
+use crate::{Error, PartitionReport, ProofType, WitnessSource};
 
+mod native;
 mod source;
 mod typed;
 
+use native::NativePost;
 pub use source::PostSource;
 pub(crate) use typed::erased_circuit;
-use typed::{sectors_typed, verify_compound_typed};
+use typed::{sectors_typed, verify_compound_typed, witness_typed};
 
 /// Which PoSt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -424,6 +427,21 @@ pub fn prove_post(
         backend: proved.backend,
     };
     Ok((proved.proof.to_bytes().to_vec(), report, source.prep()))
+}
+
+/// The witness of `request`'s circuit alone (inputs with ONE first, aux),
+/// from `source`, and what building the circuit cost before it: for
+/// benchmarks and tests. Both sources give the same values.
+pub fn post_witness(
+    request: &PostRequest,
+    source: WitnessSource,
+) -> Result<(Witness, PostPrep), Error> {
+    with_sector_shape!(
+        request.post_type.sector_size(),
+        witness_typed,
+        request,
+        source
+    )
 }
 
 /// How a PoSt proof was verified.

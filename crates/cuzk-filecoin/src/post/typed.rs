@@ -123,10 +123,17 @@ fn typed<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Typed
     })
 }
 
-pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
-    request: &PostRequest,
-    synthesis: &CircuitSynthesis,
-) -> Result<(Synthesis, Vec<Fr>, PostPrep), Error> {
+/// The circuit of `request` as the crates build it, with what its native
+/// witness reads, the verifier's public inputs and what building it cost.
+struct Built<Tree: 'static + MerkleTreeTrait> {
+    circuit: FallbackPoStCircuit<Tree>,
+    prover_inputs: fallback::PublicInputs<Domain<Tree>>,
+    partition: fallback::Proof<Tree::Proof>,
+    inputs: Vec<Fr>,
+    prep: PostPrep,
+}
+
+fn build<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Built<Tree>, Error> {
     let mut prep = PostPrep::default();
     let clock = Instant::now();
     let t = typed::<Tree>(request)?;
@@ -167,12 +174,55 @@ pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
     )
     .map_err(|e| Error::filecoin("deriving the public inputs", e))?;
     prep.circuit = clock.elapsed();
-    let synthesis = synthesis.synthesis(
+    Ok(Built {
         circuit,
-        FallbackPoStCircuit::clone,
-        request.post_type.name(),
-    );
-    Ok((synthesis, inputs, prep))
+        prover_inputs: t.prover_inputs,
+        partition,
+        inputs,
+        prep,
+    })
+}
+
+pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
+    request: &PostRequest,
+    synthesis: &CircuitSynthesis,
+) -> Result<(Synthesis, Vec<Fr>, PostPrep), Error> {
+    let mut built = build::<Tree>(request)?;
+    let name = request.post_type.name();
+    let synthesis = match synthesis {
+        CircuitSynthesis::Full => {
+            synthesis.synthesis(built.circuit, FallbackPoStCircuit::clone, name)
+        }
+        CircuitSynthesis::Precompiled(_) => {
+            let clock = Instant::now();
+            let native = NativePost::new::<Tree>(&built.prover_inputs, &built.partition)?;
+            built.prep.circuit += clock.elapsed();
+            synthesis.synthesis_with_native(
+                built.circuit,
+                move |shape: &CircuitShape| native.witness(shape.num_inputs, shape.num_aux),
+                name,
+            )
+        }
+    };
+    Ok((synthesis, built.inputs, built.prep))
+}
+
+pub(super) fn witness_typed<Tree: 'static + MerkleTreeTrait>(
+    request: &PostRequest,
+    source: WitnessSource,
+) -> Result<(Witness, PostPrep), Error> {
+    let built = build::<Tree>(request)?;
+    let witness = match source {
+        WitnessSource::Gadgets => cuzk_synth::precompiled::witness(built.circuit),
+        WitnessSource::Native => {
+            NativePost::new::<Tree>(&built.prover_inputs, &built.partition)?.witness(0, 0)
+        }
+    };
+    let witness = witness.map_err(|source| Error::Synthesis {
+        partition: 0,
+        source,
+    })?;
+    Ok((witness, built.prep))
 }
 
 pub(super) fn verify_compound_typed<Tree: 'static + MerkleTreeTrait>(

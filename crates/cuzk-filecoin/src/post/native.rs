@@ -1,0 +1,144 @@
+//! A PoSt circuit's witness, generated natively: `FallbackPoStCircuit`'s
+//! allocations replayed sector by sector on rayon, its Poseidon hashes and
+//! inclusion paths computed by [`crate::poseidon`] (plain field arithmetic,
+//! no linear combination), where the gadgets run witness-only spend about
+//! 26 s on a 32 GiB WindowPoSt partition.
+//!
+//! What the circuit allocates (storage-proofs-post 19.1, `Sector::synthesize`),
+//! per sector: comm_r_last, comm_c and comm_r; comm_r as a public input;
+//! H(comm_c, comm_r_last), Poseidon of arity 2 (its equality with comm_r
+//! is a constraint only); then per challenge `PoRCircuit::synthesize` with
+//! the leaf allocated and the root comm_r_last's variable, private: the
+//! path's levels, then its position bits packed into public inputs. On an
+//! extensible system the crates synthesize groups of sectors apart and
+//! join them in order with `ConstraintSystem::extend`, which gives the
+//! sequential order: sector after sector.
+//!
+//! The sectors are those `FallbackPoStCompound::circuit` builds from the
+//! partition's vanilla proofs (a short WindowPoSt partition's last public
+//! sector repeated). `tests/post_2kib.rs` compares this witness with the
+//! gadgets' value for value.
+
+use bellperson::SynthesisError;
+use blstrs::Scalar as Fr;
+use cuzk_synth::precompiled::Witness;
+use ff::Field;
+use filecoin_hashers::POSEIDON_CONSTANTS_2;
+use rayon::prelude::*;
+
+use super::*;
+use crate::poseidon::{hash, inclusion_path, packed_inputs};
+
+/// A Merkle path as `MerkleProofTrait::as_options` gives it.
+type Path = Vec<(Vec<Option<Fr>>, Option<usize>)>;
+
+/// What the native witness of one PoSt circuit reads.
+#[derive(Clone, Debug)]
+pub(crate) struct NativePost {
+    sectors: Vec<NativeSector>,
+}
+
+/// One sector of the circuit (`storage_proofs_post::fallback::Sector`).
+#[derive(Clone, Debug)]
+struct NativeSector {
+    comm_r: Fr,
+    comm_c: Fr,
+    comm_r_last: Fr,
+    /// Per challenge: the leaf and its path in tree R.
+    challenges: Vec<(Fr, Path)>,
+}
+
+impl NativePost {
+    /// The sectors `FallbackPoStCompound::circuit(prover_inputs, …,
+    /// partition, …, Some(0))` builds: the vanilla sector proofs in order,
+    /// each with the public sector of its place, the last public sector
+    /// standing in for the missing ones of a short partition.
+    pub(crate) fn new<Tree: 'static + MerkleTreeTrait>(
+        prover_inputs: &fallback::PublicInputs<<Tree::Hasher as Hasher>::Domain>,
+        partition: &fallback::Proof<Tree::Proof>,
+    ) -> Result<Self, Error> {
+        let public = &prover_inputs.sectors;
+        let last = public
+            .last()
+            .ok_or_else(|| Error::filecoin("building the native PoSt witness", "no sector"))?;
+        let sectors = partition
+            .sectors
+            .iter()
+            .enumerate()
+            .map(|(i, proof)| NativeSector {
+                comm_r: public.get(i).unwrap_or(last).comm_r.into(),
+                comm_c: proof.comm_c.into(),
+                comm_r_last: proof.comm_r_last.into(),
+                challenges: proof
+                    .leafs()
+                    .into_iter()
+                    .map(Into::into)
+                    .zip(proof.as_options())
+                    .collect(),
+            })
+            .collect();
+        Ok(NativePost { sectors })
+    }
+
+    /// The circuit's witness (inputs with ONE first, aux), sectors on
+    /// rayon, its vectors reserved for `inputs` and `aux` values (the
+    /// recorded shape's counts).
+    pub(crate) fn witness(&self, inputs: usize, aux: usize) -> Result<Witness, SynthesisError> {
+        let Some(first) = self.sectors.first() else {
+            return Ok(Witness {
+                input_assignment: vec![Fr::ONE],
+                aux_assignment: Vec::new(),
+            });
+        };
+        // Every sector has the first one's challenge count and tree shape,
+        // so the same number of aux values: each is written in place.
+        let mut scratch = Vec::new();
+        first.witness(&mut scratch)?;
+        let per_sector = scratch.len();
+        let mut aux_assignment = Vec::with_capacity(aux.max(per_sector * self.sectors.len()));
+        aux_assignment.par_extend(rayon::iter::repeatn(
+            Fr::ZERO,
+            per_sector * self.sectors.len(),
+        ));
+        let sector_inputs = aux_assignment
+            .par_chunks_mut(per_sector.max(1))
+            .zip(self.sectors.par_iter())
+            .map_init(
+                || Vec::with_capacity(per_sector),
+                |scratch, (out, sector)| {
+                    scratch.clear();
+                    let inputs = sector.witness(scratch)?;
+                    if scratch.len() != per_sector {
+                        // Sectors of unequal shape: not a circuit the crates build.
+                        return Err(SynthesisError::Unsatisfiable);
+                    }
+                    out.copy_from_slice(scratch);
+                    Ok(inputs)
+                },
+            )
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut input_assignment = Vec::with_capacity(inputs);
+        input_assignment.push(Fr::ONE);
+        input_assignment.extend(sector_inputs.into_iter().flatten());
+        Ok(Witness {
+            input_assignment,
+            aux_assignment,
+        })
+    }
+}
+
+impl NativeSector {
+    /// `Sector::synthesize`: pushes the sector's aux values onto `aux` and
+    /// returns its public inputs.
+    fn witness(&self, aux: &mut Vec<Fr>) -> Result<Vec<Fr>, SynthesisError> {
+        aux.extend([self.comm_r_last, self.comm_c, self.comm_r]);
+        let mut inputs = vec![self.comm_r];
+        hash(&[self.comm_c, self.comm_r_last], &POSEIDON_CONSTANTS_2, aux);
+        for (leaf, path) in &self.challenges {
+            aux.push(*leaf);
+            let (_root, bits) = inclusion_path(*leaf, path, aux)?;
+            inputs.extend(packed_inputs(&bits));
+        }
+        Ok(inputs)
+    }
+}
