@@ -96,7 +96,7 @@ impl NativePost {
         first.witness(&mut scratch)?;
         let per_sector = scratch.len();
         let mut aux_assignment = Vec::with_capacity(aux.max(per_sector * self.sectors.len()));
-        aux_assignment.par_extend(rayon::iter::repeatn(
+        aux_assignment.par_extend(rayon::iter::repeat_n(
             Fr::ZERO,
             per_sector * self.sectors.len(),
         ));
