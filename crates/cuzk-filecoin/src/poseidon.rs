@@ -125,8 +125,7 @@ fn mix<A: Arity<Fr>>(constants: &PoseidonConstants<Fr, A>, round: usize, state: 
     };
     if round == sparse_from {
         *state = dense(&constants.pre_sparse_matrix, state);
-    } else if round > sparse_from && round < constants.half_full_rounds + constants.partial_rounds
-    {
+    } else if round > sparse_from && round < constants.half_full_rounds + constants.partial_rounds {
         let sparse = &constants.sparse_matrixes[round - sparse_from - 1];
         let first: Fr = state.iter().zip(&sparse.w_hat).map(|(x, w)| *x * w).sum();
         let x0 = state[0];

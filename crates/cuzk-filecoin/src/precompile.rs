@@ -392,7 +392,12 @@ impl CircuitSynthesis {
     /// the shape's counts) instead of the gadgets; a witness that does not
     /// fit the recording is logged and `circuit` synthesized in full
     /// instead (never a wrong proof).
-    pub(crate) fn synthesis_with_native<C, N>(&self, circuit: C, native: N, what: String) -> Synthesis
+    pub(crate) fn synthesis_with_native<C, N>(
+        &self,
+        circuit: C,
+        native: N,
+        what: String,
+    ) -> Synthesis
     where
         C: bellperson::Circuit<Fr> + Send + 'static,
         N: FnOnce(&CircuitShape) -> Result<Witness, bellperson::SynthesisError> + Send + 'static,
@@ -403,13 +408,15 @@ impl CircuitSynthesis {
             }),
             CircuitSynthesis::Precompiled(pre) => {
                 let pre = Arc::clone(pre);
-                Box::new(move |shape: &CircuitShape| match pre.synthesize(native(shape)?) {
-                    Ok(synthesized) => Ok(synthesized),
-                    Err(e) => {
-                        tracing::warn!("{what}: native witness: {e}; synthesizing it in full");
-                        cuzk_synth::synthesize_with_capacity(circuit, shape)
-                    }
-                })
+                Box::new(
+                    move |shape: &CircuitShape| match pre.synthesize(native(shape)?) {
+                        Ok(synthesized) => Ok(synthesized),
+                        Err(e) => {
+                            tracing::warn!("{what}: native witness: {e}; synthesizing it in full");
+                            cuzk_synth::synthesize_with_capacity(circuit, shape)
+                        }
+                    },
+                )
             }
         }
     }

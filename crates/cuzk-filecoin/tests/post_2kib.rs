@@ -567,9 +567,9 @@ fn synthetic_vanilla_proofs_prove_into_filecoin_valid_posts() {
 }
 
 /// Pre-compiled PoSt: each circuit recorded from its blank circuit, the
-/// witness alone synthesized (the crates' gadgets, witness-only: a
-/// WindowPoSt's sectors split over the cores as for full synthesis) and
-/// a, b, c evaluated from the recording; the proofs byte-identical to the
+/// witness alone synthesized (cuzk's native replay, sectors on rayon; a
+/// witness that did not fit would fall back to full synthesis, whose a, b,
+/// c are not deferred) and a, b, c evaluated from the recording; the proofs byte-identical to the
 /// full synthesis's, the short window partition (padded) included. A key
 /// made from the recording is the key made from the blank circuit; a
 /// recording of one PoSt offered for the other is refused, naming it.
