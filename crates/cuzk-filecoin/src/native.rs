@@ -8,8 +8,9 @@
 //! witness is produced by replaying the circuit's allocations, challenge by
 //! challenge, with the SHA-256 parts computed by `cuzk_synth::native` (plain
 //! integer code pushing each value the gadget would allocate, in its order)
-//! and the small Poseidon parts (column hashes, tree C and tree R paths)
-//! still through the crates' public gadgets.
+//! and the Poseidon parts (column hashes, tree C and tree R paths) by
+//! [`crate::poseidon`]; the preamble and a few small gadgets (the
+//! challenge's `UInt64`, `encode`) still run the crates' public gadgets.
 //!
 //! The replay follows `StackedCircuit::synthesize` and `Proof::synthesize`
 //! step for step (their private helpers, `enforce_inclusion`,
@@ -31,15 +32,12 @@ use cuzk_synth::{synthesize_with_shared_prefix, PieceError, PieceFault, Prefix, 
 use ff::Field;
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
 use filecoin_proofs::{MerkleTreeTrait, VanillaSealProof};
-use generic_array::typenum::{U11, U2};
-use neptune::circuit::poseidon_hash;
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
 use storage_proofs_core::gadgets::uint64::UInt64;
-use storage_proofs_core::gadgets::variables::Root;
 use storage_proofs_core::gadgets::{constraint, encode::encode};
 use storage_proofs_core::merkle::{MerkleProof, MerkleProofTrait};
 use storage_proofs_porep::stacked::TOTAL_PARENTS;
 
+use crate::poseidon::{hash, inclusion_path, packed_inputs};
 use crate::Error;
 
 /// A Merkle path as `MerkleProofTrait::as_options` gives it: per level, the
@@ -218,11 +216,11 @@ impl Challenge {
     }
 }
 
-/// The preamble's handles a challenge uses.
+/// What a challenge uses of the preamble: the replica id's bits (its
+/// paths' roots, comm_r_last and comm_c, are private and allocate nothing
+/// more).
 struct Preamble {
     replica_id_bits: Vec<Bit>,
-    comm_r_last: AllocatedNum<Fr>,
-    comm_c: AllocatedNum<Fr>,
 }
 
 /// One challenge's piece: ONE, the preamble (shared), then the challenge.
@@ -234,7 +232,7 @@ fn piece<Tree: 'static + MerkleTreeTrait>(
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     let preamble = preamble::<Tree, _>(&mut cs, commitments)?;
     let prefix = cs.sizes();
-    prove_challenge::<Tree>(&mut cs, &preamble, challenge)?;
+    prove_challenge(&mut cs, &preamble, challenge)?;
     Ok((cs, prefix))
 }
 
@@ -267,15 +265,11 @@ fn preamble<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
         &comm_r_last,
     )?;
     constraint::equal(cs, || "comm_r", &comm_r, &hash);
-    Ok(Preamble {
-        replica_id_bits,
-        comm_r_last,
-        comm_c,
-    })
+    Ok(Preamble { replica_id_bits })
 }
 
 /// `Proof::synthesize` of one challenge.
-fn prove_challenge<Tree: 'static + MerkleTreeTrait>(
+fn prove_challenge(
     cs: &mut WitnessAssignment,
     pre: &Preamble,
     ch: &Challenge,
@@ -287,14 +281,10 @@ fn prove_challenge<Tree: 'static + MerkleTreeTrait>(
         parents
             .iter()
             .map(|parent| {
-                let rows = parent
-                    .rows
-                    .iter()
-                    .map(|&row| alloc(cs, row))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let hash = hash_single_column(cs, &rows)?;
-                tree_inclusion::<Tree>(cs, &parent.path, &pre.comm_c, &hash)?;
-                rows.iter().map(value_of).collect::<Result<Vec<_>, _>>()
+                cs.aux_mut().extend_from_slice(&parent.rows);
+                let hash = hash_single_column(cs, &parent.rows)?;
+                tree_inclusion(cs, &parent.path, hash)?;
+                Ok(parent.rows.clone())
             })
             .collect::<Result<Vec<Vec<Fr>>, SynthesisError>>()
     };
@@ -324,46 +314,38 @@ fn prove_challenge<Tree: 'static + MerkleTreeTrait>(
 
     let key = labels.last().ok_or(SynthesisError::AssignmentMissing)?;
     let encoded = encode(cs.namespace(|| "encode_node"), key, &data_leaf)?;
-    tree_inclusion::<Tree>(cs, &ch.comm_r_last_path, &pre.comm_r_last, &encoded)?;
+    tree_inclusion(cs, &ch.comm_r_last_path, value_of(&encoded)?)?;
+    let labels = labels.iter().map(value_of).collect::<Result<Vec<_>, _>>()?;
     let column_hash = hash_single_column(cs, &labels)?;
-    tree_inclusion::<Tree>(cs, &ch.comm_c_path, &pre.comm_c, &column_hash)
+    tree_inclusion(cs, &ch.comm_c_path, column_hash)
 }
 
 fn value_of(n: &AllocatedNum<Fr>) -> Result<Fr, SynthesisError> {
     n.get_value().ok_or(SynthesisError::AssignmentMissing)
 }
 
-/// The crates' `hash_single_column`: Poseidon of the column's rows.
-fn hash_single_column<CS: ConstraintSystem<Fr>>(
-    cs: &mut CS,
-    rows: &[AllocatedNum<Fr>],
-) -> Result<AllocatedNum<Fr>, SynthesisError> {
-    let cs = cs.namespace(|| "column hash");
+/// The crates' `hash_single_column`, natively: Poseidon of the column's
+/// rows (allocated by the caller), its allocations pushed; returns the hash.
+fn hash_single_column(cs: &mut WitnessAssignment, rows: &[Fr]) -> Result<Fr, SynthesisError> {
+    let aux = cs.aux_mut();
     match rows.len() {
-        2 => poseidon_hash::<_, Fr, U2>(cs, rows.to_vec(), &POSEIDON_CONSTANTS_2),
-        11 => poseidon_hash::<_, Fr, U11>(cs, rows.to_vec(), &POSEIDON_CONSTANTS_11),
+        2 => Ok(hash(rows, &POSEIDON_CONSTANTS_2, aux)),
+        11 => Ok(hash(rows, &POSEIDON_CONSTANTS_11, aux)),
         // The crates panic here; a circuit of another layer count does not exist.
         _ => Err(SynthesisError::Unsatisfiable),
     }
 }
 
 /// The crates' `enforce_inclusion` in a tree of the sector's shape (tree C
-/// or tree R): `PoRCircuit` with a private root.
-fn tree_inclusion<Tree: 'static + MerkleTreeTrait>(
-    cs: &mut WitnessAssignment,
-    path: &Path,
-    root: &AllocatedNum<Fr>,
-    leaf: &AllocatedNum<Fr>,
-) -> Result<(), SynthesisError> {
-    let path: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> =
-        path.clone().into();
-    PoRCircuit::<Tree>::synthesize(
-        cs.namespace(|| "inclusion"),
-        Root::from_allocated::<WitnessAssignment>(leaf.clone()),
-        path,
-        Root::from_allocated::<WitnessAssignment>(root.clone()),
-        true,
-    )
+/// or tree R), natively: `PoRCircuit` from an allocated leaf of value
+/// `leaf` to a private root (its variable: nothing allocated for it), then
+/// the position bits packed into public inputs.
+fn tree_inclusion(cs: &mut WitnessAssignment, path: &Path, leaf: Fr) -> Result<(), SynthesisError> {
+    let (_root, bits) = inclusion_path(leaf, path, cs.aux_mut())?;
+    for input in packed_inputs(&bits) {
+        cs.alloc_input(|| "path", || Ok(input))?;
+    }
+    Ok(())
 }
 
 /// The comm_d inclusion (`PoRCircuit` over the binary SHA-256 tree with a

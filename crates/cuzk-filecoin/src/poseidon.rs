@@ -73,6 +73,8 @@ pub fn hash<A: Arity<Fr>>(
 
     let full = |state: &mut [Fr], keys: Option<&[Fr]>, aux: &mut Vec<Fr>| {
         for (i, x) in state.iter_mut().enumerate() {
+            // The S-box's input, a combination after the first round, is
+            // allocated first.
             aux.push(*x);
             *x = s_box(*x, keys.map_or(Fr::ZERO, |k| k[i]), aux);
         }
