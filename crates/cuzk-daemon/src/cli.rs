@@ -27,6 +27,9 @@ pub struct DaemonArgs {
     /// `auto`, `cuda` or `cpu`; replaces proving.backend.
     #[arg(long, value_parser = ["auto", "cuda", "cpu"])]
     pub backend: Option<String>,
+    /// `auto`, `precompiled` or `full`; replaces proving.synthesis.
+    #[arg(long, value_parser = ["auto", "precompiled", "full"])]
+    pub synthesis: Option<String>,
     /// HTTP address for GET /metrics and /status (`""` for none); replaces listen.status_address.
     #[arg(long, value_name = "HOST:PORT")]
     pub status_address: Option<String>,
@@ -47,6 +50,9 @@ impl DaemonArgs {
         }
         if let Some(dir) = &self.params_dir {
             config.proving.params_dir = dir.display().to_string();
+        }
+        if let Some(s) = &self.synthesis {
+            config.proving.synthesis = s.clone();
         }
         if let Some(b) = &self.backend {
             config.proving.backend = b.clone();
@@ -83,6 +89,8 @@ mod tests {
             "unix:/tmp/x.sock",
             "--params-dir",
             "/p",
+            "--synthesis",
+            "full",
             "--backend",
             "cpu",
         ]);
@@ -90,6 +98,7 @@ mod tests {
         assert_eq!(c.listen.addresses, ["127.0.0.1:9820", "unix:/tmp/x.sock"]);
         assert_eq!(c.proving.params_dir, "/p");
         assert_eq!(c.proving.backend, "cpu");
+        assert_eq!(c.proving.synthesis, "full");
         assert_eq!(c.limits, Config::default().limits);
 
         let dir = tempfile::tempdir().unwrap();

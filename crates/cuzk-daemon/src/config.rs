@@ -41,6 +41,7 @@ pub struct ListenConfig {
 pub struct ProvingConfig {
     pub params_dir: String,
     pub backend: String,
+    pub synthesis: String,
     pub vram_budget: String,
     pub synthesis_workers: usize,
     pub gpu_workers: usize,
@@ -109,6 +110,7 @@ impl Default for ProvingConfig {
         ProvingConfig {
             params_dir: String::new(),
             backend: "auto".into(),
+            synthesis: "auto".into(),
             vram_budget: "auto".into(),
             synthesis_workers: 2,
             gpu_workers: 2,
@@ -223,6 +225,17 @@ impl Config {
         }
     }
 
+    /// `proving.synthesis`, parsed.
+    pub fn synthesis(&self) -> Result<crate::srs::SynthesisChoice, ConfigError> {
+        self.proving
+            .synthesis
+            .parse()
+            .map_err(|problem| ConfigError::Invalid {
+                key: "proving.synthesis",
+                problem,
+            })
+    }
+
     /// Refuses settings the daemon cannot run with, naming the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.listen_addresses()?;
@@ -246,6 +259,7 @@ impl Config {
             });
         }
         self.reserve_class()?;
+        self.synthesis()?;
         cuzk_cuda::VramBudget::parse(&self.proving.vram_budget).map_err(|problem| {
             ConfigError::Invalid {
                 key: "proving.vram_budget",

@@ -28,7 +28,7 @@ use cuzk_pipeline::{PartitionSource, SourceError};
 use crate::error::RequestError;
 use crate::porep::PorepRequest;
 use crate::proto::{Priority, ProofKind, SubmitProofRequest};
-use crate::srs::SrsLease;
+use crate::srs::{KeySynthesis, SrsLease};
 
 /// The most partitions a WindowPoSt deadline may hold (the chain's policy,
 /// `MAX_PARTITIONS_PER_DEADLINE` of the builtin actors): a larger
@@ -83,12 +83,21 @@ impl Request {
         }
     }
 
-    /// The engine source that proves it with `key`, timed.
-    pub fn source(&self, key: &ProvingKey) -> Result<Arc<TimedSource>, cuzk_filecoin::Error> {
+    /// The engine source that proves it with `key`, synthesized as
+    /// `synthesis` says (the key's), timed.
+    pub fn source(
+        &self,
+        key: &ProvingKey,
+        synthesis: &KeySynthesis,
+    ) -> Result<Arc<TimedSource>, cuzk_filecoin::Error> {
         let inner: Box<dyn PartitionSource> = match self {
-            Request::Porep(r) => Box::new(PorepSource::new(&r.c1, key)?),
-            Request::Post(r) => Box::new(PostSource::new(r, key)?),
-            Request::Update(r) => Box::new(UpdateSource::new(r, key)?),
+            Request::Porep(r) => {
+                Box::new(PorepSource::with_synthesis(&r.c1, key, &synthesis.porep())?)
+            }
+            Request::Post(r) => Box::new(PostSource::with_synthesis(r, key, &synthesis.circuit())?),
+            Request::Update(r) => {
+                Box::new(UpdateSource::with_synthesis(r, key, &synthesis.circuit())?)
+            }
         };
         Ok(TimedSource::new(inner))
     }
@@ -339,5 +348,9 @@ impl PartitionSource for TimedSource {
 
     fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
         self.inner.public_inputs(index)
+    }
+
+    fn defers_abc(&self) -> bool {
+        self.inner.defers_abc()
     }
 }

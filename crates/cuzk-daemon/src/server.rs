@@ -201,6 +201,7 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
         Duration::from_secs(config.srs.idle_secs),
         Duration::from_secs(config.srs.warm_secs),
     );
+    srs.use_synthesis(config.synthesis()?);
     srs.use_device_keys(
         devices
             .iter()

@@ -287,6 +287,8 @@ fn free_port() -> u16 {
 struct Daemon {
     child: Option<Child>,
     dir: PathBuf,
+    /// Its parameter cache (`--params-dir`).
+    params: PathBuf,
     config: PathBuf,
     log: PathBuf,
     socket: PathBuf,
@@ -296,6 +298,11 @@ struct Daemon {
 impl Daemon {
     /// A daemon on the CPU backend with `extra` TOML lines, state in `dir`.
     fn start(name: &str, extra: &str) -> Daemon {
+        Self::start_with_params(name, extra, &fixture().params)
+    }
+
+    /// [`Daemon::start`] over the parameter cache `params`.
+    fn start_with_params(name: &str, extra: &str, params: &Path) -> Daemon {
         let f = fixture();
         let dir = f.work.join(name);
         std::fs::create_dir_all(&dir).unwrap();
@@ -313,6 +320,7 @@ impl Daemon {
         let mut d = Daemon {
             child: None,
             dir,
+            params: params.to_owned(),
             config,
             log: PathBuf::new(),
             socket,
@@ -323,14 +331,13 @@ impl Daemon {
     }
 
     fn spawn(&mut self) {
-        let f = fixture();
         let n = std::fs::read_dir(&self.dir).unwrap().count();
         self.log = self.dir.join(format!("daemon-{n}.log"));
         let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
             .arg("--config")
             .arg(&self.config)
             .arg("--params-dir")
-            .arg(&f.params)
+            .arg(&self.params)
             .arg("--state-dir")
             .arg(self.dir.join("state"))
             .args(["--backend", "cpu"])
@@ -779,18 +786,63 @@ fn proof_of(result: &Value) -> Vec<u8> {
     std::fs::read(result["proof_file"].as_str().unwrap()).unwrap()
 }
 
+/// A parameter cache with the fixture's keys (linked) and each circuit's
+/// recording beside its key (`cuzk precompile`'s default place).
+fn precompiled_params() -> PathBuf {
+    let f = fixture();
+    let dir = f.work.join("params-precompiled");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&f.params).unwrap() {
+        let from = entry.unwrap().path();
+        let to = dir.join(from.file_name().unwrap());
+        if from.extension().is_some_and(|e| e != "r1cs") && !to.exists() {
+            std::os::unix::fs::symlink(&from, &to).unwrap();
+        }
+    }
+    let params = ParamsDir::new(&dir);
+    let seal = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
+    let circuits: [cuzk_filecoin::Circuit; 4] = [
+        seal.into(),
+        PostType::winning_for(seal).into(),
+        PostType::window_for(seal).into(),
+        UpdateType::for_seal(seal).into(),
+    ];
+    for c in circuits {
+        let path = cuzk_filecoin::precompile::default_cache_path(&params, c).unwrap();
+        if !path.exists() {
+            cuzk_filecoin::precompile::precompile(c, &path).unwrap();
+        }
+    }
+    dir
+}
+
+/// Every kind through the daemon, pre-compiled (`proving.synthesis =
+/// "precompiled"`, each key's recording beside it): proofs the crates'
+/// verifiers accept, priorities, refusals, metrics.
 #[test]
 fn winning_window_and_snap_proofs_verify_and_winning_overtakes_queued_porep() {
     let _one = serial();
     let k = kinds_fixture();
-    let f = fixture();
-    let d = Daemon::start(
+    let params_dir = precompiled_params();
+    let d = Daemon::start_with_params(
         "kinds",
-        "[proving]\nsynthesis_workers = 1\npartitions_in_flight = 2\nbulk_jobs_in_engine = 1\n",
+        "[proving]\nsynthesis = \"precompiled\"\nsynthesis_workers = 1\npartitions_in_flight = 2\nbulk_jobs_in_engine = 1\n",
+        &params_dir,
     );
     let kinds = k.json.to_str().unwrap();
     let r = d.client("kinds", &["--kinds", kinds]);
-    let params = ParamsDir::new(&f.params);
+    let params = ParamsDir::new(&params_dir);
+    // Each key's jobs ran pre-compiled (the recording opened and checked
+    // against the key when it was loaded).
+    let log = d.log_text();
+    for id in ["porep-2k", "winning-2k", "wpost-2k", "snap-2k"] {
+        assert!(
+            log.lines().any(|l| l.contains("the key's jobs synthesize")
+                && l.contains(&format!("circuit_id=\"{id}\""))
+                && l.contains("synthesis=\"precompiled\"")),
+            "{id} was not pre-compiled:\n{log}"
+        );
+    }
 
     // PreloadSRS knows the PoSt circuits by Curio's names.
     assert_eq!(r["preload"], serde_json::json!([false, "HOT"]), "{r}");

@@ -422,8 +422,8 @@ impl CircuitSynthesis {
     }
 }
 
-/// The arguments of `cuzk precompile` that record `circuit`.
-fn precompile_args(circuit: Circuit) -> String {
+/// The arguments of `cuzk precompile` that record `circuit` (for hints).
+pub fn precompile_args(circuit: Circuit) -> String {
     match circuit {
         Circuit::Update(u) => format!(
             "--kind update --sector-size {}",

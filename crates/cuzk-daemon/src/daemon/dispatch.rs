@@ -186,7 +186,7 @@ impl Daemon {
     /// for its proofs and records the outcome.
     pub(super) fn run_job(self: Arc<Self>, started: Started) {
         let Started { id, request, lease } = started;
-        let source = match request.source(&lease.key) {
+        let source = match request.source(&lease.key, &lease.synthesis) {
             Ok(s) => s,
             Err(e) => {
                 return self

@@ -8,7 +8,7 @@ use cuzk_filecoin::Circuit;
 use cuzk_groth16::verifier::PreparedVerifyingKey;
 use cuzk_groth16::ProvingKey;
 
-use super::{EngineShare, Loaded, SrsManager, Tier};
+use super::{EngineShare, KeySynthesis, Loaded, SrsManager, Tier};
 use crate::error::SrsError;
 
 /// How often a wait for room is logged again.
@@ -58,7 +58,7 @@ impl SrsManager {
             None => None,
         };
         tracing::info!(circuit_id = id, "loading a key");
-        let loaded = self.load(circuit).map(|mut l| {
+        let loaded = self.load(circuit, id).map(|mut l| {
             l._loan = loan.map(|mut loan| {
                 loan.shrink_to(l.bytes);
                 loan
@@ -104,17 +104,22 @@ impl SrsManager {
         }
     }
 
-    /// Reads and parses the key and its verifying keys.
-    fn load(&self, circuit: Circuit) -> Result<Loaded, cuzk_filecoin::Error> {
+    /// Reads and parses the key and its verifying keys, and chooses how
+    /// its jobs synthesize (opening its recording when pre-compiled: the
+    /// file is mapped, its pages in the page cache, not in the budget).
+    fn load(&self, circuit: Circuit, id: &str) -> Result<Loaded, cuzk_filecoin::Error> {
         self.params.check(circuit)?;
         let key = self.params.load_proving_key(circuit)?;
         let filecoin_vk = self.params.load_verifying_key(circuit)?;
         let prepared = PreparedVerifyingKey::new(&key.vk);
         let bytes = parsed_bytes(&key);
+        let choice = *self.synthesis.lock();
+        let synthesis = KeySynthesis::choose(choice, circuit, &self.params, &key, id);
         Ok(Loaded {
             key: Arc::new(key),
             prepared: Arc::new(prepared),
             filecoin_vk: Arc::new(filecoin_vk),
+            synthesis,
             bytes,
             _loan: None,
         })

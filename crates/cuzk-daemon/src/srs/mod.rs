@@ -28,6 +28,7 @@ mod device;
 mod evict;
 mod fit;
 mod load;
+mod synthesis;
 #[cfg(test)]
 mod tests;
 
@@ -35,6 +36,7 @@ pub use circuits::circuit_id;
 use circuits::{circuit_of, circuits};
 pub use device::{DeviceKeys, ResidentKey};
 pub use fit::{shape_of, EngineShare, KeyNeeds};
+pub use synthesis::{KeySynthesis, SynthesisChoice};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -83,6 +85,8 @@ pub struct SrsLease {
     pub prepared: Arc<PreparedVerifyingKey>,
     /// The verifying key as the Filecoin crates read it (the final check).
     pub filecoin_vk: Arc<bellperson::groth16::VerifyingKey<Bls12>>,
+    /// How the key's jobs synthesize (chosen when it was loaded).
+    pub synthesis: KeySynthesis,
     /// How long this acquisition waited for the key to become HOT.
     pub load_time: Duration,
 }
@@ -111,6 +115,7 @@ struct Loaded {
     key: Arc<ProvingKey>,
     prepared: Arc<PreparedVerifyingKey>,
     filecoin_vk: Arc<bellperson::groth16::VerifyingKey<Bls12>>,
+    synthesis: KeySynthesis,
     bytes: u64,
     /// The key's bytes taken out of the engine's host budget (given back
     /// when the key leaves HOT).
@@ -174,6 +179,8 @@ pub struct SrsManager {
     on_load_end: Mutex<Option<OnLoadEnd>>,
     /// The devices' resident keys (none on the CPU backend).
     devices: Mutex<Vec<DeviceKeys>>,
+    /// `proving.synthesis`, applied to each key as it is loaded.
+    synthesis: Mutex<SynthesisChoice>,
 }
 
 impl std::fmt::Debug for SrsManager {
@@ -211,12 +218,20 @@ impl SrsManager {
             changed: Condvar::new(),
             on_load_end: Mutex::new(None),
             devices: Mutex::new(Vec::new()),
+            synthesis: Mutex::new(SynthesisChoice::default()),
         })
     }
 
     /// Calls `notify` whenever a load ends, loaded or failed.
     pub fn on_load_end(&self, notify: impl Fn() + Send + Sync + 'static) {
         *self.on_load_end.lock() = Some(Box::new(notify));
+    }
+
+    /// How keys loaded from now on synthesize their jobs (default
+    /// [`SynthesisChoice::Auto`]).
+    pub fn use_synthesis(&self, choice: SynthesisChoice) {
+        tracing::info!(%choice, "proving.synthesis");
+        *self.synthesis.lock() = choice;
     }
 
     /// The host-memory budget for HOT keys.
@@ -278,6 +293,7 @@ impl SrsManager {
                 key: Arc::clone(&l.key),
                 prepared: Arc::clone(&l.prepared),
                 filecoin_vk: Arc::clone(&l.filecoin_vk),
+                synthesis: l.synthesis.clone(),
                 load_time: asked.elapsed(),
             }));
         }
