@@ -10,6 +10,12 @@
 // A bucket entry is one u32: the point's index in the base array with bit 31
 // set when the digit is negative (so n ≤ 2^31). Bucket keys are
 // w·M + (|d| − 1) with M = 2^(c−1): zero digits are not emitted.
+//
+// Shifted bases (precomputed copies, `window_map_t`): copy k of the bases
+// holds 2^(c·S·k)·P_i at index k·stride + i, and window w = s + k·S goes to
+// bucket set s with its entry pointing into copy k, so the W windows share S
+// bucket sets: keys s·M + (|d| − 1). Without copies S = W (every window its
+// own set, copy 0).
 #pragma once
 #include <cstdint>
 
@@ -72,6 +78,22 @@ struct signed_digits_t {
         carry = 0;
         neg = false;
         return d;
+    }
+};
+
+/// Window → (bucket set, base copy) as the windows are walked in order (see
+/// the header): `set` is w mod S, `offset` the first index of copy w / S.
+struct window_map_t {
+    uint32_t sets, stride, set, offset;
+
+    __device__ __forceinline__ window_map_t(uint32_t sets_, uint32_t stride_)
+        : sets(sets_), stride(stride_), set(0), offset(0) {}
+
+    __device__ __forceinline__ void advance() {
+        if (++set == sets) {
+            set = 0;
+            offset += stride;
+        }
     }
 };
 

@@ -430,6 +430,52 @@ __device__ __forceinline__ void chain_bases(const affine_t<F>* __restrict__ cons
     }
 }
 
+// ---------------------------------------------------------------------------
+// Shifted bases (kernels/msm/common.cuh, window_map_t): out[i] = 2^d·in[i]
+// for i < n, affine. Thread t takes points [t·L, (t+1)·L): d doublings each
+// (the first from affine), kept in `scratch` (XYZZ), then one inversion for
+// the run (Montgomery's trick on ZZZ, the prefix products in out[i].x until
+// each is overwritten). Infinity stays infinity and is left out of the
+// product. Points of the prime-order subgroup never double to infinity.
+// ---------------------------------------------------------------------------
+
+template <class F>
+__device__ __forceinline__ void shift_bases(const affine_t<F>* __restrict__ in, uint32_t n,
+                                            uint32_t L, uint32_t d,
+                                            xyzz_t<F>* __restrict__ scratch,
+                                            affine_t<F>* __restrict__ out) {
+    using X = xyzz_t<F>;
+    const uint64_t s64 = (uint64_t)(blockIdx.x * blockDim.x + threadIdx.x) * L;
+    if (s64 >= n || d == 0) return;
+    const uint32_t start = (uint32_t)s64;
+    const uint32_t end = min(start + L, n);
+    F prod = F::one();
+    for (uint32_t i = start; i < end; i++) {
+        const affine_t<F> p = in[i];
+        X acc = X::infinity();
+        if (!p.is_inf()) {
+            acc = X::dbl_affine(p);
+            for (uint32_t k = 1; k < d; k++) acc = dbl_ool(acc);
+        }
+        scratch[i] = acc;
+        out[i].x = prod;  // Π ZZZ before i
+        if (!acc.is_inf()) prod = prod * acc.ZZZ;
+    }
+    F inv = prod.inv();
+    for (uint32_t i = end; i-- > start;) {
+        const X p = scratch[i];
+        if (p.is_inf()) {
+            out[i] = affine_t<F>::infinity();
+            continue;
+        }
+        const F zzz_inv = inv * out[i].x;
+        inv = inv * p.ZZZ;
+        const F z_inv = zzz_inv * p.ZZ;  // Z⁻³·Z² = Z⁻¹
+        out[i].x = p.X * z_inv.sqr();
+        out[i].y = p.Y * zzz_inv;
+    }
+}
+
 }  // namespace msm
 }  // namespace cuzk
 
@@ -489,4 +535,9 @@ __device__ __forceinline__ void chain_bases(const affine_t<F>* __restrict__ cons
         const cuzk::affine_t<F>* consts, uint32_t first, uint32_t n, uint32_t L,                 \
         cuzk::xyzz_t<F>* scratch, cuzk::affine_t<F>* out) {                                      \
         cuzk::msm::chain_bases<F>(consts, first, n, L, scratch, out);                            \
+    }                                                                                            \
+    extern "C" __global__ void msm_shift_bases_##SUFFIX(                                         \
+        const cuzk::affine_t<F>* in, uint32_t n, uint32_t L, uint32_t d,                         \
+        cuzk::xyzz_t<F>* scratch, cuzk::affine_t<F>* out) {                                      \
+        cuzk::msm::shift_bases<F>(in, n, L, d, scratch, out);                                    \
     }

@@ -78,7 +78,7 @@ extern "C" __global__ void msm_gather_pair_u32(const uint32_t* __restrict__ a,
 extern "C" __global__ void msm_digit_histogram(const cuzk::fr_t* __restrict__ scalars,
                                                const uint32_t* __restrict__ idx, uint32_t n,
                                                uint32_t bound,
-                                               uint32_t c, uint32_t windows,
+                                               uint32_t c, uint32_t windows, uint32_t sets,
                                                uint32_t* __restrict__ counts) {
     CUZK_MSM_USING;
     const uint32_t M = 1u << (c - 1);
@@ -91,10 +91,11 @@ extern "C" __global__ void msm_digit_histogram(const cuzk::fr_t* __restrict__ sc
         const uint32_t point = valid ? (idx ? idx[j] : j) : 0;
         if (valid && point < bound) bits = scalar_bits_t::load(scalars, point);
         signed_digits_t digits(bits, c);
-        for (uint32_t w = 0; w < windows; w++) {
+        window_map_t map(sets, 0);
+        for (uint32_t w = 0; w < windows; w++, map.advance()) {
             bool neg;
             uint32_t mag = digits.next(neg);
-            uint32_t key = mag ? w * M + (mag - 1) : KEY_NONE;
+            uint32_t key = mag ? map.set * M + (mag - 1) : KEY_NONE;
             uint32_t peers = __match_any_sync(FULL_WARP, key);
             if (key != KEY_NONE && lane_id() == (uint32_t)(__ffs(peers) - 1))
                 atomicAdd(&counts[key], __popc(peers));
@@ -102,12 +103,14 @@ extern "C" __global__ void msm_digit_histogram(const cuzk::fr_t* __restrict__ sc
     }
 }
 
-/// entries[cursor[key]++] = point index | sign, for every nonzero digit.
-/// `cursors` starts as the exclusive scan of the histogram.
+/// entries[cursor[key]++] = point index (in its window's copy) | sign, for
+/// every nonzero digit. `cursors` starts as the exclusive scan of the
+/// histogram; `sets` and `copy_stride` as in window_map_t.
 extern "C" __global__ void msm_digit_scatter(const cuzk::fr_t* __restrict__ scalars,
                                              const uint32_t* __restrict__ idx, uint32_t n,
                                              uint32_t bound,
-                                             uint32_t c, uint32_t windows,
+                                             uint32_t c, uint32_t windows, uint32_t sets,
+                                             uint32_t copy_stride,
                                              uint32_t* __restrict__ cursors,
                                              uint32_t* __restrict__ entries) {
     CUZK_MSM_USING;
@@ -121,20 +124,24 @@ extern "C" __global__ void msm_digit_scatter(const cuzk::fr_t* __restrict__ scal
         scalar_bits_t bits = scalar_bits_t::zero();
         if (valid && point < bound) bits = scalar_bits_t::load(scalars, point);
         signed_digits_t digits(bits, c);
+        window_map_t map(sets, copy_stride);
         // Windows in batches of SCATTER_BATCH: the batch's atomics are all in
         // flight before the first result is used (one at a time, the kernel
         // is bound by the atomics' round-trip latency).
         for (uint32_t w0 = 0; w0 < windows; w0 += SCATTER_BATCH) {
             uint32_t key[SCATTER_BATCH], peers[SCATTER_BATCH], pos[SCATTER_BATCH];
+            uint32_t copy[SCATTER_BATCH];
             bool neg[SCATTER_BATCH];
 #pragma unroll
             for (uint32_t k = 0; k < SCATTER_BATCH; k++) {
                 const uint32_t w = w0 + k;
                 key[k] = KEY_NONE;
                 neg[k] = false;
+                copy[k] = map.offset;
                 if (w < windows) {  // warp-uniform
                     uint32_t mag = digits.next(neg[k]);
-                    if (mag) key[k] = w * M + (mag - 1);
+                    if (mag) key[k] = map.set * M + (mag - 1);
+                    map.advance();
                 }
                 peers[k] = __match_any_sync(FULL_WARP, key[k]);
                 pos[k] = 0;
@@ -145,7 +152,8 @@ extern "C" __global__ void msm_digit_scatter(const cuzk::fr_t* __restrict__ scal
             for (uint32_t k = 0; k < SCATTER_BATCH; k++) {
                 const uint32_t p = __shfl_sync(FULL_WARP, pos[k], __ffs(peers[k]) - 1);
                 if (key[k] != KEY_NONE)
-                    entries[p + __popc(peers[k] & lanemask_lt())] = point | (neg[k] ? NEG_BIT : 0u);
+                    entries[p + __popc(peers[k] & lanemask_lt())] =
+                        (point + copy[k]) | (neg[k] ? NEG_BIT : 0u);
             }
         }
     }
@@ -200,24 +208,26 @@ __device__ __forceinline__ uint32_t radix_bin(uint32_t key, uint32_t shift, bool
 }  // namespace cuzk
 
 /// keys_out[w·n + j] = key of digit w of scalar idx[j] (or j) | sign bit,
-/// key = w·2^(c−1) + |d| − 1, or `windows`·2^(c−1) for a zero digit (also for
-/// an index ≥ bound).
+/// key = (w mod sets)·2^(c−1) + |d| − 1, or `sets`·2^(c−1) for a zero digit
+/// (also for an index ≥ bound).
 extern "C" __global__ void msm_radix_digits(const cuzk::fr_t* __restrict__ scalars,
                                             const uint32_t* __restrict__ idx, uint32_t n,
                                             uint32_t bound, uint32_t c, uint32_t windows,
-                                            uint32_t* __restrict__ keys_out) {
+                                            uint32_t sets, uint32_t* __restrict__ keys_out) {
     CUZK_MSM_USING;
-    const uint32_t M = 1u << (c - 1), sentinel = windows * M;
+    const uint32_t M = 1u << (c - 1), sentinel = sets * M;
     const uint32_t stride = gridDim.x * blockDim.x;
     for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
         const uint32_t point = idx ? idx[j] : j;
         scalar_bits_t bits = scalar_bits_t::zero();
         if (point < bound) bits = scalar_bits_t::load(scalars, point);
         signed_digits_t digits(bits, c);
-        for (uint32_t w = 0; w < windows; w++) {
+        window_map_t map(sets, 0);
+        for (uint32_t w = 0; w < windows; w++, map.advance()) {
             bool neg;
             const uint32_t mag = digits.next(neg);
-            keys_out[(size_t)w * n + j] = mag ? (w * M + (mag - 1)) | (neg ? NEG_BIT : 0u) : sentinel;
+            keys_out[(size_t)w * n + j] =
+                mag ? (map.set * M + (mag - 1)) | (neg ? NEG_BIT : 0u) : sentinel;
         }
     }
 }
@@ -251,13 +261,16 @@ extern "C" __global__ void __launch_bounds__(cuzk::msm::RADIX_THREADS)
 
 /// Stable scatter of one pass by bits [shift, shift + 8) of the key;
 /// tile_off is the exclusive scan of tile_hist. With vals_in null (first
-/// pass) the keys carry the sign in bit 31 and item i's entry is
-/// (idx ? idx[i mod n] : i mod n) | sign; keys_out gets the key without it.
-/// vals_out is written at *out_base + position when out_base is not null.
+/// pass) the keys carry the sign in bit 31 and item i (of window w = w0 +
+/// i / n) has the entry (idx ? idx[i mod n] : i mod n) + (w / sets)·stride |
+/// sign (its point in its window's copy); keys_out gets the key without
+/// the sign. vals_out is written at *out_base + position when out_base is
+/// not null.
 extern "C" __global__ void __launch_bounds__(cuzk::msm::RADIX_THREADS)
     msm_radix_scatter(const uint32_t* __restrict__ keys_in, const uint32_t* __restrict__ vals_in,
                       uint32_t total, uint32_t shift, const uint32_t* __restrict__ tile_off,
                       uint32_t ntiles, const uint32_t* __restrict__ idx, uint32_t n,
+                      uint32_t w0, uint32_t sets, uint32_t stride,
                       const uint32_t* __restrict__ out_base, uint32_t* __restrict__ keys_out,
                       uint32_t* __restrict__ vals_out) {
     CUZK_MSM_USING;
@@ -277,8 +290,8 @@ extern "C" __global__ void __launch_bounds__(cuzk::msm::RADIX_THREADS)
         if (vals_in) {
             val[k] = i < total ? vals_in[i] : 0;
         } else {
-            const uint32_t j = i % n;
-            val[k] = (i < total ? (idx ? idx[j] : j) : 0) | (raw & NEG_BIT);
+            const uint32_t j = i % n, copy = (w0 + i / n) / sets;
+            val[k] = (i < total ? (idx ? idx[j] : j) + copy * stride : 0) | (raw & NEG_BIT);
         }
     }
     for (uint32_t i = threadIdx.x; i < RADIX_WARPS * RADIX_BINS; i += RADIX_THREADS)

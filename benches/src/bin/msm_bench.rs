@@ -26,7 +26,8 @@ use std::fmt::Write as _;
 
 use clap::Parser;
 use cuzk_cuda::msm::{
-    choose_window_bits, data, BatchSum, BucketSort, Classifier, Msm, MsmCurve, G1, G2,
+    choose_shifted_shape, choose_window_bits, data, BatchSum, BucketSort, Classifier, Msm,
+    MsmCurve, ShiftedBases, G1, G2,
 };
 use cuzk_cuda::{DeviceBuffer, Gpu, Stream, VramBudget};
 use cuzk_field::limbs::{FrLimbs, G1AffineLimbs, G2AffineLimbs};
@@ -56,6 +57,10 @@ struct Args {
     /// 2^26 for G1).
     #[arg(long)]
     sweep: bool,
+    /// Window sizes to time at chosen G1 sizes instead of --sweep's, as
+    /// `log:from-to` (e.g. `27:19-23`).
+    #[arg(long, value_delimiter = ',')]
+    g1_sweep: Option<Vec<String>>,
     /// Largest G1 size (log2) of the default 2^16, 2^18, … series.
     #[arg(long, default_value_t = 26)]
     max_log_g1: u32,
@@ -83,6 +88,16 @@ struct Args {
     /// Time every size with both bucket sorts (rows "… counting" / "… radix").
     #[arg(long)]
     compare_sorts: bool,
+    /// Also time every MSM size over shifted bases (precomputed copies
+    /// 2^(c·S·k)·P, issue 17), each checked equal to the plain MSM on the
+    /// same scalars first; rows "… MSM shifted". The shape is
+    /// `choose_shifted_shape`'s for the free arena unless --shifted-shapes.
+    #[arg(long)]
+    shifted: bool,
+    /// Shapes to time with --shifted instead of the automatic one, as
+    /// `c:sets` pairs (e.g. `22:1,24:1`); shapes that do not fit are skipped.
+    #[arg(long, value_delimiter = ',')]
+    shifted_shapes: Option<Vec<String>>,
     /// Seed of the bases and scalars (random when absent; printed either way).
     #[arg(long)]
     seed: Option<u64>,
@@ -104,6 +119,7 @@ impl Args {
             a.max_log_g2 = a.max_log_g2.min(10);
             a.repeats = 2;
             a.sweep = false;
+            a.g1_sweep = None;
         }
         a
     }
@@ -209,6 +225,66 @@ where
     Ok((c, median(times)))
 }
 
+/// Builds shifted copies of the first n bases for (c, sets), checks one MSM
+/// over them against the plain MSM on the same scalars, and times
+/// `repeats` of them; (median ms, build ms, copies).
+fn time_shifted<C: BenchCurve>(
+    s: &Stream,
+    bases: &DeviceBuffer<C::Affine>,
+    n: usize,
+    (c, sets): (u32, u32),
+    repeats: usize,
+    seed: &mut u64,
+) -> BoxResult<(f64, f32, u32)>
+where
+    C::Projective: IdentityCheck,
+{
+    let scalars: DeviceBuffer<FrLimbs> = s.alloc(n)?;
+    data::random_scalars(s, &scalars, *seed)?;
+    *seed += 1;
+    let want = Msm::<C>::new(s, n)?.run(bases, &scalars)?;
+    let shifted = ShiftedBases::<C>::build(s, bases, n, c, sets)?;
+    let mut msm = Msm::<C>::for_shifted(s, n, &shifted)?;
+    let got = msm.run_shifted(&shifted, &scalars)?;
+    if got != want || got == C::Projective::default_identity() {
+        return Err(format!(
+            "{} MSM over shifted bases (c = {c}, {sets} sets) differs from the plain MSM at 2^{}",
+            C::NAME,
+            n.trailing_zeros()
+        )
+        .into());
+    }
+    let mut times = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        data::random_scalars(s, &scalars, *seed)?;
+        *seed += 1;
+        let start = s.record()?;
+        msm.enqueue_shifted(&shifted, &scalars, None, n)?;
+        let end = s.record()?;
+        times.push(start.elapsed_ms(&end)? as f64);
+    }
+    msm.set_profiling(true);
+    msm.enqueue_shifted(&shifted, &scalars, None, n)?;
+    if let Some(p) = msm.last_phases()? {
+        let steps: Vec<String> = p.iter().map(|(k, ms)| format!("{k} {ms:.2}")).collect();
+        println!("    steps (ms): {}; {:?}", steps.join(", "), msm.plan());
+    }
+    Ok((median(times), shifted.build_ms(), shifted.copies()))
+}
+
+/// The shifted shapes to time at n: the explicit list, or the automatic
+/// choice for the arena's free bytes (less 4 GiB for the plain MSM's check).
+fn shifted_shapes<C: BenchCurve>(s: &Stream, n: usize, explicit: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    if !explicit.is_empty() {
+        return explicit.to_vec();
+    }
+    let u = s.arena().usage();
+    let free = u.capacity.saturating_sub(u.in_use + u.pending + (4 << 30)) as usize;
+    choose_shifted_shape(n, C::XYZZ_WORDS * 8, std::mem::size_of::<C::Affine>(), free)
+        .into_iter()
+        .collect()
+}
+
 /// `Default`-free identity check for the two projective types.
 trait IdentityCheck {
     fn default_identity() -> Self;
@@ -233,6 +309,7 @@ fn msm_rows<C: BenchCurve>(
     repeats: usize,
     variants: bool,
     compare_sorts: bool,
+    shifted: Option<&[(u32, u32)]>,
     rows: &mut Vec<Row>,
 ) -> BoxResult<()>
 where
@@ -290,6 +367,38 @@ where
                 target_ms: target,
             });
         }
+        let Some(explicit) = shifted else { continue };
+        let n = 1usize << log;
+        for (c, sets) in shifted_shapes::<C>(s, n, explicit) {
+            match time_shifted::<C>(s, &bases, n, (c, sets), repeats, &mut seed) {
+                Ok((ms, build_ms, copies)) => {
+                    println!(
+                        "  {} MSM shifted 2^{log}: c = {c}, {sets} sets, {copies} copies \
+                         (built in {build_ms:.0} ms), {ms:.2} ms, equal to the plain MSM",
+                        C::NAME
+                    );
+                    rows.push(Row {
+                        what: format!("{} MSM shifted ({sets} sets, {copies} copies)", C::NAME),
+                        n,
+                        c,
+                        ms,
+                        floor_ms: msm_floor_ms::<C>(n, c) * sets as f64
+                            / cuzk_cuda::msm::windows_for(c) as f64,
+                        target_ms: match (C::NAME, log) {
+                            ("G1", 24) => Some(90.0),
+                            ("G1", 26) => Some(330.0),
+                            ("G2", 24) => Some(280.0),
+                            _ => None,
+                        },
+                    });
+                }
+                Err(e) if e.to_string().contains("differs") => return Err(e),
+                Err(e) => println!(
+                    "  {} MSM shifted 2^{log}: c = {c}, {sets} sets: skipped ({e})",
+                    C::NAME
+                ),
+            }
+        }
     }
     // Accumulation kernel variants (launch bounds, prefetch, Fq2 product) at
     // 2^24 (or the largest size below) and at the largest size above it.
@@ -339,7 +448,7 @@ where
                 (Some(c), None, None),
                 repeats.min(3),
                 &mut seed,
-                false,
+                true,
             )?;
             let mark = if c == auto { " (model's choice)" } else { "" };
             println!("  sweep {} 2^{log}: c = {c}: {ms:.2} ms{mark}", C::NAME);
@@ -454,6 +563,33 @@ fn classify_row(
     Ok(())
 }
 
+/// `log:from-to` window sweeps.
+fn parse_sweeps(list: &[String]) -> BoxResult<Vec<(u32, std::ops::RangeInclusive<u32>)>> {
+    list.iter()
+        .map(|p| {
+            let bad = || format!("G1 sweep {p:?}: want log:from-to, e.g. 27:19-23");
+            let (log, range) = p.split_once(':').ok_or_else(bad)?;
+            let (from, to) = range.split_once('-').ok_or_else(bad)?;
+            Ok((
+                log.trim().parse()?,
+                from.trim().parse()?..=to.trim().parse()?,
+            ))
+        })
+        .collect()
+}
+
+/// `c:sets` pairs.
+fn parse_shapes(list: &[String]) -> BoxResult<Vec<(u32, u32)>> {
+    list.iter()
+        .map(|p| {
+            let (c, sets) = p
+                .split_once(':')
+                .ok_or_else(|| format!("shifted shape {p:?}: want c:sets, e.g. 22:1"))?;
+            Ok((c.trim().parse()?, sets.trim().parse()?))
+        })
+        .collect()
+}
+
 fn main() -> BoxResult<()> {
     let args = Args::parse_smoke_aware();
     let Some(gpu) = Gpu::first_with(args.vram_budget)? else {
@@ -479,10 +615,10 @@ fn main() -> BoxResult<()> {
     if let Some(l) = &args.g2_logs {
         g2_logs = l.clone();
     }
-    let g1_sweep = if args.sweep {
-        vec![(24, 18..=21), (26, 18..=22)]
-    } else {
-        vec![]
+    let g1_sweep = match &args.g1_sweep {
+        Some(list) => parse_sweeps(list)?,
+        None if args.sweep => vec![(24, 18..=21), (26, 18..=22)],
+        None => vec![],
     };
     let g2_sweep = if args.sweep {
         vec![(24, 17..=21)]
@@ -492,11 +628,13 @@ fn main() -> BoxResult<()> {
     let variants = !args.msm_only || args.variants;
     let cmp = args.compare_sorts;
     let reps = args.repeats;
+    let explicit = parse_shapes(args.shifted_shapes.as_deref().unwrap_or(&[]))?;
+    let shifted = args.shifted.then_some(explicit.as_slice());
     msm_rows::<G1>(
-        &s, &mut rng, &g1_logs, &g1_sweep, reps, variants, cmp, &mut rows,
+        &s, &mut rng, &g1_logs, &g1_sweep, reps, variants, cmp, shifted, &mut rows,
     )?;
     msm_rows::<G2>(
-        &s, &mut rng, &g2_logs, &g2_sweep, reps, variants, cmp, &mut rows,
+        &s, &mut rng, &g2_logs, &g2_sweep, reps, variants, cmp, shifted, &mut rows,
     )?;
     if !args.msm_only {
         batch_rows(&s, &mut rng, &args, &mut rows)?;

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::time::{Duration, Instant};
 
 /// Why an allocation could not be served: the numbers a user needs to size
 /// a budget.
@@ -29,6 +30,12 @@ pub struct Usage {
     pub peak: u64,
     /// Bytes released but not yet reusable (their fences are pending).
     pub pending: u64,
+    /// Times an allocation blocked on a pending release's fence (nothing
+    /// else fitted), and the host time it spent blocked, since the arena
+    /// was made: GPU work of whatever stream released the region had to
+    /// finish first, so waits between workers serialize them.
+    pub fence_waits: u64,
+    pub fence_wait: Duration,
     pub largest_free: u64,
     pub regions: usize,
 }
@@ -43,7 +50,16 @@ impl fmt::Display for Usage {
             human(self.peak),
             self.regions,
             human(self.pending)
-        )
+        )?;
+        if self.fence_waits > 0 {
+            write!(
+                f,
+                "; {} allocation(s) waited {:.3} s for pending releases",
+                self.fence_waits,
+                self.fence_wait.as_secs_f64()
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -167,6 +183,8 @@ impl Allocator {
             in_use: self.in_use,
             peak: self.peak,
             pending: 0,
+            fence_waits: 0,
+            fence_wait: Duration::ZERO,
             largest_free: self.largest_free(),
             regions: self.regions,
         }
@@ -212,6 +230,8 @@ pub struct OrderedAllocator<F> {
     inner: Allocator,
     /// Released regions (offset, bytes, fence), oldest first.
     pending: VecDeque<(u64, u64, F)>,
+    fence_waits: u64,
+    fence_wait: Duration,
 }
 
 impl<F: Fence> OrderedAllocator<F> {
@@ -219,6 +239,8 @@ impl<F: Fence> OrderedAllocator<F> {
         OrderedAllocator {
             inner: Allocator::new(capacity, align),
             pending: VecDeque::new(),
+            fence_waits: 0,
+            fence_wait: Duration::ZERO,
         }
     }
 
@@ -233,7 +255,12 @@ impl<F: Fence> OrderedAllocator<F> {
                 Err(e) => match self.pending.pop_front() {
                     None => return Err(e),
                     Some((off, len, fence)) => {
-                        fence.wait();
+                        if !fence.is_done() {
+                            let start = Instant::now();
+                            fence.wait();
+                            self.fence_waits += 1;
+                            self.fence_wait += start.elapsed();
+                        }
                         self.inner.free(off, len);
                     }
                 },
@@ -278,12 +305,19 @@ impl<F: Fence> OrderedAllocator<F> {
             .sum();
         Usage {
             pending,
+            fence_waits: self.fence_waits,
+            fence_wait: self.fence_wait,
             ..self.inner.usage()
         }
     }
 
     pub fn rounded(&self, bytes: u64) -> u64 {
         self.inner.rounded(bytes)
+    }
+
+    /// Host time allocations have spent blocked on fences so far.
+    pub fn fence_wait(&self) -> Duration {
+        self.fence_wait
     }
 
     pub fn reset_peak(&mut self) {
@@ -386,8 +420,11 @@ mod tests {
         a.release(x, 512, Some(f.clone()));
         assert_eq!(a.usage().pending, 512);
         // Nothing else free: the allocator must wait for the fence, then reuse.
+        assert_eq!(a.usage().fence_waits, 0);
         assert_eq!(a.alloc(256).unwrap(), x);
         assert_eq!(f.waits.get(), 1);
+        assert_eq!(a.usage().fence_waits, 1, "the wait is counted");
+        assert!(a.usage().to_string().contains("1 allocation(s) waited"));
         // A completed fence is reclaimed without waiting.
         let g = TestFence {
             done: Rc::new(Cell::new(true)),

@@ -10,13 +10,21 @@
 //! released behind an event recorded on its stream, and reused only once the
 //! work queued before the drop has finished. [`Arena::sub`] carves a smaller
 //! arena out of a larger one, so a large card can behave as a small one
-//! without another device allocation.
+//! without another device allocation; [`Arena::slab`] carves one for one
+//! partition's buffers (see there).
+//!
+//! An allocation that finds no room waits for pending releases, oldest
+//! first, whichever stream released them: a worker can so end up waiting for
+//! another worker's GPU work. That host time is counted per thread
+//! ([`fence_wait_on_this_thread`]) and per arena ([`Usage::fence_wait`]).
 
+use std::cell::Cell;
 use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
-use cuzk_arena::{Exhausted, Fence, OrderedAllocator, Usage};
+use cuzk_arena::{Fence, OrderedAllocator, Usage};
 
 use crate::error::{DriverContext, Error, Result};
 use crate::ffi;
@@ -118,6 +126,21 @@ pub(crate) struct ArenaInner {
     ctx: Arc<CudaContext>,
     alloc: Mutex<OrderedAllocator<EventFence>>,
     backing: Backing,
+    /// A slab's parent: where a request the slab cannot serve goes.
+    overflow: Option<Arena>,
+}
+
+thread_local! {
+    /// Host time this thread's allocations spent blocked on pending releases.
+    static FENCE_WAIT: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+}
+
+/// Host time this thread's allocations (from any arena) have spent blocked
+/// on pending releases since the thread started: read it before and after
+/// a partition to see how long it waited for device memory that queued GPU
+/// work (its own or another worker's) still held.
+pub fn fence_wait_on_this_thread() -> Duration {
+    FENCE_WAIT.with(Cell::get)
 }
 
 impl Drop for ArenaInner {
@@ -210,6 +233,7 @@ impl Arena {
                     ctx: ctx.clone(),
                     ptr,
                 },
+                overflow: None,
             }),
         })
     }
@@ -217,6 +241,25 @@ impl Arena {
     /// A smaller arena carved out of this one: `bytes` of it, sub-allocated
     /// on its own (e.g. a 16 GiB budget on a 141 GB card). No device call.
     pub fn sub(&self, bytes: u64, stream: &Stream) -> Result<Arena> {
+        self.carve(bytes, stream, None)
+    }
+
+    /// A slab: `bytes` carved out of this arena in one region for the
+    /// buffers of one unit of work (a partition), given back whole when the
+    /// slab and every buffer from it are dropped. Requests the slab cannot
+    /// serve go to this arena instead (logged at debug): a slab sized by a
+    /// plan that undercounts is slower, never an error.
+    ///
+    /// Why: workers that allocate their partitions' buffers directly from a
+    /// shared arena fragment it, and a request that finds no hole large
+    /// enough waits for another worker's pending releases, i.e. for its GPU
+    /// work: the workers then take turns instead of overlapping. Slabs of a
+    /// recurring size leave holes of exactly that size.
+    pub fn slab(&self, bytes: u64, stream: &Stream) -> Result<Arena> {
+        self.carve(bytes, stream, Some(self.clone()))
+    }
+
+    fn carve(&self, bytes: u64, stream: &Stream, overflow: Option<Arena>) -> Result<Arena> {
         let region = self.region(bytes, stream)?;
         Ok(Arena {
             inner: Arc::new(ArenaInner {
@@ -226,6 +269,7 @@ impl Arena {
                 ctx: self.inner.ctx.clone(),
                 alloc: Mutex::new(OrderedAllocator::new(region.bytes, ALIGN)),
                 backing: Backing::Carved(region),
+                overflow,
             }),
         })
     }
@@ -260,13 +304,24 @@ impl Arena {
 
     /// A region of `bytes`, released (stream-ordered on `stream`) when dropped.
     pub(crate) fn region(&self, bytes: u64, stream: &Stream) -> Result<Region> {
-        let offset = self
-            .inner
-            .alloc
-            .lock()
-            .expect("arena lock poisoned")
-            .alloc(bytes)
-            .map_err(|e: Exhausted| Error::OutOfMemory(e.to_string()))?;
+        let got = {
+            let mut a = self.inner.alloc.lock().expect("arena lock poisoned");
+            let before = a.fence_wait();
+            let got = a.alloc(bytes);
+            let waited = a.fence_wait() - before;
+            if !waited.is_zero() {
+                FENCE_WAIT.with(|w| w.set(w.get() + waited));
+            }
+            got
+        };
+        let offset = match (got, &self.inner.overflow) {
+            (Ok(offset), _) => offset,
+            (Err(e), Some(parent)) => {
+                tracing::debug!("slab full ({e}); {bytes} bytes from its parent arena");
+                return parent.region(bytes, stream);
+            }
+            (Err(e), None) => return Err(Error::OutOfMemory(e.to_string())),
+        };
         Ok(Region {
             arena: self.inner.clone(),
             offset,

@@ -16,7 +16,7 @@ mod scan;
 pub mod staging;
 pub mod testing;
 
-pub use arena::{Arena, BudgetError, VramBudget};
+pub use arena::{fence_wait_on_this_thread, Arena, BudgetError, VramBudget};
 pub use device::{
     devices, driver_present, DeviceBuffer, DeviceInfo, Event, Gpu, PinnedBuffer, Stream,
 };

@@ -617,3 +617,56 @@ fn wrappers_reject_bad_sizes() {
     assert!(err.to_string().contains("ntt_h_step"), "{err}");
     println!("{test}: ok");
 }
+
+// ---- arena slabs and buffer suffixes ---------------------------------------
+
+/// A slab (`Arena::slab`) serves its buffers from its own bytes, sends a
+/// request it cannot hold to its parent, and gives its bytes back whole once
+/// it and its buffers are gone; `DeviceBuffer::into_suffix` reads the tail
+/// of a buffer in place.
+#[test]
+fn slabs_overflow_to_their_parent_and_return_whole() {
+    const MIB: u64 = 1 << 20;
+    let Some((gpu, _)) = device("slabs_overflow_to_their_parent_and_return_whole") else {
+        return;
+    };
+    // A 64 MiB arena of its own, so the counts below are exact.
+    let home = gpu.budgeted_stream(64 * MIB).expect("64 MiB arena");
+    let arena = home.arena().clone();
+    assert_eq!(arena.usage().in_use, 0);
+    let slab = arena.slab(16 * MIB, &home).expect("slab");
+    let s = home.in_arena(&slab);
+    let mut rng = rng("slabs");
+    let values: Vec<u32> = (0..(1 << 20)).map(|_| rng.gen()).collect();
+    let a = s.upload_new(&values).expect("4 MiB in the slab");
+    assert_eq!(slab.usage().in_use, 4 * MIB);
+    // 16 MiB do not fit the slab's remaining 12: they come from the parent.
+    let big: Vec<u32> = (0..(4 << 20)).map(|_| rng.gen()).collect();
+    let b = s.upload_new(&big).expect("16 MiB from the parent");
+    assert_eq!(
+        slab.usage().in_use,
+        4 * MIB,
+        "the overflow is not in the slab"
+    );
+    assert_eq!(arena.usage().in_use, 32 * MIB, "slab 16 + overflow 16");
+    // Neither the slab nor its parent can hold 40 MiB more.
+    let err = s.alloc::<u32>(10 << 20).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("exhausted"), "{err}");
+    assert_eq!(s.download_vec(&a).unwrap(), values);
+    assert_eq!(s.download_vec(&b).unwrap(), big);
+    // A suffix view: the tail, same bytes, no copy.
+    let tail = a.into_suffix(328).expect("suffix");
+    assert_eq!(tail.len(), values.len() - 328);
+    assert_eq!(s.download_vec(&tail).unwrap(), values[328..]);
+    assert!(s.upload_new(&values[..8]).unwrap().into_suffix(9).is_err());
+    // The slab lives while its buffers do; then all 64 MiB are free again.
+    drop(slab);
+    assert_eq!(arena.usage().in_use, 32 * MIB);
+    drop((tail, b));
+    drop(s);
+    // The slab's region goes back behind an event on `home`: let it pass.
+    home.synchronize().unwrap();
+    let whole = home.alloc::<u8>(64 << 20).expect("the whole arena again");
+    assert_eq!(whole.len(), 64 << 20);
+    assert_eq!(arena.usage().fence_waits, 0, "{}", arena.usage());
+}

@@ -6,7 +6,9 @@
 //!
 //! Without a CUDA device every test prints "skipped: no CUDA device" and passes.
 
-use cuzk_cuda::msm::{data, BatchSum, BucketSort, Classifier, Msm, MsmCurve, G1, G2};
+use cuzk_cuda::msm::{
+    copies_for, data, BatchSum, BucketSort, Classifier, Msm, MsmCurve, ShiftedBases, G1, G2,
+};
 use cuzk_cuda::{DeviceBuffer, Stream};
 use cuzk_field::classify::classify;
 use cuzk_field::limbs::{
@@ -338,6 +340,61 @@ fn msm_g1_edge_bases() {
 #[test]
 fn msm_g2_edge_bases() {
     bases_edge_suite::<G2>("msm_g2_edge_bases");
+}
+
+/// An MSM made by `Msm::new` for 2^18 pairs runs shorter calls under the
+/// window its cost model picks for their own length (the scratch holds
+/// them), and a full-length call under the held plan again: every result
+/// equal to the CPU's.
+fn per_call_window_suite<C: HostCurve>(name: &str) {
+    let Some(s) = stream() else { return };
+    let mut rng = rng(name);
+    let n = 1 << 18;
+    let b = bases::<C>(&mut rng, n);
+    let scalars = special_scalars(&mut rng, n);
+    let db = upload_bases::<C>(&s, &b);
+    let ds = upload_scalars(&s, &scalars);
+    let mut msm = Msm::<C>::new(&s, n).unwrap();
+    let held = msm.plan().window_bits;
+    for len in [1usize, 5, 300, 3000, 40_000, n] {
+        let idx: Vec<u32> = (0..len).map(|_| rng.gen_range(0..n as u32)).collect();
+        let sel_b: Vec<C::Aff> = idx.iter().map(|&i| b[i as usize]).collect();
+        let sel_s: Vec<Fr> = idx.iter().map(|&i| scalars[i as usize]).collect();
+        let di = s.upload_new(&idx).unwrap();
+        let got = msm.run_indexed(&db, &ds, &di, len).unwrap();
+        assert_eq!(got, C::msm_ref(&sel_b, &sel_s), "{} {len} pairs", C::NAME);
+        let c = msm.plan().window_bits;
+        assert_eq!(
+            c,
+            Msm::<C>::window_bits_for(len),
+            "{} {len} pairs: c",
+            C::NAME
+        );
+        if len <= 3000 {
+            assert!(
+                c < held,
+                "{} {len} pairs ran at c = {c}, held {held}",
+                C::NAME
+            );
+        }
+    }
+    assert_eq!(
+        msm.run(&db, &ds).unwrap(),
+        C::msm_ref(&b, &scalars),
+        "{} full length again",
+        C::NAME
+    );
+    assert_eq!(msm.plan().window_bits, held);
+}
+
+#[test]
+fn msm_g1_picks_the_window_per_call() {
+    per_call_window_suite::<G1>("msm_g1_picks_the_window_per_call");
+}
+
+#[test]
+fn msm_g2_picks_the_window_per_call() {
+    per_call_window_suite::<G2>("msm_g2_picks_the_window_per_call");
 }
 
 #[test]
@@ -730,4 +787,149 @@ fn benchmark_data_is_right() {
     }
     let distinct: std::collections::HashSet<_> = got.iter().collect();
     assert_eq!(distinct.len(), n);
+}
+
+/// 2^bits · P on the host, by doubling.
+fn shifted_ref<C: HostCurve>(p: &C::Aff, bits: u32) -> C::Aff
+where
+    C::Projective: From<C::Aff>,
+{
+    let mut q: C::Projective = (*p).into();
+    for _ in 0..bits {
+        q = C::double(&q);
+    }
+    C::to_aff(&q)
+}
+
+/// MSMs over shifted bases (copies 2^(c·S·k)·P, S bucket sets) against the
+/// CPU: the copies themselves at sampled points, then random, special,
+/// skewed, all-equal and all-zero scalars, both sorts, an index list and a
+/// prefix, for shapes from one set (every window its own copy) to several.
+fn shifted_suite<C: HostCurve>(name: &str, n: usize)
+where
+    C::Projective: From<C::Aff>,
+{
+    let Some(s) = stream() else { return };
+    let mut rng = rng(name);
+    let mut b = bases::<C>(&mut rng, n);
+    for _ in 0..20 {
+        let i = rng.gen_range(0..n);
+        b[i] = C::identity_aff();
+    }
+    let mut special = special_scalars(&mut rng, n);
+    let repeated = Fr::random(&mut rng);
+    plant_repeated_and_opposite::<C>(&mut b, &mut special, repeated, 50..300, 400..500);
+    let random = random_scalars(&mut rng, n);
+    let skew = skewed_scalars(&mut rng, n);
+    let same = vec![Fr::random(&mut rng); n];
+    let zero = vec![Fr::ZERO; n];
+    let db = upload_bases::<C>(&s, &b);
+    let limbs = C::limbs(&b);
+    for (c, sets) in [(8u32, 1u32), (13, 5), (16, 3), (20, 1), (22, 2), (24, 1)] {
+        let shifted = ShiftedBases::<C>::build(&s, &db, n, c, sets).expect("shifted bases");
+        assert_eq!(shifted.copies(), copies_for(c, sets));
+        assert_eq!(shifted.shift_bits(), c * sets);
+        // Copy 0 is the bases; copy k at a few points (infinity included) is
+        // 2^(k·c·S)·P.
+        assert_eq!(
+            shifted.download_copy(&s, 0).unwrap(),
+            limbs,
+            "{} copy 0",
+            C::NAME
+        );
+        let last = shifted.copies() - 1;
+        let copy = shifted.download_copy(&s, last).unwrap();
+        let picks = [0usize, 1, 77, n / 2, n - 1];
+        for &i in picks
+            .iter()
+            .chain(b.iter().position(|p| *p == C::identity_aff()).iter())
+        {
+            let want = shifted_ref::<C>(&b[i], last * c * sets);
+            assert_eq!(
+                copy[i],
+                C::limbs(&[want])[0],
+                "{} c = {c}, {sets} sets: copy {last} of point {i}",
+                C::NAME
+            );
+        }
+        for sort in [BucketSort::Counting, BucketSort::Radix] {
+            let mut msm = Msm::<C>::for_shifted(&s, n, &shifted).expect("shifted plan");
+            msm.set_bucket_sort(sort).expect("sort");
+            for (scalars, label) in [
+                (&random, "random"),
+                (&special, "special"),
+                (&skew, "skewed"),
+                (&same, "all-equal"),
+                (&zero, "all zero"),
+            ] {
+                let ds = upload_scalars(&s, scalars);
+                let expected = C::msm_ref(&b, scalars);
+                for round in 0..2 {
+                    let got = msm
+                        .run_shifted(&shifted, &ds)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!(
+                        got,
+                        expected,
+                        "{} shifted c = {c}, {sets} sets, {sort:?}, {label} scalars, round {round}",
+                        C::NAME
+                    );
+                }
+                // A prefix of the pairs.
+                let k = n / 3;
+                msm.enqueue_shifted(&shifted, &ds, None, k).unwrap();
+                assert_eq!(
+                    msm.result().unwrap(),
+                    C::msm_ref(&b[..k], &scalars[..k]),
+                    "{} shifted prefix, c = {c}, {sets} sets, {sort:?}, {label}",
+                    C::NAME
+                );
+            }
+            // An index list (with out-of-range indices, skipped).
+            let mut idx: Vec<u32> = (0..n as u32).filter(|_| rng.gen_bool(0.4)).collect();
+            let sel_b: Vec<C::Aff> = idx.iter().map(|&i| b[i as usize]).collect();
+            let sel_s: Vec<Fr> = idx.iter().map(|&i| special[i as usize]).collect();
+            idx.push(n as u32);
+            idx.push(u32::MAX);
+            let di = s.upload_new(&idx).unwrap();
+            let ds = upload_scalars(&s, &special);
+            let mut msm = Msm::<C>::for_shifted(&s, idx.len(), &shifted).expect("plan");
+            msm.set_bucket_sort(sort).expect("sort");
+            msm.enqueue_shifted(&shifted, &ds, Some(&di), idx.len())
+                .unwrap();
+            assert_eq!(
+                msm.result().unwrap(),
+                C::msm_ref(&sel_b, &sel_s),
+                "{} shifted indexed, c = {c}, {sets} sets, {sort:?}",
+                C::NAME
+            );
+        }
+        // A shifted plan refuses plain bases, and bases shifted for another
+        // shape are refused.
+        let mut msm = Msm::<C>::for_shifted(&s, n, &shifted).expect("plan");
+        let ds = upload_scalars(&s, &random);
+        if shifted.copies() > 1 {
+            assert!(
+                msm.enqueue(&db, &ds, None, n).is_err(),
+                "plain bases on a shifted plan"
+            );
+        }
+        let mut other = Msm::<C>::shifted(&s, n, c, sets + 1).expect("plan");
+        assert!(
+            other.enqueue_shifted(&shifted, &ds, None, n).is_err(),
+            "bases shifted by {} bits on a plan for {}",
+            c * sets,
+            c * (sets + 1)
+        );
+    }
+}
+
+#[test]
+fn msm_g1_shifted_bases_match_cpu() {
+    shifted_suite::<G1>("msm_g1_shifted_bases_match_cpu", 20_011);
+}
+
+#[test]
+fn msm_g2_shifted_bases_match_cpu() {
+    shifted_suite::<G2>("msm_g2_shifted_bases_match_cpu", 3001);
 }

@@ -238,7 +238,7 @@ impl Worker {
 
     /// Uploads z = (inputs, aux) and evaluates a, b, c into three zeroed
     /// `n`-long buffers on the device; returns them and the aux values
-    /// (copied out of z, for L, A and B).
+    /// (z's tail, for L, A and B).
     pub(crate) fn device_abc(
         &mut self,
         matrices: &AbcMatrices<'_>,
@@ -292,9 +292,9 @@ impl Worker {
             }
         }
         drop(classes);
-        let mut dl = s.alloc::<FrLimbs>(aux)?;
-        s.copy_range(&z, inputs, &mut dl, 0, aux)?;
-        drop(z);
+        // L, A and B read the aux values where they are, in z's tail.
+        let dl = z.into_suffix(inputs)?;
+        debug_assert_eq!(dl.len(), aux);
         clock.stop(&s)?;
         Ok((out, dl))
     }

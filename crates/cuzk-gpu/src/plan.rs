@@ -5,8 +5,8 @@
 //!
 //! | stage        | transient buffers (besides the worker's scratch)              |
 //! | ------------ | ------------------------------------------------------------- |
-//! | `abc`        | (a, b, c evaluated on the device) z = (inputs, aux), its class bytes, 3 × n scalars, the aux copy |
-//! | `h_poly`     | a, b, c: 3 × n scalars (+ the aux scalars when `abc` ran)     |
+//! | `abc`        | (a, b, c evaluated on the device) z = (inputs, aux), its class bytes, 3 × n scalars |
+//! | `h_poly`     | a, b, c: 3 × n scalars (+ z, whose tail is the aux scalars, when `abc` ran) |
 //! | `msm_h`      | the H coefficients: n scalars (+ chunk buffers when streamed) |
 //! | `msm_l`      | aux scalars (a chunk when streamed)                           |
 //! | `msm_a`      | aux + A's dense scalars, gathered on the device (a chunk when streamed) |
@@ -308,8 +308,13 @@ impl VramPlan {
             + fp.fixed()
             + fp.slack();
         // Resident: the aux values stay on the device through A and B, whose
-        // dense scalars are gathered from them there.
-        let aux = shape.aux as u64 * s;
+        // dense scalars are gathered from them there; when a, b, c are
+        // evaluated on the device they are z's tail, and z's region (the
+        // inputs' few values with them) is what stays.
+        let aux = match (mode, shape.device_abc) {
+            (SrsMode::Resident, Some(d)) => d.z as u64 * s,
+            _ => shape.aux as u64 * s,
+        };
         let (l, a, b) = match mode {
             SrsMode::Resident => (
                 aux,
@@ -319,17 +324,17 @@ impl VramPlan {
             SrsMode::Streamed { .. } => (chunk_bufs, chunk_bufs, chunk_bufs),
         };
         // a, b, c on the device: z and its classes beside the three n-long
-        // outputs, then z's aux values copied out for L, A and B, which keep
-        // them from here on. z's packed upload holds a scratch of one word
-        // per aux value (at most 64 MiB) beside z alone, freed before the
-        // outputs are made: 40 bytes per value at most, below this stage's
-        // 33 per value of z plus 32 per aux value and 96 per row (n ≥ inputs).
+        // outputs; z's aux values (its tail, no copy) stay for L, A and B.
+        // z's packed upload holds a scratch of one word per aux value (at
+        // most 64 MiB) beside z alone, freed before the outputs are made:
+        // 40 bytes per value at most, below this stage's 33 per value of z
+        // and 96 per row (n ≥ inputs).
         let (abc, kept) = match shape.device_abc {
             Some(d) => {
                 let staging = d
                     .stream_terms
                     .map_or(0, |terms| streamed_bytes(d.coeffs, terms));
-                (3 * n * s + d.z as u64 * (s + 1) + aux + staging, aux)
+                (3 * n * s + d.z as u64 * (s + 1) + staging, aux)
             }
             None => (0, 0),
         };
@@ -538,8 +543,8 @@ mod tests {
     }
 
     /// a, b, c on the device: the matrices count as resident bytes, the
-    /// `abc` stage holds z, its classes, the three outputs and the aux copy,
-    /// and the aux values stay through H; without room for the matrices
+    /// `abc` stage holds z, its classes and the three outputs, and z (whose
+    /// tail is the aux values) stays through H; without room for the matrices
     /// beside the key the plan evaluates a, b, c on the host.
     #[test]
     fn device_abc_counts_the_matrices_and_z() {
@@ -559,11 +564,12 @@ mod tests {
         let plan = VramPlan::new(shape, 140 * GIB, &Linear).unwrap();
         assert!(plan.abc_on_device(), "{plan}");
         assert_eq!(plan.matrix_bytes, 3 * GIB);
-        let aux = base.aux as u64 * 32;
+        let kept = z as u64 * 32;
         let stage = |name| plan.stages.iter().find(|s| s.name == name).unwrap().bytes;
-        assert_eq!(stage("abc"), 3 * n * 32 + z as u64 * 33 + aux);
-        assert_eq!(stage("h_poly"), 3 * n * 32 + aux);
-        assert_eq!(stage("msm_h"), n * 32 + aux);
+        assert_eq!(stage("abc"), 3 * n * 32 + z as u64 * 33);
+        assert_eq!(stage("h_poly"), 3 * n * 32 + kept);
+        assert_eq!(stage("msm_h"), n * 32 + kept);
+        assert_eq!(stage("msm_l"), kept);
         assert_eq!(plan.largest_stage().name, "abc");
         let host = VramPlan::new(base, 140 * GIB, &Linear).unwrap();
         assert_eq!(

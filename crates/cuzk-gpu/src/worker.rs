@@ -5,6 +5,7 @@
 //! evaluated on the device from resident matrices are `matrices.rs`.
 
 use std::ops::Add;
+use std::sync::Arc;
 use std::time::Duration;
 
 use cuzk_cuda::gather::BitmapGather;
@@ -50,6 +51,10 @@ pub(crate) struct Worker {
     /// Give the MSM scratch back to the arena after each partition (when the
     /// arena is shared by several workers and admission counts it per partition).
     pub(crate) release_scratch: bool,
+    /// Take each resident-key partition's buffers from a slab of the plan's
+    /// worker bytes (workers sharing an arena; `CUZK_PARTITION_SLABS=0`
+    /// turns it off for side-by-side runs).
+    pub(crate) partition_slabs: bool,
     /// How a deferred witness's aux values go up.
     pub(crate) z_upload: crate::ZUpload,
     /// What the last z upload moved.
@@ -125,8 +130,27 @@ impl Worker {
         w: &Synthesized,
         t: &mut StageTimings,
     ) -> cuzk_cuda::Result<MsmSums> {
-        let s = self.stream.clone();
-        let n = plan.shape.domain;
+        let waited = cuzk_cuda::fence_wait_on_this_thread();
+        let out = self.prove_partition(plan, key, w, t);
+        let waited = cuzk_cuda::fence_wait_on_this_thread() - waited;
+        if !waited.is_zero() {
+            tracing::info!(
+                "the partition waited {:.3} s for device memory that queued GPU work still held \
+                 (arena: {})",
+                waited.as_secs_f64(),
+                self.arena.usage()
+            );
+        }
+        out
+    }
+
+    fn prove_partition(
+        &mut self,
+        plan: &VramPlan,
+        key: &ProvingKey,
+        w: &Synthesized,
+        t: &mut StageTimings,
+    ) -> cuzk_cuda::Result<MsmSums> {
         let resident = match plan.mode {
             SrsMode::Resident => Some(self.make_resident(key, t)?),
             // Alone on its arena, a worker frees its resident key before
@@ -146,6 +170,42 @@ impl Worker {
             }
             _ => None,
         };
+        // Workers sharing an arena take the partition's buffers (scratch
+        // included) from one slab of the plan's worker bytes, so that they
+        // leave holes of the next partition's size behind (cuzk-cuda
+        // `Arena::slab`); the key and the matrices stay in the arena.
+        let slab = match (self.partition_slabs, plan.mode) {
+            (true, SrsMode::Resident) => Some(
+                self.stream
+                    .arena()
+                    .slab(plan.worker_bytes(), &self.stream)?,
+            ),
+            _ => None,
+        };
+        let home = slab.map(|slab| {
+            let partition = self.stream.in_arena(&slab);
+            std::mem::replace(&mut self.stream, partition)
+        });
+        let out = self.prove_stages(plan, key, w, resident, matrices.as_ref(), t);
+        if let Some(home) = home {
+            // Nothing of the slab outlives the partition.
+            self.scratch = None;
+            self.stream = home;
+        }
+        out
+    }
+
+    fn prove_stages(
+        &mut self,
+        plan: &VramPlan,
+        key: &ProvingKey,
+        w: &Synthesized,
+        resident: Option<Arc<ResidentSrs>>,
+        matrices: Option<&AbcMatrices<'_>>,
+        t: &mut StageTimings,
+    ) -> cuzk_cuda::Result<MsmSums> {
+        let s = self.stream.clone();
+        let n = plan.shape.domain;
         self.size_scratch(plan.msm_len, plan.msm_len.min(plan.shape.b_g2.max(1)))?;
         let mut clock = Clock::new();
 
@@ -153,7 +213,7 @@ impl Worker {
         // zero), evaluated on the device from z, or uploaded through the
         // pinned pool; then iNTT, coset NTT, (a·b − c)/Z, coset iNTT, all on
         // the device.
-        let (abc, aux_on_device) = match &matrices {
+        let (abc, aux_on_device) = match matrices {
             Some(m) => {
                 let (abc, aux) = self.device_abc(m, w, n, &mut clock)?;
                 (abc.into_iter().collect::<Vec<_>>(), Some(aux))

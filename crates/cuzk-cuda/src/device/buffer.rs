@@ -45,6 +45,26 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     pub(crate) fn device_ptr(&self) -> u64 {
         self.ptr
     }
+
+    /// The values from `offset` on, as a buffer of their own, without a
+    /// copy: `self` is consumed (its first `offset` values are no longer
+    /// reachable) and its whole region is released when the returned buffer
+    /// drops. The view starts `offset · size_of::<T>()` bytes in, so it keeps
+    /// `T`'s alignment (not the arena's 256 bytes).
+    pub fn into_suffix(self, offset: usize) -> Result<DeviceBuffer<T>> {
+        if offset > self.len {
+            return Err(Error::BadArguments {
+                kernel: "into_suffix",
+                message: format!("offset {offset} past a buffer of {}", self.len),
+            });
+        }
+        Ok(DeviceBuffer {
+            ptr: self.ptr + (offset * std::mem::size_of::<T>()) as u64,
+            len: self.len - offset,
+            _region: self._region,
+            _t: PhantomData,
+        })
+    }
 }
 
 /// Page-locked host memory for full-rate asynchronous copies. Remembers

@@ -86,10 +86,11 @@ impl<C: MsmCurve> Msm<C> {
         indices: Option<&DeviceBuffer<u32>>,
         len: usize,
         bound: u32,
+        stride: u32,
     ) -> Result<()> {
         self.mark("start")?;
         if self.plan.sort == BucketSort::Radix {
-            return self.radix_sort(scalars, indices, len, bound);
+            return self.radix_sort(scalars, indices, len, bound, stride);
         }
         let plan = self.plan.clone();
         let s = self.stream.clone();
@@ -116,6 +117,7 @@ impl<C: MsmCurve> Msm<C> {
             .u32(bound)
             .u32(plan.window_bits)
             .u32(plan.windows)
+            .u32(plan.sets)
             .device_ptr(self.counts.device_ptr());
         #[allow(unsafe_code)]
         // SAFETY: arguments in the order of msm_digit_histogram; scalars are read
@@ -141,11 +143,15 @@ impl<C: MsmCurve> Msm<C> {
             .u32(bound)
             .u32(plan.window_bits)
             .u32(plan.windows)
+            .u32(plan.sets)
+            .u32(stride)
             .device_ptr(self.cursors.device_ptr())
             .device_ptr(self.entries.device_ptr());
         #[allow(unsafe_code)]
         // SAFETY: as for the histogram; cursors has keys + 1 entries and every
         // position written is < offsets[keys] ≤ len·windows ≤ entries.len().
+        // Entries name points < copies·stride ≤ the bases' length (checked by
+        // the caller).
         unsafe {
             s.launch("msm_digit_scatter", digit_grid, args, sizes)?;
         }
@@ -163,12 +169,13 @@ impl<C: MsmCurve> Msm<C> {
         indices: Option<&DeviceBuffer<u32>>,
         len: usize,
         bound: u32,
+        stride: u32,
     ) -> Result<()> {
         let plan = self.plan.clone();
         let s = self.stream.clone();
         let s = &s;
         let keys = plan.keys() as u32;
-        let sentinel = keys; // W·2^(c−1): zero digits, sorted past every bucket
+        let sentinel = keys; // sets·2^(c−1): zero digits, sorted past every bucket
         let passes = (32 - sentinel.leading_zeros()).div_ceil(RADIX_BITS);
         let windows = plan.windows;
         let r = self.radix.as_ref().ok_or_else(|| Error::BadArguments {
@@ -201,9 +208,10 @@ impl<C: MsmCurve> Msm<C> {
                 .u32(bound)
                 .u32(plan.window_bits)
                 .u32(windows)
+                .u32(plan.sets)
                 .device_ptr(self.entries.device_ptr());
             #[allow(unsafe_code)]
-            // SAFETY: msm_radix_digits(scalars, idx, n, bound, c, windows,
+            // SAFETY: msm_radix_digits(scalars, idx, n, bound, c, windows, sets,
             // keys_out): reads scalars below bound ≤ scalars.len() and idx[0..len)
             // (len ≤ idx.len(), checked by the callers); writes
             // entries[0..len·windows), len ≤ max_len.
@@ -270,12 +278,17 @@ impl<C: MsmCurve> Msm<C> {
                     .u32(ntiles)
                     .device_ptr(idx_ptr)
                     .u32(len as u32)
+                    .u32(w0)
+                    .u32(plan.sets)
+                    .u32(stride)
                     .device_ptr(out_base)
                     .device_ptr(r.keys[q].device_ptr())
                     .device_ptr(vals_out);
                 #[allow(unsafe_code)]
                 // SAFETY: msm_radix_scatter(keys_in, vals_in, total, shift,
-                // tile_off, ntiles, idx, n, out_base, keys_out, vals_out): reads
+                // tile_off, ntiles, idx, n, w0, sets, stride, out_base, keys_out,
+                // vals_out): entries name points < copies·stride ≤ the bases'
+                // length (checked by the caller); reads
                 // [0..total) of the inputs and idx[0..len); writes a permutation
                 // of [0, total) of keys[q] (≠ the input buffer) and of vals_out:
                 // scratch, or entries from *done (the real entries of earlier

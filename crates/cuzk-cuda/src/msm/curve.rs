@@ -27,9 +27,9 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     #[doc(hidden)]
     const XYZZ_WORDS: usize;
     /// Kernel names: accumulate, merge, reduce_segments, sum_groups, horner,
-    /// batch_sum_bitmap, batch_sum_indices, chain_bases.
+    /// batch_sum_bitmap, batch_sum_indices, chain_bases, shift_bases.
     #[doc(hidden)]
-    const KERNELS: [&'static str; 8];
+    const KERNELS: [&'static str; 9];
     /// Accumulation kernels compiled with different launch bounds (index 0 is
     /// KERNELS' own); the benchmark times them. Only index 0 and the default
     /// are in the production units (kernels/msm/g1.cu, g2.cu); the others
@@ -85,6 +85,7 @@ pub(super) const K_HORNER: usize = 4;
 pub(super) const K_BITMAP: usize = 5;
 pub(super) const K_INDICES: usize = 6;
 pub(super) const K_CHAIN: usize = 7;
+pub(super) const K_SHIFT: usize = 8;
 
 fn fq_from_words(w: &[u64]) -> Fq {
     let mut l = [0u64; 6];
@@ -97,7 +98,7 @@ impl MsmCurve for G1 {
     type Affine = G1AffineLimbs;
     type Projective = G1Projective;
     const XYZZ_WORDS: usize = 4 * 6;
-    const KERNELS: [&'static str; 8] = [
+    const KERNELS: [&'static str; 9] = [
         "msm_accumulate_g1",
         "msm_merge_g1",
         "msm_reduce_segments_g1",
@@ -106,6 +107,7 @@ impl MsmCurve for G1 {
         "msm_batch_sum_bitmap_g1",
         "msm_batch_sum_indices_g1",
         "msm_chain_bases_g1",
+        "msm_shift_bases_g1",
     ];
     // Residency variants (kernels/msm/g1.cu); the default kernel carries the
     // launch bounds that won on the H200.
@@ -148,7 +150,7 @@ impl MsmCurve for G2 {
     type Affine = G2AffineLimbs;
     type Projective = G2Projective;
     const XYZZ_WORDS: usize = 4 * 12;
-    const KERNELS: [&'static str; 8] = [
+    const KERNELS: [&'static str; 9] = [
         "msm_accumulate_g2",
         "msm_merge_g2",
         "msm_reduce_segments_g2",
@@ -157,6 +159,7 @@ impl MsmCurve for G2 {
         "msm_batch_sum_bitmap_g2",
         "msm_batch_sum_indices_g2",
         "msm_chain_bases_g2",
+        "msm_shift_bases_g2",
     ];
     const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
         "msm_accumulate_g2",

@@ -23,6 +23,12 @@
 //! 3. per window Σ_b b·B_b by running sums over segments of buckets, one
 //!    thread per segment, then a tree sum per window and Horner over windows.
 //!
+//! **Shifted bases** ([`ShiftedBases`]): for resident bases, precomputed
+//! copies 2^(c·S·k)·P let the W windows share S bucket sets (one reduction
+//! per set instead of per window), so a larger c pays; [`Msm::for_shifted`]
+//! and [`Msm::enqueue_shifted`] run over them, [`choose_shifted_shape`]
+//! picks (c, S) under a byte budget. Same results as the plain MSM.
+//!
 //! The window size c comes from [`choose_window_bits`]: a cost model
 //! (n·⌈256/c⌉ mixed additions for the buckets, ≈3 additions per bucket for the
 //! reduction) minimized under the memory budget. Nothing is synchronized
@@ -41,7 +47,7 @@
 //!
 //! One file per concern: [`curve`] (the [`MsmCurve`] trait, [`G1`], [`G2`]
 //! and their kernel-name tables), [`plan`] (window choice, memory and launch
-//! shape: arithmetic over sizes), `pippenger` ([`Msm`]: accumulation,
+//! shape: arithmetic over sizes), `shifted` ([`ShiftedBases`]), `pippenger` ([`Msm`]: accumulation,
 //! reduction and the host Horner), `bucket_sort` (step 1, both sorts),
 //! `batch_sum` ([`BatchSum`] and the tree sums), `classify` ([`Classifier`])
 //! and [`data`] (benchmark and test inputs made on the device). The prefix
@@ -54,13 +60,18 @@ pub mod curve;
 pub mod data;
 mod pippenger;
 pub mod plan;
+mod shifted;
 
 pub use batch_sum::BatchSum;
 pub use bucket_sort::BucketSort;
 pub use classify::{ClassCounts, Classifier};
 pub use curve::{MsmCurve, G1, G2};
 pub use pippenger::{Msm, MsmPhases};
-pub use plan::{choose_window_bits, scratch_bytes, windows_for, MsmPlan};
+pub use plan::{
+    choose_shifted_shape, choose_window_bits, copies_for, scratch_bytes, shifted_scratch_bytes,
+    windows_for, MsmPlan,
+};
+pub use shifted::ShiftedBases;
 
 /// Smallest and largest window sizes the kernels support (bucket keys are
 /// u32 and digits are extracted 31 bits at a time).

@@ -12,9 +12,11 @@ use super::batch_sum::sum_groups;
 use super::bucket_sort::{BucketSort, RadixScratch};
 use super::curve::{MsmCurve, K_ACCUMULATE, K_MERGE, K_REDUCE};
 use super::plan::{
-    choose_window_bits, radix_group_windows, resident_threads, scratch_bytes, windows_for, MsmPlan,
-    ACCUMULATE_THREADS, MERGE_CHUNK, MERGE_THREADS, REDUCE_THREADS,
+    choose_window_bits, radix_group_windows, resident_threads, scratch_bytes,
+    shifted_scratch_bytes, windows_for, MsmPlan, ACCUMULATE_THREADS, MERGE_CHUNK, MERGE_THREADS,
+    REDUCE_THREADS,
 };
+use super::shifted::ShiftedBases;
 use super::{MAX_LEN, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
 use crate::device::{grid, DeviceBuffer, Event, Stream};
 use crate::error::{ensure, Result};
@@ -46,6 +48,12 @@ pub struct Msm<C: MsmCurve> {
     pub(super) profile: bool,
     /// Profiling marks: an event after each step, labelled by the step.
     pub(super) marks: Vec<(&'static str, Event)>,
+    /// The plan the scratch was sized for; `plan` is the one the current
+    /// call runs under (see [`Msm::new`]).
+    pub(super) held: MsmPlan,
+    /// For an MSM made by [`Msm::new`]: the accumulation's and the
+    /// reduction's resident threads, to plan shorter calls with.
+    pub(super) adaptive: Option<(u32, u32)>,
     pub(super) _curve: PhantomData<C>,
 }
 
@@ -62,8 +70,64 @@ impl<C: MsmCurve> Msm<C> {
     /// An MSM for up to `max_len` pairs, window size chosen for `max_len` by
     /// the cost model (at most 2^20 buckets per window; see
     /// [`scratch_bytes`] for the memory it takes from the stream's arena).
+    ///
+    /// A call with fewer pairs runs under the window the model picks for
+    /// its own length when the scratch holds that plan (with the counting
+    /// sort): e.g. the 1.7 M "other" scalars of a 2^27 query, whose scratch
+    /// was sized for 2^27 pairs at c = 20, run at c = 16 instead of paying
+    /// the reduction of 13 × 2^19 buckets.
     pub fn new(stream: &Stream, max_len: usize) -> Result<Self> {
-        Self::with_window_bits(stream, max_len, Self::window_bits_for(max_len))
+        let mut msm = Self::with_window_bits(stream, max_len, Self::window_bits_for(max_len))?;
+        let variant = msm.plan.accumulate_variant;
+        msm.adaptive = Some((
+            resident_threads(stream, C::ACCUMULATE_VARIANTS[variant], ACCUMULATE_THREADS)?,
+            resident_threads(stream, C::KERNELS[K_REDUCE], REDUCE_THREADS)?,
+        ));
+        Ok(msm)
+    }
+
+    /// The plan a call of `len` pairs runs under: for an MSM made by
+    /// [`Msm::new`], the model's window for `len` when every buffer of the
+    /// scratch is large enough for it and it sorts by counting (the radix
+    /// scratch is sized for the held plan's groups), else the held plan.
+    fn fit_plan(&mut self, len: usize) {
+        let Some((capacity, reduce_capacity)) = self.adaptive else {
+            return;
+        };
+        let c = Self::window_bits_for(len);
+        self.plan = self.held.clone();
+        if c == self.held.window_bits {
+            return;
+        }
+        let p = MsmPlan::new(
+            len.max(1),
+            c,
+            capacity,
+            reduce_capacity,
+            self.held.accumulate_variant,
+        );
+        if p.sort == BucketSort::Counting && self.holds(&p) {
+            self.plan = p;
+        }
+    }
+
+    /// Whether this MSM's buffers are large enough for plan `p`.
+    fn holds(&self, p: &MsmPlan) -> bool {
+        let xw = C::XYZZ_WORDS;
+        let keys = p.keys();
+        let sets = p.sets as usize;
+        let parts = 2 * p.accumulate_threads as usize;
+        keys <= self.counts.len()
+            && keys < self.offsets.len()
+            && keys < self.cursors.len()
+            && keys.div_ceil(SCAN_TILE) < self.tile_sums.len()
+            && p.max_len.saturating_mul(p.windows as usize) <= self.entries.len()
+            && keys * xw <= self.bucket_sums.len()
+            && parts <= self.part_keys[0].len()
+            && parts * xw <= self.part_pts[0].len()
+            && sets * p.segments() as usize * xw <= self.segment_sums.len()
+            && sets * p.sum_blocks() as usize * xw <= self.group_sums.len()
+            && sets * xw <= self.window_sums.len()
     }
 
     /// The window size [`Msm::new`] picks for `max_len` pairs.
@@ -125,12 +189,61 @@ impl<C: MsmCurve> Msm<C> {
         Self::with_plan(stream, plan)
     }
 
+    /// An MSM for up to `max_len` pairs over `bases`, with the window size
+    /// and bucket sets the bases were shifted for.
+    pub fn for_shifted(stream: &Stream, max_len: usize, bases: &ShiftedBases<C>) -> Result<Self> {
+        Self::shifted(stream, max_len, bases.window_bits(), bases.sets())
+    }
+
+    /// An MSM for up to `max_len` pairs with c-bit windows over `sets`
+    /// bucket sets (shifted bases of `copies_for(c, sets)` copies shifted by
+    /// c·sets bits; sets = W is the plain MSM).
+    pub fn shifted(stream: &Stream, max_len: usize, window_bits: u32, sets: u32) -> Result<Self> {
+        let kernel = C::KERNELS[K_ACCUMULATE];
+        ensure(
+            kernel,
+            (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&window_bits)
+                && (1..=windows_for(window_bits)).contains(&sets),
+            || format!("window size {window_bits} with {sets} bucket sets"),
+        )?;
+        let variant = C::DEFAULT_ACCUMULATE_VARIANT;
+        let capacity =
+            resident_threads(stream, C::ACCUMULATE_VARIANTS[variant], ACCUMULATE_THREADS)?;
+        let reduce_capacity = resident_threads(stream, C::KERNELS[K_REDUCE], REDUCE_THREADS)?;
+        let plan = MsmPlan::with_sets(
+            max_len,
+            window_bits,
+            sets,
+            capacity,
+            reduce_capacity,
+            variant,
+        );
+        ensure(
+            kernel,
+            max_len.saturating_mul(plan.windows as usize) <= u32::MAX as usize,
+            || {
+                format!(
+                    "{max_len} pairs × {} windows overflow 32-bit entry offsets",
+                    plan.windows
+                )
+            },
+        )?;
+        Self::with_plan(stream, plan)
+    }
+
+    /// Device bytes [`Msm::shifted`]`(max_len, c, sets)` takes from the arena.
+    pub fn shifted_bytes_for(max_len: usize, window_bits: u32, sets: u32) -> u64 {
+        shifted_scratch_bytes(max_len.max(1), window_bits, sets, C::XYZZ_WORDS * 8) as u64
+            + 16 * crate::arena::ALIGN
+    }
+
     /// An MSM with an explicit plan (e.g. from a sweep).
     pub fn with_plan(stream: &Stream, plan: MsmPlan) -> Result<Self> {
         let keys = plan.keys();
         let parts = 2 * plan.accumulate_threads as usize;
         let xw = C::XYZZ_WORDS;
         let w = plan.windows as usize;
+        let sets = plan.sets as usize;
         Ok(Msm {
             stream: stream.clone(),
             counts: stream.alloc(keys)?,
@@ -141,9 +254,11 @@ impl<C: MsmCurve> Msm<C> {
             bucket_sums: stream.alloc(keys * xw)?,
             part_keys: [stream.alloc(parts)?, stream.alloc(parts)?],
             part_pts: [stream.alloc(parts * xw)?, stream.alloc(parts * xw)?],
-            segment_sums: stream.alloc(w * plan.segments() as usize * xw)?,
-            group_sums: stream.alloc(w * plan.sum_blocks() as usize * xw)?,
-            window_sums: stream.alloc(w * xw)?,
+            segment_sums: stream.alloc(sets * plan.segments() as usize * xw)?,
+            group_sums: stream.alloc(sets * plan.sum_blocks() as usize * xw)?,
+            // Room for any window size's sums (≤ 128 windows: a few KiB),
+            // so that a shorter call can run under a smaller window.
+            window_sums: stream.alloc(sets.max(windows_for(MIN_WINDOW_BITS) as usize) * xw)?,
             radix: match plan.sort {
                 BucketSort::Radix => Some(RadixScratch::new(
                     stream,
@@ -154,6 +269,8 @@ impl<C: MsmCurve> Msm<C> {
             },
             profile: false,
             marks: Vec::new(),
+            held: plan.clone(),
+            adaptive: None,
             plan,
             _curve: PhantomData,
         })
@@ -166,11 +283,15 @@ impl<C: MsmCurve> Msm<C> {
     /// Switches the bucket sort (allocating the radix scratch if needed); for
     /// tests and benchmarks.
     pub fn set_bucket_sort(&mut self, sort: BucketSort) -> Result<()> {
+        // A chosen sort holds for every call: no plan per call any more.
+        self.adaptive = None;
+        self.plan = self.held.clone();
         if sort == BucketSort::Radix && self.radix.is_none() {
             let group = radix_group_windows(self.plan.max_len, self.plan.windows);
             self.radix = Some(RadixScratch::new(&self.stream, self.plan.max_len, group)?);
         }
         self.plan.sort = sort;
+        self.held.sort = sort;
         Ok(())
     }
 
@@ -183,9 +304,12 @@ impl<C: MsmCurve> Msm<C> {
             (1..=self.plan.windows).contains(&windows),
             || format!("groups of {windows} of {} windows", self.plan.windows),
         )?;
+        self.adaptive = None;
+        self.plan = self.held.clone();
         self.radix = None;
         self.radix = Some(RadixScratch::new(&self.stream, self.plan.max_len, windows)?);
         self.plan.sort = BucketSort::Radix;
+        self.held.sort = BucketSort::Radix;
         Ok(())
     }
 
@@ -215,7 +339,7 @@ impl<C: MsmCurve> Msm<C> {
         }
         let bound = bound.min(scalars.len()).min(u32::MAX as usize) as u32;
         self.marks.clear();
-        self.sort(scalars, indices, len, bound)?;
+        self.sort(scalars, indices, len, bound, bound)?;
         let offsets = self.stream.download_vec(&self.offsets)?;
         let total = offsets[self.plan.keys()] as usize;
         let entries = self.stream.download_vec(&self.entries)?;
@@ -281,6 +405,63 @@ impl<C: MsmCurve> Msm<C> {
         indices: Option<&DeviceBuffer<u32>>,
         len: usize,
     ) -> Result<()> {
+        ensure("msm_digit_histogram", self.plan.copies() == 1, || {
+            format!(
+                "a plan over {} shifted base copies needs ShiftedBases (enqueue_shifted)",
+                self.plan.copies()
+            )
+        })?;
+        self.fit_plan(len);
+        self.enqueue_over(bases, bases.len(), scalars, indices, len)
+    }
+
+    /// As [`Msm::enqueue`] over shifted bases, with a plan made for them
+    /// ([`Msm::for_shifted`]): same result, fewer bucket sets.
+    pub fn enqueue_shifted(
+        &mut self,
+        bases: &ShiftedBases<C>,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+    ) -> Result<()> {
+        let plan = &self.plan;
+        ensure(
+            "msm_digit_histogram",
+            bases.shift_bits() == plan.shift_bits() && bases.copies() >= plan.copies(),
+            || {
+                format!(
+                    "{} bases shifted by 2^{} in {} copies, the plan needs 2^{} in {}",
+                    C::NAME,
+                    bases.shift_bits(),
+                    bases.copies(),
+                    plan.shift_bits(),
+                    plan.copies()
+                )
+            },
+        )?;
+        self.enqueue_over(bases.points(), bases.len(), scalars, indices, len)
+    }
+
+    /// Σ scalars[i]·P_i over shifted bases (see [`Msm::run`]).
+    pub fn run_shifted(
+        &mut self,
+        bases: &ShiftedBases<C>,
+        scalars: &DeviceBuffer<FrLimbs>,
+    ) -> Result<C::Projective> {
+        self.enqueue_shifted(bases, scalars, None, scalars.len())?;
+        self.result()
+    }
+
+    /// The MSM over the first `points` bases of `bases` (copy k of a shifted
+    /// set at k·points).
+    fn enqueue_over(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        points: usize,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+    ) -> Result<()> {
         let kernel = "msm_digit_histogram";
         let plan = self.plan.clone();
         ensure(kernel, len <= plan.max_len, || {
@@ -290,14 +471,27 @@ impl<C: MsmCurve> Msm<C> {
             Some(idx) => ensure(kernel, len <= idx.len(), || {
                 format!("{len} pairs but {} indices", idx.len())
             })?,
-            None => ensure(kernel, len <= bases.len(), || {
-                format!("{len} scalars but {} {} bases", bases.len(), C::NAME)
+            None => ensure(kernel, len <= points, || {
+                format!("{len} scalars but {points} {} bases", C::NAME)
             })?,
         }
-        let bound = bases.len().min(scalars.len()).min(u32::MAX as usize) as u32;
+        ensure(
+            kernel,
+            points.saturating_mul(plan.copies() as usize) <= bases.len(),
+            || {
+                format!(
+                    "{} copies of {points} points, {} {} bases",
+                    plan.copies(),
+                    bases.len(),
+                    C::NAME
+                )
+            },
+        )?;
+        let bound = points.min(scalars.len()).min(u32::MAX as usize) as u32;
+        let stride = points.min(u32::MAX as usize) as u32;
         self.marks.clear();
 
-        self.sort(scalars, indices, len, bound)?;
+        self.sort(scalars, indices, len, bound, stride)?;
         self.accumulate_buckets(bases, len, plan.keys() as u32)?;
         self.reduce_windows()
     }
@@ -395,14 +589,14 @@ impl<C: MsmCurve> Msm<C> {
         let s = self.stream.clone();
         let s = &s;
         let segs = plan.segments();
-        let nthreads = segs * plan.windows;
+        let nthreads = segs * plan.sets;
         let args = KernelArgs::new()
             .device_ptr(self.bucket_sums.device_ptr())
             .device_ptr(self.offsets.device_ptr())
             .u32(plan.buckets_per_window())
             .u32(plan.segment_len)
             .u32(segs)
-            .u32(plan.windows)
+            .u32(plan.sets)
             .device_ptr(self.segment_sums.device_ptr());
         #[allow(unsafe_code)]
         // SAFETY: argument order of msm_reduce_segments_*; reads keys <
@@ -415,8 +609,8 @@ impl<C: MsmCurve> Msm<C> {
                 args,
                 || {
                     format!(
-                        "{} windows × {segs} segments of {}",
-                        plan.windows, plan.segment_len
+                        "{} bucket sets × {segs} segments of {}",
+                        plan.sets, plan.segment_len
                     )
                 },
             )?;
@@ -427,18 +621,11 @@ impl<C: MsmCurve> Msm<C> {
             s,
             &self.segment_sums,
             segs,
-            plan.windows,
+            plan.sets,
             blocks,
             &self.group_sums,
         )?;
-        sum_groups::<C>(
-            s,
-            &self.group_sums,
-            blocks,
-            plan.windows,
-            1,
-            &self.window_sums,
-        )?;
+        sum_groups::<C>(s, &self.group_sums, blocks, plan.sets, 1, &self.window_sums)?;
         self.mark("window sums")?;
         // Horner over the windows runs on the host (see `result`): on the
         // device it is one thread's chain of ~256 dependent doublings
@@ -452,7 +639,7 @@ impl<C: MsmCurve> Msm<C> {
         let words = self.stream.download_vec(&self.window_sums)?;
         let xw = C::XYZZ_WORDS;
         let c = self.plan.window_bits;
-        let windows = self.plan.windows as usize;
+        let windows = self.plan.sets as usize;
         let sum = |w: usize| C::from_xyzz_words(&words[w * xw..(w + 1) * xw]);
         let mut acc = sum(windows - 1);
         for w in (0..windows - 1).rev() {

@@ -75,8 +75,15 @@ pub(super) fn radix_scratch_bytes(len: usize, windows: u32) -> usize {
 /// [`BucketSort::for_shape`] picks. Small fixed parts (partial slots, segment
 /// sums) are counted at their largest.
 pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
+    shifted_scratch_bytes(len, window_bits, windows_for(window_bits), xyzz_bytes)
+}
+
+/// As [`scratch_bytes`], for an MSM whose windows share `sets` bucket sets
+/// (over shifted bases, [`ShiftedBases`](super::ShiftedBases); `sets` = W
+/// is the plain MSM). The bases' copies are not counted.
+pub fn shifted_scratch_bytes(len: usize, window_bits: u32, sets: u32, xyzz_bytes: usize) -> usize {
     let w = windows_for(window_bits) as usize;
-    let keys = w << (window_bits - 1);
+    let keys = (sets as usize) << (window_bits - 1);
     let entries = len * w * 4;
     let key_arrays = keys * 4 * 3 + (keys / SCAN_TILE + 2) * 4;
     let buckets = keys * xyzz_bytes;
@@ -114,6 +121,71 @@ pub fn choose_window_bits(len: usize, xyzz_bytes: usize, budget_bytes: usize) ->
         })
 }
 
+/// Base copies an MSM with c-bit windows over `sets` bucket sets reads:
+/// window w uses copy w / sets, so ⌈W / sets⌉.
+pub fn copies_for(window_bits: u32, sets: u32) -> u32 {
+    windows_for(window_bits).div_ceil(sets.max(1))
+}
+
+/// Relative cost of an MSM of `len` pairs with c-bit windows over `sets`
+/// bucket sets, in mixed additions: n·W for the buckets (plus the radix
+/// sort's passes over the n·W pairs at ≈ 4% of an addition each) and ≈ 4
+/// additions per bucket for the reduction (H200, 2^24, c = 20: accumulate
+/// 102 ms for 2.2e8 additions, sort 11.7 ms for 3 passes, reduction 12.9 ms
+/// for 6.8 M buckets).
+fn shape_cost(len: usize, window_bits: u32, sets: u32) -> f64 {
+    let w = windows_for(window_bits) as f64;
+    let keys = (sets as u64) << (window_bits - 1);
+    let passes = (64 - keys.leading_zeros()).div_ceil(RADIX_BITS) as f64;
+    len as f64 * w * (1.0 + 0.04 * passes) + 4.0 * keys as f64
+}
+
+/// The shape of an MSM over shifted bases of `len` points: (window bits,
+/// bucket sets), the cheapest by [`shape_cost`] whose extra base copies
+/// (`copies_for` − 1 of `affine_bytes` per point: the first copy is the
+/// bases themselves) and scratch fit `budget_bytes`; `None` when no shape
+/// with at least one extra copy fits, or when none is cheaper than the plain
+/// MSM's best (sets = W) within the same budget. c runs up to 24 (the digit
+/// extraction's limit) and every entry (copy · len + point) must fit the
+/// 31-bit index.
+pub fn choose_shifted_shape(
+    len: usize,
+    xyzz_bytes: usize,
+    affine_bytes: usize,
+    budget_bytes: usize,
+) -> Option<(u32, u32)> {
+    let len = len.max(1);
+    let plain = choose_window_bits(len, xyzz_bytes, budget_bytes);
+    let plain_cost = shape_cost(len, plain, windows_for(plain));
+    let mut best: Option<(f64, u32, u32)> = None;
+    for c in MIN_WINDOW_BITS..=MAX_WINDOW_BITS {
+        let w = windows_for(c);
+        for sets in 1..w {
+            let copies = copies_for(c, sets);
+            if copies < 2 || (copies as usize).saturating_mul(len) > super::MAX_LEN - 1 {
+                continue;
+            }
+            // Fewer sets with the same copies only cost more buckets.
+            if sets > 1 && copies_for(c, sets - 1) == copies {
+                continue;
+            }
+            let bytes = (copies as usize - 1)
+                .saturating_mul(len)
+                .saturating_mul(affine_bytes)
+                + shifted_scratch_bytes(len, c, sets, xyzz_bytes);
+            if bytes > budget_bytes || len.saturating_mul(w as usize) > u32::MAX as usize {
+                continue;
+            }
+            let cost = shape_cost(len, c, sets);
+            if best.is_none_or(|(b, _, _)| cost < b) {
+                best = Some((cost, c, sets));
+            }
+        }
+    }
+    best.filter(|&(cost, _, _)| cost < plain_cost)
+        .map(|(_, c, sets)| (c, sets))
+}
+
 /// The shape of one MSM: how many pairs at most, the window size, and the
 /// parallelism of each phase. Pure data; [`Msm::new`](super::Msm::new) derives it
 /// from the device, [`Msm::with_window_bits`](super::Msm::with_window_bits) lets a sweep pick c.
@@ -125,6 +197,9 @@ pub struct MsmPlan {
     pub window_bits: u32,
     /// ⌈256 / c⌉.
     pub windows: u32,
+    /// Bucket sets: W for a plain MSM; fewer over shifted bases, where
+    /// window w adds into set w mod sets (see [`ShiftedBases`](super::ShiftedBases)).
+    pub sets: u32,
     /// Threads that share the sorted entries in the accumulation.
     pub accumulate_threads: u32,
     /// Buckets per reduction thread (the window's last segment may be shorter).
@@ -144,17 +219,39 @@ impl MsmPlan {
         accumulate_variant: usize,
     ) -> Self {
         let windows = windows_for(window_bits);
+        Self::with_sets(
+            max_len,
+            window_bits,
+            windows,
+            accumulate_capacity,
+            reduce_capacity,
+            accumulate_variant,
+        )
+    }
+
+    /// As [`MsmPlan::new`] with the windows sharing `sets` (1 ..= W) bucket sets.
+    pub(super) fn with_sets(
+        max_len: usize,
+        window_bits: u32,
+        sets: u32,
+        accumulate_capacity: u32,
+        reduce_capacity: u32,
+        accumulate_variant: usize,
+    ) -> Self {
+        let windows = windows_for(window_bits);
+        let sets = sets.clamp(1, windows);
         let entries = max_len.saturating_mul(windows as usize);
         let wanted = entries.div_ceil(MIN_ENTRIES_PER_THREAD).max(1);
         let threads =
             (wanted.min(accumulate_capacity as usize) as u32).next_multiple_of(ACCUMULATE_THREADS);
         let buckets = 1u32 << (window_bits - 1);
-        let wanted = (reduce_capacity.min(REDUCE_MAX_THREADS) / windows).clamp(1, buckets);
+        let wanted = (reduce_capacity.min(REDUCE_MAX_THREADS) / sets).clamp(1, buckets);
         let segment_len = buckets.div_ceil(wanted);
         MsmPlan {
             max_len,
             window_bits,
             windows,
+            sets,
             accumulate_threads: threads,
             segment_len,
             accumulate_variant,
@@ -167,9 +264,19 @@ impl MsmPlan {
         1 << (self.window_bits - 1)
     }
 
-    /// All bucket keys: windows × buckets.
+    /// All bucket keys: sets × buckets.
     pub fn keys(&self) -> usize {
-        self.windows as usize * self.buckets_per_window() as usize
+        self.sets as usize * self.buckets_per_window() as usize
+    }
+
+    /// Base copies the plan reads (1 for a plain MSM).
+    pub fn copies(&self) -> u32 {
+        copies_for(self.window_bits, self.sets)
+    }
+
+    /// The shift between consecutive base copies, c · sets bits.
+    pub fn shift_bits(&self) -> u32 {
+        self.window_bits * self.sets
     }
 
     pub(super) fn segments(&self) -> u32 {
@@ -226,6 +333,79 @@ mod tests {
         let tight = scratch_bytes(1 << 24, 12, 192);
         let c = choose_window_bits(1 << 24, 192, tight);
         assert!(c <= 12 || scratch_bytes(1 << 24, c, 192) <= tight);
+    }
+
+    #[test]
+    fn copies_cover_every_window() {
+        for c in MIN_WINDOW_BITS..=MAX_WINDOW_BITS {
+            let w = windows_for(c);
+            assert_eq!(copies_for(c, w), 1, "c = {c}: the plain MSM");
+            for sets in 1..=w {
+                let k = copies_for(c, sets);
+                // Window w − 1 reads copy (w − 1) / sets, the last one.
+                assert_eq!(k, (w - 1) / sets + 1, "c = {c}, {sets} sets");
+                assert!(k * sets >= w && (k - 1) * sets < w);
+            }
+        }
+    }
+
+    #[test]
+    fn shifted_shapes_fit_their_budget_and_beat_the_plain_msm() {
+        let g1 = (192, 96);
+        // Without room for a copy there is no shifted shape.
+        let n = 1usize << 24;
+        let plain = scratch_bytes(n, choose_window_bits(n, g1.0, usize::MAX), g1.0);
+        assert_eq!(choose_shifted_shape(n, g1.0, g1.1, plain), None);
+        // With room for every copy: one bucket set, a wider window than the
+        // plain MSM's 20 bits (H200 sweep: c = 20 is the plain optimum at 2^24).
+        let (c, sets) = choose_shifted_shape(n, g1.0, g1.1, 64 << 30).expect("room");
+        assert!(
+            c > 20 && sets <= 2,
+            "2^24 with 64 GiB: c = {c}, {sets} sets"
+        );
+        for log in [16u32, 20, 24, 26, 27] {
+            let n = 1usize << log;
+            for budget in [8usize << 30, 40 << 30, 100 << 30] {
+                let Some((c, sets)) = choose_shifted_shape(n, g1.0, g1.1, budget) else {
+                    continue;
+                };
+                let copies = copies_for(c, sets) as usize;
+                assert!(copies >= 2, "2^{log}: {copies} copies");
+                let bytes = (copies - 1) * n * g1.1 + shifted_scratch_bytes(n, c, sets, g1.0);
+                assert!(bytes <= budget, "2^{log}, budget {budget}: {bytes} bytes");
+                assert!(copies * n < super::super::MAX_LEN);
+                let plain = choose_window_bits(n, g1.0, budget);
+                assert!(
+                    shape_cost(n, c, sets) < shape_cost(n, plain, windows_for(plain)),
+                    "2^{log}: ({c}, {sets}) against plain c = {plain}"
+                );
+            }
+        }
+        // A 2^27 H query with ~40 GB to spare takes a few copies, not all.
+        let (c, sets) = choose_shifted_shape(1 << 27, g1.0, g1.1, 40 << 30).expect("room");
+        let copies = copies_for(c, sets);
+        assert!(
+            (2..=4).contains(&copies),
+            "2^27: c = {c}, {sets} sets, {copies} copies"
+        );
+    }
+
+    #[test]
+    fn shifted_plans_reduce_over_their_sets() {
+        let p = MsmPlan::with_sets(1 << 20, 22, 1, 132 * 5 * 64, 132 * 320, 0);
+        assert_eq!(
+            (p.windows, p.sets, p.copies(), p.shift_bits()),
+            (12, 1, 12, 22)
+        );
+        assert_eq!(p.keys(), 1 << 21);
+        let p = MsmPlan::with_sets(1 << 20, 22, 5, 132 * 5 * 64, 132 * 320, 0);
+        assert_eq!((p.sets, p.copies(), p.shift_bits()), (5, 3, 110));
+        let plain = MsmPlan::new(1 << 20, 16, 132 * 5 * 64, 132 * 320, 0);
+        assert_eq!((plain.sets, plain.copies()), (plain.windows, 1));
+        assert!(
+            shifted_scratch_bytes(1 << 20, 22, 1, 192)
+                < shifted_scratch_bytes(1 << 20, 22, 12, 192)
+        );
     }
 
     #[test]
