@@ -6,6 +6,7 @@
 #   .device-carry/fs/sweep.xz           cuzk-benches' sweep binary, likewise
 #   .device-carry/fs/anchor-c2.xz       benches/anchor-c2 (optional: its step is skipped without)
 #   .device-carry/fs/{synth_bench,post_bench,msm_bench,ntt_bench}.xz  cuzk-benches (optional)
+#   .device-carry/fs/msm_tests.xz       cuzk-cuda's tests/msm.rs (optional, step msm)
 #   .device-carry/fs/sppark-bench.xz    benches/sppark-bench/build.sh (optional, step sppark)
 #   .device-carry/fs/kernels/           target/kernels/*.fatbin and *.fatbin.sha256 (sm_90):
 #                                       read at run time from $FS/kernels, beside $FS/bin; the
@@ -193,6 +194,55 @@ step_porep_gw() {
         >> "$FS/porep_gw$n.log"
   done
   cat "$FS"/porep_gw*.log > "$FS/porep_gw.log"
+}
+
+# MSMs over shifted bases and per-call windows (issue 17), before the key takes the GPU:
+# cuzk-cuda's msm tests (carried as msm_tests: shifted bases and per-call windows against
+# the CPU), then msm_bench: G1 2^24, 2^26 and G2 2^24 plain and with the automatic shifted
+# shape; G1 2^27 plain, a window sweep of the plain MSM, and the shapes SHAPES27 (2-3
+# copies, what fits beside a resident 32 GiB key). Logs msm-tests.log, msm-a.log, msm-b.log.
+step_msm() {
+  "$bin/msm_tests" --test-threads=1 > "$FS/msm-tests.log" 2>&1
+  echo "msm tests rc=$?" >> "$FS/msm-tests.log"
+  "$bin/msm_bench" --msm-only --g1-logs 24,26 --g2-logs 24 --shifted --repeats 7 \
+    --json "$FS/msm-a.json" > "$FS/msm-a.log" 2>&1
+  echo "msm_bench a rc=$?" >> "$FS/msm-a.log"
+  "$bin/msm_bench" --msm-only --g1-logs 27 --max-log-g2 0 --g1-sweep 27:21-22 --shifted \
+    --shifted-shapes "${SHAPES27:-22:6,24:6,22:4}" --repeats 5 \
+    --json "$FS/msm-b.json" > "$FS/msm-b.log" 2>&1
+  echo "msm_bench b rc=$?" >> "$FS/msm-b.log"
+  { grep -E "^test result|FAILED|panicked|rc=" "$FS/msm-tests.log"
+    grep -hE "MSM|sweep 2|differs|rror|rc=" "$FS/msm-a.log" "$FS/msm-b.log"
+  } > "$FS/msm.log"
+}
+
+# Partition slabs (issue 17): both 32 GiB C1s with the pre-compiled circuit, one GPU worker,
+# then two with CUZK_PARTITION_SLABS=0 (the workers' buffers straight from the shared arena,
+# as before) and two with slabs (the default); the partitions' waits for device memory
+# logged (cuzk_gpu::worker=info). Logs slabs-{gw1,off,on}.log, TIMELINEs timeline-slabs-*.jsonl;
+# every proof checked by verify_seal and sector 1's compared across the three runs.
+step_slabs() {
+  local v
+  for v in gw1 off on; do
+    env $([ $v = off ] && echo CUZK_PARTITION_SLABS=0) RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info" \
+      "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-$v.bin" \
+      --out "$FS/proof-2-$v.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
+      --gpu-workers "$([ $v = gw1 ] && echo 1 || echo 2)" --host-budget "$HOST_BUDGET" \
+      --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
+      --timeline "$FS/timeline-slabs-$v.jsonl" > "$FS/slabs-$v.log" 2>&1
+    echo "slabs $v rc=$?" >> "$FS/slabs-$v.log"
+  done
+  { for v in gw1 off on; do
+      echo "-- $v: $(grep -E '^proof [0-9]|rc=' "$FS/slabs-$v.log" | tr -s ' ' | tr '\n' ' ')"
+      grep -c "waited" "$FS/slabs-$v.log" | sed 's/^/   partitions that waited for device memory: /'
+      # Each stage's mean over the partitions after the first of each worker (key upload).
+      grep -oE "(upload_z|abc|h_poly|msm_h|msm_l|msm_a|msm_b_g1|msm_b_g2) [0-9.]+s" "$FS/slabs-$v.log" \
+        | awk '{sub(/s$/, "", $2); s[$1] += $2; n[$1]++} END {for (k in s) printf "   %s %.3f", k, s[k] / n[k]; print ""}'
+    done
+    for v in off on; do
+      cmp "$FS/proof-1-gw1.bin" "$FS/proof-1-$v.bin" && echo "sector 1's proof identical, gw1 and $v"
+    done
+  } > "$FS/slabs.log" 2>&1
 }
 
 # The witness upload as bits (issue 17): both 32 GiB C1s with the pre-compiled circuit and
@@ -705,7 +755,7 @@ collect() {
 install_bins() {
   xz -dc "$here/.device-carry/fs/cuzk.xz" > "$bin/cuzk" && chmod +x "$bin/cuzk" || exit 1
   # The others only when carried (a step that needs a missing one fails and says so).
-  for f in gpu_full_scale sweep synth_bench post_bench msm_bench ntt_bench sppark-bench; do
+  for f in gpu_full_scale sweep synth_bench post_bench msm_bench msm_tests ntt_bench sppark-bench; do
     if [ -e "$here/.device-carry/fs/$f.xz" ]; then
       xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f"
     fi

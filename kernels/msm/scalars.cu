@@ -207,28 +207,38 @@ __device__ __forceinline__ uint32_t radix_bin(uint32_t key, uint32_t shift, bool
 }  // namespace msm
 }  // namespace cuzk
 
-/// keys_out[w·n + j] = key of digit w of scalar idx[j] (or j) | sign bit,
-/// key = (w mod sets)·2^(c−1) + |d| − 1, or `sets`·2^(c−1) for a zero digit
-/// (also for an index ≥ bound).
+/// keys_out[p·n + j] = key of digit w of scalar idx[j] (or j) | sign bit, in
+/// slot p = (w mod sets)·copies + w / sets (set-major: a set's windows, one
+/// per copy, side by side; copies = ⌈windows / sets⌉, so slot = window for a
+/// plain MSM), key = (w mod sets)·2^(c−1) + |d| − 1, or `sets`·2^(c−1) for a
+/// zero digit (also for an index ≥ bound, and in the slots past the last
+/// window: sets whose last copy has no window).
 extern "C" __global__ void msm_radix_digits(const cuzk::fr_t* __restrict__ scalars,
                                             const uint32_t* __restrict__ idx, uint32_t n,
                                             uint32_t bound, uint32_t c, uint32_t windows,
-                                            uint32_t sets, uint32_t* __restrict__ keys_out) {
+                                            uint32_t sets, uint32_t copies,
+                                            uint32_t* __restrict__ keys_out) {
     CUZK_MSM_USING;
     const uint32_t M = 1u << (c - 1), sentinel = sets * M;
     const uint32_t stride = gridDim.x * blockDim.x;
+    // Sets from `full` on have no window in the last copy.
+    const uint32_t full = windows - (copies - 1) * sets;
     for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < n; j += stride) {
         const uint32_t point = idx ? idx[j] : j;
         scalar_bits_t bits = scalar_bits_t::zero();
         if (point < bound) bits = scalar_bits_t::load(scalars, point);
         signed_digits_t digits(bits, c);
         window_map_t map(sets, 0);
-        for (uint32_t w = 0; w < windows; w++, map.advance()) {
+        uint32_t copy = 0;
+        for (uint32_t w = 0; w < windows; w++) {
             bool neg;
             const uint32_t mag = digits.next(neg);
-            keys_out[(size_t)w * n + j] =
+            keys_out[(size_t)(map.set * copies + copy) * n + j] =
                 mag ? (map.set * M + (mag - 1)) | (neg ? NEG_BIT : 0u) : sentinel;
+            map.advance();
+            if (map.set == 0) copy++;
         }
+        for (uint32_t s = full; s < sets; s++) keys_out[(size_t)(s * copies + copies - 1) * n + j] = sentinel;
     }
 }
 
@@ -261,16 +271,16 @@ extern "C" __global__ void __launch_bounds__(cuzk::msm::RADIX_THREADS)
 
 /// Stable scatter of one pass by bits [shift, shift + 8) of the key;
 /// tile_off is the exclusive scan of tile_hist. With vals_in null (first
-/// pass) the keys carry the sign in bit 31 and item i (of window w = w0 +
-/// i / n) has the entry (idx ? idx[i mod n] : i mod n) + (w / sets)·stride |
-/// sign (its point in its window's copy); keys_out gets the key without
-/// the sign. vals_out is written at *out_base + position when out_base is
-/// not null.
+/// pass) the keys carry the sign in bit 31 and item i (of slot p = w0 +
+/// i / n, see msm_radix_digits) has the entry (idx ? idx[i mod n] : i mod n)
+/// + (p mod copies)·stride | sign (its point in its window's copy);
+/// keys_out gets the key without the sign. vals_out is written at
+/// *out_base + position when out_base is not null.
 extern "C" __global__ void __launch_bounds__(cuzk::msm::RADIX_THREADS)
     msm_radix_scatter(const uint32_t* __restrict__ keys_in, const uint32_t* __restrict__ vals_in,
                       uint32_t total, uint32_t shift, const uint32_t* __restrict__ tile_off,
                       uint32_t ntiles, const uint32_t* __restrict__ idx, uint32_t n,
-                      uint32_t w0, uint32_t sets, uint32_t stride,
+                      uint32_t w0, uint32_t copies, uint32_t stride,
                       const uint32_t* __restrict__ out_base, uint32_t* __restrict__ keys_out,
                       uint32_t* __restrict__ vals_out) {
     CUZK_MSM_USING;
@@ -290,7 +300,7 @@ extern "C" __global__ void __launch_bounds__(cuzk::msm::RADIX_THREADS)
         if (vals_in) {
             val[k] = i < total ? vals_in[i] : 0;
         } else {
-            const uint32_t j = i % n, copy = (w0 + i / n) / sets;
+            const uint32_t j = i % n, copy = (w0 + i / n) % copies;
             val[k] = (i < total ? (idx ? idx[j] : j) + copy * stride : 0) | (raw & NEG_BIT);
         }
     }

@@ -852,9 +852,27 @@ where
                 C::NAME
             );
         }
-        for sort in [BucketSort::Counting, BucketSort::Radix] {
+        // The radix sort in one group, and in groups of one set each (the
+        // groups' runs must not share keys).
+        for (sort, one_set_groups) in [
+            (BucketSort::Counting, false),
+            (BucketSort::Radix, false),
+            (BucketSort::Radix, true),
+        ] {
             let mut msm = Msm::<C>::for_shifted(&s, n, &shifted).expect("shifted plan");
             msm.set_bucket_sort(sort).expect("sort");
+            if one_set_groups {
+                msm.set_radix_group(shifted.copies())
+                    .expect("groups of one set");
+            }
+            let how = format!(
+                "{sort:?}{}",
+                if one_set_groups {
+                    ", one set per group"
+                } else {
+                    ""
+                }
+            );
             for (scalars, label) in [
                 (&random, "random"),
                 (&special, "special"),
@@ -871,7 +889,7 @@ where
                     assert_eq!(
                         got,
                         expected,
-                        "{} shifted c = {c}, {sets} sets, {sort:?}, {label} scalars, round {round}",
+                        "{} shifted c = {c}, {sets} sets, {how}, {label} scalars, round {round}",
                         C::NAME
                     );
                 }
@@ -881,7 +899,7 @@ where
                 assert_eq!(
                     msm.result().unwrap(),
                     C::msm_ref(&b[..k], &scalars[..k]),
-                    "{} shifted prefix, c = {c}, {sets} sets, {sort:?}, {label}",
+                    "{} shifted prefix, c = {c}, {sets} sets, {how}, {label}",
                     C::NAME
                 );
             }
@@ -895,12 +913,16 @@ where
             let ds = upload_scalars(&s, &special);
             let mut msm = Msm::<C>::for_shifted(&s, idx.len(), &shifted).expect("plan");
             msm.set_bucket_sort(sort).expect("sort");
+            if one_set_groups {
+                msm.set_radix_group(shifted.copies())
+                    .expect("groups of one set");
+            }
             msm.enqueue_shifted(&shifted, &ds, Some(&di), idx.len())
                 .unwrap();
             assert_eq!(
                 msm.result().unwrap(),
                 C::msm_ref(&sel_b, &sel_s),
-                "{} shifted indexed, c = {c}, {sets} sets, {sort:?}",
+                "{} shifted indexed, c = {c}, {sets} sets, {how}",
                 C::NAME
             );
         }

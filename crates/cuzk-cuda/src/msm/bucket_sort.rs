@@ -176,17 +176,19 @@ impl<C: MsmCurve> Msm<C> {
         let s = &s;
         let keys = plan.keys() as u32;
         let sentinel = keys; // sets·2^(c−1): zero digits, sorted past every bucket
-        let passes = (32 - sentinel.leading_zeros()).div_ceil(RADIX_BITS);
+                             // Two passes at least: the first reads keys from `entries`, the
+                             // last writes entries there, and they must not be one launch (a
+                             // second pass over bits that are all zero keeps the order).
+        let passes = (32 - sentinel.leading_zeros()).div_ceil(RADIX_BITS).max(2);
         let windows = plan.windows;
+        let (slots, copies) = (plan.slots(), plan.copies());
         let r = self.radix.as_ref().ok_or_else(|| Error::BadArguments {
             kernel: "msm_radix_scatter",
             message: "radix sort without its scratch".into(),
         })?;
         let group = r.group;
-        // Two passes at least: the first reads keys from `entries`, the last
-        // writes entries there, and they must not be one launch.
-        ensure("msm_radix_scatter", passes >= 2, || {
-            format!("{passes} passes for keys below {sentinel}")
+        ensure("msm_radix_scatter", group % copies == 0, || {
+            format!("groups of {group} slots, sets of {copies} copies")
         })?;
         ensure(
             "msm_radix_scatter",
@@ -209,12 +211,13 @@ impl<C: MsmCurve> Msm<C> {
                 .u32(plan.window_bits)
                 .u32(windows)
                 .u32(plan.sets)
+                .u32(copies)
                 .device_ptr(self.entries.device_ptr());
             #[allow(unsafe_code)]
             // SAFETY: msm_radix_digits(scalars, idx, n, bound, c, windows, sets,
-            // keys_out): reads scalars below bound ≤ scalars.len() and idx[0..len)
-            // (len ≤ idx.len(), checked by the callers); writes
-            // entries[0..len·windows), len ≤ max_len.
+            // copies, keys_out): reads scalars below bound ≤ scalars.len() and
+            // idx[0..len) (len ≤ idx.len(), checked by the callers); writes
+            // entries[0..len·slots), len ≤ max_len, slots = copies·sets.
             unsafe {
                 s.launch("msm_radix_digits", grid(blocks, 256), args, || {
                     format!("{len} scalars, c = {}", plan.window_bits)
@@ -227,13 +230,15 @@ impl<C: MsmCurve> Msm<C> {
             self.marks.push(("radix digits", e));
         }
         let mut w0 = 0;
-        while len > 0 && w0 < windows {
-            let w1 = (w0 + group).min(windows);
+        // Slot by slot (set-major: a group holds whole sets, see
+        // `radix_group_slots`).
+        while len > 0 && w0 < slots {
+            let w1 = (w0 + group).min(slots);
             let total = (len * (w1 - w0) as usize) as u32;
             let ntiles = (total as usize).div_ceil(RADIX_TILE) as u32;
             let hist = ntiles << RADIX_BITS;
             let sizes =
-                || format!("windows {w0}..{w1} of {len} pairs, {ntiles} tiles, {passes} passes");
+                || format!("slots {w0}..{w1} of {len} pairs, {ntiles} tiles, {passes} passes");
             ensure(
                 "msm_radix_counts",
                 hist as usize <= r.tile_hist.len(),
@@ -279,14 +284,14 @@ impl<C: MsmCurve> Msm<C> {
                     .device_ptr(idx_ptr)
                     .u32(len as u32)
                     .u32(w0)
-                    .u32(plan.sets)
+                    .u32(copies)
                     .u32(stride)
                     .device_ptr(out_base)
                     .device_ptr(r.keys[q].device_ptr())
                     .device_ptr(vals_out);
                 #[allow(unsafe_code)]
                 // SAFETY: msm_radix_scatter(keys_in, vals_in, total, shift,
-                // tile_off, ntiles, idx, n, w0, sets, stride, out_base, keys_out,
+                // tile_off, ntiles, idx, n, w0, copies, stride, out_base, keys_out,
                 // vals_out): entries name points < copies·stride ≤ the bases'
                 // length (checked by the caller); reads
                 // [0..total) of the inputs and idx[0..len); writes a permutation

@@ -12,9 +12,8 @@ use super::batch_sum::sum_groups;
 use super::bucket_sort::{BucketSort, RadixScratch};
 use super::curve::{MsmCurve, K_ACCUMULATE, K_MERGE, K_REDUCE};
 use super::plan::{
-    choose_window_bits, radix_group_windows, resident_threads, scratch_bytes,
-    shifted_scratch_bytes, windows_for, MsmPlan, ACCUMULATE_THREADS, MERGE_CHUNK, MERGE_THREADS,
-    REDUCE_THREADS,
+    choose_window_bits, radix_group_slots, resident_threads, scratch_bytes, shifted_scratch_bytes,
+    windows_for, MsmPlan, ACCUMULATE_THREADS, MERGE_CHUNK, MERGE_THREADS, REDUCE_THREADS,
 };
 use super::shifted::ShiftedBases;
 use super::{MAX_LEN, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
@@ -121,7 +120,7 @@ impl<C: MsmCurve> Msm<C> {
             && keys < self.offsets.len()
             && keys < self.cursors.len()
             && keys.div_ceil(SCAN_TILE) < self.tile_sums.len()
-            && p.max_len.saturating_mul(p.windows as usize) <= self.entries.len()
+            && p.max_len.saturating_mul(p.slots() as usize) <= self.entries.len()
             && keys * xw <= self.bucket_sums.len()
             && parts <= self.part_keys[0].len()
             && parts * xw <= self.part_pts[0].len()
@@ -242,7 +241,6 @@ impl<C: MsmCurve> Msm<C> {
         let keys = plan.keys();
         let parts = 2 * plan.accumulate_threads as usize;
         let xw = C::XYZZ_WORDS;
-        let w = plan.windows as usize;
         let sets = plan.sets as usize;
         Ok(Msm {
             stream: stream.clone(),
@@ -250,7 +248,7 @@ impl<C: MsmCurve> Msm<C> {
             offsets: stream.alloc(keys + 1)?,
             cursors: stream.alloc(keys + 1)?,
             tile_sums: stream.alloc(keys.div_ceil(SCAN_TILE) + 1)?,
-            entries: stream.alloc((plan.max_len * w).max(1))?,
+            entries: stream.alloc((plan.max_len * plan.slots() as usize).max(1))?,
             bucket_sums: stream.alloc(keys * xw)?,
             part_keys: [stream.alloc(parts)?, stream.alloc(parts)?],
             part_pts: [stream.alloc(parts * xw)?, stream.alloc(parts * xw)?],
@@ -263,7 +261,7 @@ impl<C: MsmCurve> Msm<C> {
                 BucketSort::Radix => Some(RadixScratch::new(
                     stream,
                     plan.max_len,
-                    radix_group_windows(plan.max_len, plan.windows),
+                    radix_group_slots(plan.max_len, plan.slots(), plan.copies()),
                 )?),
                 BucketSort::Counting => None,
             },
@@ -287,7 +285,7 @@ impl<C: MsmCurve> Msm<C> {
         self.adaptive = None;
         self.plan = self.held.clone();
         if sort == BucketSort::Radix && self.radix.is_none() {
-            let group = radix_group_windows(self.plan.max_len, self.plan.windows);
+            let group = radix_group_slots(self.plan.max_len, self.plan.slots(), self.plan.copies());
             self.radix = Some(RadixScratch::new(&self.stream, self.plan.max_len, group)?);
         }
         self.plan.sort = sort;
@@ -295,14 +293,16 @@ impl<C: MsmCurve> Msm<C> {
         Ok(())
     }
 
-    /// Sorts by radix with groups of `windows` windows (1 ..= W; reallocates
-    /// the scratch): for tests of the grouping.
+    /// Sorts by radix with groups of `windows` key slots (1 ..= slots, whole
+    /// sets of copies: W windows for a plain MSM; reallocates the scratch):
+    /// for tests of the grouping.
     #[doc(hidden)]
     pub fn set_radix_group(&mut self, windows: u32) -> Result<()> {
+        let (slots, copies) = (self.held.slots(), self.held.copies());
         ensure(
             "msm_radix_scatter",
-            (1..=self.plan.windows).contains(&windows),
-            || format!("groups of {windows} of {} windows", self.plan.windows),
+            (1..=slots).contains(&windows) && windows % copies == 0,
+            || format!("groups of {windows} of {slots} slots, {copies} copies per set"),
         )?;
         self.adaptive = None;
         self.plan = self.held.clone();

@@ -51,9 +51,13 @@ pub fn windows_for(window_bits: u32) -> u32 {
     256u32.div_ceil(window_bits)
 }
 
-/// Windows per group of the radix sort for `len` pairs and W windows.
-pub(super) fn radix_group_windows(len: usize, windows: u32) -> u32 {
-    (RADIX_GROUP_PAIRS / len.max(1)).clamp(1, windows as usize) as u32
+/// Slots per group of the radix sort for `len` pairs over `slots` key
+/// slots of `copies` each (see [`MsmPlan::slots`]): whole sets only, so
+/// that the groups' key ranges do not overlap and their sorted runs, one
+/// after the other, are sorted.
+pub(super) fn radix_group_slots(len: usize, slots: u32, copies: u32) -> u32 {
+    let g = (RADIX_GROUP_PAIRS / len.max(1)).clamp(1, slots.max(1) as usize) as u32;
+    (g / copies * copies).max(copies)
 }
 
 /// (pairs per group, histogram words) of the radix scratch for groups of
@@ -63,10 +67,11 @@ pub(super) fn radix_sizes(len: usize, group: u32) -> (usize, usize) {
     (pairs, (1usize << RADIX_BITS) * pairs.div_ceil(RADIX_TILE))
 }
 
-/// Bytes of the radix sort's scratch (`bucket_sort::RadixScratch`): 16 per pair of a group, ≈ 0.5 per pair for the
-/// histograms.
-pub(super) fn radix_scratch_bytes(len: usize, windows: u32) -> usize {
-    let (pairs, hist) = radix_sizes(len, radix_group_windows(len, windows));
+/// Bytes of the radix sort's scratch (`bucket_sort::RadixScratch`) for
+/// `slots` key slots of `copies` each: 16 per pair of a group, ≈ 0.5 per
+/// pair for the histograms.
+pub(super) fn radix_slots_scratch_bytes(len: usize, slots: u32, copies: u32) -> usize {
+    let (pairs, hist) = radix_sizes(len, radix_group_slots(len, slots, copies));
     4 * pairs * 4 + (2 * hist + 1 + hist.div_ceil(SCAN_TILE) + 1 + 1) * 4
 }
 
@@ -83,14 +88,16 @@ pub fn scratch_bytes(len: usize, window_bits: u32, xyzz_bytes: usize) -> usize {
 /// is the plain MSM). The bases' copies are not counted.
 pub fn shifted_scratch_bytes(len: usize, window_bits: u32, sets: u32, xyzz_bytes: usize) -> usize {
     let w = windows_for(window_bits) as usize;
+    let copies = copies_for(window_bits, sets);
+    let slots = (copies * sets.clamp(1, w as u32)) as usize;
     let keys = (sets as usize) << (window_bits - 1);
-    let entries = len * w * 4;
+    let entries = len * slots * 4;
     let key_arrays = keys * 4 * 3 + (keys / SCAN_TILE + 2) * 4;
     let buckets = keys * xyzz_bytes;
     let fixed =
         (1 << 20) * (xyzz_bytes + 4) + (REDUCE_MAX_THREADS as usize * 2 + 4096) * xyzz_bytes;
     let radix = match BucketSort::for_shape(len, window_bits) {
-        BucketSort::Radix => radix_scratch_bytes(len, w as u32),
+        BucketSort::Radix => radix_slots_scratch_bytes(len, slots as u32, copies),
         BucketSort::Counting => 0,
     };
     entries + key_arrays + buckets + fixed + radix
@@ -274,6 +281,14 @@ impl MsmPlan {
         copies_for(self.window_bits, self.sets)
     }
 
+    /// Key slots of the radix sort: copies × sets, set-major (slot
+    /// s·copies + k holds window s + k·sets, a zero digit where that is
+    /// past the last window); W for a plain MSM. The entries hold
+    /// max_len × slots.
+    pub fn slots(&self) -> u32 {
+        self.copies() * self.sets
+    }
+
     /// The shift between consecutive base copies, c · sets bits.
     pub fn shift_bits(&self) -> u32 {
         self.window_bits * self.sets
@@ -416,11 +431,11 @@ mod tests {
             let len = 1usize << log;
             for c in [13u32, 16, 20, 22] {
                 let w = windows_for(c);
-                let g = radix_group_windows(len, w);
+                let g = radix_group_slots(len, w, 1);
                 assert!((1..=w).contains(&g), "2^{log}, c = {c}: group {g}");
                 // One group holds ≤ 2^26 pairs unless one window alone is more.
                 assert!(len * g as usize <= RADIX_GROUP_PAIRS.max(len));
-                let bytes = radix_scratch_bytes(len, w);
+                let bytes = radix_slots_scratch_bytes(len, w, 1);
                 assert!(
                     bytes <= 17 * RADIX_GROUP_PAIRS.max(len) + (1 << 20),
                     "2^{log}"
