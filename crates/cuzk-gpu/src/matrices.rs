@@ -249,18 +249,24 @@ impl Worker {
         let s = self.stream.clone();
         let inputs = w.input_assignment.len();
         let aux = w.aux_assignment.len();
-        // upload_z: the host's packing, the transfers and the expansion
-        // (the stream idles while the host packs, so its events count it).
-        clock.start(&s, "upload_z")?;
-        let mut z = s.alloc::<FrLimbs>(inputs + aux)?;
-        s.upload_at(fr_as_limbs(&w.input_assignment), &mut z, 0)?;
+        // upload_z, on the copy stream: the host's packing, the transfers and
+        // the expansion (the stream idles while the host packs, so its events
+        // count it). Not on the compute stream: kernels queued there (this
+        // partition's zeroing, and behind them another worker's partition on
+        // the GPU) would hold the copies back, and the workers would take
+        // turns instead of overlapping. z is not zeroed (the copies write it
+        // whole); the compute stream waits for the copies before it reads z.
+        let copy = self.copy.clone();
+        clock.start(&copy, "upload_z")?;
+        let mut z = s.alloc_uninit::<FrLimbs>(inputs + aux)?;
+        copy.upload_at(fr_as_limbs(&w.input_assignment), &mut z, 0)?;
         let values = fr_as_limbs(&w.aux_assignment);
         let report = match self.z_upload {
             ZUpload::Packed => {
-                ZUploadReport::packed(self.staging.upload_packed(&s, values, &mut z, inputs)?)
+                ZUploadReport::packed(self.staging.upload_packed(&copy, values, &mut z, inputs)?)
             }
             ZUpload::Plain => {
-                self.stage_upload(&s, values, &mut z, inputs)?;
+                self.stage_upload(&copy, values, &mut z, inputs)?;
                 ZUploadReport {
                     mode: ZUpload::Plain,
                     values: aux,
@@ -270,7 +276,8 @@ impl Worker {
                 }
             }
         };
-        clock.stop(&s)?;
+        clock.stop(&copy)?;
+        s.wait(&copy.record()?)?;
         tracing::debug!("upload_z {report}");
         self.last_z = Some(report);
         clock.start(&s, "abc")?;

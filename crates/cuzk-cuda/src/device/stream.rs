@@ -49,6 +49,19 @@ impl Stream {
     /// `len` zeroed elements of device memory: a region of this stream's
     /// arena (no device allocation), zeroed on the stream.
     pub fn alloc<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let buf = self.alloc_uninit(len)?;
+        arena::zero(&self.inner, buf.ptr, buf.size_bytes().max(1) as u64)?;
+        Ok(buf)
+    }
+
+    /// `len` elements of device memory that nothing has been queued to
+    /// write: a region of this stream's arena, released on this stream like
+    /// any buffer, but **not zeroed**. For a buffer that copies overwrite
+    /// whole before any kernel reads it, when the zeroing (a kernel on this
+    /// stream) would make those copies wait: e.g. a witness uploaded on a
+    /// copy stream while this stream's queue is still behind another
+    /// worker's kernels. Reading it before it is written reads stale bytes.
+    pub fn alloc_uninit<T: DeviceRepr>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         let bytes =
             len.checked_mul(std::mem::size_of::<T>())
                 .ok_or_else(|| Error::BadArguments {
@@ -62,7 +75,6 @@ impl Stream {
             )),
             e => e,
         })?;
-        arena::zero(&self.inner, region.ptr, bytes.max(1) as u64)?;
         Ok(DeviceBuffer {
             ptr: region.ptr,
             _region: region,
