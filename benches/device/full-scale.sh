@@ -179,11 +179,15 @@ step_precompile() {
 # Both 32 GiB C1s back to back with the pre-compiled circuit, once per GPU worker count
 # (GPU_WORKERS, default "1 2"): the steady state with one partition on the GPU at a time
 # against partitions overlapping there. Logs porep_gw<N>.log, TIMELINE timeline-gw<N>.jsonl;
-# every proof checked by verify_seal; sector 1's proof compared across the counts.
+# every proof checked by verify_seal; sector 1's proof compared across the counts. Each
+# partition's z upload says where its host time went (fill, waiting for copies:
+# cuzk_gpu::matrices=debug) and any wait for device memory (cuzk_gpu::worker=info);
+# porep_gw.log ends with each stage's mean per count.
 step_porep_gw() {
   local n
   for n in ${GPU_WORKERS:-1 2}; do
-    "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-gw$n.bin" \
+    RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::matrices=debug" \
+      "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-gw$n.bin" \
       --out "$FS/proof-2-gw$n.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
       --gpu-workers "$n" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
       --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
@@ -193,7 +197,15 @@ step_porep_gw() {
       && echo "sector 1's proof identical to the one-worker run's (same --rng-seed)" \
         >> "$FS/porep_gw$n.log"
   done
-  cat "$FS"/porep_gw*.log > "$FS/porep_gw.log"
+  { cat "$FS"/porep_gw*.log | grep -vE "^sector [0-9]+ partition|upload_z plain"
+    for n in ${GPU_WORKERS:-1 2}; do
+      echo "-- $n GPU worker(s), stage means over all partitions:"
+      grep -oE "(upload_z|abc|h_poly|msm_h|msm_l|msm_a|msm_b_g1|msm_b_g2) [0-9.]+s" "$FS/porep_gw$n.log" \
+        | awk '{sub(/s$/, "", $2); s[$1] += $2; n[$1]++} END {for (k in s) printf " %s %.3f", k, s[k] / n[k]; print ""}'
+      grep -oE "host fill [0-9.]+ s, waiting for copies [0-9.]+ s" "$FS/porep_gw$n.log" \
+        | awk '{f += $3; w += $8; n++} END {if (n) printf " z upload host time: fill %.3f s, waiting for copies %.3f s (means of %d)\n", f / n, w / n, n}'
+    done
+  } > "$FS/porep_gw.log"
 }
 
 # MSMs over shifted bases and per-call windows (issue 17), before the key takes the GPU:
@@ -214,35 +226,6 @@ step_msm() {
   { grep -E "^test result|FAILED|panicked|rc=" "$FS/msm-tests.log"
     grep -hE "MSM|sweep 2|differs|rror|rc=" "$FS/msm-a.log" "$FS/msm-b.log"
   } > "$FS/msm.log"
-}
-
-# Partition slabs (issue 17): both 32 GiB C1s with the pre-compiled circuit, one GPU worker,
-# then two with CUZK_PARTITION_SLABS=0 (the workers' buffers straight from the shared arena,
-# as before) and two with slabs (the default); the partitions' waits for device memory
-# logged (cuzk_gpu::worker=info). Logs slabs-{gw1,off,on}.log, TIMELINEs timeline-slabs-*.jsonl;
-# every proof checked by verify_seal and sector 1's compared across the three runs.
-step_slabs() {
-  local v
-  for v in gw1 off on; do
-    env $([ $v = off ] && echo CUZK_PARTITION_SLABS=0) RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info" \
-      "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-$v.bin" \
-      --out "$FS/proof-2-$v.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
-      --gpu-workers "$([ $v = gw1 ] && echo 1 || echo 2)" --host-budget "$HOST_BUDGET" \
-      --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
-      --timeline "$FS/timeline-slabs-$v.jsonl" > "$FS/slabs-$v.log" 2>&1
-    echo "slabs $v rc=$?" >> "$FS/slabs-$v.log"
-  done
-  { for v in gw1 off on; do
-      echo "-- $v: $(grep -E '^proof [0-9]|rc=' "$FS/slabs-$v.log" | tr -s ' ' | tr '\n' ' ')"
-      grep -c "waited" "$FS/slabs-$v.log" | sed 's/^/   partitions that waited for device memory: /'
-      # Each stage's mean over the partitions after the first of each worker (key upload).
-      grep -oE "(upload_z|abc|h_poly|msm_h|msm_l|msm_a|msm_b_g1|msm_b_g2) [0-9.]+s" "$FS/slabs-$v.log" \
-        | awk '{sub(/s$/, "", $2); s[$1] += $2; n[$1]++} END {for (k in s) printf "   %s %.3f", k, s[k] / n[k]; print ""}'
-    done
-    for v in off on; do
-      cmp "$FS/proof-1-gw1.bin" "$FS/proof-1-$v.bin" && echo "sector 1's proof identical, gw1 and $v"
-    done
-  } > "$FS/slabs.log" 2>&1
 }
 
 # The witness upload as bits (issue 17): both 32 GiB C1s with the pre-compiled circuit and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MSMs over shifted bases (issue 17) on the GPU machine, over `cargo xtask bundle --arch sm_90`'s
 # output (carry `bundle`): first the device tests that check them (cuzk-cuda's msm suite with
-# the shifted-bases cases, its gpu suite with the arena slabs, cuzk-gpu's gpu_prover for the
+# the shifted-bases and per-call-window cases, its gpu suite (buffer suffixes), cuzk-gpu's gpu_prover for the
 # proofs), then msm_bench:
 #
 #   a. G1 2^24 and 2^26, G2 2^24: the plain MSM and the automatic shifted shape

@@ -16,7 +16,7 @@ use std::process::Command;
 
 /// Kernel benchmarks that go into the bundle: binaries of cuzk-benches
 /// (benches/src/bin/), in the order run.sh runs them.
-const BENCH_BINS: &[&str] = &["ntt_bench", "msm_bench", "abc_bench"];
+const BENCH_BINS: &[&str] = &["ntt_bench", "msm_bench", "abc_bench", "copy_overlap"];
 
 pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
     // Build from a snapshot of kernels/, and point cuzk-cuda's build script at

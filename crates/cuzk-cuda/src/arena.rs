@@ -10,8 +10,7 @@
 //! released behind an event recorded on its stream, and reused only once the
 //! work queued before the drop has finished. [`Arena::sub`] carves a smaller
 //! arena out of a larger one, so a large card can behave as a small one
-//! without another device allocation; [`Arena::slab`] carves one for one
-//! partition's buffers (see there).
+//! without another device allocation.
 //!
 //! An allocation that finds no room waits for pending releases, oldest
 //! first, whichever stream released them: a worker can so end up waiting for
@@ -126,8 +125,6 @@ pub(crate) struct ArenaInner {
     ctx: Arc<CudaContext>,
     alloc: Mutex<OrderedAllocator<EventFence>>,
     backing: Backing,
-    /// A slab's parent: where a request the slab cannot serve goes.
-    overflow: Option<Arena>,
 }
 
 thread_local! {
@@ -233,7 +230,6 @@ impl Arena {
                     ctx: ctx.clone(),
                     ptr,
                 },
-                overflow: None,
             }),
         })
     }
@@ -241,25 +237,6 @@ impl Arena {
     /// A smaller arena carved out of this one: `bytes` of it, sub-allocated
     /// on its own (e.g. a 16 GiB budget on a 141 GB card). No device call.
     pub fn sub(&self, bytes: u64, stream: &Stream) -> Result<Arena> {
-        self.carve(bytes, stream, None)
-    }
-
-    /// A slab: `bytes` carved out of this arena in one region for the
-    /// buffers of one unit of work (a partition), given back whole when the
-    /// slab and every buffer from it are dropped. Requests the slab cannot
-    /// serve go to this arena instead (logged at debug): a slab sized by a
-    /// plan that undercounts is slower, never an error.
-    ///
-    /// Why: workers that allocate their partitions' buffers directly from a
-    /// shared arena fragment it, and a request that finds no hole large
-    /// enough waits for another worker's pending releases, i.e. for its GPU
-    /// work: the workers then take turns instead of overlapping. Slabs of a
-    /// recurring size leave holes of exactly that size.
-    pub fn slab(&self, bytes: u64, stream: &Stream) -> Result<Arena> {
-        self.carve(bytes, stream, Some(self.clone()))
-    }
-
-    fn carve(&self, bytes: u64, stream: &Stream, overflow: Option<Arena>) -> Result<Arena> {
         let region = self.region(bytes, stream)?;
         Ok(Arena {
             inner: Arc::new(ArenaInner {
@@ -269,7 +246,6 @@ impl Arena {
                 ctx: self.inner.ctx.clone(),
                 alloc: Mutex::new(OrderedAllocator::new(region.bytes, ALIGN)),
                 backing: Backing::Carved(region),
-                overflow,
             }),
         })
     }
@@ -314,14 +290,7 @@ impl Arena {
             }
             got
         };
-        let offset = match (got, &self.inner.overflow) {
-            (Ok(offset), _) => offset,
-            (Err(e), Some(parent)) => {
-                tracing::debug!("slab full ({e}); {bytes} bytes from its parent arena");
-                return parent.region(bytes, stream);
-            }
-            (Err(e), None) => return Err(Error::OutOfMemory(e.to_string())),
-        };
+        let offset = got.map_err(|e| Error::OutOfMemory(e.to_string()))?;
         Ok(Region {
             arena: self.inner.clone(),
             offset,

@@ -4,6 +4,8 @@
 //! [`Staging::upload_packed`] sends field elements packed (see
 //! [`crate::packed`]) and expands them on the device.
 
+use std::time::{Duration, Instant};
+
 use cuzk_field::limbs::{DeviceRepr, FrLimbs};
 use rayon::prelude::*;
 
@@ -16,6 +18,17 @@ pub struct Staging {
     buffers: [PinnedBuffer<u8>; 2],
     next: usize,
     fill: Option<rayon::ThreadPool>,
+    times: StagingTimes,
+}
+
+/// Where a [`Staging::upload`]'s host time went, summed over its pieces:
+/// filling the pinned buffers, and waiting for a buffer's previous copy to
+/// finish before it could be filled again (the transfers themselves, and
+/// anything that holds them back on the device).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StagingTimes {
+    pub fill: Duration,
+    pub wait: Duration,
 }
 
 impl std::fmt::Debug for Staging {
@@ -55,6 +68,7 @@ impl Staging {
             ],
             next: 0,
             fill,
+            times: StagingTimes::default(),
         })
     }
 
@@ -64,6 +78,7 @@ impl Staging {
     }
 
     /// Copies `src` into `dst[at..]` on `stream`, a buffer's worth at a time.
+    /// Its host time is added to [`Staging::take_times`].
     pub fn upload<T: DeviceRepr + Sync>(
         &mut self,
         stream: &Stream,
@@ -75,15 +90,25 @@ impl Staging {
         for (i, piece) in src.chunks(per).enumerate() {
             let k = self.next;
             self.next ^= 1;
+            let t = Instant::now();
             let view = &mut self.buffers[k].values_mut::<T>()?[..piece.len()];
+            self.times.wait += t.elapsed();
+            let t = Instant::now();
             on(&self.fill, || {
                 view.par_chunks_mut(1 << 14)
                     .zip(piece.par_chunks(1 << 14))
                     .for_each(|(d, s)| d.copy_from_slice(s))
             });
+            self.times.fill += t.elapsed();
             stream.upload_staged(&self.buffers[k], piece.len(), dst, at + i * per)?;
         }
         Ok(())
+    }
+
+    /// The host time of the uploads since the last call (fill and wait),
+    /// and zero again.
+    pub fn take_times(&mut self) -> StagingTimes {
+        std::mem::take(&mut self.times)
     }
 
     /// Copies `src` into `dst[at..]` packed: in pieces of one buffer's

@@ -76,14 +76,10 @@ impl CudaBackend {
         };
         let slot = SrsSlot::shared();
         let matrices = MatrixSlot::default();
-        let slabs = partition_slabs_from_env();
         (0..count)
             .map(|_| {
                 let b = Self::in_arena(gpu.clone(), arena.clone(), slot.clone(), matrices.clone())?;
-                let mut w = b.inner.lock();
-                w.release_scratch = true;
-                w.partition_slabs = slabs;
-                drop(w);
+                b.inner.lock().release_scratch = true;
                 Ok(b)
             })
             .collect()
@@ -117,7 +113,6 @@ impl CudaBackend {
                 sum_g2: BatchSum::new(&stream)?,
                 scratch: None,
                 release_scratch: false,
-                partition_slabs: false,
                 z_upload: ZUpload::from_env(),
                 last_z: None,
                 gpu,
@@ -194,14 +189,6 @@ impl CudaBackend {
     pub fn arena_usage(&self) -> cuzk_arena::Usage {
         self.inner.lock().arena.usage()
     }
-}
-
-/// Whether [`CudaBackend::workers`] take each partition's buffers from a
-/// slab (cuzk-cuda `Arena::slab`): yes unless the environment says
-/// `CUZK_PARTITION_SLABS=0` (for side-by-side measurements). Read when the
-/// workers are made.
-fn partition_slabs_from_env() -> bool {
-    std::env::var_os("CUZK_PARTITION_SLABS").is_none_or(|v| v != "0")
 }
 
 impl Backend for CudaBackend {

@@ -80,6 +80,9 @@ pub struct ZUploadReport {
     pub others: usize,
     /// Bytes that crossed PCIe for the aux values.
     pub bytes: u64,
+    /// Host time of a plain upload: filling the pinned buffers, and waiting
+    /// for a buffer's previous copy (zero for a packed one).
+    pub staging: cuzk_cuda::staging::StagingTimes,
 }
 
 impl ZUploadReport {
@@ -91,6 +94,7 @@ impl ZUploadReport {
             packed: p.packed,
             others: p.others,
             bytes: p.bytes,
+            staging: Default::default(),
         }
     }
 }
@@ -99,7 +103,13 @@ impl std::fmt::Display for ZUploadReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let plain = human(self.values as u64 * SCALAR_BYTES);
         match self.mode {
-            ZUpload::Plain => write!(f, "plain: {} values, {plain}", self.values),
+            ZUpload::Plain => write!(
+                f,
+                "plain: {} values, {plain}; host fill {:.3} s, waiting for copies {:.3} s",
+                self.values,
+                self.staging.fill.as_secs_f64(),
+                self.staging.wait.as_secs_f64()
+            ),
             ZUpload::Packed => {
                 write!(
                     f,
@@ -134,6 +144,7 @@ mod tests {
             packed: values,
             others: 1_690_000,
             bytes: 86_000_000,
+            staging: Default::default(),
         };
         assert_eq!(
             packed.to_string(),
@@ -152,7 +163,14 @@ mod tests {
             packed: 0,
             others: 0,
             bytes: values as u64 * 32,
+            staging: cuzk_cuda::staging::StagingTimes {
+                fill: std::time::Duration::from_millis(120),
+                wait: std::time::Duration::from_millis(1480),
+            },
         };
-        assert_eq!(plain.to_string(), "plain: 130200000 values, 3.88 GiB");
+        assert_eq!(
+            plain.to_string(),
+            "plain: 130200000 values, 3.88 GiB; host fill 0.120 s, waiting for copies 1.480 s"
+        );
     }
 }

@@ -266,6 +266,7 @@ impl Worker {
                 ZUploadReport::packed(self.staging.upload_packed(&copy, values, &mut z, inputs)?)
             }
             ZUpload::Plain => {
+                self.staging.take_times();
                 self.stage_upload(&copy, values, &mut z, inputs)?;
                 ZUploadReport {
                     mode: ZUpload::Plain,
@@ -273,6 +274,7 @@ impl Worker {
                     packed: 0,
                     others: 0,
                     bytes: std::mem::size_of_val(values) as u64,
+                    staging: self.staging.take_times(),
                 }
             }
         };

@@ -51,10 +51,6 @@ pub(crate) struct Worker {
     /// Give the MSM scratch back to the arena after each partition (when the
     /// arena is shared by several workers and admission counts it per partition).
     pub(crate) release_scratch: bool,
-    /// Take each resident-key partition's buffers from a slab of the plan's
-    /// worker bytes (workers sharing an arena; `CUZK_PARTITION_SLABS=0`
-    /// turns it off for side-by-side runs).
-    pub(crate) partition_slabs: bool,
     /// How a deferred witness's aux values go up.
     pub(crate) z_upload: crate::ZUpload,
     /// What the last z upload moved.
@@ -144,6 +140,7 @@ impl Worker {
         out
     }
 
+    /// The key and the matrices in place, then the stages.
     fn prove_partition(
         &mut self,
         plan: &VramPlan,
@@ -170,31 +167,11 @@ impl Worker {
             }
             _ => None,
         };
-        // Workers sharing an arena take the partition's buffers (scratch
-        // included) from one slab of the plan's worker bytes, so that they
-        // leave holes of the next partition's size behind (cuzk-cuda
-        // `Arena::slab`); the key and the matrices stay in the arena.
-        let slab = match (self.partition_slabs, plan.mode) {
-            (true, SrsMode::Resident) => Some(
-                self.stream
-                    .arena()
-                    .slab(plan.worker_bytes(), &self.stream)?,
-            ),
-            _ => None,
-        };
-        let home = slab.map(|slab| {
-            let partition = self.stream.in_arena(&slab);
-            std::mem::replace(&mut self.stream, partition)
-        });
-        let out = self.prove_stages(plan, key, w, resident, matrices.as_ref(), t);
-        if let Some(home) = home {
-            // Nothing of the slab outlives the partition.
-            self.scratch = None;
-            self.stream = home;
-        }
-        out
+        self.prove_stages(plan, key, w, resident, matrices.as_ref(), t)
     }
 
+    /// One partition's stages, with the key resident (`resident`) or
+    /// streamed, a, b, c from `matrices` on the device or from the host.
     fn prove_stages(
         &mut self,
         plan: &VramPlan,

@@ -32,16 +32,6 @@ impl Stream {
         &self.arena
     }
 
-    /// This same CUDA stream (same queue, same order), its buffers coming
-    /// from `arena` instead: e.g. a partition's [`Arena::slab`].
-    pub fn in_arena(&self, arena: &Arena) -> Stream {
-        Stream {
-            gpu: self.gpu.clone(),
-            inner: self.inner.clone(),
-            arena: arena.clone(),
-        }
-    }
-
     pub(crate) fn cu(&self) -> &Arc<CudaStream> {
         &self.inner
     }
