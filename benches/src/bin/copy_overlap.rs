@@ -110,6 +110,7 @@ fn main() -> BoxResult<()> {
     };
     println!("{} (host: {})", gpu.info(), cuzk_benches::machine());
     let (a, b) = (gpu.new_stream()?, gpu.new_stream()?);
+    let hi = gpu.new_priority_stream_in(a.arena())?;
     let mut data = b.alloc::<FrLimbs>(1 << args.log)?;
     let fill = rayon::ThreadPoolBuilder::new().num_threads(4).build()?;
     let mut staging = Staging::new(&gpu, 64 << 20, Some(fill))?;
@@ -121,13 +122,20 @@ fn main() -> BoxResult<()> {
     let small_host: Vec<u32> = (0..2624u32).collect();
     let mut small = a.alloc::<u32>(small_host.len())?;
     let mut rows = Vec::new();
-    for (name, busy, staged) in [
-        ("A's staged upload, device idle", false, true),
-        ("A's staged upload, B's NTTs queued", true, true),
+    for (name, busy, staged, on) in [
+        ("A's staged upload, device idle", false, true, &a),
+        ("A's staged upload, B's NTTs queued", true, true, &a),
+        (
+            "A's staged upload, top-priority stream, B's NTTs queued",
+            true,
+            true,
+            &hi,
+        ),
         (
             "A's 10 KiB pageable upload, B's download queued",
             true,
             false,
+            &a,
         ),
     ] {
         let mut samples = Vec::new();
@@ -136,11 +144,11 @@ fn main() -> BoxResult<()> {
                 let t = Instant::now();
                 if staged {
                     staging.take_times();
-                    staging.upload(&a, &host, &mut big, 0)?;
+                    staging.upload(on, &host, &mut big, 0)?;
                 } else {
-                    a.upload_at(&small_host, &mut small, 0)?;
+                    on.upload_at(&small_host, &mut small, 0)?;
                 }
-                a.synchronize()?;
+                on.synchronize()?;
                 Ok((t.elapsed(), staging.take_times()))
             })?;
             if r > 0 {

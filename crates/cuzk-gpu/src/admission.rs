@@ -65,7 +65,7 @@ impl VramAdmission {
     /// Bytes one running partition holds, and the key it needs resident.
     fn split(plan: &VramPlan) -> (u64, Option<KeyShape>) {
         match plan.mode {
-            SrsMode::Resident => (plan.worker_bytes(), Some(KeyShape::of(&plan.shape))),
+            SrsMode::Resident => (plan.worker_bytes(), Some(KeyShape::of_plan(plan))),
             SrsMode::Streamed { .. } => (plan.worker_bytes() + plan.srs_device_bytes, None),
         }
     }
@@ -325,6 +325,7 @@ mod tests {
             a: n,
             b_g1: n,
             b_g2: n,
+            h_copies: 1,
         };
         let (big, small, other) = (shape(1000), shape(10), shape(500));
         let mut keys = Keys::<u32>::new(usize::MAX);

@@ -27,6 +27,8 @@ pub struct CudaBackend {
     inner: Mutex<Worker>,
     last_plan: Mutex<Option<VramPlan>>,
     forced: Mutex<Option<SrsMode>>,
+    /// Whether plans may keep H shifted (see [`CudaBackend::set_shifted_h`]).
+    shifted_h: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -124,6 +126,7 @@ impl CudaBackend {
             }),
             last_plan: Mutex::new(None),
             forced: Mutex::new(None),
+            shifted_h: std::sync::atomic::AtomicBool::new(crate::plan::shifted_h_enabled()),
         })
     }
 
@@ -177,7 +180,24 @@ impl CudaBackend {
 
     /// The plan a partition of `shape` would run under, or why none fits.
     pub fn plan(&self, shape: Shape) -> Result<VramPlan, PlanError> {
-        VramPlan::new(shape, self.budget_bytes(), &CudaFootprints)
+        VramPlan::new_with(
+            shape,
+            self.budget_bytes(),
+            &CudaFootprints,
+            self.shifted_h(),
+        )
+    }
+
+    /// Whether this worker's plans may keep H shifted (`VramPlan::h_shift`;
+    /// from `CUZK_SHIFTED_H` when made). A worker under `VramAdmission` must
+    /// plan as the admission does: leave it as the environment set it.
+    pub fn set_shifted_h(&self, on: bool) {
+        self.shifted_h
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn shifted_h(&self) -> bool {
+        self.shifted_h.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The plan of the last partition proved (for reports).
@@ -207,7 +227,8 @@ impl Backend for CudaBackend {
         let shape = witness_shape(w);
         let budget = worker.arena.capacity();
         let plan = match *self.forced.lock() {
-            None => VramPlan::new(shape, budget, &CudaFootprints).map_err(GpuError::Plan),
+            None => VramPlan::new_with(shape, budget, &CudaFootprints, self.shifted_h())
+                .map_err(GpuError::Plan),
             Some(mode) => {
                 let p = VramPlan::with_mode(shape, budget, mode, &CudaFootprints);
                 if p.fits() {

@@ -33,7 +33,7 @@ use std::fmt;
 use cuzk_arena::human;
 use cuzk_cuda::abc::streamed_bytes;
 use cuzk_cuda::gather::BitmapGather;
-use cuzk_cuda::msm::{Classifier, Msm, G1, G2};
+use cuzk_cuda::msm::{choose_shifted_shape, copies_for, Classifier, Msm, MsmCurve, G1, G2};
 use cuzk_synth::CircuitShape;
 
 /// Bytes of one Fr scalar, one affine G1 point and one affine G2 point.
@@ -149,6 +149,12 @@ pub trait Footprints {
     fn msm_g1(&self, len: usize) -> u64;
     /// A G2 Pippenger MSM of up to `len` pairs.
     fn msm_g2(&self, len: usize) -> u64;
+    /// A G1 MSM of up to `len` pairs over shifted bases of shape `h`.
+    fn msm_g1_shifted(&self, len: usize, h: ShiftedH) -> u64;
+    /// The shape of H's MSM over shifted bases that is cheapest among those
+    /// whose extra copies and scratch (less the plain MSM's, which it
+    /// replaces) fit `bytes`; `None` when none beats the plain MSM.
+    fn shifted_h_shape(&self, len: usize, bytes: u64) -> Option<ShiftedH>;
     /// The zero/one/other classifier for up to `len` scalars.
     fn classifier(&self, len: usize) -> u64;
     /// Fixed-size parts: batch sums, NTT tables, result slots.
@@ -176,6 +182,38 @@ impl fmt::Display for SrsMode {
             SrsMode::Streamed { chunk } => write!(f, "streamed SRS ({chunk} points per chunk)"),
         }
     }
+}
+
+/// H's MSM over shifted bases (cuzk-cuda `ShiftedBases`): H's points kept
+/// with `copies − 1` shifted copies beside the key (made on the device when
+/// it goes resident), c-bit windows sharing `sets` bucket sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ShiftedH {
+    pub window_bits: u32,
+    pub sets: u32,
+    pub copies: u32,
+}
+
+impl ShiftedH {
+    /// Device bytes of the copies beyond H's own points.
+    pub fn extra_bytes(&self, h: usize) -> u64 {
+        u64::from(self.copies.saturating_sub(1)) * h as u64 * G1_BYTES
+    }
+}
+
+/// Workers a plan keeps room for beside H's shifted copies: the CLI's and
+/// the daemon's default count of GPU workers per device (two partitions in
+/// flight: one's upload and H polynomial beside the other's MSMs).
+pub const SHIFTED_H_WORKERS: usize = 2;
+
+/// Whether plans may keep H's points shifted (`CUZK_SHIFTED_H=1`; off by
+/// default until measured on a 32 GiB proof). Read once per process, so that
+/// admission and the workers plan alike.
+pub fn shifted_h_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var_os("CUZK_SHIFTED_H").is_some_and(|v| !v.is_empty() && v != "0")
+    })
 }
 
 /// One stage's transient device memory.
@@ -209,6 +247,10 @@ pub struct VramPlan {
     pub partition_peak: u64,
     /// Kept free against fragmentation.
     pub margin: u64,
+    /// `Some`: H's MSM runs over shifted bases of this shape (their copies
+    /// counted in `srs_device_bytes`, the larger of the two MSMs' scratch in
+    /// `scratch_bytes`: they take turns).
+    pub h_shift: Option<ShiftedH>,
 }
 
 /// Why no plan fits.
@@ -236,6 +278,62 @@ impl VramPlan {
     /// chunk that fits; an error with the numbers when not even the smallest
     /// chunk fits.
     pub fn new(shape: Shape, budget: u64, fp: &dyn Footprints) -> Result<VramPlan, PlanError> {
+        Self::new_with(shape, budget, fp, shifted_h_enabled())
+    }
+
+    /// [`VramPlan::new`], with H's MSM over shifted bases when `shifted_h`
+    /// and [`VramPlan::with_shifted_h`] finds room.
+    pub fn new_with(
+        shape: Shape,
+        budget: u64,
+        fp: &dyn Footprints,
+        shifted_h: bool,
+    ) -> Result<VramPlan, PlanError> {
+        let plan = Self::plain(shape, budget, fp)?;
+        Ok(if shifted_h {
+            plan.with_shifted_h(fp)
+        } else {
+            plan
+        })
+    }
+
+    /// This resident plan with H's MSM over shifted bases, when the copies
+    /// and the larger scratch leave room for as many workers as before, up
+    /// to [`SHIFTED_H_WORKERS`] (at least one); else this plan.
+    pub fn with_shifted_h(self, fp: &dyn Footprints) -> VramPlan {
+        if self.mode != SrsMode::Resident || self.shape.h == 0 {
+            return self;
+        }
+        let workers = self.workers_that_fit().clamp(1, SHIFTED_H_WORKERS) as u64;
+        let plain_g1 = fp.msm_g1(self.msm_len);
+        // The room left beside `workers` partitions; the copies take it
+        // once, the shifted MSM's scratch beyond the plain one's once per
+        // worker. The cheapest shape for the room (as if one worker), then
+        // smaller rooms until the exact check passes.
+        let mut room = self
+            .budget
+            .saturating_sub(self.peak() + (workers - 1) * self.worker_bytes());
+        for _ in 0..8 {
+            let Some(h) = fp.shifted_h_shape(self.shape.h, room + plain_g1) else {
+                break;
+            };
+            let shifted = fp.msm_g1_shifted(self.shape.h, h);
+            let plan = VramPlan {
+                srs_device_bytes: self.srs_device_bytes + h.extra_bytes(self.shape.h),
+                scratch_bytes: self.scratch_bytes - plain_g1 + plain_g1.max(shifted),
+                h_shift: Some(h),
+                ..self.clone()
+            };
+            if plan.fits() && plan.workers_that_fit() as u64 >= workers {
+                return plan;
+            }
+            room = room / 4 * 3;
+        }
+        self
+    }
+
+    /// The plan without shifted bases.
+    fn plain(shape: Shape, budget: u64, fp: &dyn Footprints) -> Result<VramPlan, PlanError> {
         if let Some(d) = shape.device_abc {
             // The matrices resident beside the key, else streamed through a
             // chunk's staging, else a, b, c from the host.
@@ -385,6 +483,7 @@ impl VramPlan {
             stages,
             partition_peak,
             margin: budget / 64 + (64 << 20),
+            h_shift: None,
         }
     }
 
@@ -456,6 +555,13 @@ impl fmt::Display for VramPlan {
             human(big.bytes),
             human(self.peak())
         )?;
+        if let Some(h) = self.h_shift {
+            write!(
+                f,
+                "; H over shifted bases (c = {}, {} sets, {} copies)",
+                h.window_bits, h.sets, h.copies
+            )?;
+        }
         match (self.abc_on_device(), self.matrices_streamed()) {
             (true, None) => write!(
                 f,
@@ -483,6 +589,19 @@ impl Footprints for CudaFootprints {
     fn msm_g2(&self, len: usize) -> u64 {
         Msm::<G2>::bytes_for(len)
     }
+    fn msm_g1_shifted(&self, len: usize, h: ShiftedH) -> u64 {
+        Msm::<G1>::shifted_bytes_for(len, h.window_bits, h.sets)
+    }
+    fn shifted_h_shape(&self, len: usize, bytes: u64) -> Option<ShiftedH> {
+        let xyzz = G1::XYZZ_WORDS * 8;
+        choose_shifted_shape(len, xyzz, G1_BYTES as usize, bytes as usize).map(|(c, sets)| {
+            ShiftedH {
+                window_bits: c,
+                sets,
+                copies: copies_for(c, sets),
+            }
+        })
+    }
     fn classifier(&self, len: usize) -> u64 {
         Classifier::bytes_for(len) + BitmapGather::bytes_for(len)
     }
@@ -496,6 +615,7 @@ impl Footprints for CudaFootprints {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resident::KeyShape;
 
     /// Footprints shaped like the real kernels': linear in the length.
     struct Linear;
@@ -506,6 +626,18 @@ mod tests {
         }
         fn msm_g2(&self, len: usize) -> u64 {
             len as u64 * 80 + (400 << 20)
+        }
+        fn msm_g1_shifted(&self, len: usize, h: ShiftedH) -> u64 {
+            len as u64 * 70 + (u64::from(h.sets) << 20)
+        }
+        fn shifted_h_shape(&self, len: usize, bytes: u64) -> Option<ShiftedH> {
+            // Two copies, if they fit.
+            let h = ShiftedH {
+                window_bits: 22,
+                sets: 6,
+                copies: 2,
+            };
+            (h.extra_bytes(len) + self.msm_g1_shifted(len, h) <= bytes).then_some(h)
         }
         fn classifier(&self, len: usize) -> u64 {
             len as u64 * 8
@@ -648,6 +780,76 @@ mod tests {
         assert_eq!(plan.srs_device_bytes, shape.srs_bytes());
         assert!(plan.fits() && plan.workers_that_fit() >= 2, "{plan}");
         assert_eq!(plan.largest_stage().name, "h_poly", "{plan}");
+    }
+
+    /// H over shifted bases on the same H200 arena, a, b, c on the device
+    /// from resident matrices as the pre-compiled PoRep runs: room for
+    /// two copies of H beside the key, the matrices and two workers, and no
+    /// worker fewer than without them.
+    #[test]
+    fn a_32_gib_porep_partition_keeps_h_shifted_beside_two_workers() {
+        let circuit = CircuitShape {
+            num_constraints: 130_278_869,
+            num_inputs: 328,
+            num_aux: 130_169_893,
+            a_aux_density: 129_753_292,
+            b_input_density: 1,
+            b_aux_density: 33_112_281,
+            domain_log2: 27,
+        };
+        // The recording's device bytes and table as the H200 run logged
+        // them (5.51 GiB of matrices).
+        let shape = Shape::of_circuit(&circuit).with_device_abc(
+            &circuit,
+            5_916_000_000,
+            1_526,
+            309_405_051,
+        );
+        let arena = 145_006_595_840; // 135.05 GiB
+        let plain = VramPlan::new_with(shape, arena, &CudaFootprints, false).unwrap();
+        let shifted = VramPlan::new_with(shape, arena, &CudaFootprints, true).unwrap();
+        println!("{plain}\n{shifted}");
+        assert_eq!(plain.h_shift, None);
+        let h = shifted.h_shift.expect("room for H's copies");
+        assert!(h.copies >= 2 && h.sets < 13, "{shifted}");
+        assert!(
+            shifted.fits() && shifted.workers_that_fit() >= 2,
+            "{shifted}"
+        );
+        assert!(plain.workers_that_fit() >= 2, "{plain}");
+        assert_eq!(
+            shifted.srs_device_bytes,
+            plain.srs_device_bytes + h.extra_bytes(shape.h)
+        );
+        assert!(
+            shifted.to_string().contains("H over shifted bases"),
+            "{shifted}"
+        );
+        assert_eq!(
+            KeyShape::of_plan(&shifted).bytes(),
+            shifted.srs_device_bytes,
+            "admission counts the copies"
+        );
+    }
+
+    /// Without room for a copy beside the partitions that fit, H stays
+    /// plain; a streamed plan never keeps H shifted.
+    #[test]
+    fn h_stays_plain_without_room() {
+        let shape = demo_shape(24);
+        let plain = VramPlan::new_with(shape, 140 * GIB, &Linear, false).unwrap();
+        let roomy = VramPlan::new_with(shape, 140 * GIB, &Linear, true).unwrap();
+        assert!(roomy.h_shift.is_some(), "{roomy}");
+        assert!(roomy.workers_that_fit() >= SHIFTED_H_WORKERS, "{roomy}");
+        // Just enough for one plain partition: no copy fits.
+        let fit_at = |p: &VramPlan| ((p.peak() - p.margin + (64 << 20)) * 64).div_ceil(63);
+        let tight = fit_at(&plain);
+        let p = VramPlan::new_with(shape, tight, &Linear, true).unwrap();
+        assert_eq!(p.mode, SrsMode::Resident, "{p}");
+        assert_eq!(p.h_shift, None, "{p}");
+        let streamed = VramPlan::new_with(demo_shape(26), 16 * GIB, &Linear, true).unwrap();
+        assert!(matches!(streamed.mode, SrsMode::Streamed { .. }));
+        assert_eq!(streamed.h_shift, None);
     }
 
     #[test]

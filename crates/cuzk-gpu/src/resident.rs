@@ -19,9 +19,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::plan::{Shape, G1_BYTES, G2_BYTES};
+use crate::plan::{Shape, VramPlan, G1_BYTES, G2_BYTES};
 
-/// A key's section lengths (points of H, L, A, B in G1 and B in G2).
+/// A key's section lengths (points of H, L, A, B in G1 and B in G2), and
+/// how many copies of H it keeps on the device (1; more when H's MSM runs
+/// over shifted bases, `VramPlan::h_shift`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KeyShape {
     pub h: usize,
@@ -29,10 +31,11 @@ pub struct KeyShape {
     pub a: usize,
     pub b_g1: usize,
     pub b_g2: usize,
+    pub h_copies: u32,
 }
 
 impl KeyShape {
-    /// The key a partition of `shape` proves with.
+    /// The key a partition of `shape` proves with, H plain.
     pub fn of(shape: &Shape) -> Self {
         KeyShape {
             h: shape.h,
@@ -40,12 +43,23 @@ impl KeyShape {
             a: shape.a,
             b_g1: shape.b_g1,
             b_g2: shape.b_g2,
+            h_copies: 1,
         }
     }
 
-    /// Device bytes of the key's points.
+    /// The key as `plan` keeps it resident (H's copies included).
+    pub fn of_plan(plan: &VramPlan) -> Self {
+        KeyShape {
+            h_copies: plan.h_shift.map_or(1, |h| h.copies),
+            ..Self::of(&plan.shape)
+        }
+    }
+
+    /// Device bytes of the key's points (H's copies included).
     pub fn bytes(&self) -> u64 {
-        (self.h + self.l + self.a + self.b_g1) as u64 * G1_BYTES + self.b_g2 as u64 * G2_BYTES
+        (self.h + self.l + self.a + self.b_g1) as u64 * G1_BYTES
+            + self.b_g2 as u64 * G2_BYTES
+            + u64::from(self.h_copies.saturating_sub(1)) * self.h as u64 * G1_BYTES
     }
 }
 
@@ -223,6 +237,7 @@ mod tests {
             a: n,
             b_g1: n,
             b_g2: n,
+            h_copies: 1,
         }
     }
 

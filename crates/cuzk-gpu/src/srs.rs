@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use cuzk_cuda::msm::{ShiftedBases, G1};
 use cuzk_cuda::DeviceBuffer;
 use cuzk_field::limbs::{g1_as_limbs, g2_as_limbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::G1Affine;
@@ -14,12 +15,20 @@ use cuzk_groth16::prover::StageTimings;
 use cuzk_groth16::ProvingKey;
 use parking_lot::{Mutex, MutexGuard};
 
+use crate::plan::VramPlan;
 use crate::resident::{KeyInUse, KeyShape, Keys};
 use crate::worker::Worker;
 
+/// H's points on the device: as they are, or with shifted copies for an
+/// MSM whose windows share bucket sets (`VramPlan::h_shift`).
+pub(crate) enum HPoints {
+    Plain(DeviceBuffer<G1AffineLimbs>),
+    Shifted(ShiftedBases<G1>),
+}
+
 /// A key's points in device memory, shared by the workers of one device.
 pub(crate) struct ResidentSrs {
-    pub(crate) h: DeviceBuffer<G1AffineLimbs>,
+    pub(crate) h: HPoints,
     pub(crate) l: DeviceBuffer<G1AffineLimbs>,
     pub(crate) a: DeviceBuffer<G1AffineLimbs>,
     pub(crate) b_g1: DeviceBuffer<G1AffineLimbs>,
@@ -133,6 +142,7 @@ impl Worker {
     pub(crate) fn make_resident(
         &mut self,
         key: &ProvingKey,
+        plan: &VramPlan,
         t: &mut StageTimings,
     ) -> cuzk_cuda::Result<Arc<ResidentSrs>> {
         let fp = Fingerprint::of(key);
@@ -141,13 +151,7 @@ impl Worker {
         if let Some(srs) = keys.get(&fp.0) {
             return Ok(srs);
         }
-        let shape = KeyShape {
-            h: key.h.len(),
-            l: key.l.len(),
-            a: key.a.len(),
-            b_g1: key.b_g1.len(),
-            b_g2: key.b_g2.len(),
-        };
+        let shape = KeyShape::of_plan(plan);
         let dropped = keys.make_room_for(&shape);
         if dropped > 0 {
             tracing::debug!("dropped {dropped} resident key(s) to make room for another");
@@ -159,7 +163,22 @@ impl Worker {
             w.stage_upload(&s, p, &mut d, 0)?;
             Ok::<_, cuzk_cuda::Error>(d)
         };
-        let h = up_g1(self, g1_as_limbs(&key.h))?;
+        let h = match plan.h_shift {
+            None => HPoints::Plain(up_g1(self, g1_as_limbs(&key.h))?),
+            Some(hs) => {
+                // H goes straight into copy 0 of the shifted points.
+                let (c, sets) = (hs.window_bits, hs.sets);
+                let mut points = ShiftedBases::<G1>::alloc_points(&s, key.h.len(), c, sets)?;
+                self.stage_upload(&s, g1_as_limbs(&key.h), &mut points, 0)?;
+                let shifted = ShiftedBases::from_copy0(&s, points, key.h.len(), c, sets)?;
+                tracing::info!(
+                    "H kept shifted: {} copies for c = {c} over {sets} bucket sets, made in {:.0} ms",
+                    shifted.copies(),
+                    shifted.build_ms()
+                );
+                HPoints::Shifted(shifted)
+            }
+        };
         let l = up_g1(self, g1_as_limbs(&key.l))?;
         let a = up_g1(self, g1_as_limbs(&key.a))?;
         let b_g1 = up_g1(self, g1_as_limbs(&key.b_g1))?;

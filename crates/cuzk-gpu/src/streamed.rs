@@ -86,7 +86,8 @@ impl Worker {
     ) -> cuzk_cuda::Result<cuzk_field::G1Projective> {
         let r = self.stream_section::<G1>(chunk, bases, scalars, count, |w| {
             let sc = w.scratch.as_mut().expect("sized");
-            (&mut sc.classifier, &mut sc.g1, &mut w.sum_g1)
+            let g1 = sc.g1.as_mut().expect("made with the scratch");
+            (&mut sc.classifier, g1, &mut w.sum_g1)
         })?;
         Ok(r.unwrap_or_else(Group::identity))
     }

@@ -21,12 +21,13 @@ use cuzk_synth::Synthesized;
 
 use crate::matrices::{AbcMatrices, MatrixSlot};
 use crate::plan::{SrsMode, VramPlan};
-use crate::srs::{ResidentSrs, SrsSlot};
+use crate::srs::{HPoints, ResidentSrs, SrsSlot};
 
 pub(crate) struct Scratch {
     pub(crate) len: usize,
     pub(crate) g2_len: usize,
-    pub(crate) g1: Msm<G1>,
+    /// The plain G1 MSM; `None` while a shifted H MSM has its room.
+    pub(crate) g1: Option<Msm<G1>>,
     pub(crate) g2: Msm<G2>,
     pub(crate) classifier: Classifier,
     pub(crate) gather: BitmapGather,
@@ -149,7 +150,7 @@ impl Worker {
         t: &mut StageTimings,
     ) -> cuzk_cuda::Result<MsmSums> {
         let resident = match plan.mode {
-            SrsMode::Resident => Some(self.make_resident(key, t)?),
+            SrsMode::Resident => Some(self.make_resident(key, plan, t)?),
             // Alone on its arena, a worker frees its resident key before
             // streaming; under admission the key stays (admission made room).
             SrsMode::Streamed { .. } => {
@@ -260,8 +261,24 @@ impl Worker {
 
         clock.start(&s, "msm_h")?;
         let scratch = self.scratch.as_mut().expect("sized above");
-        scratch.g1.enqueue(&srs.h, &dh, None, n - 1)?;
-        let h = scratch.g1.result()?;
+        let h = match &srs.h {
+            HPoints::Plain(h) => {
+                let g1 = scratch.g1.as_mut().expect("made with the scratch");
+                g1.enqueue(h, &dh, None, n - 1)?;
+                g1.result()?
+            }
+            HPoints::Shifted(hs) => {
+                // The plain MSM's scratch makes room for the shifted one's
+                // (the plan counts the larger), and comes back after it.
+                scratch.g1 = None;
+                let mut msm = Msm::<G1>::for_shifted(&s, n - 1, hs)?;
+                msm.enqueue_shifted(hs, &dh, None, n - 1)?;
+                let h = msm.result()?;
+                drop(msm);
+                scratch.g1 = Some(Msm::new(&s, scratch.len)?);
+                h
+            }
+        };
         drop(dh);
         clock.stop(&s)?;
 
@@ -315,6 +332,8 @@ impl Worker {
             .sum_indices(&srs.b_g1, scratch.classifier.ones(), counts.ones)?
             + scratch
                 .g1
+                .as_mut()
+                .expect("made with the scratch")
                 .run_indexed(&srs.b_g1, &db, scratch.classifier.others(), counts.others)?;
         clock.stop(&s)?;
         clock.start(&s, "msm_b_g2")?;
@@ -372,10 +391,11 @@ impl Worker {
         let ones = self
             .sum_g1
             .sum_indices(bases, scratch.classifier.ones(), counts.ones)?;
-        let rest =
-            scratch
-                .g1
-                .run_indexed(bases, scalars, scratch.classifier.others(), counts.others)?;
+        let rest = scratch
+            .g1
+            .as_mut()
+            .expect("made with the scratch")
+            .run_indexed(bases, scalars, scratch.classifier.others(), counts.others)?;
         Ok(ones + rest)
     }
 
@@ -393,7 +413,7 @@ impl Worker {
         self.scratch = Some(Scratch {
             len,
             g2_len,
-            g1: Msm::new(s, len)?,
+            g1: Some(Msm::new(s, len)?),
             g2: Msm::new(s, g2_len)?,
             classifier: Classifier::new(s, len)?,
             gather: BitmapGather::new(s, len)?,

@@ -101,6 +101,68 @@ fn gpu_proofs_are_byte_identical_to_cpu_proofs() {
     }
 }
 
+/// H's MSM over shifted bases (`CUZK_SHIFTED_H`, forced on here): the
+/// plan keeps H with shifted copies beside the key, and the proofs are
+/// byte-identical to the CPU's, for a fresh worker (the copies made with the
+/// key) and on a second witness (the resident copies reused); with a, b, c
+/// from the host and from the device.
+#[test]
+fn shifted_h_gives_the_cpu_proofs() {
+    use cuzk_gpu::witness_shape;
+    use cuzk_synth::precompiled::{record, witness, DeferredAbc};
+    use std::sync::Arc;
+    if backend().is_none() {
+        return;
+    }
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("shifted H; seed {seed}");
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    for (k, path) in keys() {
+        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
+            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
+        let pvk = PreparedVerifyingKey::new(&key.vk);
+        let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
+        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
+        // A fresh worker per key, so its key (and H's copies) are made here.
+        let gpu = backend().expect("a device");
+        gpu.set_shifted_h(true);
+        for (i, witness_seed) in [seed, seed ^ 1].into_iter().enumerate() {
+            let circuit = DemoCircuit::new(k, 0.95, witness_seed);
+            let inputs = circuit.public_inputs();
+            let full = synthesize(circuit.clone()).unwrap();
+            let w = if i == 0 {
+                full.clone()
+            } else {
+                deferred.synthesized(witness(circuit).unwrap()).unwrap()
+            };
+            let plan = gpu.plan(witness_shape(&w)).unwrap();
+            let h = plan
+                .h_shift
+                .unwrap_or_else(|| panic!("2^{k}: no room for H's copies: {plan}"));
+            assert!(h.copies >= 2, "2^{k}: {plan}");
+            let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+            let cpu = prove_with(&CpuBackend, &key, &full, r, s).unwrap();
+            let out = prove_with(&gpu, &key, &w, r, s).unwrap();
+            assert_eq!(
+                out.proof.to_bytes(),
+                cpu.proof.to_bytes(),
+                "2^{k}, witness {i}: GPU proof with H shifted ({plan}) differs from the CPU proof"
+            );
+            assert!(verify_proof(&pvk, &out.proof, &inputs).unwrap());
+            eprintln!(
+                "2^{k}, witness {i}: identical with H shifted (c = {}, {} sets, {} copies), msm_h {:.2} ms",
+                h.window_bits,
+                h.sets,
+                h.copies,
+                out.timings.get("msm_h").unwrap_or_default().as_secs_f64() * 1e3
+            );
+        }
+    }
+}
+
 fn gpu_name(b: &CudaBackend) -> &'static str {
     use cuzk_groth16::prover::Backend;
     b.name()

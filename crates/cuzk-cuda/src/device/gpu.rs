@@ -191,6 +191,30 @@ impl Gpu {
         })
     }
 
+    /// A new non-blocking stream of the device's highest priority, its
+    /// buffers from `arena`: for copies that should not queue behind another
+    /// stream's kernels (`copy_overlap` measures whether they do).
+    pub fn new_priority_stream_in(&self, arena: &Arena) -> Result<Stream> {
+        self.inner
+            .ctx
+            .bind_to_thread()
+            .cuda("cuCtxSetCurrent", || self.inner.info.to_string())?;
+        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
+            .cuda("cuCtxGetStreamPriorityRange", || {
+                self.inner.info.to_string()
+            })?;
+        let inner = self
+            .inner
+            .ctx
+            .new_stream_with_priority(greatest)
+            .cuda("cuStreamCreateWithPriority", || self.inner.info.to_string())?;
+        Ok(Stream {
+            gpu: self.clone(),
+            inner,
+            arena: arena.clone(),
+        })
+    }
+
     /// A stream and an arena of `bytes` carved out of the device's arena, for
     /// a worker that must behave as if the card had only that much memory.
     pub fn budgeted_stream(&self, bytes: u64) -> Result<Stream> {

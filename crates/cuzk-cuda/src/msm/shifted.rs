@@ -86,24 +86,79 @@ impl<C: MsmCurve> ShiftedBases<C> {
         sets: u32,
     ) -> Result<Self> {
         let kernel = C::KERNELS[K_SHIFT];
+        ensure(kernel, len <= bases.len(), || {
+            format!("{len} points of {} {} bases", bases.len(), C::NAME)
+        })?;
+        let copies = Self::check_shape(len, window_bits, sets)?;
+        let mut points = stream.alloc::<C::Affine>((copies as usize * len).max(1))?;
+        let start = stream.record()?;
+        stream.copy_range(bases, 0, &mut points, 0, len)?;
+        Self::shift(stream, points, start, len, window_bits, sets)
+    }
+
+    /// Device points for `len` bases and their copies for (c, sets), not
+    /// zeroed: write the bases into the first `len` (copy 0), e.g. by an
+    /// upload, then [`ShiftedBases::from_copy0`] (no second copy of the
+    /// bases on the device).
+    pub fn alloc_points(
+        stream: &Stream,
+        len: usize,
+        window_bits: u32,
+        sets: u32,
+    ) -> Result<DeviceBuffer<C::Affine>> {
+        let copies = Self::check_shape(len, window_bits, sets)?;
+        stream.alloc_uninit((copies as usize * len).max(1))
+    }
+
+    /// Makes the copies in `points` (from [`ShiftedBases::alloc_points`]),
+    /// whose first `len` points are the bases, on `stream` (waits for it).
+    pub fn from_copy0(
+        stream: &Stream,
+        points: DeviceBuffer<C::Affine>,
+        len: usize,
+        window_bits: u32,
+        sets: u32,
+    ) -> Result<Self> {
+        let copies = Self::check_shape(len, window_bits, sets)?;
+        ensure(
+            C::KERNELS[K_SHIFT],
+            points.len() >= copies as usize * len,
+            || format!("{} points for {copies} copies of {len}", points.len()),
+        )?;
+        let start = stream.record()?;
+        Self::shift(stream, points, start, len, window_bits, sets)
+    }
+
+    /// The copies' count for a valid shape, or why it is not one.
+    fn check_shape(len: usize, window_bits: u32, sets: u32) -> Result<u32> {
+        let kernel = C::KERNELS[K_SHIFT];
         let w = windows_for(window_bits.clamp(MIN_WINDOW_BITS, MAX_WINDOW_BITS));
         ensure(
             kernel,
             (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&window_bits) && (1..=w).contains(&sets),
             || format!("window size {window_bits} with {sets} bucket sets"),
         )?;
-        ensure(kernel, len <= bases.len(), || {
-            format!("{len} points of {} {} bases", bases.len(), C::NAME)
-        })?;
         let copies = copies_for(window_bits, sets);
         ensure(
             kernel,
             (copies as usize).saturating_mul(len) < MAX_LEN,
             || format!("{copies} copies of {len} points overflow the 31-bit entry index"),
         )?;
-        let mut points = stream.alloc::<C::Affine>((copies as usize * len).max(1))?;
-        let start = stream.record()?;
-        stream.copy_range(bases, 0, &mut points, 0, len)?;
+        Ok(copies)
+    }
+
+    /// Copy k from copy k − 1, k = 1 .. copies, in slices; `start` was
+    /// recorded before the first copy's points were written.
+    fn shift(
+        stream: &Stream,
+        points: DeviceBuffer<C::Affine>,
+        start: Event,
+        len: usize,
+        window_bits: u32,
+        sets: u32,
+    ) -> Result<Self> {
+        let kernel = C::KERNELS[K_SHIFT];
+        let copies = copies_for(window_bits, sets);
         let shift = window_bits * sets;
         if copies > 1 && len > 0 {
             let scratch: DeviceBuffer<u64> = stream.alloc(len.min(SHIFT_SLICE) * C::XYZZ_WORDS)?;
@@ -126,7 +181,7 @@ impl<C: MsmCurve> ShiftedBases<C> {
                     // SAFETY: msm_shift_bases_*(in, n, L, d, scratch, out): reads
                     // copy k − 1's points [first, first + n), writes scratch[0..n)
                     // (n ≤ the slice it holds) and copy k's points
-                    // [first, first + n), all inside `points` (copies·len).
+                    // [first, first + n), all inside `points` (≥ copies·len).
                     unsafe {
                         stream.launch(
                             kernel,

@@ -43,6 +43,7 @@ fn vram_bytes(key: &ProvingKey) -> u64 {
         a: key.a.len(),
         b_g1: key.b_g1.len(),
         b_g2: key.b_g2.len(),
+        h_copies: 1,
     }
     .bytes()
 }
