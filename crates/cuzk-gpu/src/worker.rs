@@ -401,10 +401,12 @@ impl Worker {
 
     /// Scratch for G1 MSMs of up to `len` pairs and G2 MSMs of up to `g2_len`.
     fn size_scratch(&mut self, len: usize, g2_len: usize) -> cuzk_cuda::Result<()> {
+        // (A partition that failed inside a shifted msm_h leaves no plain G1
+        // scratch: that one is made again.)
         if self
             .scratch
             .as_ref()
-            .is_some_and(|sc| (sc.len, sc.g2_len) == (len, g2_len))
+            .is_some_and(|sc| (sc.len, sc.g2_len) == (len, g2_len) && sc.g1.is_some())
         {
             return Ok(());
         }
