@@ -31,8 +31,10 @@
 //!
 //! The window size c comes from [`choose_window_bits`]: a cost model
 //! (n·⌈256/c⌉ mixed additions for the buckets, ≈3 additions per bucket for the
-//! reduction) minimized under the memory budget. Nothing is synchronized
-//! between launches: the sort's total is read on the device.
+//! reduction) minimized under the memory budget; an [`Msm::new`] sized for n
+//! pairs runs a shorter call under the window chosen for that call's length
+//! when its scratch holds the plan. Nothing is synchronized between
+//! launches: the sort's total is read on the device.
 //!
 //! **Batch sums** ([`BatchSum`]): Σ P_i over a bitmap (bit i of word i/64,
 //! LSB first) or an index list; each thread accumulates in XYZZ, then a tree.
