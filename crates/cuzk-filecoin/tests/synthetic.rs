@@ -216,16 +216,33 @@ mod post {
                 .unwrap_err()
                 .to_string();
             assert!(e.contains("do not prove the challenges"), "{size}: {e}");
-            // One byte of a sibling hash changed.
-            let mut edited = made.vanilla_proofs.clone();
-            let at = edited[0].len() / 2;
-            edited[0][at] ^= 1;
-            let e = request(&s, edited, &RANDOMNESS).check().unwrap_err();
-            eprintln!(
-                "{size}: {} bytes, {:?}; edited: {e}",
-                made.vanilla_proofs[0].len(),
-                made.elapsed
-            );
+            // One byte changed where the check must notice: in comm_c (the
+            // second-to-last 32 bytes: comm_r is no longer its hash with
+            // comm_r_last) and, for single-level trees, in the first
+            // inclusion proof's first sibling hash. (The proof's own copy
+            // of a path's root is not what the check compares, so an
+            // arbitrary byte is not a test: the middle byte of the 2 KiB
+            // proof is the first byte of a root, and stays accepted.)
+            let bytes = &made.vanilla_proofs[0];
+            // sector id, comm_r, sectors, inclusion proofs (u64 lengths),
+            // ProofData's tag (u32): 0 is a single-level proof, then root,
+            // leaf, the path's length, the first element's hash count.
+            let single = bytes[56..60] == [0, 0, 0, 0];
+            let sibling = 8 + 32 + 8 + 8 + 4 + 32 + 32 + 8 + 8;
+            let comm_c = bytes.len() - 64;
+            for at in [Some(comm_c), single.then_some(sibling + 5)]
+                .into_iter()
+                .flatten()
+            {
+                let mut edited = made.vanilla_proofs.clone();
+                edited[0][at] ^= 1;
+                let e = request(&s, edited, &RANDOMNESS).check().unwrap_err();
+                eprintln!(
+                    "{size}: {} bytes, {:?}; byte {at} edited: {e}",
+                    bytes.len(),
+                    made.elapsed
+                );
+            }
         }
     }
 
