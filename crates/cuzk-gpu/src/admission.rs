@@ -389,15 +389,7 @@ mod porep_plan {
     /// card (streaming the 47 GB key), as supraseal-c2 fits it in ~13.8 GiB.
     #[test]
     fn a_porep_32gib_partition_fits_a_16_gib_card() {
-        let c = CircuitShape {
-            num_constraints: 130_278_869,
-            num_inputs: 328,
-            num_aux: 130_169_893,
-            a_aux_density: 129_753_292,
-            b_input_density: 1,
-            b_aux_density: 33_112_281,
-            domain_log2: 27,
-        };
+        let c = crate::plan::tests::porep_32gib();
         let shape = Shape::of_circuit(&c);
         let plan = VramPlan::new(shape, 16 << 30, &CudaFootprints).unwrap();
         assert!(matches!(plan.mode, SrsMode::Streamed { .. }), "{plan}");

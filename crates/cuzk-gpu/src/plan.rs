@@ -613,9 +613,23 @@ impl Footprints for CudaFootprints {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::resident::KeyShape;
+
+    /// One 32 GiB PoRep partition, the real circuit's counts (as issue
+    /// #13's H200 run synthesized it; docs/facts.md).
+    pub(crate) fn porep_32gib() -> CircuitShape {
+        CircuitShape {
+            num_constraints: 130_278_869,
+            num_inputs: 328,
+            num_aux: 130_169_893,
+            a_aux_density: 129_753_292,
+            b_input_density: 1,
+            b_aux_density: 33_112_281,
+            domain_log2: 27,
+        }
+    }
 
     /// Footprints shaped like the real kernels': linear in the length.
     struct Linear;
@@ -763,15 +777,7 @@ mod tests {
     /// one worker fits beside it with room for a second.
     #[test]
     fn a_32_gib_porep_partition_plans_resident_on_an_h200() {
-        let shape = Shape::of_circuit(&CircuitShape {
-            num_constraints: 130_278_869,
-            num_inputs: 328,
-            num_aux: 130_169_893,
-            a_aux_density: 129_753_292,
-            b_input_density: 1,
-            b_aux_density: 33_112_281,
-            domain_log2: 27,
-        });
+        let shape = Shape::of_circuit(&porep_32gib());
         let arena = 145_006_595_840; // 135.05 GiB
         let plan = VramPlan::new(shape, arena, &CudaFootprints).unwrap();
         println!("{plan}");
@@ -788,15 +794,7 @@ mod tests {
     /// worker fewer than without them.
     #[test]
     fn a_32_gib_porep_partition_keeps_h_shifted_beside_two_workers() {
-        let circuit = CircuitShape {
-            num_constraints: 130_278_869,
-            num_inputs: 328,
-            num_aux: 130_169_893,
-            a_aux_density: 129_753_292,
-            b_input_density: 1,
-            b_aux_density: 33_112_281,
-            domain_log2: 27,
-        };
+        let circuit = porep_32gib();
         // The recording's device bytes and table as the H200 run logged
         // them (5.51 GiB of matrices).
         let shape = Shape::of_circuit(&circuit).with_device_abc(

@@ -33,6 +33,14 @@ fn backend() -> Option<CudaBackend> {
     }
 }
 
+/// A new seed per run (printed by each test, so a failure can be replayed).
+fn fresh_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
 fn keys() -> Vec<(u32, PathBuf)> {
     // CUZK_FIXTURES: where fixtures/ is when the test runs away from its source tree.
     let fixtures = std::env::var("CUZK_FIXTURES").map_or_else(
@@ -54,10 +62,7 @@ fn keys() -> Vec<(u32, PathBuf)> {
 #[test]
 fn gpu_proofs_are_byte_identical_to_cpu_proofs() {
     let Some(gpu) = backend() else { return };
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
+    let seed = fresh_seed();
     eprintln!(
         "backend {} on {}; seed {seed}",
         gpu_name(&gpu),
@@ -114,10 +119,7 @@ fn shifted_h_gives_the_cpu_proofs() {
     if backend().is_none() {
         return;
     }
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
+    let seed = fresh_seed();
     eprintln!("shifted H; seed {seed}");
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     for (k, path) in keys() {
@@ -291,10 +293,7 @@ fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
     use cuzk_synth::precompiled::{record, witness, DeferredAbc};
     use std::sync::Arc;
     let Some(gpu) = backend() else { return };
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
+    let seed = fresh_seed();
     eprintln!("deferred a, b, c on {}; seed {seed}", gpu.device_name());
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     let slot = gpu.resident_matrices();
@@ -392,10 +391,7 @@ fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
     use cuzk_synth::precompiled::{record, witness, DeferredAbc};
     use std::sync::Arc;
     let Some(first) = backend() else { return };
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
+    let seed = fresh_seed();
     eprintln!("streamed matrices on {}; seed {seed}", first.device_name());
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     for (k, path) in keys() {
