@@ -200,7 +200,49 @@ struct alignas(16) mont_t {
         for (int i = 0; i < N; i++) r.l[i] = t[i];
         return r.reduce_once(tmp);  // t < 2p here
     }
-    __device__ __forceinline__ mont_t sqr() const { return *this * *this; }
+    /// a² (Montgomery): `sqr_chain`, or the product a·a when the build asks
+    /// for it (CUZK_FIELD_SQR_AS_MUL: the benchmark's baseline variant, see
+    /// kernels/msm/g1_sqr_variants.cu) or uses the reduced-radix product.
+    __device__ __forceinline__ mont_t sqr() const {
+#if defined(CUZK_FIELD_MUL_RR) || defined(CUZK_FIELD_SQR_AS_MUL)
+        return *this * *this;
+#else
+        return sqr_chain(*this);
+#endif
+    }
+    /// Montgomery square a²·R⁻¹ mod p in `mul_chain`'s carry-chain form,
+    /// paying each cross product a_i·a_j (i < j) once instead of twice:
+    /// N(N+1)/2 multiply-adds for the square instead of N², the N² of the
+    /// reduction unchanged (Fq: 222 wide multiply-adds against 288).
+    /// Row i adds a_i·(a_i + 2·Σ_{j>i} a_j·2^(32(j−i))) at absolute word 2i,
+    /// i.e. at word i of the running sum after i reduction shifts: word j ≥ i
+    /// gets a_i·v_j with v_i = a_i, v_{i+1} = a_{i+1} << 1 and, for j ≥ i + 2,
+    /// v_j = word j of 2a (which fits: a < p < 2^(32N − 1)). Every product
+    /// landing on absolute word i comes from a row ≤ i/2, so m of reduction
+    /// row i sees a complete word, as in CIOS. E/O parity chains and the
+    /// reduction rows are `mul_chain`'s; the result is T < 2p as there, one
+    /// add and one conditional subtraction. Needs a reduced input. Modelled
+    /// word by word in Python (every carry checked, Fq and Fr, edge values
+    /// and 24,000 random ones) before use.
+    __device__ __forceinline__ static mont_t sqr_chain(const mont_t& a) {
+        uint32_t d[N], x[N + 2], y[N + 2];
+        d[0] = a.l[0] << 1;
+#pragma unroll
+        for (int j = 1; j < N; j++) d[j] = __funnelshift_l(a.l[j - 1], a.l[j], 1);
+#pragma unroll
+        for (int i = 0; i < N + 2; i++) x[i] = y[i] = 0;
+#pragma unroll
+        for (int i = 0; i < N; i += 2) {
+            sqr_row(x, y, a.l, d, i);
+            sqr_row(y, x, a.l, d, i + 1);
+        }
+        mont_t r, tmp;
+        r.l[0] = ptx::add_cc(x[0], y[0]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) r.l[i] = ptx::addc_cc(x[i], y[i]);
+        r.l[N - 1] = ptx::addc(x[N - 1], y[N - 1]);
+        return r.reduce_once(tmp);
+    }
 
     // ---- lazy reduction: double-width products -----------------------------
     /// An exact 2N-word integer, little-endian: a product before Montgomery
@@ -397,6 +439,31 @@ struct alignas(16) mont_t {
                                                      uint32_t bi) {
         mad_parity<0>(E, a, bi, false);
         mad_parity<1>(O, a, bi, false);
+        redc_row(E, O);
+    }
+    /// The square half of `sqr_chain`'s row i on the words j ≥ i of parity
+    /// PAR (one carry chain of a_i·v_j; its carry into acc[N + PAR]); empty
+    /// when no such word is left (the last row has only a_{N−1}²).
+    template <int PAR>
+    __device__ __forceinline__ static void sqr_parity(uint32_t* acc, const uint32_t* a,
+                                                      const uint32_t* d, int i) {
+        const int j0 = (i & 1) == PAR ? i : i + 1;
+        if (j0 >= N) return;
+        const uint32_t v0 = j0 == i ? a[i] : a[i + 1] << 1;
+        acc[j0] = ptx::mad_lo_cc(v0, a[i], acc[j0]);
+        acc[j0 + 1] = ptx::madc_hi_cc(v0, a[i], acc[j0 + 1]);
+#pragma unroll
+        for (int j = j0 + 2; j < N; j += 2) {
+            acc[j] = ptx::madc_lo_cc(d[j], a[i], acc[j]);
+            acc[j + 1] = ptx::madc_hi_cc(d[j], a[i], acc[j + 1]);
+        }
+        acc[N + PAR] = ptx::addc(acc[N + PAR], 0);
+    }
+    /// One row of `sqr_chain`: its square half, then the reduction row.
+    __device__ __forceinline__ static void sqr_row(uint32_t* E, uint32_t* O, const uint32_t* a,
+                                                   const uint32_t* d, int i) {
+        sqr_parity<0>(E, a, d, i);
+        sqr_parity<1>(O, a, d, i);
         redc_row(E, O);
     }
     /// Bit length of p.

@@ -7,14 +7,18 @@
 //!   four fill threads, as a GPU worker does) on an idle device;
 //! * the same while thread B has `--ntts` forward NTTs of 2^`--log` queued
 //!   on its own stream (kernels that fill the GPU, as the other worker's
-//!   MSMs do);
-//! * A uploads 10 KiB of pageable memory while B waits for a 48 KiB
-//!   pageable download queued behind those NTTs (an MSM's window sums).
+//!   MSMs do) and a 48 KiB pageable download queued behind them (an MSM's
+//!   window sums), A on an ordinary stream and on one of top priority;
+//! * the same with B's download issued only once its NTTs are done (what
+//!   `Stream::download` does now);
+//! * A uploads 10 KiB of pageable memory while B waits for its queued
+//!   download.
 //!
 //! A's time is host wall time from the first call to its stream's end;
 //! for the staged rows also the fill and the waits for earlier copies
-//! (`StagingTimes`). H200, 2026-12-04, the third row only: 0.054 ms against
-//! B's 356 ms (pageable copies do not serialize across streams).
+//! (`StagingTimes`). H200, 2026-12-04 (BENCHMARKS.md, issue 17): 53.5 ms
+//! idle, 743 ms beside B's NTTs with B's download queued (waiting for copies
+//! 691 ms), 0.046 ms for the small pageable upload.
 //!
 //! `cargo run --release -p cuzk-benches --bin copy_overlap -- [--smoke]`;
 //! without a CUDA device it says so and exits 0.
@@ -59,17 +63,27 @@ struct Sample {
     b: Duration,
 }
 
-/// B's NTTs (and, for the small-copy row, its download) on thread B while
-/// `a_side` runs on this thread 20 ms later; `busy` false: `a_side` alone.
+/// What thread B does: nothing, or its NTTs followed by a 48 KiB download,
+/// the copy queued behind them (`Stream::download_queued`) or issued once
+/// they are done (`Stream::download`, what the prover does).
+#[derive(Clone, Copy, PartialEq)]
+enum B {
+    Idle,
+    Queued,
+    Waited,
+}
+
+/// B's side on thread B while `a_side` runs on this thread 20 ms later;
+/// `B::Idle`: `a_side` alone.
 fn round(
     b: &Stream,
     data: &mut DeviceBuffer<FrLimbs>,
     ntts: usize,
-    busy: bool,
+    busy: B,
     a_side: impl FnOnce() -> BoxResult<(Duration, StagingTimes)> + Send,
 ) -> BoxResult<Sample> {
     b.synchronize()?;
-    if !busy {
+    if busy == B::Idle {
         let (a, staging) = a_side()?;
         return Ok(Sample {
             a,
@@ -84,7 +98,12 @@ fn round(
             for _ in 0..ntts {
                 ntt(b, data, NttKind::Forward)?;
             }
-            let _ = b.download_vec(&sums)?;
+            let mut host = vec![0u64; sums.len()];
+            if busy == B::Queued {
+                b.download_queued(&sums, &mut host)?;
+            } else {
+                b.download(&sums, &mut host)?;
+            }
             Ok(t.elapsed())
         });
         std::thread::sleep(Duration::from_millis(20));
@@ -123,17 +142,28 @@ fn main() -> BoxResult<()> {
     let mut small = a.alloc::<u32>(small_host.len())?;
     let mut rows = Vec::new();
     for (name, busy, staged, on) in [
-        ("A's staged upload, device idle", false, true, &a),
-        ("A's staged upload, B's NTTs queued", true, true, &a),
+        ("A's staged upload, device idle", B::Idle, true, &a),
         (
-            "A's staged upload, top-priority stream, B's NTTs queued",
+            "A's staged upload, B's NTTs and download queued",
+            B::Queued,
             true,
+            &a,
+        ),
+        (
+            "A's staged upload, top-priority stream, B's NTTs and download queued",
+            B::Queued,
             true,
             &hi,
         ),
         (
-            "A's 10 KiB pageable upload, B's download queued",
+            "A's staged upload, B's NTTs queued, its download after them",
+            B::Waited,
             true,
+            &a,
+        ),
+        (
+            "A's 10 KiB pageable upload, B's download queued",
+            B::Queued,
             false,
             &a,
         ),

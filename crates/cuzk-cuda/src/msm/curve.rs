@@ -33,7 +33,7 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     /// Accumulation kernels compiled with different launch bounds (index 0 is
     /// KERNELS' own); the benchmark times them. Only index 0 and the default
     /// are in the production units (kernels/msm/g1.cu, g2.cu); the others
-    /// are in the benchmark units g1_variants.cu and g2_variants.cu
+    /// are in the benchmark units g1_variants.cu, g1_sqr_variants.cu and g2_variants.cu
     /// (kernels/manifest-dev.toml), so they are missing where those are.
     #[doc(hidden)]
     const ACCUMULATE_VARIANTS: &'static [&'static str];
@@ -115,6 +115,9 @@ impl MsmCurve for G1 {
         "msm_accumulate_g1",
         "msm_accumulate_g1_8x64",
         "msm_accumulate_g1_unbounded",
+        // The default with Fq squarings as products (g1_sqr_variants.cu):
+        // the baseline of the dedicated squaring.
+        "msm_accumulate_g1_sqrmul",
     ];
     /// Unbounded registers: H200 17:51Z, 130.3 ms against 133.3 at 2^24, 468.3
     /// against 488.7 at 2^26.
