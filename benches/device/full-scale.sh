@@ -208,31 +208,39 @@ step_porep_gw() {
   } > "$FS/porep_gw.log"
 }
 
-# Shifted H bases and the upload stream's priority in the prover (issue 17): both 32 GiB C1s
-# with the pre-compiled circuit and SH_WORKERS (default 2) GPU workers, three ways: `plain`
-# (the defaults), `shifted` (CUZK_SHIFTED_H=1: H's MSM over the resident shifted copies) and
-# `prio` (CUZK_SHIFTED_H=1 CUZK_COPY_PRIORITY=1: the z upload on a top-priority stream), and
-# `plain1`, `shifted1` with one GPU worker (stage times without the other worker's kernels in
-# them); logs porep_sh-VARIANT.log, each proof compared with the plain run's (same
-# --rng-seed), then the stage means and steady states side by side in porep_sh.log.
+# Shifted H bases, downloads and the upload stream's priority in the prover (issue 17): both
+# 32 GiB C1s with the pre-compiled circuit, SH_WORKERS (default 2) GPU workers, each variant of
+# SH_VARIANTS in turn: `plain` (the defaults), `shifted` (CUZK_SHIFTED_H=1: H's MSM over the
+# resident shifted copies), `queued` (CUZK_QUEUED_DOWNLOADS=1: results downloaded by a copy
+# queued behind the kernels, the old way), `prio` (shifted, and the z upload on a top-priority
+# stream: CUZK_COPY_PRIORITY=1); a name ending in 1 (`plain1`, `shifted1`) runs one GPU worker
+# (stage times without the other worker's kernels in them). Logs porep_sh-VARIANT.log, each
+# proof compared with the plain run's (same --rng-seed), then steady states and stage means
+# side by side in porep_sh.log.
 step_porep_sh() {
-  local v w
-  for v in ${SH_VARIANTS:-plain shifted prio plain1 shifted1}; do
+  local v w e
+  for v in ${SH_VARIANTS:-plain shifted queued shifted1 plain1 prio}; do
     w=${SH_WORKERS:-2}; case $v in *1) w=1 ;; esac
-    env $(case $v in plain*) ;; *) echo CUZK_SHIFTED_H=1 ;; esac) $([ $v = prio ] && echo CUZK_COPY_PRIORITY=1) \
-      RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::srs=info,cuzk_gpu::matrices=debug" \
+    case $v in
+      plain*) e="" ;;
+      shifted*) e="CUZK_SHIFTED_H=1" ;;
+      queued) e="CUZK_QUEUED_DOWNLOADS=1" ;;
+      prio) e="CUZK_SHIFTED_H=1 CUZK_COPY_PRIORITY=1" ;;
+      *) echo "porep_sh: unknown variant $v" > "$FS/porep_sh-$v.log"; continue ;;
+    esac
+    env $e RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::srs=info,cuzk_gpu::matrices=debug" \
       "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-$v.bin" \
       --out "$FS/proof-2-$v.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
       --gpu-workers "$w" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
       --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
       --timeline "$FS/timeline-sh-$v.jsonl" > "$FS/porep_sh-$v.log" 2>&1
-    echo "porep_sh $v rc=$?" >> "$FS/porep_sh-$v.log"
+    echo "porep_sh $v ($e, $w GPU workers) rc=$?" >> "$FS/porep_sh-$v.log"
     [ $v = plain ] || for k in 1 2; do
       cmp "$FS/proof-$k-plain.bin" "$FS/proof-$k-$v.bin" >> "$FS/porep_sh-$v.log" 2>&1 \
         && echo "sector $k's proof identical to the plain run's" >> "$FS/porep_sh-$v.log"
     done
   done
-  for v in ${SH_VARIANTS:-plain shifted prio plain1 shifted1}; do
+  for v in ${SH_VARIANTS:-plain shifted queued shifted1 plain1 prio}; do
     echo "-- $v:"
     grep -E "rc=|identical|steady state|prover busy|verification|waited|shifted|resident|rror" "$FS/porep_sh-$v.log" \
       | grep -vE "^sector [0-9]+ partition"
