@@ -208,24 +208,22 @@ step_porep_gw() {
   } > "$FS/porep_gw.log"
 }
 
-# Shifted H bases, downloads and the upload stream's priority in the prover (issue 17): both
-# 32 GiB C1s with the pre-compiled circuit, SH_WORKERS (default 2) GPU workers, each variant of
-# SH_VARIANTS in turn: `plain` (the defaults), `shifted` (CUZK_SHIFTED_H=1: H's MSM over the
-# resident shifted copies), `queued` (CUZK_QUEUED_DOWNLOADS=1: results downloaded by a copy
-# queued behind the kernels, the old way), `prio` (shifted, and the z upload on a top-priority
-# stream: CUZK_COPY_PRIORITY=1); a name ending in 1 (`plain1`, `shifted1`) runs one GPU worker
-# (stage times without the other worker's kernels in them). Logs porep_sh-VARIANT.log, each
-# proof compared with the plain run's (same --rng-seed), then steady states and stage means
-# side by side in porep_sh.log.
+# Shifted H bases in the prover (issue 17): both 32 GiB C1s with the pre-compiled circuit,
+# SH_WORKERS (default 2) GPU workers, each variant of SH_VARIANTS in turn: `plain` (the
+# defaults), `shifted` (CUZK_SHIFTED_H=1: H's MSM over the resident shifted copies); a name
+# ending in 1 (`plain1`, `shifted1`) runs one GPU worker (stage times without the other
+# worker's kernels in them). Logs porep_sh-VARIANT.log, each proof compared with the plain
+# run's (same --rng-seed), then the stage means in porep_sh.log; the per-partition steady
+# state is the CLI's `per partition` line. (Session 16 also ran `queued`, downloads queued
+# behind the kernels, and `prio`, a top-priority upload stream: toggles of commit fd05441,
+# removed since.)
 step_porep_sh() {
   local v w e
-  for v in ${SH_VARIANTS:-plain shifted queued shifted1 plain1 prio}; do
+  for v in ${SH_VARIANTS:-plain shifted shifted1 plain1}; do
     w=${SH_WORKERS:-2}; case $v in *1) w=1 ;; esac
     case $v in
       plain*) e="" ;;
       shifted*) e="CUZK_SHIFTED_H=1" ;;
-      queued) e="CUZK_QUEUED_DOWNLOADS=1" ;;
-      prio) e="CUZK_SHIFTED_H=1 CUZK_COPY_PRIORITY=1" ;;
       *) echo "porep_sh: unknown variant $v" > "$FS/porep_sh-$v.log"; continue ;;
     esac
     env $e RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::srs=info,cuzk_gpu::matrices=debug" \
@@ -240,9 +238,9 @@ step_porep_sh() {
         && echo "sector $k's proof identical to the plain run's" >> "$FS/porep_sh-$v.log"
     done
   done
-  for v in ${SH_VARIANTS:-plain shifted queued shifted1 plain1 prio}; do
+  for v in ${SH_VARIANTS:-plain shifted shifted1 plain1}; do
     echo "-- $v:"
-    grep -E "rc=|identical|steady state|prover busy|verification|waited|shifted|resident|rror" "$FS/porep_sh-$v.log" \
+    grep -E "rc=|identical|per partition|prover busy|verification|waited|shifted|resident|rror" "$FS/porep_sh-$v.log" \
       | grep -vE "^sector [0-9]+ partition"
     grep -oE "(upload_z|abc|h_poly|msm_h|msm_l|msm_a|msm_b_g1|msm_b_g2) [0-9.]+s" "$FS/porep_sh-$v.log" \
       | awk '{sub(/s$/, "", $2); s[$1] += $2; n[$1]++} END {for (k in s) printf " %s %.3f", k, s[k] / n[k]; print ""}'

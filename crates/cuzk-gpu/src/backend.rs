@@ -94,14 +94,9 @@ impl CudaBackend {
         matrices: MatrixSlot,
     ) -> Result<Self, cuzk_cuda::Error> {
         let stream = gpu.new_stream_in(&arena)?;
-        // The witness upload's stream; top priority under CUZK_COPY_PRIORITY=1
-        // (a measurement: whether the upload then stops queuing behind the
-        // other worker's kernels, see benches' copy_overlap).
-        let copy = if copy_priority() {
-            gpu.new_priority_stream_in(&arena)?
-        } else {
-            gpu.new_stream_in(&arena)?
-        };
+        // The witness upload's stream (an ordinary one: top priority measured
+        // no different, BENCHMARKS.md issue 17, copy_overlap).
+        let copy = gpu.new_stream_in(&arena)?;
         let ordinal = gpu.info().ordinal;
         let name: &'static str = Box::leak(format!("cuda:{ordinal}").into_boxed_str());
         let fill = rayon::ThreadPoolBuilder::new()
@@ -268,13 +263,4 @@ impl Backend for CudaBackend {
     fn host_working_set(&self, _shape: &cuzk_synth::CircuitShape) -> u64 {
         0
     }
-}
-
-/// `CUZK_COPY_PRIORITY=1`: workers upload on a stream of the device's highest
-/// priority. Read once per process.
-fn copy_priority() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::env::var_os("CUZK_COPY_PRIORITY").is_some_and(|v| !v.is_empty() && v != "0")
-    })
 }

@@ -232,6 +232,33 @@ impl Timeline {
     pub fn stage_covered(&self, stage: Stage) -> Duration {
         covered(&self.events(), stage)
     }
+    /// Time per partition through `stage` in steady state: between the
+    /// (`skip` + 1)-th and the last completion, divided by the completions
+    /// in between (`skip`: each worker's first partition, which carries
+    /// warm-up). `None` with too few completions.
+    pub fn stage_rate(&self, stage: Stage, skip: usize) -> Option<Duration> {
+        completion_rate(&self.events(), stage, skip)
+    }
+}
+
+/// Steady-state time per partition through `stage`: the span from the
+/// (`skip` + 1)-th completion of the stage to the last, over the completions
+/// in between; `None` with fewer than `skip` + 2 completions. Skipping each
+/// worker's first partition leaves out warm-up (a key's upload) that a
+/// back-to-back run pays once.
+fn completion_rate(events: &[TimelineEvent], stage: Stage, skip: usize) -> Option<Duration> {
+    let (_, end) = EventKind::interval(stage);
+    let mut ends: Vec<Duration> = events
+        .iter()
+        .filter(|e| e.kind == end)
+        .map(|e| e.at)
+        .collect();
+    ends.sort_unstable();
+    let n = ends.len();
+    if n < skip + 2 {
+        return None;
+    }
+    Some((ends[n - 1] - ends[skip]) / (n - 1 - skip) as u32)
 }
 
 /// The union of `stage`'s (start, end) intervals in `events` (emission order).
@@ -424,5 +451,31 @@ mod tests {
         ];
         assert_eq!(covered(&events, Stage::Prove), Duration::from_millis(45));
         assert_eq!(covered(&events, Stage::Synthesis), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_completion_rate_skips_warm_up_and_ignores_order() {
+        let end = |ms: u64, partition: usize| TimelineEvent {
+            at: Duration::from_millis(ms),
+            job: JobId(0),
+            partition,
+            kind: EventKind::ProveEnd,
+            worker: "w".into(),
+        };
+        // Two workers' first partitions end late (a key upload), then one
+        // completion every 10 ms; emitted out of time order.
+        let events = [
+            end(500, 0),
+            end(520, 1),
+            end(540, 3),
+            end(530, 2),
+            end(550, 4),
+        ];
+        let rate = |skip| completion_rate(&events, Stage::Prove, skip);
+        assert_eq!(rate(0), Some(Duration::from_micros(12_500)));
+        assert_eq!(rate(1), Some(Duration::from_millis(10)));
+        assert_eq!(rate(3), Some(Duration::from_millis(10)));
+        assert_eq!(rate(4), None);
+        assert_eq!(completion_rate(&events, Stage::Synthesis, 0), None);
     }
 }

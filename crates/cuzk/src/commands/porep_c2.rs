@@ -396,6 +396,7 @@ fn through_engine(
     let (budget, why) = host_budget(args, &key);
     let key = Arc::new(key);
     let prover = prover_name(&device);
+    let provers = device.backends.len().max(1);
     let timeline = Arc::new(Timeline::recording());
     let engine = Engine::start(EngineConfig {
         synthesis_workers: workers,
@@ -469,6 +470,19 @@ fn through_engine(
             "steady state".into(),
             (last - first) / (outs.len() as u32 - 1),
             "per proof: (last completion - first completion) / (proofs - 1)".into(),
+        ));
+    }
+    // Partitions through the provers in steady state: every worker's first
+    // one carries the key's upload (a long-running daemon pays it once).
+    if let Some(rate) = timeline.stage_rate(Stage::Prove, provers) {
+        stages.push((
+            "per partition".into(),
+            rate,
+            format!(
+                "steady state, from the TIMELINE: (last proved - proved #{}) / partitions between \
+                 (each prover's first partition left out)",
+                provers + 1
+            ),
         ));
     }
     // With several GPU workers the prove intervals overlap: busy is the
