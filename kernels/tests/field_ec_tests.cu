@@ -206,9 +206,25 @@ extern "C" __global__ void test_g2_op(uint32_t op, g2_affine_t* out_affine, fq2_
 // limits the rate. Rate = n · iters · CHAINS / time, in operations per second.
 namespace field_ec_tests {
 constexpr int CHAINS = 4;
-/// The operation a probe chains: a product form, or an inversion (the
-/// inversion probes count inversions, not products).
-enum Product { CHAIN, CIOS, RR, INV, INV_FERMAT };
+/// The operation a probe chains: a product form, a square (x ← x²), an
+/// inversion (the inversion probes count inversions, not products), or the
+/// FP64 probes: DFMA (a step is DFMA_PER_STEP double fused multiply-adds,
+/// nothing else) and CHAIN_DFMA (a step is one `mul_chain` product and
+/// DFMA_PER_STEP independent DFMAs: whether the FP64 pipe runs beside the
+/// integer multiply-adds, kernels/msm/README.md "What next" 2).
+enum Product { CHAIN, CIOS, RR, INV, INV_FERMAT, SQR, DFMA, CHAIN_DFMA };
+constexpr int DFMA_ACC = 8, DFMA_ROUNDS = 16;
+constexpr int DFMA_PER_STEP = DFMA_ACC * DFMA_ROUNDS;
+
+/// DFMA_PER_STEP fused multiply-adds over DFMA_ACC independent accumulators
+/// (each converges towards a / (1 − m) = 1: no overflow, no denormals).
+__device__ __forceinline__ void dfma_step(double* d) {
+#pragma unroll
+    for (int r = 0; r < DFMA_ROUNDS; r++) {
+#pragma unroll
+        for (int j = 0; j < DFMA_ACC; j++) d[j] = fma(d[j], 0.9999999, 1e-7);
+    }
+}
 
 template <class F, Product K>
 __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) {
@@ -218,6 +234,9 @@ __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) 
     F x[CHAINS];
 #pragma unroll
     for (int c = 0; c < CHAINS; c++) x[c] = data[(i + c + 1) % n];
+    double d[DFMA_ACC];
+#pragma unroll
+    for (int j = 0; j < DFMA_ACC; j++) d[j] = 1e-9 * (double)(y.l[j % F::N] >> 8);
     for (uint32_t k = 0; k < iters; k++) {
 #pragma unroll
         for (int c = 0; c < CHAINS; c++) {
@@ -225,12 +244,24 @@ __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) 
             else if constexpr (K == INV_FERMAT) x[c] = x[c].inv_fermat() + y;
             else if constexpr (K == RR) x[c] = F::mul_rr(x[c], y);
             else if constexpr (K == CIOS) x[c] = F::mul_cios(x[c], y);
-            else x[c] = F::mul_chain(x[c], y);
+            else if constexpr (K == SQR) x[c] = x[c].sqr();
+            else if constexpr (K == DFMA) dfma_step(d);
+            else if constexpr (K == CHAIN_DFMA) {
+                x[c] = F::mul_chain(x[c], y);
+                dfma_step(d);
+            } else x[c] = F::mul_chain(x[c], y);
         }
     }
     F acc = x[0];
 #pragma unroll
     for (int c = 1; c < CHAINS; c++) acc = acc + x[c];
+    if constexpr (K == DFMA || K == CHAIN_DFMA) {
+        // Keep the FP64 work alive: its sum goes into the output.
+        double sum = 0;
+#pragma unroll
+        for (int j = 0; j < DFMA_ACC; j++) sum += d[j];
+        acc.l[0] ^= (uint32_t)__double2loint(sum);
+    }
     data[i] = acc;
 }
 }  // namespace field_ec_tests
@@ -250,3 +281,9 @@ CUZK_PROBE_KERNEL(bench_fr_inv, fr_t, INV)
 CUZK_PROBE_KERNEL(bench_fq_inv, fq_t, INV)
 CUZK_PROBE_KERNEL(bench_fr_inv_fermat, fr_t, INV_FERMAT)
 CUZK_PROBE_KERNEL(bench_fq_inv_fermat, fq_t, INV_FERMAT)
+CUZK_PROBE_KERNEL(bench_fr_sqr, fr_t, SQR)
+CUZK_PROBE_KERNEL(bench_fq_sqr, fq_t, SQR)
+CUZK_PROBE_KERNEL(bench_fr_dfma, fr_t, DFMA)
+CUZK_PROBE_KERNEL(bench_fq_dfma, fq_t, DFMA)
+CUZK_PROBE_KERNEL(bench_fr_mul_dfma, fr_t, CHAIN_DFMA)
+CUZK_PROBE_KERNEL(bench_fq_mul_dfma, fq_t, CHAIN_DFMA)

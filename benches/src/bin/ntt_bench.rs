@@ -7,7 +7,10 @@
 //! * products: (n/2)·log₂n Montgomery products over the measured Fr product
 //!   rate (probe kernel: independent product chains on every thread);
 //!
-//! plus the pinned host↔device copy rate. Prints a table last; with
+//! plus the pinned host↔device copy rate and the other probes' rates (the
+//! product's CIOS and reduced-radix forms, the Fq square, inversions, and
+//! the FP64 pipe alone and beside Fq products: MSM kernel experiments read
+//! them). Prints a table last; with
 //! `CUZK_BENCH_OUT=dir` also writes `dir/ntt_bench.json` and appends the
 //! table to `dir/summary.txt`.
 //!
@@ -21,7 +24,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use cuzk_cuda::ntt::{h_step, ntt, ntt_with, pass_plan, NttConfig, NttKind};
-use cuzk_cuda::testing::{mul_throughput_probe, ProbeProduct, MUL_PROBE_CHAINS};
+use cuzk_cuda::testing::{mul_throughput_probe, ProbeProduct, DFMA_PER_STEP, MUL_PROBE_CHAINS};
 use cuzk_cuda::{DeviceBuffer, Gpu, PinnedBuffer, Stream, VramBudget};
 use cuzk_field::limbs::{FqLimbs, FrLimbs};
 
@@ -117,10 +120,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let fr_inv = rate(false, ProbeProduct::Inverse)?;
     let fq_inv = rate(true, ProbeProduct::Inverse)?;
     let fq_inv_fermat = rate(true, ProbeProduct::InverseFermat)?;
+    let fq_sqr = rate(true, ProbeProduct::Square)?;
+    let dfma = rate(true, ProbeProduct::Dfma)? * DFMA_PER_STEP as f64;
+    let fq_with_dfma = rate(true, ProbeProduct::DefaultWithDfma)?;
     let products = format!(
-        "Fr product {fr_rate:.3e}/s (CIOS form {fr_rate_cios:.3e}/s, reduced radix {fr_rate_rr:.3e}/s), Fq product {fq_rate:.3e}/s (CIOS form {fq_rate_cios:.3e}/s, reduced radix {fq_rate_rr:.3e}/s); inversions: Fr {fr_inv:.3e}/s, Fq {fq_inv:.3e}/s (Fermat {fq_inv_fermat:.3e}/s): one Fq inversion = {:.0} products ({:.0} by Fermat)",
+        "Fr product {fr_rate:.3e}/s (CIOS form {fr_rate_cios:.3e}/s, reduced radix {fr_rate_rr:.3e}/s), Fq product {fq_rate:.3e}/s (CIOS form {fq_rate_cios:.3e}/s, reduced radix {fq_rate_rr:.3e}/s), Fq square {fq_sqr:.3e}/s; inversions: Fr {fr_inv:.3e}/s, Fq {fq_inv:.3e}/s (Fermat {fq_inv_fermat:.3e}/s): one Fq inversion = {:.0} products ({:.0} by Fermat); FP64: {dfma:.3e} DFMA/s alone, Fq products with {DFMA_PER_STEP} DFMAs each beside them {fq_with_dfma:.3e}/s ({:.2} of the product rate alone; {:.2} of the DFMA rate)",
         fq_rate / fq_inv,
         fq_rate / fq_inv_fermat,
+        fq_with_dfma / fq_rate,
+        fq_with_dfma * DFMA_PER_STEP as f64 / dfma,
     );
     println!(
         "ceilings: device copy {:.0} GB/s (read + write), pinned H2D {:.1} GB/s, D2H {:.1} GB/s; {products}",

@@ -244,7 +244,19 @@ pub enum ProbeProduct {
     Inverse,
     /// Not a product: `mont_t::inv_fermat` (a^(p−2)).
     InverseFermat,
+    /// The square `mont_t::sqr` (`sqr_chain`), x ← x².
+    Square,
+    /// Not a product: [`DFMA_PER_STEP`] double-precision fused multiply-adds
+    /// per step and nothing else (the FP64 pipe's rate).
+    Dfma,
+    /// One default product and [`DFMA_PER_STEP`] independent DFMAs per step:
+    /// whether the FP64 pipe runs beside the integer multiply-adds.
+    DefaultWithDfma,
 }
+
+/// Double fused multiply-adds per step of the `Dfma` and `DefaultWithDfma`
+/// probes (kernels/tests/field_ec_tests.cu, `DFMA_PER_STEP`).
+pub const DFMA_PER_STEP: u64 = 128;
 
 /// A field whose Montgomery product rate can be probed, one kernel per
 /// [`ProbeProduct`].
@@ -254,6 +266,9 @@ pub trait ProbeField: DeviceRepr {
     const PROBE_KERNEL_RR: &'static str;
     const PROBE_KERNEL_INV: &'static str;
     const PROBE_KERNEL_INV_FERMAT: &'static str;
+    const PROBE_KERNEL_SQR: &'static str;
+    const PROBE_KERNEL_DFMA: &'static str;
+    const PROBE_KERNEL_MUL_DFMA: &'static str;
 }
 impl ProbeField for FrLimbs {
     const PROBE_KERNEL: &'static str = "bench_fr_mul";
@@ -261,6 +276,9 @@ impl ProbeField for FrLimbs {
     const PROBE_KERNEL_RR: &'static str = "bench_fr_mul_rr";
     const PROBE_KERNEL_INV: &'static str = "bench_fr_inv";
     const PROBE_KERNEL_INV_FERMAT: &'static str = "bench_fr_inv_fermat";
+    const PROBE_KERNEL_SQR: &'static str = "bench_fr_sqr";
+    const PROBE_KERNEL_DFMA: &'static str = "bench_fr_dfma";
+    const PROBE_KERNEL_MUL_DFMA: &'static str = "bench_fr_mul_dfma";
 }
 impl ProbeField for FqLimbs {
     const PROBE_KERNEL: &'static str = "bench_fq_mul";
@@ -268,6 +286,9 @@ impl ProbeField for FqLimbs {
     const PROBE_KERNEL_RR: &'static str = "bench_fq_mul_rr";
     const PROBE_KERNEL_INV: &'static str = "bench_fq_inv";
     const PROBE_KERNEL_INV_FERMAT: &'static str = "bench_fq_inv_fermat";
+    const PROBE_KERNEL_SQR: &'static str = "bench_fq_sqr";
+    const PROBE_KERNEL_DFMA: &'static str = "bench_fq_dfma";
+    const PROBE_KERNEL_MUL_DFMA: &'static str = "bench_fq_mul_dfma";
 }
 
 /// Queues `data.len() · iters · MUL_PROBE_CHAINS` field products (the result
@@ -285,6 +306,9 @@ pub fn mul_throughput_probe<F: ProbeField>(
         ProbeProduct::ReducedRadix => F::PROBE_KERNEL_RR,
         ProbeProduct::Inverse => F::PROBE_KERNEL_INV,
         ProbeProduct::InverseFermat => F::PROBE_KERNEL_INV_FERMAT,
+        ProbeProduct::Square => F::PROBE_KERNEL_SQR,
+        ProbeProduct::Dfma => F::PROBE_KERNEL_DFMA,
+        ProbeProduct::DefaultWithDfma => F::PROBE_KERNEL_MUL_DFMA,
     };
     ensure(kernel, n > 0 && n <= u32::MAX as usize, || {
         format!("n = {n}")
