@@ -69,6 +69,7 @@ enum : uint32_t {
     OP_MUL_RR = 11,   // the reduced-radix product (fq2: Karatsuba over it)
     OP_MUL_CIOS = 12, // the C-level CIOS product (fq2: Karatsuba over it)
     OP_INV_FERMAT = 13,  // the inverse by Fermat (inv_fermat; fq2: its norm through it)
+    OP_MUL_FP64 = 14,    // the product with its schoolbook half on the FP64 pipe (mul_fp64)
 };
 
 template <class F>
@@ -92,6 +93,90 @@ __device__ __noinline__ fq2_t ni_mul_cios(fq2_t a, fq2_t b) {
 template <class F>
 __device__ __noinline__ F ni_from_mont(F a) { return a.from_mont(); }
 
+// ---- a Montgomery product with its schoolbook half on the FP64 pipe --------
+// An experiment (kernels/msm/README.md "What next" 2; the exact split is
+// modelled in notes/models/dfma_limbs.py), not used by the prover: the
+// operands as L limbs of 48 bits held exactly in doubles; each limb product
+// split exactly into ⌊ab/2^48⌋·2^48 + (ab mod 2^48) by h = fma_rz(a, b,
+// 2^100), d = h − 2^100, lo = fma(a, b, −d); the column sums (≤ L terms,
+// below 2^51) accumulate exactly in doubles, in product-scanning order; one
+// conversion per column, the carries in 64-bit integers; then `redc` (the
+// integer reduction rows of `mul_chain`). The explicit-rounding intrinsics
+// keep the compiler from contracting or reordering any of it.
+constexpr uint64_t M48 = (uint64_t(1) << 48) - 1;
+
+/// Words w[0..N) of a little-endian integer as L limbs of 48 bits (words at
+/// or past N read as zero), each exactly a double.
+template <int N, int L>
+__device__ __forceinline__ void limbs48(const uint32_t* w, double* d) {
+#pragma unroll
+    for (int i = 0; i < L; i++) {
+        const int bit = 48 * i, word = bit / 32, off = bit % 32;
+        const uint32_t lo = word < N ? w[word] : 0u, hi = word + 1 < N ? w[word + 1] : 0u;
+        uint64_t v = ((uint64_t)hi << 32 | lo) >> off;
+        if (off == 0) v &= M48;
+        d[i] = __ull2double_rn(v);
+    }
+}
+
+/// a·b·R⁻¹ mod p for reduced a, b (any mont_t): the double-width product on
+/// the FP64 pipe, then `redc`.
+template <class F>
+__device__ __forceinline__ F mul_fp64(const F& a, const F& b) {
+    constexpr int N = F::N, L = (32 * N + 47) / 48;
+    static_assert(3 * L >= 2 * N, "mul_fp64: the 48-bit digits cover the product");
+    double x[L], y[L];
+    limbs48<N, L>(a.l, x);
+    limbs48<N, L>(b.l, y);
+    const double C = 0x1p100;
+    uint64_t t[2 * L];
+    uint64_t hi_prev = 0;
+#pragma unroll
+    for (int k = 0; k < 2 * L - 1; k++) {
+        double lo_acc = 0.0, hi_acc = 0.0;
+#pragma unroll
+        for (int i = 0; i < L; i++) {
+            const int j = k - i;  // constant bounds, so the loop unrolls and x, y stay in registers
+            if (j < 0 || j >= L) continue;
+            const double h = __fma_rz(x[i], y[j], C);
+            const double d = __dsub_rn(h, C);
+            const double lo = __fma_rn(x[i], y[j], -d);
+            lo_acc = __dadd_rn(lo_acc, lo);
+            hi_acc = __dadd_rn(hi_acc, d);
+        }
+        t[k] = __double2ull_rn(lo_acc) + hi_prev;  // both below 2^51
+        hi_prev = __double2ull_rn(__dmul_rn(hi_acc, 0x1p-48));
+    }
+    t[2 * L - 1] = hi_prev;
+    // 48-bit digits with the carries, packed three words to two digits.
+    typename F::wide_t w;
+    uint64_t carry = 0, dig[2 * L];
+#pragma unroll
+    for (int k = 0; k < 2 * L; k++) {
+        const uint64_t v = t[k] + carry;
+        dig[k] = v & M48;
+        carry = v >> 48;
+    }
+#pragma unroll
+    for (int m = 0; m < L; m++) {
+        const uint64_t d0 = dig[2 * m], d1 = dig[2 * m + 1];
+        const uint32_t words[3] = {(uint32_t)d0, (uint32_t)(d0 >> 32) | (uint32_t)(d1 << 16),
+                                   (uint32_t)(d1 >> 16)};
+#pragma unroll
+        for (int q = 0; q < 3; q++)
+            if (3 * m + q < 2 * N) w.l[3 * m + q] = words[q];
+    }
+    return F::redc(w);
+}
+template <class F>
+__device__ __noinline__ F ni_mul_fp64(F a, F b) { return mul_fp64(a, b); }
+template <>
+__device__ __noinline__ fq2_t ni_mul_fp64(fq2_t a, fq2_t b) {
+    fq_t t0 = mul_fp64(a.c0, b.c0), t1 = mul_fp64(a.c1, b.c1);
+    fq_t t2 = mul_fp64(a.c0 + a.c1, b.c0 + b.c1);
+    return {t0 - t1, t2 - t0 - t1};
+}
+
 template <class F>
 __device__ __forceinline__ void field_op(uint32_t op, F* out, const F* a, const F* b, uint32_t n) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -112,6 +197,7 @@ __device__ __forceinline__ void field_op(uint32_t op, F* out, const F* a, const 
         case OP_MUL_RR: r = ni_mul_rr(x, y); break;
         case OP_MUL_CIOS: r = ni_mul_cios(x, y); break;
         case OP_INV_FERMAT: r = ni_inv_fermat(x); break;
+        case OP_MUL_FP64: r = ni_mul_fp64(x, y); break;
         default: r = F::zero(); break;
     }
     out[i] = r;
@@ -212,7 +298,7 @@ constexpr int CHAINS = 4;
 /// nothing else) and CHAIN_DFMA (a step is one `mul_chain` product and
 /// DFMA_PER_STEP independent DFMAs: whether the FP64 pipe runs beside the
 /// integer multiply-adds, kernels/msm/README.md "What next" 2).
-enum Product { CHAIN, CIOS, RR, INV, INV_FERMAT, SQR, DFMA, CHAIN_DFMA };
+enum Product { CHAIN, CIOS, RR, INV, INV_FERMAT, SQR, DFMA, CHAIN_DFMA, FP64, MIXED };
 constexpr int DFMA_ACC = 8, DFMA_ROUNDS = 16;
 constexpr int DFMA_PER_STEP = DFMA_ACC * DFMA_ROUNDS;
 
@@ -249,7 +335,9 @@ __device__ __forceinline__ void mul_chains(F* data, uint32_t n, uint32_t iters) 
             else if constexpr (K == CHAIN_DFMA) {
                 x[c] = F::mul_chain(x[c], y);
                 dfma_step(d);
-            } else x[c] = F::mul_chain(x[c], y);
+            } else if constexpr (K == FP64) x[c] = mul_fp64(x[c], y);
+            else if constexpr (K == MIXED) x[c] = c % 2 ? mul_fp64(x[c], y) : F::mul_chain(x[c], y);
+            else x[c] = F::mul_chain(x[c], y);
         }
     }
     F acc = x[0];
@@ -287,3 +375,7 @@ CUZK_PROBE_KERNEL(bench_fr_dfma, fr_t, DFMA)
 CUZK_PROBE_KERNEL(bench_fq_dfma, fq_t, DFMA)
 CUZK_PROBE_KERNEL(bench_fr_mul_dfma, fr_t, CHAIN_DFMA)
 CUZK_PROBE_KERNEL(bench_fq_mul_dfma, fq_t, CHAIN_DFMA)
+CUZK_PROBE_KERNEL(bench_fr_mul_fp64, fr_t, FP64)
+CUZK_PROBE_KERNEL(bench_fq_mul_fp64, fq_t, FP64)
+CUZK_PROBE_KERNEL(bench_fr_mul_mixed, fr_t, MIXED)
+CUZK_PROBE_KERNEL(bench_fq_mul_mixed, fq_t, MIXED)

@@ -11,7 +11,7 @@
 # Per limb product: 2 DFMA + 3 DADD on the FP64 pipe (the negation is an operand modifier),
 # no integer work until a column ends. (Folding acc_lo into the second fma, fma(a, b,
 # acc_lo − d), is not exact: acc_lo − d needs ~96 bits.)
-# Run: python3 notes/models/dfma_limbs.py
+# Run: python3 notes/models/dfma_limbs.py (a few seconds)
 import random
 from fractions import Fraction
 
@@ -78,3 +78,50 @@ cases += [(random.getrandbits(384), random.getrandbits(384)) for _ in range(300)
 for x, y in cases:
     assert product(x, y) == x * y
 print("ok", len(cases), "products of 384-bit operands, 64 limb products each")
+
+# The whole data path of `mul_fp64` (kernels/tests/field_ec_tests.cu) on integers, the split
+# above taken as proven: 32-bit words → 48-bit limbs, product-scanning columns (lo sums and
+# hi sums, each below 2^51), the hi sums moved one column up, the carries in 64 bits, the
+# 48-bit digits packed three words to two digits; the result must be a·b in 2N words, for Fq
+# (N = 12, 8 limbs) and Fr (N = 8, 6 limbs).
+M48=(1<<48)-1; M32=(1<<32)-1
+def run(N, a, b):
+    L=(32*N+47)//48
+    aw=[(a>>(32*i))&M32 for i in range(N)]; bw=[(b>>(32*i))&M32 for i in range(N)]
+    def limbs(w):
+        d=[]
+        for i in range(L):
+            bit=48*i; word=bit//32; off=bit%32
+            lo=w[word] if word<N else 0; hi=w[word+1] if word+1<N else 0
+            v=((hi<<32)|lo)>>off
+            if off==0: v&=M48
+            d.append(v)
+        return d
+    x=limbs(aw); y=limbs(bw)
+    assert sum(v<<(48*i) for i,v in enumerate(x))==a
+    t=[0]*(2*L); hi_prev=0
+    for k in range(2*L-1):
+        lo_acc=0; hi_acc=0
+        for i in range((0 if k<L else k-L+1),(k if k<L else L-1)+1):
+            j=k-i; p=x[i]*y[j]; lo_acc+=p&M48; hi_acc+=p>>48
+        assert lo_acc<2**51 and hi_acc<2**51
+        t[k]=lo_acc+hi_prev; hi_prev=hi_acc
+    t[2*L-1]=hi_prev
+    carry=0; dig=[]
+    for k in range(2*L):
+        v=t[k]+carry; assert v<2**64; dig.append(v&M48); carry=v>>48
+    assert carry==0
+    w=[0]*(2*N)
+    for m in range(L):
+        d0,d1=dig[2*m],dig[2*m+1]
+        words=[d0&M32, ((d0>>32)|(d1<<16))&M32, (d1>>16)&M32]
+        for q in range(3):
+            if 3*m+q<2*N: w[3*m+q]=words[q]
+            else: assert words[q]==0
+    assert sum(v<<(32*i) for i,v in enumerate(w))==a*b
+q=0x1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab
+r=0x73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001
+for p,N in ((q,12),(r,8)):
+    for a,b in [(p-1,p-1),(0,0),(1,p-1)]+[(random.randrange(p),random.randrange(p)) for _ in range(20000)]:
+        run(N,a,b)
+    print("ok",N)

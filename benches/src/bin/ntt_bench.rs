@@ -123,12 +123,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let fq_sqr = rate(true, ProbeProduct::Square)?;
     let dfma = rate(true, ProbeProduct::Dfma)? * DFMA_PER_STEP as f64;
     let fq_with_dfma = rate(true, ProbeProduct::DefaultWithDfma)?;
+    let fq_fp64 = rate(true, ProbeProduct::Fp64)?;
+    let fq_mixed = rate(true, ProbeProduct::Mixed)?;
     let products = format!(
-        "Fr product {fr_rate:.3e}/s (CIOS form {fr_rate_cios:.3e}/s, reduced radix {fr_rate_rr:.3e}/s), Fq product {fq_rate:.3e}/s (CIOS form {fq_rate_cios:.3e}/s, reduced radix {fq_rate_rr:.3e}/s), Fq square {fq_sqr:.3e}/s; inversions: Fr {fr_inv:.3e}/s, Fq {fq_inv:.3e}/s (Fermat {fq_inv_fermat:.3e}/s): one Fq inversion = {:.0} products ({:.0} by Fermat); FP64: {dfma:.3e} DFMA/s alone, Fq products with {DFMA_PER_STEP} DFMAs each beside them {fq_with_dfma:.3e}/s ({:.2} of the product rate alone; {:.2} of the DFMA rate)",
+        "Fr product {fr_rate:.3e}/s (CIOS form {fr_rate_cios:.3e}/s, reduced radix {fr_rate_rr:.3e}/s), Fq product {fq_rate:.3e}/s (CIOS form {fq_rate_cios:.3e}/s, reduced radix {fq_rate_rr:.3e}/s), Fq square {fq_sqr:.3e}/s; inversions: Fr {fr_inv:.3e}/s, Fq {fq_inv:.3e}/s (Fermat {fq_inv_fermat:.3e}/s): one Fq inversion = {:.0} products ({:.0} by Fermat); FP64: {dfma:.3e} DFMA/s alone, Fq products with {DFMA_PER_STEP} DFMAs each beside them {fq_with_dfma:.3e}/s ({:.2} of the product rate alone; {:.2} of the DFMA rate); Fq product with its schoolbook half on FP64 {fq_fp64:.3e}/s, half the chains each way {fq_mixed:.3e}/s ({:.2} of the product rate)",
         fq_rate / fq_inv,
         fq_rate / fq_inv_fermat,
         fq_with_dfma / fq_rate,
         fq_with_dfma * DFMA_PER_STEP as f64 / dfma,
+        fq_mixed / fq_rate,
     );
     println!(
         "ceilings: device copy {:.0} GB/s (read + write), pinned H2D {:.1} GB/s, D2H {:.1} GB/s; {products}",

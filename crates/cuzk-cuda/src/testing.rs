@@ -50,10 +50,13 @@ pub enum FieldOp {
     /// The inverse by Fermat's a^(p−2) (`mont_t::inv_fermat`), the second
     /// opinion on `Inv` (batched divsteps).
     InvFermat = 13,
+    /// The product with its schoolbook half on the FP64 pipe (`mul_fp64` in
+    /// kernels/tests/field_ec_tests.cu, an experiment; Fq2: Karatsuba over it).
+    MulFp64 = 14,
 }
 
 impl FieldOp {
-    pub const ALL: [FieldOp; 14] = [
+    pub const ALL: [FieldOp; 15] = [
         FieldOp::Add,
         FieldOp::Sub,
         FieldOp::Mul,
@@ -68,6 +71,7 @@ impl FieldOp {
         FieldOp::MulReducedRadix,
         FieldOp::MulCios,
         FieldOp::InvFermat,
+        FieldOp::MulFp64,
     ];
 }
 
@@ -252,6 +256,10 @@ pub enum ProbeProduct {
     /// One default product and [`DFMA_PER_STEP`] independent DFMAs per step:
     /// whether the FP64 pipe runs beside the integer multiply-adds.
     DefaultWithDfma,
+    /// The product with its schoolbook half on the FP64 pipe (`mul_fp64`).
+    Fp64,
+    /// Half the chains `mul_chain`, half `mul_fp64`: the two pipes together.
+    Mixed,
 }
 
 /// Double fused multiply-adds per step of the `Dfma` and `DefaultWithDfma`
@@ -269,6 +277,8 @@ pub trait ProbeField: DeviceRepr {
     const PROBE_KERNEL_SQR: &'static str;
     const PROBE_KERNEL_DFMA: &'static str;
     const PROBE_KERNEL_MUL_DFMA: &'static str;
+    const PROBE_KERNEL_FP64: &'static str;
+    const PROBE_KERNEL_MIXED: &'static str;
 }
 impl ProbeField for FrLimbs {
     const PROBE_KERNEL: &'static str = "bench_fr_mul";
@@ -279,6 +289,8 @@ impl ProbeField for FrLimbs {
     const PROBE_KERNEL_SQR: &'static str = "bench_fr_sqr";
     const PROBE_KERNEL_DFMA: &'static str = "bench_fr_dfma";
     const PROBE_KERNEL_MUL_DFMA: &'static str = "bench_fr_mul_dfma";
+    const PROBE_KERNEL_FP64: &'static str = "bench_fr_mul_fp64";
+    const PROBE_KERNEL_MIXED: &'static str = "bench_fr_mul_mixed";
 }
 impl ProbeField for FqLimbs {
     const PROBE_KERNEL: &'static str = "bench_fq_mul";
@@ -289,6 +301,8 @@ impl ProbeField for FqLimbs {
     const PROBE_KERNEL_SQR: &'static str = "bench_fq_sqr";
     const PROBE_KERNEL_DFMA: &'static str = "bench_fq_dfma";
     const PROBE_KERNEL_MUL_DFMA: &'static str = "bench_fq_mul_dfma";
+    const PROBE_KERNEL_FP64: &'static str = "bench_fq_mul_fp64";
+    const PROBE_KERNEL_MIXED: &'static str = "bench_fq_mul_mixed";
 }
 
 /// Queues `data.len() · iters · MUL_PROBE_CHAINS` field products (the result
@@ -309,6 +323,8 @@ pub fn mul_throughput_probe<F: ProbeField>(
         ProbeProduct::Square => F::PROBE_KERNEL_SQR,
         ProbeProduct::Dfma => F::PROBE_KERNEL_DFMA,
         ProbeProduct::DefaultWithDfma => F::PROBE_KERNEL_MUL_DFMA,
+        ProbeProduct::Fp64 => F::PROBE_KERNEL_FP64,
+        ProbeProduct::Mixed => F::PROBE_KERNEL_MIXED,
     };
     ensure(kernel, n > 0 && n <= u32::MAX as usize, || {
         format!("n = {n}")

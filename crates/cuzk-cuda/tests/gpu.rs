@@ -225,7 +225,7 @@ fn check_field<F: HostField>(name: &str, n_random: usize) {
                 FieldOp::Inv | FieldOp::InvFermat => x.invert().unwrap_or(F::ZERO).limbs(),
                 FieldOp::Eq => bool_field(x == y).limbs(),
                 FieldOp::IsZero => bool_field(bool::from(x.is_zero())).limbs(),
-                FieldOp::MulReducedRadix | FieldOp::MulCios => (x * y).limbs(),
+                FieldOp::MulReducedRadix | FieldOp::MulCios | FieldOp::MulFp64 => (x * y).limbs(),
             };
             if got[i] != want {
                 if bad < 3 {
