@@ -154,14 +154,23 @@ step_porep_pre() {
     && echo "proof bytes identical to the parallel run's (same --rng-seed)" >> "$FS/porep_pre.log"
 }
 
+# Both 32 GiB C1s through `cuzk porep-c2` with the pre-compiled circuit (--rng-seed 7, so
+# runs compare byte for byte): porep_pre2 OUT1 OUT2 TIMELINE LOG [more porep-c2 arguments];
+# the environment (RUST_LOG, CUZK_*) passes through; returns porep-c2's status.
+porep_pre2() {
+  local out1=$1 out2=$2 timeline=$3 log=$4
+  shift 4
+  "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$out1" --out "$out2" \
+    --prover-id f01000 --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" \
+    --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
+    --timeline "$timeline" "$@" > "$log" 2>&1
+}
+
 # Both 32 GiB C1s back to back through porep-c2 with the pre-compiled circuit (the
 # steady state of #14: two proofs in one engine, TIMELINE in $FS/timeline-porep-two.jsonl).
 step_porep_two() {
-  "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1t.bin" \
-    --out "$FS/proof-2t.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
-    --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 --synthesis precompiled \
-    --r1cs-cache "$FS/porep-32g.r1cs" --timeline "$FS/timeline-porep-two.jsonl" \
-    > "$FS/porep_two.log" 2>&1
+  porep_pre2 "$FS/proof-1t.bin" "$FS/proof-2t.bin" "$FS/timeline-porep-two.jsonl" \
+    "$FS/porep_two.log"
   echo "porep_two rc=$?" >> "$FS/porep_two.log"
   cmp "$FS/proof-1p.bin" "$FS/proof-1t.bin" >> "$FS/porep_two.log" 2>&1 \
     && echo "sector 1's proof identical to porep_pre's (same --rng-seed)" >> "$FS/porep_two.log"
@@ -187,11 +196,8 @@ step_porep_gw() {
   local n
   for n in ${GPU_WORKERS:-1 2}; do
     RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::matrices=debug" \
-      "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-gw$n.bin" \
-      --out "$FS/proof-2-gw$n.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
-      --gpu-workers "$n" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
-      --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
-      --timeline "$FS/timeline-gw$n.jsonl" > "$FS/porep_gw$n.log" 2>&1
+      porep_pre2 "$FS/proof-1-gw$n.bin" "$FS/proof-2-gw$n.bin" "$FS/timeline-gw$n.jsonl" \
+      "$FS/porep_gw$n.log" --gpu-workers "$n"
     echo "porep_gw$n rc=$?" >> "$FS/porep_gw$n.log"
     cmp "$FS/proof-1-gw1.bin" "$FS/proof-1-gw$n.bin" >> "$FS/porep_gw$n.log" 2>&1 \
       && echo "sector 1's proof identical to the one-worker run's (same --rng-seed)" \
@@ -226,12 +232,10 @@ step_porep_sh() {
       shifted*) e="CUZK_SHIFTED_H=1" ;;
       *) echo "porep_sh: unknown variant $v" > "$FS/porep_sh-$v.log"; continue ;;
     esac
-    env $e RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::srs=info,cuzk_gpu::matrices=debug" \
-      "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-$v.bin" \
-      --out "$FS/proof-2-$v.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
-      --gpu-workers "$w" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
-      --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
-      --timeline "$FS/timeline-sh-$v.jsonl" > "$FS/porep_sh-$v.log" 2>&1
+    ( ${e:+export $e}
+      RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::srs=info,cuzk_gpu::matrices=debug" \
+        porep_pre2 "$FS/proof-1-$v.bin" "$FS/proof-2-$v.bin" "$FS/timeline-sh-$v.jsonl" \
+        "$FS/porep_sh-$v.log" --gpu-workers "$w" )
     echo "porep_sh $v ($e, $w GPU workers) rc=$?" >> "$FS/porep_sh-$v.log"
     [ $v = plain ] || for k in 1 2; do
       cmp "$FS/proof-$k-plain.bin" "$FS/proof-$k-$v.bin" >> "$FS/porep_sh-$v.log" 2>&1 \
@@ -273,12 +277,10 @@ step_msm() {
 step_porep_z() {
   local z
   for z in packed plain; do
-    env $([ $z = packed ] && echo CUZK_PACKED_Z=1) RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::matrices=debug" \
-      "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --c1 "$FS/c1-2.json" --out "$FS/proof-1-$z.bin" \
-      --out "$FS/proof-2-$z.bin" --prover-id f01000 --synthesis-workers "$WORKERS" \
-      --gpu-workers "${ZGPU_WORKERS:-2}" --host-budget "$HOST_BUDGET" --backend cuda --rng-seed 7 \
-      --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
-      --timeline "$FS/timeline-z-$z.jsonl" > "$FS/porep_z-$z.log" 2>&1
+    ( [ $z = packed ] && export CUZK_PACKED_Z=1
+      RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::matrices=debug" \
+        porep_pre2 "$FS/proof-1-$z.bin" "$FS/proof-2-$z.bin" "$FS/timeline-z-$z.jsonl" \
+        "$FS/porep_z-$z.log" --gpu-workers "${ZGPU_WORKERS:-2}" )
     echo "porep_z $z rc=$?" >> "$FS/porep_z-$z.log"
   done
   { grep -hE "upload_z packed" "$FS/porep_z-packed.log" | head -2

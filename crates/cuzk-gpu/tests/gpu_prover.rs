@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use cuzk_field::{Field, Fr};
 use cuzk_gpu::CudaBackend;
 use cuzk_groth16::encoding::PointCheck;
-use cuzk_groth16::prover::{prove_with, Backend, CpuBackend};
+use cuzk_groth16::prover::{prove_with, Backend, CpuBackend, Proved};
 use cuzk_groth16::verifier::{verify_proof, PreparedVerifyingKey};
 use cuzk_groth16::ProvingKey;
-use cuzk_synth::{synthesize, DemoCircuit};
+use cuzk_synth::{synthesize, DemoCircuit, Synthesized};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -39,6 +39,28 @@ fn fresh_seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as u64
+}
+
+/// Proves `gpu_witness` on `gpu` and `cpu_witness` on the CPU with the same
+/// fresh r, s from `rng`, asserts the two proofs byte-identical (`what`
+/// names the case) and returns the GPU's.
+fn proved_as_on_cpu(
+    gpu: &dyn Backend,
+    key: &ProvingKey,
+    gpu_witness: &Synthesized,
+    cpu_witness: &Synthesized,
+    rng: &mut ChaCha20Rng,
+    what: &str,
+) -> Proved {
+    let (r, s) = (Fr::random(&mut *rng), Fr::random(&mut *rng));
+    let cpu = prove_with(&CpuBackend, key, cpu_witness, r, s).unwrap();
+    let out = prove_with(gpu, key, gpu_witness, r, s).unwrap();
+    assert_eq!(
+        out.proof.to_bytes(),
+        cpu.proof.to_bytes(),
+        "{what}: GPU proof differs from the CPU proof"
+    );
+    out
 }
 
 fn keys() -> Vec<(u32, PathBuf)> {
@@ -145,14 +167,8 @@ fn shifted_h_gives_the_cpu_proofs() {
                 .h_shift
                 .unwrap_or_else(|| panic!("2^{k}: no room for H's copies: {plan}"));
             assert!(h.copies >= 2, "2^{k}: {plan}");
-            let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-            let cpu = prove_with(&CpuBackend, &key, &full, r, s).unwrap();
-            let out = prove_with(&gpu, &key, &w, r, s).unwrap();
-            assert_eq!(
-                out.proof.to_bytes(),
-                cpu.proof.to_bytes(),
-                "2^{k}, witness {i}: GPU proof with H shifted ({plan}) differs from the CPU proof"
-            );
+            let what = format!("2^{k}, witness {i}, H shifted ({plan})");
+            let out = proved_as_on_cpu(&gpu, &key, &w, &full, &mut rng, &what);
             assert!(verify_proof(&pvk, &out.proof, &inputs).unwrap());
             eprintln!(
                 "2^{k}, witness {i}: identical with H shifted (c = {}, {} sets, {} copies), msm_h {:.2} ms",
@@ -263,10 +279,7 @@ fn shared_workers_keep_two_keys_resident() {
     let mut rng = ChaCha20Rng::seed_from_u64(9);
     let mut prove = |key: &ProvingKey, k: u32| {
         let w = synthesize(DemoCircuit::new(k, 0.95, 4)).unwrap();
-        let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-        let cpu = prove_with(&CpuBackend, key, &w, r, s).unwrap();
-        let out = prove_with(&worker, key, &w, r, s).unwrap();
-        assert_eq!(out.proof.to_bytes(), cpu.proof.to_bytes(), "2^{k}");
+        let out = proved_as_on_cpu(&worker, key, &w, &w, &mut rng, &format!("2^{k}"));
         out.timings.stages.iter().any(|(n, _)| *n == "srs_upload")
     };
     assert!(prove(&big, 10), "first use uploads");
@@ -429,14 +442,8 @@ fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
             plan.matrices_streamed().is_some(),
             "2^{k}: {plan} (resident {resident_bytes}, streamed {streamed_bytes} bytes)"
         );
-        let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
-        let cpu = prove_with(&CpuBackend, &key, &full, r, s).unwrap();
-        let out = prove_with(&small, &key, &w, r, s).unwrap();
-        assert_eq!(
-            out.proof.to_bytes(),
-            cpu.proof.to_bytes(),
-            "2^{k}: GPU proof from streamed matrices differs from the CPU proof"
-        );
+        let what = format!("2^{k}, matrices streamed");
+        let out = proved_as_on_cpu(&small, &key, &w, &full, &mut rng, &what);
         let stage = |name| out.timings.stages.iter().any(|(n, _)| *n == name);
         assert!(stage("abc") && !stage("r1cs_upload") && !stage("upload_abc"));
         assert_eq!(small.resident_matrices().resident(), None);
