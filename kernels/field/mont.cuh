@@ -158,12 +158,7 @@ struct alignas(16) mont_t {
             chain_row(x, y, a.l, b.l[i]);
             chain_row(y, x, a.l, b.l[i + 1]);
         }
-        mont_t r, tmp;
-        r.l[0] = ptx::add_cc(x[0], y[0]);
-#pragma unroll
-        for (int i = 1; i < N - 1; i++) r.l[i] = ptx::addc_cc(x[i], y[i]);
-        r.l[N - 1] = ptx::addc(x[N - 1], y[N - 1]);
-        return r.reduce_once(tmp);
+        return sum_reduced(x, y);
     }
     /// The word-wise CIOS product (the default `*` before `mul_chain`).
     __device__ __forceinline__ static mont_t mul_cios(const mont_t& a, const mont_t& b) {
@@ -225,10 +220,9 @@ struct alignas(16) mont_t {
     /// word by word in Python (every carry checked, Fq and Fr, edge values
     /// and 24,000 random ones) before use.
     __device__ __forceinline__ static mont_t sqr_chain(const mont_t& a) {
-        uint32_t d[N], x[N + 2], y[N + 2];
-        d[0] = a.l[0] << 1;
+        uint32_t d[N], x[N + 2], y[N + 2];  // d[0], d[1]: never read (j ≥ i + 2 ≥ 2)
 #pragma unroll
-        for (int j = 1; j < N; j++) d[j] = __funnelshift_l(a.l[j - 1], a.l[j], 1);
+        for (int j = 2; j < N; j++) d[j] = __funnelshift_l(a.l[j - 1], a.l[j], 1);
 #pragma unroll
         for (int i = 0; i < N + 2; i++) x[i] = y[i] = 0;
 #pragma unroll
@@ -236,12 +230,7 @@ struct alignas(16) mont_t {
             sqr_row(x, y, a.l, d, i);
             sqr_row(y, x, a.l, d, i + 1);
         }
-        mont_t r, tmp;
-        r.l[0] = ptx::add_cc(x[0], y[0]);
-#pragma unroll
-        for (int i = 1; i < N - 1; i++) r.l[i] = ptx::addc_cc(x[i], y[i]);
-        r.l[N - 1] = ptx::addc(x[N - 1], y[N - 1]);
-        return r.reduce_once(tmp);
+        return sum_reduced(x, y);
     }
 
     // ---- lazy reduction: double-width products -----------------------------
@@ -440,6 +429,16 @@ struct alignas(16) mont_t {
         mad_parity<0>(E, a, bi, false);
         mad_parity<1>(O, a, bi, false);
         redc_row(E, O);
+    }
+    /// x + y over N words, then one conditional subtraction: the end of
+    /// `mul_chain` and `sqr_chain` (the sum is below 2p < 2^(32N)).
+    __device__ __forceinline__ static mont_t sum_reduced(const uint32_t* x, const uint32_t* y) {
+        mont_t r, tmp;
+        r.l[0] = ptx::add_cc(x[0], y[0]);
+#pragma unroll
+        for (int i = 1; i < N - 1; i++) r.l[i] = ptx::addc_cc(x[i], y[i]);
+        r.l[N - 1] = ptx::addc(x[N - 1], y[N - 1]);
+        return r.reduce_once(tmp);
     }
     /// The square half of `sqr_chain`'s row i on the words j ≥ i of parity
     /// PAR (one carry chain of a_i·v_j; its carry into acc[N + PAR]); empty
