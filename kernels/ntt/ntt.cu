@@ -489,3 +489,22 @@ extern "C" __global__ void __launch_bounds__(THREADS)
     if (i >= n) return;
     a[i] = (a[i] * b[i] - c[i]) * z_inv;
 }
+
+/// The H step in two halves, for a card that cannot hold a, b and c at once
+/// (the lean H polynomial: c is made only after b is freed). First
+/// a[i] = a[i]·b[i] ...
+extern "C" __global__ void __launch_bounds__(THREADS)
+    ntt_h_mul(fr_t* __restrict__ a, const fr_t* __restrict__ b, uint32_t n) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    a[i] = a[i] * b[i];
+}
+
+/// ... then a[i] = (a[i] − c[i])·z_inv: the same field operations in the
+/// same order as ntt_h_step, so the same values bit for bit.
+extern "C" __global__ void __launch_bounds__(THREADS)
+    ntt_h_finish(fr_t* __restrict__ a, const fr_t* __restrict__ c, fr_t z_inv, uint32_t n) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    a[i] = (a[i] - c[i]) * z_inv;
+}

@@ -139,7 +139,7 @@ fn classify(
     classes: &mut DeviceBuffer<u8>,
     width: usize,
     rows: usize,
-    out: &[&mut DeviceBuffer<FrLimbs>; 3],
+    out_lens: &[usize],
 ) -> Result<()> {
     let kernel = "prover_spmv";
     let n = z.len();
@@ -154,9 +154,9 @@ fn classify(
         u32::try_from(n).is_ok() && u32::try_from(rows).is_ok(),
         || format!("{n} values, {rows} rows: more than 2^32"),
     )?;
-    for o in out {
-        ensure(kernel, o.len() >= rows, || {
-            format!("an output of {} values for {rows} rows", o.len())
+    for &len in out_lens {
+        ensure(kernel, len >= rows, || {
+            format!("an output of {len} values for {rows} rows")
         })?;
     }
     let args = KernelArgs::new()
@@ -284,35 +284,91 @@ impl DeviceR1cs {
         classes: &mut DeviceBuffer<u8>,
         out: [&mut DeviceBuffer<FrLimbs>; 3],
     ) -> Result<()> {
-        classify(stream, z, classes, self.width(), self.rows(), &out)?;
-        for (m, o) in self.matrices.iter().zip(out) {
-            if m.rows == 0 {
-                continue;
-            }
-            let (kernel, ids) = match &m.ids {
-                DeviceIds::U16(b) => ("prover_spmv_u16", b.device_ptr()),
-                DeviceIds::U32(b) => ("prover_spmv_u32", b.device_ptr()),
-            };
-            let args = SpmvArgs {
-                kernel,
-                row_ptr: m.row_ptr.device_ptr(),
-                cols: m.cols.device_ptr(),
-                ids,
-                rows: m.rows,
-                terms: m.cols.len(),
-            };
-            #[allow(unsafe_code)]
-            // SAFETY: row_ptr has rows + 1 non-decreasing offsets ending at the
-            // term count (checked at upload), so every term index is within
-            // cols and ids; every column is below width() <= z.len() <=
-            // classes.len(), every id below the table's length (checked at
-            // upload and by classify); out has >= rows values (checked).
-            unsafe {
-                spmv(stream, &args, &self.coeffs, z, classes, o.device_ptr())?;
-            }
+        let lens = out.each_ref().map(|o| o.len());
+        classify(stream, z, classes, self.width(), self.rows(), &lens)?;
+        for (which, o) in out.into_iter().enumerate() {
+            self.evaluate_classified(stream, z, classes, which, o)?;
         }
         Ok(())
     }
+
+    /// One matrix at a time (the lean H polynomial makes b only after it has
+    /// folded a's NTTs, so a, b and c are never all on the device):
+    /// [`DeviceR1cs::classify`] z once, then `out[r] = (M · z)[r]` for
+    /// matrix `which` (0, 1, 2: A, B, C) per call.
+    pub fn classify(
+        &self,
+        stream: &Stream,
+        z: &DeviceBuffer<FrLimbs>,
+        classes: &mut DeviceBuffer<u8>,
+    ) -> Result<()> {
+        classify(stream, z, classes, self.width(), self.rows(), &[])
+    }
+
+    /// `out[r] = (M · z)[r]` for matrix `which` (0: A, 1: B, 2: C) with z's
+    /// classes from [`DeviceR1cs::classify`] of this z.
+    pub fn evaluate_classified(
+        &self,
+        stream: &Stream,
+        z: &DeviceBuffer<FrLimbs>,
+        classes: &DeviceBuffer<u8>,
+        which: usize,
+        out: &mut DeviceBuffer<FrLimbs>,
+    ) -> Result<()> {
+        let m = &self.matrices[which];
+        check_evaluation(z, classes, self.width(), self.rows(), which, out)?;
+        if m.rows == 0 {
+            return Ok(());
+        }
+        let (kernel, ids) = match &m.ids {
+            DeviceIds::U16(b) => ("prover_spmv_u16", b.device_ptr()),
+            DeviceIds::U32(b) => ("prover_spmv_u32", b.device_ptr()),
+        };
+        let args = SpmvArgs {
+            kernel,
+            row_ptr: m.row_ptr.device_ptr(),
+            cols: m.cols.device_ptr(),
+            ids,
+            rows: m.rows,
+            terms: m.cols.len(),
+        };
+        #[allow(unsafe_code)]
+        // SAFETY: row_ptr has rows + 1 non-decreasing offsets ending at the
+        // term count (checked at upload), so every term index is within
+        // cols and ids; every column is below width() <= z.len() <=
+        // classes.len(), every id below the table's length (checked at
+        // upload and by check_evaluation); out has >= rows values (checked).
+        unsafe { spmv(stream, &args, &self.coeffs, z, classes, out.device_ptr()) }
+    }
+}
+
+/// The checks one matrix's evaluation makes (those `classify` made of z and
+/// its classes, again, and the output's length): no launch reads or writes
+/// past a buffer whatever the caller passes.
+fn check_evaluation(
+    z: &DeviceBuffer<FrLimbs>,
+    classes: &DeviceBuffer<u8>,
+    width: usize,
+    rows: usize,
+    which: usize,
+    out: &DeviceBuffer<FrLimbs>,
+) -> Result<()> {
+    let kernel = "prover_spmv";
+    ensure(kernel, which < 3, || format!("matrix {which} of A, B, C"))?;
+    ensure(
+        kernel,
+        z.len() >= width && classes.len() >= z.len(),
+        || {
+            format!(
+                "z has {} values and {} class bytes, the matrices name {width} columns",
+                z.len(),
+                classes.len()
+            )
+        },
+    )?;
+    ensure(kernel, out.len() >= rows, || {
+        format!("an output of {} values for {rows} rows", out.len())
+    })
 }
 
 /// Device bytes [`StreamedR1cs::evaluate`] takes from the arena for chunks
@@ -392,6 +448,35 @@ impl<'a> StreamedR1cs<'a> {
         out: [&mut DeviceBuffer<FrLimbs>; 3],
         chunk_terms: usize,
     ) -> Result<()> {
+        let lens = out.each_ref().map(|o| o.len());
+        classify(stream, z, classes, self.width, self.rows, &lens)?;
+        for (which, o) in out.into_iter().enumerate() {
+            self.evaluate_classified(stream, z, classes, which, o, chunk_terms)?;
+        }
+        Ok(())
+    }
+
+    /// [`DeviceR1cs::classify`] for streamed matrices.
+    pub fn classify(
+        &self,
+        stream: &Stream,
+        z: &DeviceBuffer<FrLimbs>,
+        classes: &mut DeviceBuffer<u8>,
+    ) -> Result<()> {
+        classify(stream, z, classes, self.width, self.rows, &[])
+    }
+
+    /// [`DeviceR1cs::evaluate_classified`] for streamed matrices, in chunks
+    /// of at most `chunk_terms` terms.
+    pub fn evaluate_classified(
+        &self,
+        stream: &Stream,
+        z: &DeviceBuffer<FrLimbs>,
+        classes: &DeviceBuffer<u8>,
+        which: usize,
+        o: &mut DeviceBuffer<FrLimbs>,
+        chunk_terms: usize,
+    ) -> Result<()> {
         ensure(
             "prover_spmv",
             chunk_terms >= self.longest_row.max(1),
@@ -402,63 +487,62 @@ impl<'a> StreamedR1cs<'a> {
                 )
             },
         )?;
-        classify(stream, z, classes, self.width, self.rows, &out)?;
+        check_evaluation(z, classes, self.width, self.rows, which, o)?;
+        let m = &self.matrices[which];
         let mut row_ptr = stream.alloc::<u32>(chunk_terms + 1)?;
         let mut cols = stream.alloc::<u32>(chunk_terms)?;
         let mut rebased = Vec::with_capacity(chunk_terms + 1);
-        for (m, o) in self.matrices.iter().zip(out) {
-            let mut ids = match m.ids {
-                HostIds::U16(_) => DeviceIds::U16(stream.alloc(chunk_terms)?),
-                HostIds::U32(_) => DeviceIds::U32(stream.alloc(chunk_terms)?),
-            };
-            let mut r0 = 0;
-            while r0 < self.rows {
-                let base = m.row_ptr[r0];
-                // The last row whose end stays within the chunk, at most
-                // chunk_terms rows on.
-                let limit = (r0 + chunk_terms).min(self.rows);
-                let fit = m.row_ptr[r0 + 1..=limit]
-                    .partition_point(|&end| (end - base) as usize <= chunk_terms);
-                let r1 = r0 + fit.max(1);
-                let end = m.row_ptr[r1];
-                let terms = (end - base) as usize;
-                rebased.clear();
-                rebased.extend(m.row_ptr[r0..=r1].iter().map(|&p| p - base));
-                stream.upload_at(&rebased, &mut row_ptr, 0)?;
-                let span = base as usize..end as usize;
-                stream.upload_at(&m.cols[span.clone()], &mut cols, 0)?;
-                let (kernel, ids_ptr) = match (m.ids, &mut ids) {
-                    (HostIds::U16(v), DeviceIds::U16(d)) => {
-                        stream.upload_at(&v[span], d, 0)?;
-                        ("prover_spmv_u16", d.device_ptr())
-                    }
-                    (HostIds::U32(v), DeviceIds::U32(d)) => {
-                        stream.upload_at(&v[span], d, 0)?;
-                        ("prover_spmv_u32", d.device_ptr())
-                    }
-                    _ => unreachable!("the staging ids have the matrix's width"),
-                };
-                let args = SpmvArgs {
-                    kernel,
-                    row_ptr: row_ptr.device_ptr(),
-                    cols: cols.device_ptr(),
-                    ids: ids_ptr,
-                    rows: r1 - r0,
-                    terms,
-                };
-                let at = o.device_ptr() + (r0 * std::mem::size_of::<FrLimbs>()) as u64;
-                #[allow(unsafe_code)]
-                // SAFETY: the chunk's offsets are the matrix's (checked at
-                // new: non-decreasing, within its terms) rebased to 0, ending
-                // at `terms` <= chunk_terms, the lengths of cols and ids (u16
-                // ids take half the u32 buffer); columns and ids were checked
-                // at new and z's width by classify; out has >= rows values
-                // (checked), and rows r0..r1 start at `at`.
-                unsafe {
-                    spmv(stream, &args, &self.coeffs, z, classes, at)?;
+        let mut ids = match m.ids {
+            HostIds::U16(_) => DeviceIds::U16(stream.alloc(chunk_terms)?),
+            HostIds::U32(_) => DeviceIds::U32(stream.alloc(chunk_terms)?),
+        };
+        let mut r0 = 0;
+        while r0 < self.rows {
+            let base = m.row_ptr[r0];
+            // The last row whose end stays within the chunk, at most
+            // chunk_terms rows on.
+            let limit = (r0 + chunk_terms).min(self.rows);
+            let fit = m.row_ptr[r0 + 1..=limit]
+                .partition_point(|&end| (end - base) as usize <= chunk_terms);
+            let r1 = r0 + fit.max(1);
+            let end = m.row_ptr[r1];
+            let terms = (end - base) as usize;
+            rebased.clear();
+            rebased.extend(m.row_ptr[r0..=r1].iter().map(|&p| p - base));
+            stream.upload_at(&rebased, &mut row_ptr, 0)?;
+            let span = base as usize..end as usize;
+            stream.upload_at(&m.cols[span.clone()], &mut cols, 0)?;
+            let (kernel, ids_ptr) = match (m.ids, &mut ids) {
+                (HostIds::U16(v), DeviceIds::U16(d)) => {
+                    stream.upload_at(&v[span], d, 0)?;
+                    ("prover_spmv_u16", d.device_ptr())
                 }
-                r0 = r1;
+                (HostIds::U32(v), DeviceIds::U32(d)) => {
+                    stream.upload_at(&v[span], d, 0)?;
+                    ("prover_spmv_u32", d.device_ptr())
+                }
+                _ => unreachable!("the staging ids have the matrix's width"),
+            };
+            let args = SpmvArgs {
+                kernel,
+                row_ptr: row_ptr.device_ptr(),
+                cols: cols.device_ptr(),
+                ids: ids_ptr,
+                rows: r1 - r0,
+                terms,
+            };
+            let at = o.device_ptr() + (r0 * std::mem::size_of::<FrLimbs>()) as u64;
+            #[allow(unsafe_code)]
+            // SAFETY: the chunk's offsets are the matrix's (checked at
+            // new: non-decreasing, within its terms) rebased to 0, ending
+            // at `terms` <= chunk_terms, the lengths of cols and ids (u16
+            // ids take half the u32 buffer); columns and ids were checked
+            // at new and z's width by check_evaluation; out has >= rows
+            // values (checked), and rows r0..r1 start at `at`.
+            unsafe {
+                spmv(stream, &args, &self.coeffs, z, classes, at)?;
             }
+            r0 = r1;
         }
         // The staging buffers are reused chunk after chunk: each upload is
         // ordered on the stream after the kernel that read the previous

@@ -491,6 +491,63 @@ pub fn h_step(
     }
 }
 
+/// The lean H step's first half: `a[i] ← a[i]·b[i]` on coset evaluations
+/// (then `b` may be freed before c is made). [`h_finish`] completes it;
+/// together they give [`h_step`]'s values bit for bit.
+pub fn h_mul(stream: &Stream, a: &mut DeviceBuffer<FrLimbs>, b: &DeviceBuffer<FrLimbs>) -> Result<()> {
+    let n = a.len();
+    ensure("ntt_h_mul", b.len() == n && n <= u32::MAX as usize, || {
+        format!("lengths a = {n}, b = {} must be equal (and < 2^32)", b.len())
+    })?;
+    if n == 0 {
+        return Ok(());
+    }
+    let args = KernelArgs::new()
+        .device_ptr(a.device_ptr())
+        .device_ptr(b.device_ptr())
+        .u32(n as u32);
+    #[allow(unsafe_code)]
+    // SAFETY: matches `ntt_h_mul(fr_t* a, const fr_t* b, u32 n)`; both
+    // buffers hold n elements, threads ≥ n return.
+    unsafe {
+        stream.launch(
+            "ntt_h_mul",
+            grid((n as u32).div_ceil(THREADS), THREADS),
+            args,
+            || format!("n = {n}"),
+        )
+    }
+}
+
+/// The lean H step's second half: `a[i] ← (a[i] − c[i]) / Z` (Z = g^n − 1,
+/// n = a.len()), after [`h_mul`].
+pub fn h_finish(stream: &Stream, a: &mut DeviceBuffer<FrLimbs>, c: &DeviceBuffer<FrLimbs>) -> Result<()> {
+    let n = a.len();
+    ensure("ntt_h_finish", c.len() == n && n <= u32::MAX as usize, || {
+        format!("lengths a = {n}, c = {} must be equal (and < 2^32)", c.len())
+    })?;
+    if n == 0 {
+        return Ok(());
+    }
+    let z_inv = FrLimbs::from(z_inv_on_coset(n));
+    let args = KernelArgs::new()
+        .device_ptr(a.device_ptr())
+        .device_ptr(c.device_ptr())
+        .value(&z_inv)
+        .u32(n as u32);
+    #[allow(unsafe_code)]
+    // SAFETY: matches `ntt_h_finish(fr_t* a, const fr_t* c, fr_t z_inv, u32
+    // n)`; both buffers hold n elements, threads ≥ n return.
+    unsafe {
+        stream.launch(
+            "ntt_h_finish",
+            grid((n as u32).div_ceil(THREADS), THREADS),
+            args,
+            || format!("n = {n}"),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 //! Without a CUDA device each test prints "skipped: no CUDA device" and passes.
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
-use cuzk_cuda::ntt::{h_step, ntt, ntt_with, NttConfig, NttKind};
+use cuzk_cuda::ntt::{h_finish, h_mul, h_step, ntt, ntt_with, NttConfig, NttKind};
 use cuzk_cuda::testing::{curve_op, field_op, CurveOp, FieldOp, TestCurve, TestField};
 use cuzk_cuda::{DeviceBuffer, Gpu, Stream};
 use cuzk_field::limbs::{
@@ -586,6 +586,16 @@ fn h_step_and_h_pipeline_match_cpu() {
             ntt(&stream, d, NttKind::Inverse).unwrap();
             ntt(&stream, d, NttKind::CosetForward).unwrap();
         }
+        // The lean H step (two halves) on copies first: the same values.
+        let mut lean = stream.alloc::<FrLimbs>(n).unwrap();
+        stream.copy_range(&da, 0, &mut lean, 0, n).unwrap();
+        h_mul(&stream, &mut lean, &db).unwrap();
+        h_finish(&stream, &mut lean, &dc).unwrap();
+        let got_lean = stream.download_vec(&lean).unwrap();
+        assert!(
+            limbs_as_fr(&got_lean) == &step[..],
+            "{test}: 2^{log_n} lean h step (h_mul, h_finish)"
+        );
         h_step(&stream, &mut da, &db, &dc).unwrap();
         let got_step = stream.download_vec(&da).unwrap();
         assert!(
@@ -615,6 +625,10 @@ fn wrappers_reject_bad_sizes() {
     let b = stream.alloc::<FrLimbs>(8).unwrap();
     let err = h_step(&stream, &mut a, &b, &b).unwrap_err();
     assert!(err.to_string().contains("ntt_h_step"), "{err}");
+    let err = h_mul(&stream, &mut a, &b).unwrap_err();
+    assert!(err.to_string().contains("ntt_h_mul"), "{err}");
+    let err = h_finish(&stream, &mut a, &b).unwrap_err();
+    assert!(err.to_string().contains("ntt_h_finish"), "{err}");
     println!("{test}: ok");
 }
 

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 use crate::error::{gpu_err, GpuError};
 use crate::matrices::{witness_shape, MatrixSlot};
-use crate::plan::{CudaFootprints, PlanError, Shape, SrsMode, VramPlan};
+use crate::plan::{CudaFootprints, HPoly, PlanError, Shape, SrsMode, VramPlan};
 use crate::srs::SrsSlot;
 use crate::worker::Worker;
 use crate::{ZUpload, ZUploadReport, FILL_THREADS, STAGE_BYTES};
@@ -26,7 +26,7 @@ pub struct CudaBackend {
     name: &'static str,
     inner: Mutex<Worker>,
     last_plan: Mutex<Option<VramPlan>>,
-    forced: Mutex<Option<SrsMode>>,
+    forced: Mutex<Option<(SrsMode, HPoly)>>,
     /// Whether plans may keep H shifted (see [`CudaBackend::set_shifted_h`]).
     shifted_h: std::sync::atomic::AtomicBool,
 }
@@ -148,7 +148,13 @@ impl CudaBackend {
     /// it fits the budget): for tests and benchmarks of streaming on a card
     /// where the key would be resident. `None` restores the planner.
     pub fn force_mode(&self, mode: Option<SrsMode>) {
-        *self.forced.lock() = mode;
+        *self.forced.lock() = mode.map(|m| (m, HPoly::Full));
+    }
+
+    /// [`CudaBackend::force_mode`] with the H polynomial's layout forced too
+    /// (the lean one on a card that would hold a, b, c at once).
+    pub fn force_layout(&self, layout: Option<(SrsMode, HPoly)>) {
+        *self.forced.lock() = layout;
     }
 
     /// How deferred witnesses' z goes up from now on (the default is
@@ -231,8 +237,8 @@ impl Backend for CudaBackend {
         let plan = match *self.forced.lock() {
             None => VramPlan::new_with(shape, budget, &CudaFootprints, self.shifted_h())
                 .map_err(GpuError::Plan),
-            Some(mode) => {
-                let p = VramPlan::with_mode(shape, budget, mode, &CudaFootprints);
+            Some((mode, h_poly)) => {
+                let p = VramPlan::with_layout(shape, budget, mode, h_poly, &CudaFootprints);
                 if p.fits() {
                     Ok(p)
                 } else {

@@ -236,16 +236,10 @@ impl Worker {
         Ok(matrices)
     }
 
-    /// Uploads z = (inputs, aux) and evaluates a, b, c into three zeroed
-    /// `n`-long buffers on the device; returns them and the aux values
-    /// (z's tail, for L, A and B).
-    pub(crate) fn device_abc(
-        &mut self,
-        matrices: &AbcMatrices<'_>,
-        w: &Synthesized,
-        n: usize,
-        clock: &mut Clock,
-    ) -> cuzk_cuda::Result<([DeviceBuffer<FrLimbs>; 3], DeviceBuffer<FrLimbs>)> {
+    /// Uploads z = (inputs, aux) into an unzeroed buffer on the copy stream
+    /// (the compute stream waits for it before it reads z): the stage
+    /// `upload_z`.
+    fn upload_z(&mut self, w: &Synthesized, clock: &mut Clock) -> cuzk_cuda::Result<DeviceBuffer<FrLimbs>> {
         let s = self.stream.clone();
         let inputs = w.input_assignment.len();
         let aux = w.aux_assignment.len();
@@ -282,6 +276,22 @@ impl Worker {
         s.wait(&copy.record()?)?;
         tracing::debug!("upload_z {report}");
         self.last_z = Some(report);
+        Ok(z)
+    }
+
+    /// Uploads z = (inputs, aux) and evaluates a, b, c into three zeroed
+    /// `n`-long buffers on the device; returns them and the aux values
+    /// (z's tail, for L, A and B).
+    pub(crate) fn device_abc(
+        &mut self,
+        matrices: &AbcMatrices<'_>,
+        w: &Synthesized,
+        n: usize,
+        clock: &mut Clock,
+    ) -> cuzk_cuda::Result<([DeviceBuffer<FrLimbs>; 3], DeviceBuffer<FrLimbs>)> {
+        let s = self.stream.clone();
+        let inputs = w.input_assignment.len();
+        let z = self.upload_z(w, clock)?;
         clock.start(&s, "abc")?;
         let mut classes = s.alloc::<u8>(z.len())?;
         let mut out = [s.alloc(n)?, s.alloc(n)?, s.alloc(n)?];
@@ -290,12 +300,7 @@ impl Worker {
             match matrices {
                 AbcMatrices::Resident(m) => m.evaluate(&s, &z, &mut classes, [a, b, c])?,
                 AbcMatrices::Streamed(r1cs, terms) => {
-                    let host = [
-                        host_matrix(&r1cs.a),
-                        host_matrix(&r1cs.b),
-                        host_matrix(&r1cs.c),
-                    ];
-                    let streamed = StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host)?;
+                    let streamed = StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
                     streamed.evaluate(&s, &z, &mut classes, [a, b, c], *terms)?;
                 }
             }
@@ -303,8 +308,55 @@ impl Worker {
         drop(classes);
         // L, A and B read the aux values where they are, in z's tail.
         let dl = z.into_suffix(inputs)?;
-        debug_assert_eq!(dl.len(), aux);
+        debug_assert_eq!(dl.len(), w.aux_assignment.len());
         clock.stop(&s)?;
         Ok((out, dl))
     }
+
+    /// [`Worker::device_abc`] for the lean H polynomial: z uploaded and
+    /// classified once, then a, b and c evaluated one at a time inside
+    /// [`Worker::lean_h`], which folds each before the next is made. Returns
+    /// the H coefficients and the aux values (z's tail).
+    pub(crate) fn device_abc_lean(
+        &mut self,
+        matrices: &AbcMatrices<'_>,
+        w: &Synthesized,
+        n: usize,
+        clock: &mut Clock,
+    ) -> cuzk_cuda::Result<(DeviceBuffer<FrLimbs>, DeviceBuffer<FrLimbs>)> {
+        let s = self.stream.clone();
+        let inputs = w.input_assignment.len();
+        let z = self.upload_z(w, clock)?;
+        clock.start(&s, "h_poly")?;
+        let mut classes = s.alloc::<u8>(z.len())?;
+        let h = match matrices {
+            AbcMatrices::Resident(m) => {
+                m.classify(&s, &z, &mut classes)?;
+                self.lean_h(n, |_, which, out| {
+                    m.evaluate_classified(&s, &z, &classes, which, out)
+                })?
+            }
+            AbcMatrices::Streamed(r1cs, terms) => {
+                let streamed = StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
+                streamed.classify(&s, &z, &mut classes)?;
+                self.lean_h(n, |_, which, out| {
+                    streamed.evaluate_classified(&s, &z, &classes, which, out, *terms)
+                })?
+            }
+        };
+        drop(classes);
+        clock.stop(&s)?;
+        let dl = z.into_suffix(inputs)?;
+        debug_assert_eq!(dl.len(), w.aux_assignment.len());
+        Ok((h, dl))
+    }
+}
+
+/// A recording's three matrices as cuzk-cuda's streamed SpMV takes them.
+fn host_matrices<'a>(r1cs: &R1csRef<'a>) -> [HostMatrix<'a>; 3] {
+    [
+        host_matrix(&r1cs.a),
+        host_matrix(&r1cs.b),
+        host_matrix(&r1cs.c),
+    ]
 }

@@ -11,7 +11,7 @@ use cuzk_cuda::{DeviceBuffer, Event};
 use cuzk_field::limbs::{
     fr_as_limbs, g1_as_limbs, g2_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs,
 };
-use cuzk_field::Group;
+use cuzk_field::{Fr, Group};
 use cuzk_groth16::prover::{dense_ab_scalars, MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
@@ -19,12 +19,20 @@ use cuzk_synth::Synthesized;
 use crate::worker::{add_opt, Clock, Scalars, Worker};
 
 impl Worker {
+    /// The five MSMs with the key streamed. `aux_on_device`: the aux values
+    /// already in VRAM (z's tail, when a, b, c were evaluated there): L
+    /// reads them in place and A's and B's scalars are gathered from them on
+    /// the device, so no scalar crosses PCIe; without it every scalar
+    /// streams from the host beside its bases (A's and B's gathered on the
+    /// host first).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn streamed_msms(
         &mut self,
         chunk: usize,
         key: &ProvingKey,
         w: &Synthesized,
         dh: DeviceBuffer<FrLimbs>,
+        aux_on_device: Option<DeviceBuffer<FrLimbs>>,
         clock: &mut Clock,
         t: &mut StageTimings,
     ) -> cuzk_cuda::Result<MsmSums> {
@@ -35,39 +43,75 @@ impl Worker {
         drop(dh);
         clock.stop(&s)?;
 
-        clock.start(&s, "msm_l")?;
-        let aux = &w.aux_assignment;
-        let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Host(aux), aux.len())?;
-        clock.stop(&s)?;
+        let aux = w.aux_assignment.len();
+        let (l, a, b_g1, b_g2) = match aux_on_device {
+            Some(dl) => {
+                clock.start(&s, "msm_l")?;
+                let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Device(&dl), aux)?;
+                clock.stop(&s)?;
+                clock.start(&s, "msm_a")?;
+                let mut da = s.alloc::<FrLimbs>(key.a.len())?;
+                let inputs = fr_as_limbs(&w.input_assignment);
+                s.upload_at(inputs, &mut da, 0)?;
+                self.gather_aux(&dl, w.a_aux_density.as_words(), &mut da, inputs.len(), aux)?;
+                let a = self.stream_g1(chunk, g1_as_limbs(&key.a), Scalars::Device(&da), da.len())?;
+                drop(da);
+                clock.stop(&s)?;
+                clock.start(&s, "msm_b_g1")?;
+                let mut db = s.alloc::<FrLimbs>(key.b_g1.len())?;
+                let b_inputs: Vec<Fr> = w
+                    .b_input_density
+                    .iter_ones()
+                    .map(|i| w.input_assignment[i])
+                    .collect();
+                s.upload_at(fr_as_limbs(&b_inputs), &mut db, 0)?;
+                self.gather_aux(&dl, w.b_aux_density.as_words(), &mut db, b_inputs.len(), aux)?;
+                drop(dl);
+                let len = db.len();
+                let b_g1 = self.stream_g1(chunk, g1_as_limbs(&key.b_g1), Scalars::Device(&db), len)?;
+                clock.stop(&s)?;
+                clock.start(&s, "msm_b_g2")?;
+                let b_g2 = self.stream_g2(chunk, g2_as_limbs(&key.b_g2), Scalars::Device(&db), len)?;
+                clock.stop(&s)?;
+                (l, a, b_g1, b_g2)
+            }
+            None => {
+                clock.start(&s, "msm_l")?;
+                let scalars = &w.aux_assignment;
+                let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Host(scalars), aux)?;
+                clock.stop(&s)?;
 
-        let start = Instant::now();
-        let (a_scalars, b_scalars) = dense_ab_scalars(w);
-        t.record("gather", start.elapsed());
+                let start = Instant::now();
+                let (a_scalars, b_scalars) = dense_ab_scalars(w);
+                t.record("gather", start.elapsed());
 
-        clock.start(&s, "msm_a")?;
-        let a = self.stream_g1(
-            chunk,
-            g1_as_limbs(&key.a),
-            Scalars::Host(&a_scalars),
-            a_scalars.len(),
-        )?;
-        clock.stop(&s)?;
-        clock.start(&s, "msm_b_g1")?;
-        let b_g1 = self.stream_g1(
-            chunk,
-            g1_as_limbs(&key.b_g1),
-            Scalars::Host(&b_scalars),
-            b_scalars.len(),
-        )?;
-        clock.stop(&s)?;
-        clock.start(&s, "msm_b_g2")?;
-        let b_g2 = self.stream_g2(
-            chunk,
-            g2_as_limbs(&key.b_g2),
-            Scalars::Host(&b_scalars),
-            b_scalars.len(),
-        )?;
-        clock.stop(&s)?;
+                clock.start(&s, "msm_a")?;
+                let a = self.stream_g1(
+                    chunk,
+                    g1_as_limbs(&key.a),
+                    Scalars::Host(&a_scalars),
+                    a_scalars.len(),
+                )?;
+                clock.stop(&s)?;
+                clock.start(&s, "msm_b_g1")?;
+                let b_g1 = self.stream_g1(
+                    chunk,
+                    g1_as_limbs(&key.b_g1),
+                    Scalars::Host(&b_scalars),
+                    b_scalars.len(),
+                )?;
+                clock.stop(&s)?;
+                clock.start(&s, "msm_b_g2")?;
+                let b_g2 = self.stream_g2(
+                    chunk,
+                    g2_as_limbs(&key.b_g2),
+                    Scalars::Host(&b_scalars),
+                    b_scalars.len(),
+                )?;
+                clock.stop(&s)?;
+                (l, a, b_g1, b_g2)
+            }
+        };
         Ok(MsmSums {
             h,
             l,

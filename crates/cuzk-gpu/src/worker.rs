@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use cuzk_cuda::gather::BitmapGather;
 use cuzk_cuda::msm::{BatchSum, Classifier, Msm, G1, G2};
-use cuzk_cuda::ntt::{h_step, ntt, NttKind};
+use cuzk_cuda::ntt::{h_finish, h_mul, h_step, ntt, NttKind};
 use cuzk_cuda::staging::Staging;
 use cuzk_cuda::{Arena, DeviceBuffer, Event, Gpu, Stream};
 use cuzk_field::limbs::{fr_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs};
@@ -20,12 +20,14 @@ use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
 use crate::matrices::{AbcMatrices, MatrixSlot};
-use crate::plan::{SrsMode, VramPlan};
+use crate::plan::{HPoly, SrsMode, VramPlan};
 use crate::srs::{HPoints, ResidentSrs, SrsSlot};
 
 pub(crate) struct Scratch {
     pub(crate) len: usize,
     pub(crate) g2_len: usize,
+    /// Aux values the gather is sized for.
+    pub(crate) gather_len: usize,
     /// The plain G1 MSM; `None` while a shifted H MSM has its room.
     pub(crate) g1: Option<Msm<G1>>,
     pub(crate) g2: Msm<G2>,
@@ -112,6 +114,20 @@ pub(crate) enum Scalars<'a> {
     Host(&'a [Fr]),
 }
 
+/// The H polynomial with a, b, c all on the device: three NTT pairs, the H
+/// step, the coset iNTT; returns the coefficients (in a's buffer).
+fn full_h(s: &Stream, abc: [DeviceBuffer<FrLimbs>; 3]) -> cuzk_cuda::Result<DeviceBuffer<FrLimbs>> {
+    let [mut da, mut db, mut dc] = abc;
+    for d in [&mut da, &mut db, &mut dc] {
+        ntt(s, d, NttKind::Inverse)?;
+        ntt(s, d, NttKind::CosetForward)?;
+    }
+    h_step(s, &mut da, &db, &dc)?;
+    drop((db, dc));
+    ntt(s, &mut da, NttKind::CosetInverse)?;
+    Ok(da)
+}
+
 pub(crate) fn add_opt<P: Add<Output = P> + Copy>(acc: Option<P>, x: P) -> Option<P> {
     Some(match acc {
         None => x,
@@ -184,20 +200,30 @@ impl Worker {
     ) -> cuzk_cuda::Result<MsmSums> {
         let s = self.stream.clone();
         let n = plan.shape.domain;
-        self.size_scratch(plan.msm_len, plan.msm_len.min(plan.shape.b_g2.max(1)))?;
+        self.size_scratch(
+            plan.msm_len,
+            plan.msm_len.min(plan.shape.b_g2.max(1)),
+            plan.gather_len,
+        )?;
         let mut clock = Clock::new();
 
         // H polynomial: a, b, c in zeroed n-long buffers (the padding stays
         // zero), evaluated on the device from z, or uploaded through the
         // pinned pool; then iNTT, coset NTT, (a·b − c)/Z, coset iNTT, all on
-        // the device.
-        let (abc, aux_on_device) = match matrices {
-            Some(m) => {
+        // the device: the three at once, or (lean) two at a time.
+        let (da, aux_on_device) = match (matrices, plan.h_poly) {
+            (Some(m), HPoly::Full) => {
                 let (abc, aux) = self.device_abc(m, w, n, &mut clock)?;
-                (abc.into_iter().collect::<Vec<_>>(), Some(aux))
+                clock.start(&s, "h_poly")?;
+                let h = full_h(&s, abc)?;
+                clock.stop(&s)?;
+                (h, Some(aux))
             }
-            None => {
-                clock.start(&s, "upload_abc")?;
+            (Some(m), HPoly::Lean) => {
+                let (h, aux) = self.device_abc_lean(m, w, n, &mut clock)?;
+                (h, Some(aux))
+            }
+            (None, layout) => {
                 let host;
                 let vectors: [&[Fr]; 3] = if w.abc_on_host() {
                     [&w.a, &w.b, &w.c]
@@ -206,37 +232,40 @@ impl Worker {
                     host = w.padded_abc(n);
                     [&host[0], &host[1], &host[2]]
                 };
-                let mut abc = Vec::with_capacity(3);
-                for v in vectors {
-                    let mut d = s.alloc::<FrLimbs>(n)?;
-                    self.stage_upload(&s, fr_as_limbs(v), &mut d, 0)?;
-                    abc.push(d);
-                }
-                clock.stop(&s)?;
-                (abc, None)
+                let h = match layout {
+                    HPoly::Full => {
+                        clock.start(&s, "upload_abc")?;
+                        let mut abc = [s.alloc::<FrLimbs>(n)?, s.alloc(n)?, s.alloc(n)?];
+                        for (v, d) in vectors.into_iter().zip(&mut abc) {
+                            self.stage_upload(&s, fr_as_limbs(v), d, 0)?;
+                        }
+                        clock.stop(&s)?;
+                        clock.start(&s, "h_poly")?;
+                        let h = full_h(&s, abc)?;
+                        clock.stop(&s)?;
+                        h
+                    }
+                    HPoly::Lean => {
+                        // Each upload inside H: the stage holds both.
+                        clock.start(&s, "h_poly")?;
+                        let h = self.lean_h(n, |worker, which, out| {
+                            let stream = worker.stream.clone();
+                            worker.stage_upload(&stream, fr_as_limbs(vectors[which]), out, 0)
+                        })?;
+                        clock.stop(&s)?;
+                        h
+                    }
+                };
+                (h, None)
             }
         };
-        clock.start(&s, "h_poly")?;
-        let (mut da, mut db, mut dc) = {
-            let mut it = abc.into_iter();
-            let mut next = || it.next().expect("three buffers");
-            (next(), next(), next())
-        };
-        for d in [&mut da, &mut db, &mut dc] {
-            ntt(&s, d, NttKind::Inverse)?;
-            ntt(&s, d, NttKind::CosetForward)?;
-        }
-        h_step(&s, &mut da, &db, &dc)?;
-        drop((db, dc));
-        ntt(&s, &mut da, NttKind::CosetInverse)?;
-        clock.stop(&s)?;
 
         let sums = match (plan.mode, resident) {
             (SrsMode::Resident, Some(srs)) => {
                 self.resident_msms(&srs, w, da, aux_on_device, &mut clock)?
             }
             (SrsMode::Streamed { chunk }, _) => {
-                self.streamed_msms(chunk, key, w, da, &mut clock, t)?
+                self.streamed_msms(chunk, key, w, da, aux_on_device, &mut clock, t)?
             }
             (SrsMode::Resident, None) => unreachable!("a resident plan made its key resident"),
         };
@@ -355,7 +384,7 @@ impl Worker {
 
     /// Fills `out[head..]` with the aux values at the set bits of `density`
     /// (on the device) and checks that this completes `out` exactly.
-    fn gather_aux(
+    pub(crate) fn gather_aux(
         &mut self,
         aux: &DeviceBuffer<FrLimbs>,
         density: &[u64],
@@ -399,15 +428,14 @@ impl Worker {
         Ok(ones + rest)
     }
 
-    /// Scratch for G1 MSMs of up to `len` pairs and G2 MSMs of up to `g2_len`.
-    fn size_scratch(&mut self, len: usize, g2_len: usize) -> cuzk_cuda::Result<()> {
+    /// Scratch for G1 MSMs of up to `len` pairs, G2 MSMs of up to `g2_len`
+    /// and gathers from up to `gather_len` aux values.
+    fn size_scratch(&mut self, len: usize, g2_len: usize, gather_len: usize) -> cuzk_cuda::Result<()> {
         // (A partition that failed inside a shifted msm_h leaves no plain G1
         // scratch: that one is made again.)
-        if self
-            .scratch
-            .as_ref()
-            .is_some_and(|sc| (sc.len, sc.g2_len) == (len, g2_len) && sc.g1.is_some())
-        {
+        if self.scratch.as_ref().is_some_and(|sc| {
+            (sc.len, sc.g2_len, sc.gather_len) == (len, g2_len, gather_len) && sc.g1.is_some()
+        }) {
             return Ok(());
         }
         self.scratch = None; // free the old scratch before making the new one
@@ -415,12 +443,41 @@ impl Worker {
         self.scratch = Some(Scratch {
             len,
             g2_len,
+            gather_len,
             g1: Some(Msm::new(s, len)?),
             g2: Msm::new(s, g2_len)?,
             classifier: Classifier::new(s, len)?,
-            gather: BitmapGather::new(s, len)?,
+            gather: BitmapGather::new(s, gather_len)?,
         });
         Ok(())
+    }
+
+    /// The H polynomial two n-long vectors at a time: `fill(worker, k, v)`
+    /// writes a (k = 0), b (1) or c (2) into a zeroed buffer; a's NTTs,
+    /// then b's and a ← a·b (b freed), then c's and a ← (a − c)/Z (c freed),
+    /// then the coset iNTT. The same values as [`full_h`], bit for bit.
+    pub(crate) fn lean_h(
+        &mut self,
+        n: usize,
+        mut fill: impl FnMut(&mut Worker, usize, &mut DeviceBuffer<FrLimbs>) -> cuzk_cuda::Result<()>,
+    ) -> cuzk_cuda::Result<DeviceBuffer<FrLimbs>> {
+        let s = self.stream.clone();
+        let mut coset = |worker: &mut Worker, which: usize| {
+            let mut v = s.alloc::<FrLimbs>(n)?;
+            fill(worker, which, &mut v)?;
+            ntt(&s, &mut v, NttKind::Inverse)?;
+            ntt(&s, &mut v, NttKind::CosetForward)?;
+            Ok::<_, cuzk_cuda::Error>(v)
+        };
+        let mut a = coset(self, 0)?;
+        let b = coset(self, 1)?;
+        h_mul(&s, &mut a, &b)?;
+        drop(b);
+        let c = coset(self, 2)?;
+        h_finish(&s, &mut a, &c)?;
+        drop(c);
+        ntt(&s, &mut a, NttKind::CosetInverse)?;
+        Ok(a)
     }
 
     /// Copies `src` into `dst[at..]` on `stream` through the two pinned

@@ -450,3 +450,56 @@ fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
         eprintln!("2^{k}: identical under {plan}");
     }
 }
+
+/// Every layout a small card may get gives the CPU's proof: the key
+/// resident or streamed in several chunks, a, b, c evaluated on the device
+/// (from resident or streamed matrices) or on the host, the H polynomial
+/// with a, b, c at once or lean (two vectors at a time), for a deferred
+/// witness; each run is checked to have taken the layout it was forced to.
+#[test]
+fn every_small_card_layout_gives_the_cpu_proofs() {
+    use cuzk_gpu::{witness_shape, HPoly, Shape, SrsMode};
+    use cuzk_synth::precompiled::{record, witness, DeferredAbc};
+    use std::sync::Arc;
+    let Some(gpu) = backend() else { return };
+    let seed = fresh_seed();
+    eprintln!("small-card layouts on {}; seed {seed}", gpu.device_name());
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    for (k, path) in keys() {
+        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
+            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
+        let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
+        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
+        let circuit = DemoCircuit::new(k, 0.95, seed ^ 11);
+        let full = synthesize(circuit.clone()).unwrap();
+        let w = deferred.synthesized(witness(circuit).unwrap()).unwrap();
+        let longest = Shape::of_circuit(&w.shape()).longest_msm();
+        let chunk = (longest / 4).max(cuzk_gpu::MIN_CHUNK).next_power_of_two();
+        for mode in [SrsMode::Resident, SrsMode::Streamed { chunk }] {
+            for h_poly in [HPoly::Full, HPoly::Lean] {
+                // The deferred witness (a, b, c on the device) and the full
+                // one (a, b, c from the host).
+                for (witness, on_device) in [(&w, true), (&full, false)] {
+                    gpu.force_layout(Some((mode, h_poly)));
+                    let what = format!("2^{k}, {mode}, {h_poly:?} H, a, b, c on the {}", if on_device { "device" } else { "host" });
+                    let out = proved_as_on_cpu(&gpu, &key, witness, &full, &mut rng, &what);
+                    let plan = gpu.last_plan().unwrap();
+                    assert_eq!((plan.mode, plan.h_poly), (mode, h_poly), "{what}: {plan}");
+                    assert_eq!(plan.abc_on_device(), on_device, "{what}: {plan}");
+                    if matches!(mode, SrsMode::Streamed { .. }) && on_device {
+                        assert!(plan.matrices_streamed().is_some(), "{what}: {plan}");
+                        assert_eq!(plan.gather_len, witness_shape(witness).aux, "{what}");
+                    }
+                    let stages: Vec<String> = out
+                        .timings
+                        .stages
+                        .iter()
+                        .map(|(n, d)| format!("{n} {:.2}ms", d.as_secs_f64() * 1e3))
+                        .collect();
+                    eprintln!("{what}: identical [{}]", stages.join(", "));
+                }
+            }
+        }
+        gpu.force_layout(None);
+    }
+}

@@ -17,8 +17,21 @@
 //! the key ([`DeviceAbc`]) and a, b, c are computed on the device from z:
 //! only z is uploaded, and its aux values stay for L, A and B. A plan that
 //! cannot hold the matrices beside a resident key streams them from the host
-//! through one chunk's staging (the `abc` stage holds it); one that cannot
-//! hold even that evaluates a, b, c on the host instead (and says so).
+//! through one chunk's staging (the `abc` stage holds it); so does a plan
+//! whose key is streamed (z then stays on the device too, and A's and B's
+//! scalars are gathered there, so no aux value crosses PCIe twice). One that
+//! cannot hold even that evaluates a, b, c on the host instead (and says so).
+//!
+//! The H polynomial holds a, b and c at once ([`HPoly::Full`]: 3n scalars,
+//! 12 GiB at 2^27) unless that does not fit: then [`HPoly::Lean`] folds b
+//! into a before c is made (2n scalars), so a 32 GiB partition's H fits a
+//! 16 GiB card beside z.
+//!
+//! Plans are tried in order of speed, the first that fits wins: key
+//! resident (matrices resident, then streamed; full H, then lean; a, b, c
+//! on the host last), then key streamed in the largest power-of-two chunk
+//! down to [`PREFERRED_MIN_CHUNK`] (a, b, c on the device, full then lean;
+//! then on the host), then smaller chunks down to [`MIN_CHUNK`].
 //!
 //! The worker's scratch (the G1 and G2 Pippenger scratch, the classifier, the
 //! batch sums and the NTT tables) is sized once for the longest MSM it runs:
@@ -43,6 +56,33 @@ pub const G2_BYTES: u64 = 192;
 
 /// The smallest streaming chunk the planner will consider.
 pub const MIN_CHUNK: usize = 1 << 16;
+
+/// Chunks below this are tried only when nothing fits with larger ones:
+/// every chunk ends in a host round trip for its window sums, so a 2^27
+/// section in 2^16-point chunks would wait on the host 2,000 times.
+pub const PREFERRED_MIN_CHUNK: usize = 1 << 20;
+
+/// How the H polynomial's a, b, c share the device (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HPoly {
+    /// a, b and c at once: three NTT pairs, then one H step.
+    #[default]
+    Full,
+    /// a's NTTs, then b's and a ← a·b (b freed), then c's and
+    /// a ← (a − c)/Z: two n-long vectors at a time instead of three, the
+    /// same values bit for bit.
+    Lean,
+}
+
+impl HPoly {
+    /// n-long vectors the layout holds at its peak.
+    pub fn vectors(self) -> u64 {
+        match self {
+            HPoly::Full => 3,
+            HPoly::Lean => 2,
+        }
+    }
+}
 
 /// What a partition and its key look like, in counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -157,6 +197,9 @@ pub trait Footprints {
     fn shifted_h_shape(&self, len: usize, bytes: u64) -> Option<ShiftedH>;
     /// The zero/one/other classifier for up to `len` scalars.
     fn classifier(&self, len: usize) -> u64;
+    /// The density-bitmap gather of A's and B's scalars from up to `len`
+    /// aux values.
+    fn gather(&self, len: usize) -> u64;
     /// Fixed-size parts: batch sums, NTT tables, result slots.
     fn fixed(&self) -> u64;
     /// Alignment-rounding slack per worker (many small buffers round up).
@@ -253,6 +296,11 @@ pub struct VramPlan {
     /// counted in `srs_device_bytes`, the larger of the two MSMs' scratch in
     /// `scratch_bytes`: they take turns).
     pub h_shift: Option<ShiftedH>,
+    /// How a, b and c share the device in the H polynomial.
+    pub h_poly: HPoly,
+    /// Aux values the worker's gather scratch is sized for (A's and B's
+    /// scalars gathered on the device from the aux values in VRAM).
+    pub gather_len: usize,
 }
 
 /// Why no plan fits.
@@ -334,41 +382,73 @@ impl VramPlan {
         self
     }
 
-    /// The plan without shifted bases.
+    /// The plan without shifted bases: the first candidate that fits, in
+    /// the module docs' order.
     fn plain(shape: Shape, budget: u64, fp: &dyn Footprints) -> Result<VramPlan, PlanError> {
-        if let Some(d) = shape.device_abc {
-            // The matrices resident beside the key, else streamed through a
-            // chunk's staging, else a, b, c from the host.
-            for stream_terms in [None, Some(STREAM_TERMS.min(d.terms.max(1)))] {
-                let shape = Shape {
-                    device_abc: Some(DeviceAbc { stream_terms, ..d }),
-                    ..shape
-                };
-                let on_device = Self::with_mode(shape, budget, SrsMode::Resident, fp);
-                if on_device.fits() {
-                    return Ok(on_device);
-                }
-            }
-        }
-        // a, b, c from the host: the matrices are not counted.
-        let shape = Shape {
+        // a, b, c: on the device from resident matrices, from streamed
+        // matrices, or on the host (the matrices not counted).
+        let on_host = Shape {
             device_abc: None,
             ..shape
         };
-        let resident = Self::with_mode(shape, budget, SrsMode::Resident, fp);
-        if resident.peak() <= budget {
-            return Ok(resident);
-        }
-        let longest = shape.longest_msm().max(MIN_CHUNK).next_power_of_two();
-        let mut chunk = longest;
-        while chunk >= MIN_CHUNK {
-            let plan = Self::with_mode(shape, budget, SrsMode::Streamed { chunk }, fp);
-            if plan.peak() <= budget {
+        let streamed_matrices = shape.device_abc.map(|d| Shape {
+            device_abc: Some(DeviceAbc {
+                stream_terms: Some(STREAM_TERMS.min(d.terms.max(1))),
+                ..d
+            }),
+            ..shape
+        });
+        let resident_matrices = shape.device_abc.map(|d| Shape {
+            device_abc: Some(DeviceAbc {
+                stream_terms: None,
+                ..d
+            }),
+            ..shape
+        });
+        let fits = |p: VramPlan| p.fits().then_some(p);
+        let resident = [
+            (resident_matrices, HPoly::Full),
+            (streamed_matrices, HPoly::Full),
+            (streamed_matrices, HPoly::Lean),
+            (Some(on_host), HPoly::Full),
+            (Some(on_host), HPoly::Lean),
+        ];
+        for (shape, h_poly) in resident {
+            let Some(shape) = shape else { continue };
+            let plan = Self::with_layout(shape, budget, SrsMode::Resident, h_poly, fp);
+            if let Some(plan) = fits(plan) {
                 return Ok(plan);
             }
-            chunk /= 2;
         }
-        let smallest = Self::with_mode(shape, budget, SrsMode::Streamed { chunk: MIN_CHUNK }, fp);
+        let streamed = [
+            (streamed_matrices, HPoly::Full),
+            (streamed_matrices, HPoly::Lean),
+            (Some(on_host), HPoly::Full),
+            (Some(on_host), HPoly::Lean),
+        ];
+        let longest = shape.longest_msm().max(MIN_CHUNK).next_power_of_two();
+        let chunks = |from: usize, down_to: usize| {
+            std::iter::successors(Some(from), |c| Some(c / 2)).take_while(move |&c| c >= down_to)
+        };
+        let preferred = PREFERRED_MIN_CHUNK.min(longest);
+        for (low, high) in [(preferred, longest), (MIN_CHUNK, preferred / 2)] {
+            for (shape, h_poly) in streamed {
+                let Some(shape) = shape else { continue };
+                for chunk in chunks(high, low) {
+                    let mode = SrsMode::Streamed { chunk };
+                    if let Some(plan) = fits(Self::with_layout(shape, budget, mode, h_poly, fp)) {
+                        return Ok(plan);
+                    }
+                }
+            }
+        }
+        let smallest = Self::with_layout(
+            on_host,
+            budget,
+            SrsMode::Streamed { chunk: MIN_CHUNK },
+            HPoly::Lean,
+            fp,
+        );
         let worst = smallest.largest_stage();
         Err(PlanError {
             need: smallest.peak(),
@@ -382,15 +462,31 @@ impl VramPlan {
         })
     }
 
-    /// The plan in a given mode, whether or not it fits (see [`VramPlan::fits`]).
-    /// a, b, c are evaluated on the device only with a resident key.
+    /// The plan in a given mode with a, b, c held at once, whether or not it
+    /// fits (see [`VramPlan::fits`]).
     pub fn with_mode(shape: Shape, budget: u64, mode: SrsMode, fp: &dyn Footprints) -> VramPlan {
-        let shape = match mode {
-            SrsMode::Resident => shape,
-            SrsMode::Streamed { .. } => Shape {
-                device_abc: None,
+        Self::with_layout(shape, budget, mode, HPoly::Full, fp)
+    }
+
+    /// The plan in a given mode and H layout, whether or not it fits. With a
+    /// streamed key, a, b, c evaluated on the device read streamed matrices
+    /// (`shape`'s `stream_terms` is set if it was not).
+    pub fn with_layout(
+        shape: Shape,
+        budget: u64,
+        mode: SrsMode,
+        h_poly: HPoly,
+        fp: &dyn Footprints,
+    ) -> VramPlan {
+        let shape = match (mode, shape.device_abc) {
+            (SrsMode::Streamed { .. }, Some(d)) if d.stream_terms.is_none() => Shape {
+                device_abc: Some(DeviceAbc {
+                    stream_terms: Some(STREAM_TERMS.min(d.terms.max(1))),
+                    ..d
+                }),
                 ..shape
             },
+            _ => shape,
         };
         let n = shape.domain as u64;
         let s = SCALAR_BYTES;
@@ -402,46 +498,70 @@ impl VramPlan {
                 (chunk, 2 * c * G2_BYTES, c * s)
             }
         };
+        // The aux values in VRAM through L, A and B: z's region (its tail
+        // is the aux values, the inputs' few values with them) when a, b, c
+        // are evaluated on the device; with the key resident and a, b, c
+        // from the host, the aux values uploaded for L; none when both the
+        // key and the aux values stream in chunks.
+        let kept = shape.device_abc.map_or(0, |d| d.z as u64 * s);
+        let aux = match (mode, shape.device_abc) {
+            (_, Some(d)) => d.z as u64 * s,
+            (SrsMode::Resident, None) => shape.aux as u64 * s,
+            (SrsMode::Streamed { .. }, None) => 0,
+        };
+        // A's and B's scalars are gathered on the device whenever the aux
+        // values are there; the gather's scratch is sized for all of them.
+        let gather_len = match (mode, shape.device_abc) {
+            (SrsMode::Streamed { .. }, Some(_)) => shape.aux,
+            _ => msm_len,
+        };
         let scratch_bytes = fp.msm_g1(msm_len)
             + fp.msm_g2(msm_len.min(shape.b_g2.max(1)))
             + fp.classifier(msm_len)
+            + fp.gather(gather_len)
             + fp.fixed()
             + fp.slack();
-        // Resident: the aux values stay on the device through A and B, whose
-        // dense scalars are gathered from them there; when a, b, c are
-        // evaluated on the device they are z's tail, and z's region (the
-        // inputs' few values with them) is what stays.
-        let aux = match (mode, shape.device_abc) {
-            (SrsMode::Resident, Some(d)) => d.z as u64 * s,
-            _ => shape.aux as u64 * s,
-        };
-        let (l, a, b) = match mode {
-            SrsMode::Resident => (
-                aux,
-                aux + shape.a as u64 * s,
-                aux + shape.b_g1.max(shape.b_g2) as u64 * s,
+        let (l, a, b) = match (mode, aux) {
+            (SrsMode::Streamed { .. }, 0) => (chunk_bufs, chunk_bufs, chunk_bufs),
+            _ => (
+                aux + chunk_bufs,
+                aux + shape.a as u64 * s + chunk_bufs,
+                aux + shape.b_g1.max(shape.b_g2) as u64 * s + chunk_bufs,
             ),
-            SrsMode::Streamed { .. } => (chunk_bufs, chunk_bufs, chunk_bufs),
         };
-        // a, b, c on the device: z and its classes beside the three n-long
-        // outputs; z's aux values (its tail, no copy) stay for L, A and B.
-        // z's packed upload holds a scratch of one word per aux value (at
-        // most 64 MiB) beside z alone, freed before the outputs are made:
-        // 40 bytes per value at most, below this stage's 33 per value of z
-        // and 96 per row (n ≥ inputs).
-        let (abc, kept) = match shape.device_abc {
+        let vectors = h_poly.vectors() * n * s;
+        // a, b, c on the device: z and its class bytes beside the outputs
+        // (and a chunk's staging when the matrices stream); z's aux values
+        // (its tail, no copy) stay for L, A and B. Full: an `abc` stage
+        // holds all three outputs before H; lean: b and c are made inside
+        // H, z's classes held until c is. z's packed upload holds a scratch
+        // of one word per aux value (at most 64 MiB) beside z alone, freed
+        // before the outputs are made: 40 bytes per value at most, below
+        // these stages' 33 per value of z and 64 per row (n ≥ inputs).
+        let (abc, h) = match shape.device_abc {
             Some(d) => {
                 let staging = d
                     .stream_terms
                     .map_or(0, |terms| streamed_bytes(d.coeffs, terms));
-                (3 * n * s + d.z as u64 * (s + 1) + staging, aux)
+                let z_and_classes = d.z as u64 * (s + 1);
+                match h_poly {
+                    HPoly::Full => (
+                        Some(vectors + z_and_classes + staging),
+                        vectors + kept,
+                    ),
+                    HPoly::Lean => (None, vectors + z_and_classes + staging),
+                }
             }
-            None => (0, 0),
+            None => (None, vectors),
         };
-        let mut stages = vec![
+        let mut stages = Vec::with_capacity(6);
+        if let Some(bytes) = abc {
+            stages.push(StageBytes { name: "abc", bytes });
+        }
+        stages.extend([
             StageBytes {
                 name: "h_poly",
-                bytes: 3 * n * s + kept,
+                bytes: h,
             },
             StageBytes {
                 name: "msm_h",
@@ -459,16 +579,7 @@ impl VramPlan {
                 name: "msm_b",
                 bytes: b,
             },
-        ];
-        if shape.device_abc.is_some() {
-            stages.insert(
-                0,
-                StageBytes {
-                    name: "abc",
-                    bytes: abc,
-                },
-            );
-        }
+        ]);
         let partition_peak = stages.iter().map(|s| s.bytes).max().unwrap_or(0);
         VramPlan {
             budget,
@@ -476,16 +587,21 @@ impl VramPlan {
             mode,
             srs_bytes: shape.srs_bytes(),
             srs_device_bytes,
-            matrix_bytes: shape
-                .device_abc
-                .filter(|d| d.stream_terms.is_none())
-                .map_or(0, |d| d.matrix_bytes),
+            matrix_bytes: match mode {
+                SrsMode::Resident => shape
+                    .device_abc
+                    .filter(|d| d.stream_terms.is_none())
+                    .map_or(0, |d| d.matrix_bytes),
+                SrsMode::Streamed { .. } => 0,
+            },
             msm_len,
             scratch_bytes,
             stages,
             partition_peak,
             margin: budget / 64 + (64 << 20),
             h_shift: None,
+            h_poly,
+            gather_len,
         }
     }
 
@@ -564,6 +680,9 @@ impl fmt::Display for VramPlan {
                 h.window_bits, h.sets, h.copies
             )?;
         }
+        if self.h_poly == HPoly::Lean {
+            write!(f, "; lean H polynomial (two vectors at a time)")?;
+        }
         match (self.abc_on_device(), self.matrices_streamed()) {
             (true, None) => write!(
                 f,
@@ -605,7 +724,10 @@ impl Footprints for CudaFootprints {
         })
     }
     fn classifier(&self, len: usize) -> u64 {
-        Classifier::bytes_for(len) + BitmapGather::bytes_for(len)
+        Classifier::bytes_for(len)
+    }
+    fn gather(&self, len: usize) -> u64 {
+        BitmapGather::bytes_for(len)
     }
     fn fixed(&self) -> u64 {
         // Batch-sum partials (a few thousand XYZZ points per curve), the NTT
@@ -615,290 +737,4 @@ impl Footprints for CudaFootprints {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use crate::resident::KeyShape;
-
-    /// One 32 GiB PoRep partition, the real circuit's counts (as issue
-    /// #13's H200 run synthesized it; docs/facts.md).
-    pub(crate) fn porep_32gib() -> CircuitShape {
-        CircuitShape {
-            num_constraints: 130_278_869,
-            num_inputs: 328,
-            num_aux: 130_169_893,
-            a_aux_density: 129_753_292,
-            b_input_density: 1,
-            b_aux_density: 33_112_281,
-            domain_log2: 27,
-        }
-    }
-
-    /// Footprints shaped like the real kernels': linear in the length.
-    struct Linear;
-
-    impl Footprints for Linear {
-        fn msm_g1(&self, len: usize) -> u64 {
-            len as u64 * 60 + (200 << 20)
-        }
-        fn msm_g2(&self, len: usize) -> u64 {
-            len as u64 * 80 + (400 << 20)
-        }
-        fn msm_g1_shifted(&self, len: usize, h: ShiftedH) -> u64 {
-            len as u64 * 70 + (u64::from(h.sets) << 20)
-        }
-        fn shifted_h_shape(&self, len: usize, bytes: u64) -> Option<ShiftedH> {
-            // Two copies, if they fit.
-            let h = ShiftedH {
-                window_bits: 22,
-                sets: 6,
-                copies: 2,
-            };
-            (h.extra_bytes(len) + self.msm_g1_shifted(len, h) <= bytes).then_some(h)
-        }
-        fn classifier(&self, len: usize) -> u64 {
-            len as u64 * 8
-        }
-        fn fixed(&self) -> u64 {
-            8 << 20
-        }
-    }
-
-    fn demo_shape(log_n: u32) -> Shape {
-        let n = 1usize << log_n;
-        Shape {
-            domain: n,
-            h: n - 1,
-            l: n - 40,
-            a: n - 100,
-            b_g1: n / 4,
-            b_g2: n / 4,
-            aux: n - 40,
-            device_abc: None,
-        }
-    }
-
-    const GIB: u64 = 1 << 30;
-
-    #[test]
-    fn a_large_budget_keeps_the_key_resident() {
-        let plan = VramPlan::new(demo_shape(24), 140 * GIB, &Linear).unwrap();
-        assert_eq!(plan.mode, SrsMode::Resident);
-        assert_eq!(plan.srs_device_bytes, demo_shape(24).srs_bytes());
-        assert!(plan.fits());
-        assert_eq!(plan.largest_stage().name, "h_poly");
-        assert_eq!(plan.partition_peak, 3 * (1 << 24) * 32);
-        assert!(plan.workers_that_fit() >= 2, "{plan}");
-    }
-
-    /// a, b, c on the device: the matrices count as resident bytes, the
-    /// `abc` stage holds z, its classes and the three outputs, and z (whose
-    /// tail is the aux values) stays through H; without room for the matrices
-    /// beside the key the plan evaluates a, b, c on the host.
-    #[test]
-    fn device_abc_counts_the_matrices_and_z() {
-        let n: u64 = 1 << 24;
-        let base = demo_shape(24);
-        let z = base.aux + 41;
-        let shape = Shape {
-            device_abc: Some(DeviceAbc {
-                matrix_bytes: 3 * GIB,
-                z,
-                coeffs: 2466,
-                terms: 1 << 30,
-                stream_terms: None,
-            }),
-            ..base
-        };
-        let plan = VramPlan::new(shape, 140 * GIB, &Linear).unwrap();
-        assert!(plan.abc_on_device(), "{plan}");
-        assert_eq!(plan.matrix_bytes, 3 * GIB);
-        let kept = z as u64 * 32;
-        let stage = |name| plan.stages.iter().find(|s| s.name == name).unwrap().bytes;
-        assert_eq!(stage("abc"), 3 * n * 32 + z as u64 * 33);
-        assert_eq!(stage("h_poly"), 3 * n * 32 + kept);
-        assert_eq!(stage("msm_h"), n * 32 + kept);
-        assert_eq!(stage("msm_l"), kept);
-        assert_eq!(plan.largest_stage().name, "abc");
-        let host = VramPlan::new(base, 140 * GIB, &Linear).unwrap();
-        assert_eq!(
-            plan.peak(),
-            host.peak() + 3 * GIB + stage("abc") - 3 * n * 32
-        );
-        assert!(plan.to_string().contains("a, b, c on the device"), "{plan}");
-
-        // Room for the key and the abc stage with a chunk's staging, not for
-        // the matrices: streamed, nothing counted as resident. A plan fits a
-        // budget b when its bytes + b/64 + 64 MiB (the margin) <= b.
-        let fit_at = |p: &VramPlan| ((p.peak() - p.margin + (64 << 20)) * 64).div_ceil(63);
-        let staging = cuzk_cuda::abc::streamed_bytes(2466, STREAM_TERMS);
-        let mut streamed_shape = shape;
-        streamed_shape.device_abc.as_mut().unwrap().stream_terms = Some(STREAM_TERMS);
-        let streamed_min = fit_at(&VramPlan::with_mode(
-            streamed_shape,
-            140 * GIB,
-            SrsMode::Resident,
-            &Linear,
-        ));
-        assert!(streamed_min < fit_at(&plan));
-        let plan = VramPlan::new(shape, streamed_min, &Linear).unwrap();
-        assert!(plan.abc_on_device(), "{plan}");
-        assert_eq!(plan.matrices_streamed(), Some(STREAM_TERMS), "{plan}");
-        assert_eq!(plan.matrix_bytes, 0);
-        let streamed_abc = plan.stages.iter().find(|s| s.name == "abc").unwrap().bytes;
-        assert_eq!(streamed_abc, stage("abc") + staging);
-        assert!(
-            plan.to_string().contains("streamed from the host"),
-            "{plan}"
-        );
-
-        // Room for the key and a host-abc partition, not for the streamed
-        // abc stage.
-        let tight = streamed_min - 1024;
-        let plan = VramPlan::new(shape, tight, &Linear).unwrap();
-        assert!(!plan.abc_on_device(), "{plan}");
-        assert_eq!(plan.mode, SrsMode::Resident);
-        assert_eq!(plan.matrix_bytes, 0);
-        assert_eq!(plan, host_plan_under(base, tight));
-        // Streamed plans never evaluate on the device.
-        let streamed = VramPlan::with_mode(
-            shape,
-            140 * GIB,
-            SrsMode::Streamed { chunk: 1 << 20 },
-            &Linear,
-        );
-        assert!(!streamed.abc_on_device());
-    }
-
-    fn host_plan_under(shape: Shape, budget: u64) -> VramPlan {
-        VramPlan::new(shape, budget, &Linear).unwrap()
-    }
-
-    /// A 32 GiB PoRep partition (the real circuit's counts, as issue #13's
-    /// H200 run synthesized it) with the kernels' own footprints, under the
-    /// arena the H200 gave that run (135.05 GiB): the key stays resident and
-    /// one worker fits beside it with room for a second.
-    #[test]
-    fn a_32_gib_porep_partition_plans_resident_on_an_h200() {
-        let shape = Shape::of_circuit(&porep_32gib());
-        let arena = 145_006_595_840; // 135.05 GiB
-        let plan = VramPlan::new(shape, arena, &CudaFootprints).unwrap();
-        println!("{plan}");
-        assert_eq!(plan.mode, SrsMode::Resident, "{plan}");
-        // 130.2 M + 129.8 M + 33.1 M G1 points, 33.1 M G2 points, 2^27 - 1 for H.
-        assert_eq!(plan.srs_device_bytes, shape.srs_bytes());
-        assert!(plan.fits() && plan.workers_that_fit() >= 2, "{plan}");
-        assert_eq!(plan.largest_stage().name, "h_poly", "{plan}");
-    }
-
-    /// H over shifted bases on the same H200 arena, a, b, c on the device
-    /// from resident matrices as the pre-compiled PoRep runs: room for
-    /// two copies of H beside the key, the matrices and two workers, and no
-    /// worker fewer than without them.
-    #[test]
-    fn a_32_gib_porep_partition_keeps_h_shifted_beside_two_workers() {
-        let circuit = porep_32gib();
-        // The recording's device bytes and table as the H200 run logged
-        // them (5.51 GiB of matrices).
-        let shape = Shape::of_circuit(&circuit).with_device_abc(
-            &circuit,
-            5_916_000_000,
-            1_526,
-            309_405_051,
-        );
-        let arena = 145_006_595_840; // 135.05 GiB
-        let plain = VramPlan::new_with(shape, arena, &CudaFootprints, false).unwrap();
-        let shifted = VramPlan::new_with(shape, arena, &CudaFootprints, true).unwrap();
-        println!("{plain}\n{shifted}");
-        assert_eq!(plain.h_shift, None);
-        let h = shifted.h_shift.expect("room for H's copies");
-        assert!(h.copies >= 2 && h.sets < 13, "{shifted}");
-        assert!(
-            shifted.fits() && shifted.workers_that_fit() >= 2,
-            "{shifted}"
-        );
-        assert!(plain.workers_that_fit() >= 2, "{plain}");
-        assert_eq!(
-            shifted.srs_device_bytes,
-            plain.srs_device_bytes + h.extra_bytes(shape.h)
-        );
-        assert!(
-            shifted.to_string().contains("H over shifted bases"),
-            "{shifted}"
-        );
-        assert_eq!(
-            KeyShape::of_plan(&shifted).bytes(),
-            shifted.srs_device_bytes,
-            "admission counts the copies"
-        );
-    }
-
-    /// Without room for a copy beside the partitions that fit, H stays
-    /// plain; a streamed plan never keeps H shifted.
-    #[test]
-    fn h_stays_plain_without_room() {
-        let shape = demo_shape(24);
-        let plain = VramPlan::new_with(shape, 140 * GIB, &Linear, false).unwrap();
-        let roomy = VramPlan::new_with(shape, 140 * GIB, &Linear, true).unwrap();
-        assert!(roomy.h_shift.is_some(), "{roomy}");
-        assert!(roomy.workers_that_fit() >= SHIFTED_H_WORKERS, "{roomy}");
-        // Just enough for one plain partition: no copy fits.
-        let fit_at = |p: &VramPlan| ((p.peak() - p.margin + (64 << 20)) * 64).div_ceil(63);
-        let tight = fit_at(&plain);
-        let p = VramPlan::new_with(shape, tight, &Linear, true).unwrap();
-        assert_eq!(p.mode, SrsMode::Resident, "{p}");
-        assert_eq!(p.h_shift, None, "{p}");
-        let streamed = VramPlan::new_with(demo_shape(26), 16 * GIB, &Linear, true).unwrap();
-        assert!(matches!(streamed.mode, SrsMode::Streamed { .. }));
-        assert_eq!(streamed.h_shift, None);
-    }
-
-    #[test]
-    fn a_small_budget_streams_in_the_largest_chunk_that_fits() {
-        let shape = demo_shape(26);
-        assert!(shape.srs_bytes() > 16 * GIB, "the key alone exceeds 16 GiB");
-        let plan = VramPlan::new(shape, 16 * GIB, &Linear).unwrap();
-        let SrsMode::Streamed { chunk } = plan.mode else {
-            panic!("expected streaming: {plan}");
-        };
-        assert!(plan.fits());
-        assert!(chunk.is_power_of_two() && chunk >= MIN_CHUNK);
-        // Twice the chunk would not have fit.
-        let bigger = VramPlan::with_mode(
-            shape,
-            16 * GIB,
-            SrsMode::Streamed { chunk: chunk * 2 },
-            &Linear,
-        );
-        assert!(chunk * 2 > shape.longest_msm() || !bigger.fits());
-        assert_eq!(plan.workers_that_fit(), 1);
-    }
-
-    #[test]
-    fn too_small_a_budget_names_both_numbers() {
-        let err = VramPlan::new(demo_shape(26), GIB, &Linear).unwrap_err();
-        assert_eq!(err.budget, GIB);
-        assert!(err.need > GIB);
-        assert_eq!(err.stage, "h_poly");
-        let msg = err.to_string();
-        assert!(msg.contains("needs at least"), "{msg}");
-        assert!(msg.contains("the budget has 1.00 GiB"), "{msg}");
-        assert!(msg.contains("2^26"), "{msg}");
-    }
-
-    #[test]
-    fn peak_adds_up() {
-        let plan = VramPlan::with_mode(demo_shape(20), 8 * GIB, SrsMode::Resident, &Linear);
-        assert_eq!(
-            plan.peak(),
-            plan.srs_device_bytes + plan.scratch_bytes + plan.partition_peak + plan.margin
-        );
-        let n = 1u64 << 20;
-        let expect_scratch = Linear.msm_g1(plan.msm_len)
-            + Linear.msm_g2(plan.shape.b_g2)
-            + Linear.classifier(plan.msm_len)
-            + Linear.fixed()
-            + Linear.slack();
-        assert_eq!(plan.scratch_bytes, expect_scratch);
-        assert_eq!(plan.stages[1].bytes, n * 32);
-    }
-}
+pub(crate) mod tests;

@@ -1,0 +1,401 @@
+//! The planner's arithmetic at demo and real shapes.
+
+use super::*;
+use crate::resident::KeyShape;
+
+/// One 32 GiB PoRep partition, the real circuit's counts (as issue
+/// #13's H200 run synthesized it; docs/facts.md).
+pub(crate) fn porep_32gib() -> CircuitShape {
+    CircuitShape {
+        num_constraints: 130_278_869,
+        num_inputs: 328,
+        num_aux: 130_169_893,
+        a_aux_density: 129_753_292,
+        b_input_density: 1,
+        b_aux_density: 33_112_281,
+        domain_log2: 27,
+    }
+}
+
+/// Footprints shaped like the real kernels': linear in the length.
+struct Linear;
+
+impl Footprints for Linear {
+    fn msm_g1(&self, len: usize) -> u64 {
+        len as u64 * 60 + (200 << 20)
+    }
+    fn msm_g2(&self, len: usize) -> u64 {
+        len as u64 * 80 + (400 << 20)
+    }
+    fn msm_g1_shifted(&self, len: usize, h: ShiftedH) -> u64 {
+        len as u64 * 70 + (u64::from(h.sets) << 20)
+    }
+    fn shifted_h_shape(&self, len: usize, bytes: u64) -> Option<ShiftedH> {
+        // Two copies, if they fit.
+        let h = ShiftedH {
+            window_bits: 22,
+            sets: 6,
+            copies: 2,
+        };
+        (h.extra_bytes(len) + self.msm_g1_shifted(len, h) <= bytes).then_some(h)
+    }
+    fn classifier(&self, len: usize) -> u64 {
+        len as u64 * 8
+    }
+    fn gather(&self, len: usize) -> u64 {
+        len as u64 / 8
+    }
+    fn fixed(&self) -> u64 {
+        8 << 20
+    }
+}
+
+fn demo_shape(log_n: u32) -> Shape {
+    let n = 1usize << log_n;
+    Shape {
+        domain: n,
+        h: n - 1,
+        l: n - 40,
+        a: n - 100,
+        b_g1: n / 4,
+        b_g2: n / 4,
+        aux: n - 40,
+        device_abc: None,
+    }
+}
+
+const GIB: u64 = 1 << 30;
+
+#[test]
+fn a_large_budget_keeps_the_key_resident() {
+    let plan = VramPlan::new(demo_shape(24), 140 * GIB, &Linear).unwrap();
+    assert_eq!(plan.mode, SrsMode::Resident);
+    assert_eq!(plan.srs_device_bytes, demo_shape(24).srs_bytes());
+    assert!(plan.fits());
+    assert_eq!(plan.largest_stage().name, "h_poly");
+    assert_eq!(plan.partition_peak, 3 * (1 << 24) * 32);
+    assert!(plan.workers_that_fit() >= 2, "{plan}");
+}
+
+/// a, b, c on the device: the matrices count as resident bytes, the
+/// `abc` stage holds z, its classes and the three outputs, and z (whose
+/// tail is the aux values) stays through H; without room for the matrices
+/// beside the key the plan evaluates a, b, c on the host.
+#[test]
+fn device_abc_counts_the_matrices_and_z() {
+    let n: u64 = 1 << 24;
+    let base = demo_shape(24);
+    let z = base.aux + 41;
+    let shape = Shape {
+        device_abc: Some(DeviceAbc {
+            matrix_bytes: 3 * GIB,
+            z,
+            coeffs: 2466,
+            terms: 1 << 30,
+            stream_terms: None,
+        }),
+        ..base
+    };
+    let plan = VramPlan::new(shape, 140 * GIB, &Linear).unwrap();
+    assert!(plan.abc_on_device(), "{plan}");
+    assert_eq!(plan.matrix_bytes, 3 * GIB);
+    let kept = z as u64 * 32;
+    let stage = |name| plan.stages.iter().find(|s| s.name == name).unwrap().bytes;
+    assert_eq!(stage("abc"), 3 * n * 32 + z as u64 * 33);
+    assert_eq!(stage("h_poly"), 3 * n * 32 + kept);
+    assert_eq!(stage("msm_h"), n * 32 + kept);
+    assert_eq!(stage("msm_l"), kept);
+    assert_eq!(plan.largest_stage().name, "abc");
+    let host = VramPlan::new(base, 140 * GIB, &Linear).unwrap();
+    assert_eq!(
+        plan.peak(),
+        host.peak() + 3 * GIB + stage("abc") - 3 * n * 32
+    );
+    assert!(plan.to_string().contains("a, b, c on the device"), "{plan}");
+
+    // Room for the key and the abc stage with a chunk's staging, not for
+    // the matrices: streamed, nothing counted as resident. A plan fits a
+    // budget b when its bytes + b/64 + 64 MiB (the margin) <= b.
+    let fit_at = |p: &VramPlan| ((p.peak() - p.margin + (64 << 20)) * 64).div_ceil(63);
+    let staging = cuzk_cuda::abc::streamed_bytes(2466, STREAM_TERMS);
+    let mut streamed_shape = shape;
+    streamed_shape.device_abc.as_mut().unwrap().stream_terms = Some(STREAM_TERMS);
+    let streamed_min = fit_at(&VramPlan::with_mode(
+        streamed_shape,
+        140 * GIB,
+        SrsMode::Resident,
+        &Linear,
+    ));
+    assert!(streamed_min < fit_at(&plan));
+    let plan = VramPlan::new(shape, streamed_min, &Linear).unwrap();
+    assert!(plan.abc_on_device(), "{plan}");
+    assert_eq!(plan.matrices_streamed(), Some(STREAM_TERMS), "{plan}");
+    assert_eq!(plan.matrix_bytes, 0);
+    let streamed_abc = plan.stages.iter().find(|s| s.name == "abc").unwrap().bytes;
+    assert_eq!(streamed_abc, stage("abc") + staging);
+    assert!(
+        plan.to_string().contains("streamed from the host"),
+        "{plan}"
+    );
+
+    // Room for the key, not for the streamed abc stage with all three
+    // outputs: the lean H makes b and c inside it, two vectors at a time.
+    let tight = streamed_min - 1024;
+    let plan = VramPlan::new(shape, tight, &Linear).unwrap();
+    assert!(plan.abc_on_device(), "{plan}");
+    assert_eq!(plan.h_poly, HPoly::Lean, "{plan}");
+    assert_eq!(plan.mode, SrsMode::Resident);
+    assert_eq!(plan.matrix_bytes, 0);
+    assert!(plan.stages.iter().all(|s| s.name != "abc"), "{plan}");
+    assert_eq!(
+        plan.stages.iter().find(|s| s.name == "h_poly").unwrap().bytes,
+        2 * n * 32 + z as u64 * 33 + staging
+    );
+    assert!(plan.to_string().contains("lean H"), "{plan}");
+    // Room for the key and a host-abc partition, not for the lean stage.
+    let lean_min = fit_at(&plan);
+    let host = host_plan_under(base, lean_min - 1024);
+    let plan = VramPlan::new(shape, lean_min - 1024, &Linear).unwrap();
+    assert!(!plan.abc_on_device(), "{plan}");
+    assert_eq!(plan.mode, SrsMode::Resident);
+    assert_eq!(plan, host);
+    // A streamed key evaluates on the device from streamed matrices, and z
+    // stays for L, A and B (their scalars gathered there).
+    let streamed = VramPlan::with_mode(
+        shape,
+        140 * GIB,
+        SrsMode::Streamed { chunk: 1 << 20 },
+        &Linear,
+    );
+    assert!(streamed.abc_on_device());
+    assert_eq!(streamed.matrices_streamed(), Some(STREAM_TERMS));
+    assert_eq!(streamed.matrix_bytes, 0);
+    assert_eq!(streamed.gather_len, base.aux);
+    let chunk_bufs = (1u64 << 20) * 32;
+    assert_eq!(
+        streamed.stages.iter().find(|s| s.name == "msm_a").unwrap().bytes,
+        kept + base.a as u64 * 32 + chunk_bufs
+    );
+}
+
+fn host_plan_under(shape: Shape, budget: u64) -> VramPlan {
+    VramPlan::new(shape, budget, &Linear).unwrap()
+}
+
+/// A 32 GiB PoRep partition (the real circuit's counts, as issue #13's
+/// H200 run synthesized it) with the kernels' own footprints, under the
+/// arena the H200 gave that run (135.05 GiB): the key stays resident and
+/// one worker fits beside it with room for a second.
+#[test]
+fn a_32_gib_porep_partition_plans_resident_on_an_h200() {
+    let shape = Shape::of_circuit(&porep_32gib());
+    let arena = 145_006_595_840; // 135.05 GiB
+    let plan = VramPlan::new(shape, arena, &CudaFootprints).unwrap();
+    println!("{plan}");
+    assert_eq!(plan.mode, SrsMode::Resident, "{plan}");
+    // 130.2 M + 129.8 M + 33.1 M G1 points, 33.1 M G2 points, 2^27 - 1 for H.
+    assert_eq!(plan.srs_device_bytes, shape.srs_bytes());
+    assert!(plan.fits() && plan.workers_that_fit() >= 2, "{plan}");
+    assert_eq!(plan.largest_stage().name, "h_poly", "{plan}");
+}
+
+/// H over shifted bases on the same H200 arena, a, b, c on the device
+/// from resident matrices as the pre-compiled PoRep runs: room for
+/// two copies of H beside the key, the matrices and two workers, and no
+/// worker fewer than without them.
+#[test]
+fn a_32_gib_porep_partition_keeps_h_shifted_beside_two_workers() {
+    let circuit = porep_32gib();
+    // The recording's device bytes and table as the H200 run logged
+    // them (5.51 GiB of matrices).
+    let shape = Shape::of_circuit(&circuit).with_device_abc(
+        &circuit,
+        5_916_000_000,
+        1_526,
+        309_405_051,
+    );
+    let arena = 145_006_595_840; // 135.05 GiB
+    let plain = VramPlan::new_with(shape, arena, &CudaFootprints, false).unwrap();
+    let shifted = VramPlan::new_with(shape, arena, &CudaFootprints, true).unwrap();
+    println!("{plain}\n{shifted}");
+    assert_eq!(plain.h_shift, None);
+    let h = shifted.h_shift.expect("room for H's copies");
+    assert!(h.copies >= 2 && h.sets < 13, "{shifted}");
+    assert!(
+        shifted.fits() && shifted.workers_that_fit() >= 2,
+        "{shifted}"
+    );
+    assert!(plain.workers_that_fit() >= 2, "{plain}");
+    assert_eq!(
+        shifted.srs_device_bytes,
+        plain.srs_device_bytes + h.extra_bytes(shape.h)
+    );
+    assert!(
+        shifted.to_string().contains("H over shifted bases"),
+        "{shifted}"
+    );
+    assert_eq!(
+        KeyShape::of_plan(&shifted).bytes(),
+        shifted.srs_device_bytes,
+        "admission counts the copies"
+    );
+}
+
+/// Without room for a copy beside the partitions that fit, H stays
+/// plain; a streamed plan never keeps H shifted.
+#[test]
+fn h_stays_plain_without_room() {
+    let shape = demo_shape(24);
+    let plain = VramPlan::new_with(shape, 140 * GIB, &Linear, false).unwrap();
+    let roomy = VramPlan::new_with(shape, 140 * GIB, &Linear, true).unwrap();
+    assert!(roomy.h_shift.is_some(), "{roomy}");
+    assert!(roomy.workers_that_fit() >= SHIFTED_H_WORKERS, "{roomy}");
+    // Just enough for one plain partition: no copy fits.
+    let fit_at = |p: &VramPlan| ((p.peak() - p.margin + (64 << 20)) * 64).div_ceil(63);
+    let tight = fit_at(&plain);
+    let p = VramPlan::new_with(shape, tight, &Linear, true).unwrap();
+    assert_eq!(p.mode, SrsMode::Resident, "{p}");
+    assert_eq!(p.h_shift, None, "{p}");
+    let streamed = VramPlan::new_with(demo_shape(26), 16 * GIB, &Linear, true).unwrap();
+    assert!(matches!(streamed.mode, SrsMode::Streamed { .. }));
+    assert_eq!(streamed.h_shift, None);
+}
+
+#[test]
+fn a_small_budget_streams_in_the_largest_chunk_that_fits() {
+    let shape = demo_shape(26);
+    assert!(shape.srs_bytes() > 16 * GIB, "the key alone exceeds 16 GiB");
+    let plan = VramPlan::new(shape, 16 * GIB, &Linear).unwrap();
+    let SrsMode::Streamed { chunk } = plan.mode else {
+        panic!("expected streaming: {plan}");
+    };
+    assert!(plan.fits());
+    assert!(chunk.is_power_of_two() && chunk >= MIN_CHUNK);
+    // Twice the chunk would not have fit.
+    let bigger = VramPlan::with_mode(
+        shape,
+        16 * GIB,
+        SrsMode::Streamed { chunk: chunk * 2 },
+        &Linear,
+    );
+    assert!(chunk * 2 > shape.longest_msm() || !bigger.fits());
+    assert_eq!(plan.workers_that_fit(), 1);
+}
+
+#[test]
+fn too_small_a_budget_names_both_numbers() {
+    let err = VramPlan::new(demo_shape(26), GIB, &Linear).unwrap_err();
+    assert_eq!(err.budget, GIB);
+    assert!(err.need > GIB);
+    assert_eq!(err.stage, "h_poly");
+    let msg = err.to_string();
+    assert!(msg.contains("needs at least"), "{msg}");
+    assert!(msg.contains("the budget has 1.00 GiB"), "{msg}");
+    assert!(msg.contains("2^26"), "{msg}");
+}
+
+#[test]
+fn peak_adds_up() {
+    let plan = VramPlan::with_mode(demo_shape(20), 8 * GIB, SrsMode::Resident, &Linear);
+    assert_eq!(
+        plan.peak(),
+        plan.srs_device_bytes + plan.scratch_bytes + plan.partition_peak + plan.margin
+    );
+    let n = 1u64 << 20;
+    let expect_scratch = Linear.msm_g1(plan.msm_len)
+        + Linear.msm_g2(plan.shape.b_g2)
+        + Linear.classifier(plan.msm_len)
+        + Linear.gather(plan.gather_len)
+        + Linear.fixed()
+        + Linear.slack();
+    assert_eq!(plan.scratch_bytes, expect_scratch);
+    assert_eq!(plan.stages[1].bytes, n * 32);
+}
+
+/// The 32 GiB PoRep partition pre-compiled (a, b, c left to the prover),
+/// with the recording's device bytes and table as the H200 run logged them.
+fn porep_32gib_deferred() -> Shape {
+    let circuit = porep_32gib();
+    Shape::of_circuit(&circuit).with_device_abc(&circuit, 5_916_000_000, 1_526, 309_405_051)
+}
+
+/// The cards storage providers own, and the H200's arena: every budget from
+/// 12 GiB up plans a 32 GiB PoRep partition within the budget (margin
+/// included), with the kernels' own footprints; which plan each gets is
+/// pinned (docs/small-cards.md has the table this prints).
+#[test]
+fn a_32_gib_porep_partition_plans_under_every_card_budget() {
+    let shape = porep_32gib_deferred();
+    let mut rows = Vec::new();
+    for gib in [12u64, 16, 24, 32, 40, 48, 80, 141] {
+        let budget = gib * GIB;
+        let plan = VramPlan::new(shape, budget, &CudaFootprints)
+            .unwrap_or_else(|e| panic!("{gib} GiB: {e}"));
+        assert!(plan.fits() && plan.peak() <= budget, "{gib} GiB: {plan}");
+        let chunk = match plan.mode {
+            SrsMode::Resident => None,
+            SrsMode::Streamed { chunk } => Some(chunk),
+        };
+        rows.push((gib, chunk, plan.h_poly, plan.abc_on_device(), plan.matrices_streamed().is_some()));
+        println!("{gib:>4} GiB: {plan}");
+        // What each budget must get.
+        match gib {
+            80 | 141 => {
+                assert_eq!(plan.mode, SrsMode::Resident, "{plan}");
+                assert!(plan.abc_on_device() && plan.matrices_streamed().is_none(), "{plan}");
+                assert_eq!(plan.h_poly, HPoly::Full, "{plan}");
+            }
+            24..=48 => {
+                assert!(chunk.is_some_and(|c| c >= PREFERRED_MIN_CHUNK), "{plan}");
+                assert!(plan.abc_on_device(), "{plan}");
+                assert_eq!(plan.h_poly, HPoly::Full, "{plan}");
+            }
+            16 => {
+                assert!(chunk.is_some_and(|c| c >= PREFERRED_MIN_CHUNK), "{plan}");
+                assert!(plan.abc_on_device(), "{plan}");
+                assert_eq!(plan.h_poly, HPoly::Lean, "{plan}");
+            }
+            _ => {
+                assert!(chunk.is_some(), "{plan}");
+                assert_eq!(plan.h_poly, HPoly::Lean, "{plan}");
+            }
+        }
+    }
+    // A bigger budget never gets a slower layout: streaming chunks never
+    // shrink, the lean H never returns, a, b, c never leave the device.
+    for w in rows.windows(2) {
+        let ((_, c0, h0, d0, _), (gib, c1, h1, d1, _)) = (w[0], w[1]);
+        assert!(c1.is_none() || c0.is_some_and(|c0| c0 <= c1.unwrap()), "{gib} GiB");
+        assert!(!(h0 == HPoly::Full && h1 == HPoly::Lean), "{gib} GiB");
+        assert!(!(d0 && !d1), "{gib} GiB");
+    }
+}
+
+/// Below the smallest plan a budget is refused up front with both numbers;
+/// at the smallest it plans.
+#[test]
+fn the_smallest_budget_for_a_32_gib_partition_is_found_and_below_it_refused() {
+    let shape = porep_32gib_deferred();
+    let err = VramPlan::new(shape, 4 * GIB, &CudaFootprints).unwrap_err();
+    let need = err.need;
+    assert!(need > 4 * GIB && need < 12 * GIB, "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("the budget has 4.00 GiB"), "{msg}");
+    assert!(msg.contains("2^27"), "{msg}");
+    // The smallest budget that plans: the margin grows with the budget, so
+    // search rather than read it off `need`.
+    let (mut lo, mut hi) = (4 * GIB, 12 * GIB);
+    while hi - lo > (1 << 20) {
+        let mid = lo + (hi - lo) / 2;
+        if VramPlan::new(shape, mid, &CudaFootprints).is_ok() {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let plan = VramPlan::new(shape, hi, &CudaFootprints).unwrap();
+    println!("smallest budget {}: {plan}", human(hi));
+    assert!(plan.fits());
+    let below = VramPlan::new(shape, lo, &CudaFootprints).unwrap_err();
+    assert!(below.need > lo, "{below}");
+}
