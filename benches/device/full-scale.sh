@@ -251,6 +251,37 @@ step_porep_sh() {
   done > "$FS/porep_sh.log"
 }
 
+# One 32 GiB proof (C1 1, pre-compiled circuit) under each VRAM budget of BUDGETS (default
+# "auto 32GiB 24GiB 16GiB"): the plan each partition ran under (resident or streamed key,
+# peak), per partition at steady state from the TIMELINE, host peak RSS (time -v), the
+# nvidia-smi peak over the run (samples.txt between the run's own marks), each proof
+# compared with auto's (same --rng-seed). Logs budget-B.log, TIMELINE timeline-budget-B.jsonl;
+# the table in budgets.log.
+step_budgets() {
+  local b t0 t1
+  for b in ${BUDGETS:-auto 32GiB 24GiB 16GiB}; do
+    t0=$(date +%s)
+    RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info" \
+      /usr/bin/time -v "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-b$b.bin" \
+      --prover-id f01000 --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" \
+      --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
+      --vram-budget "$b" --timeline "$FS/timeline-budget-$b.jsonl" > "$FS/budget-$b.log" 2>&1
+    echo "budget $b rc=$?" >> "$FS/budget-$b.log"
+    t1=$(date +%s)
+    awk -v a="$t0" -v e="$t1" '$1 >= a && $1 <= e && $3 + 0 > v {v = $3} END {printf "nvidia-smi peak %.1f GiB\n", v / 1024}' \
+      "$FS/samples.txt" >> "$FS/budget-$b.log"
+    [ "$b" = auto ] || cmp "$FS/proof-1-bauto.bin" "$FS/proof-1-b$b.bin" >> "$FS/budget-$b.log" 2>&1 \
+      && echo "proof identical to auto's (same --rng-seed)" >> "$FS/budget-$b.log"
+  done
+  for b in ${BUDGETS:-auto 32GiB 24GiB 16GiB}; do
+    echo "-- --vram-budget $b:"
+    grep -E "rc=|identical|per partition|^proof|steady|streamed|resident|refused|rror|nvidia-smi peak|Maximum resident" "$FS/budget-$b.log" \
+      | grep -vE "^sector [0-9]+ partition" | sort | uniq -c | sort -rn | head -12
+    grep -oE "(upload_z|abc|h_poly|msm_h|msm_l|msm_a|msm_b_g1|msm_b_g2|gather) [0-9.]+s" "$FS/budget-$b.log" \
+      | awk '{sub(/s$/, "", $2); s[$1] += $2; n[$1]++} END {for (k in s) printf " %s %.3f", k, s[k] / n[k]; print ""}'
+  done > "$FS/budgets.log"
+}
+
 # MSMs over shifted bases and per-call windows (issue 17), before the key takes the GPU:
 # cuzk-cuda's msm tests (carried as msm_tests: shifted bases and per-call windows against
 # the CPU), then msm_bench: G1 2^24, 2^26 and G2 2^24 plain and with the automatic shifted
@@ -344,8 +375,11 @@ step_anchor() {
   dmesg 2>/dev/null | grep -iE "out of memory|oom-kill|killed process" | tail -5 >> "$FS/anchor.log"
 }
 
+# With the recording of step precompile, the pre-compiled path (a, b, c on the device; H over
+# plain and shifted bases); without it, full synthesis.
 step_identity() {
-  CUZK_GPU_C1="$FS/c1-1.json" "$bin/gpu_full_scale" --nocapture > "$FS/identity.log" 2>&1
+  local r1cs=""; [ -s "$FS/porep-32g.r1cs" ] && r1cs="$FS/porep-32g.r1cs"
+  CUZK_GPU_C1="$FS/c1-1.json" CUZK_GPU_R1CS="$r1cs" "$bin/gpu_full_scale" --nocapture > "$FS/identity.log" 2>&1
   echo "identity rc=$?" >> "$FS/identity.log"
 }
 

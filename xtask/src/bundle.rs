@@ -294,7 +294,9 @@ fn run_script(tests: &[&str], benches: &[&str]) -> String {
 # set) or bundle/logs.
 #   bash bundle/run.sh [tests|benches|all] [extra bench args...]
 # Environment: TESTS / BENCHES (space-separated names) pick a subset;
-# TEST_TIMEOUT / BENCH_TIMEOUT (seconds, default 300) bound each binary.
+# TEST_TIMEOUT / BENCH_TIMEOUT (seconds, default 300) bound each binary;
+# TEST_ARGS are passed to every test binary (e.g. --nocapture, so each
+# test's lines, a skipped size among them, are in the log).
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 logs="${{OUT:-$here/logs}}"
@@ -327,7 +329,7 @@ fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   for t in $tests; do
     start=$(date +%s)
-    timeout "${{TEST_TIMEOUT:-300}}" "$here/bin/$t" --test-threads=1 2>&1 | tee "$logs/test-$t.log"
+    timeout "${{TEST_TIMEOUT:-300}}" "$here/bin/$t" --test-threads=1 ${{TEST_ARGS:-}} 2>&1 | tee "$logs/test-$t.log"
     rc=${{PIPESTATUS[0]}}
     secs=$(( $(date +%s) - start ))
     while read -r name result; do

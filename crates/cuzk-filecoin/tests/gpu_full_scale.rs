@@ -5,15 +5,25 @@
 //! backend with the same r and s, must give the same 192 bytes, valid under
 //! the key with the partition's public inputs. At 32 GiB that is a domain of
 //! 2^27 rows and 130 M aux variables: indices, plans and scratch at full
-//! size. Elsewhere it says why it skipped.
+//! size.
+//!
+//! With a recording (`CUZK_GPU_R1CS`, made by `cuzk precompile`) the
+//! partition takes the path `porep-c2 --synthesis precompiled` takes: the
+//! native witness, a, b, c left to the prover (computed on the device from
+//! the recording's matrices), and the GPU proves it twice, H's MSM over plain
+//! and over shifted bases; all three proofs must be equal. Without one it is
+//! synthesized in full, challenges in parallel.
 //!
 //! Environment: `CUZK_GPU_C1` (the C1 file), `FIL_PROOFS_PARAMETER_CACHE`
-//! (the key's folder), `CUZK_GPU_PARTITION` (default 0).
+//! (the key's folder), `CUZK_GPU_PARTITION` (default 0), `CUZK_GPU_R1CS`
+//! (optional). Without `CUZK_GPU_C1` or a CUDA device it says why it skipped;
+//! a device that is present but unusable (stale kernels, a driver error) fails.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
-use cuzk_filecoin::{parse_c1, ParamsDir, PorepSource};
-use cuzk_groth16::prover::{prove_with, CpuBackend};
+use cuzk_filecoin::{parse_c1, ParamsDir, PorepSource, PorepSynthesis, SynthesisMode};
+use cuzk_groth16::prover::{prove_with, Backend, CpuBackend, Proved};
 use cuzk_groth16::verifier::{verify_proof, PreparedVerifyingKey};
 use cuzk_pipeline::PartitionSource;
 use ff::Field;
@@ -35,13 +45,32 @@ fn a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof() {
         Err(e) => panic!("a CUDA device is present but unusable: {e}"),
     };
     let k: usize = std::env::var("CUZK_GPU_PARTITION").map_or(0, |v| v.parse().unwrap());
+    let recording = std::env::var_os("CUZK_GPU_R1CS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     let c1 = parse_c1(&std::fs::read(&c1_path).unwrap()).unwrap();
     cuzk_filecoin::check_c1(&c1, None).unwrap();
     let params = ParamsDir::filecoin();
     let t = Instant::now();
     let key = params.load_proving_key(c1.proof_type).unwrap();
     eprintln!("key loaded in {:.1?}", t.elapsed());
-    let source = PorepSource::new(&c1, &key).unwrap();
+    let synthesis = match &recording {
+        Some(path) => {
+            let (synthesis, fallback) = PorepSynthesis::for_mode(
+                SynthesisMode::Precompiled,
+                c1.proof_type,
+                &params,
+                Some(path),
+                Some(&key),
+            );
+            if let Some(e) = fallback {
+                panic!("the recording {} cannot be used: {e}", path.display());
+            }
+            synthesis
+        }
+        None => PorepSynthesis::default(),
+    };
+    let source = PorepSource::with_synthesis(&c1, &key, &synthesis).unwrap();
     let inputs = source
         .public_inputs(k)
         .unwrap()
@@ -50,11 +79,18 @@ fn a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof() {
     let witness = source.synthesize(k).unwrap();
     let shape = witness.shape();
     eprintln!(
-        "partition {k}: {} constraints (domain 2^{}), {} aux, synthesized in {:.1?}",
+        "partition {k}: {} constraints (domain 2^{}), {} aux, synthesized ({}) in {:.1?}; \
+         a, b, c {}",
         shape.num_constraints,
         shape.domain_log2,
         shape.num_aux,
-        t.elapsed()
+        synthesis.mode(),
+        t.elapsed(),
+        if witness.deferred.is_some() {
+            "left to the prover"
+        } else {
+            "computed on the host"
+        }
     );
     let seed = 20261201;
     eprintln!("r, s from seed {seed}");
@@ -63,24 +99,72 @@ fn a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof() {
         blstrs::Scalar::random(&mut rng),
         blstrs::Scalar::random(&mut rng),
     );
-    let on_gpu = prove_with(&gpu, &key, &witness, r, s).unwrap();
-    eprintln!(
-        "{}: {:.2?} ({:?})",
-        on_gpu.backend, on_gpu.wall, on_gpu.timings.stages
-    );
+    let report = |what: &str, out: &Proved| {
+        eprintln!(
+            "{what}: {} {:.2?} ({:?})",
+            out.backend, out.wall, out.timings.stages
+        );
+    };
+    let mut on_gpu = Vec::new();
+    // H over plain bases, then (pre-compiled only: the path a daemon takes
+    // with shifted H) over shifted copies, when the plan finds room for them.
+    let variants: &[bool] = if recording.is_some() {
+        &[false, true]
+    } else {
+        &[false]
+    };
+    for &shifted in variants {
+        gpu.set_shifted_h(shifted);
+        let out = prove_with(&gpu, &key, &witness, r, s).unwrap();
+        let plan = gpu.last_plan().expect("the GPU made a plan");
+        let what = format!(
+            "GPU, H {}",
+            if plan.h_shift.is_some() {
+                "over shifted bases"
+            } else {
+                "over plain bases"
+            }
+        );
+        report(&what, &out);
+        eprintln!(
+            "  plan: {:?}, a, b, c on the device: {}",
+            plan.mode,
+            plan.abc_on_device()
+        );
+        assert!(
+            out.backend.starts_with("cuda"),
+            "the GPU path must have run on the GPU, not {}",
+            out.backend
+        );
+        if recording.is_some() {
+            assert!(
+                plan.abc_on_device(),
+                "a pre-compiled partition on the H200 computes a, b, c on the device"
+            );
+        }
+        assert_eq!(
+            plan.h_shift.is_some(),
+            shifted,
+            "shifted H was {} but the plan says {:?}",
+            if shifted { "asked for" } else { "off" },
+            plan.h_shift
+        );
+        on_gpu.push((what, out));
+    }
     let on_cpu = prove_with(&CpuBackend, &key, &witness, r, s).unwrap();
-    eprintln!("{}: {:.2?}", on_cpu.backend, on_cpu.wall);
-    assert!(
-        on_gpu.backend.starts_with("cuda"),
-        "the GPU path must have run on the GPU, not {}",
-        on_gpu.backend
-    );
-    assert_eq!(
-        on_gpu.proof.to_bytes(),
-        on_cpu.proof.to_bytes(),
-        "the GPU and CPU proofs of partition {k} differ"
-    );
+    report("CPU", &on_cpu);
+    assert_eq!(on_cpu.backend, CpuBackend.name());
+    for (what, out) in &on_gpu {
+        assert_eq!(
+            out.proof.to_bytes(),
+            on_cpu.proof.to_bytes(),
+            "the {what} and CPU proofs of partition {k} differ"
+        );
+    }
     let pvk = PreparedVerifyingKey::new(&key.vk);
-    assert!(verify_proof(&pvk, &on_gpu.proof, &inputs).unwrap());
-    eprintln!("partition {k}: GPU and CPU proofs byte-identical and valid");
+    assert!(verify_proof(&pvk, &on_cpu.proof, &inputs).unwrap());
+    eprintln!(
+        "partition {k}: {} GPU proof(s) and the CPU proof byte-identical and valid",
+        on_gpu.len()
+    );
 }

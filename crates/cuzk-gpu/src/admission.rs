@@ -25,6 +25,8 @@ pub struct VramAdmission {
     capacity: u64,
     keys: SrsSlot,
     matrices: MatrixSlot,
+    /// Plans may keep H shifted: the workers' setting (`GpuConfig::shifted_h`).
+    shifted_h: bool,
     state: Arc<(Mutex<u64>, Condvar)>,
 }
 
@@ -49,8 +51,17 @@ impl VramAdmission {
             capacity,
             keys,
             matrices,
+            shifted_h: false,
             state: Arc::new((Mutex::new(0), Condvar::new())),
         }
+    }
+
+    /// This admission planning H over shifted bases when `on`, as the
+    /// workers it admits for do (`GpuDevice::open` sets both from one
+    /// `GpuConfig`).
+    pub fn with_shifted_h(mut self, on: bool) -> Self {
+        self.shifted_h = on;
+        self
     }
 
     /// The plan a partition of `shape` runs under on this device.
@@ -59,7 +70,8 @@ impl VramAdmission {
     }
 
     fn plan_shape(&self, shape: Shape) -> Result<VramPlan, AdmissionError> {
-        VramPlan::new(shape, self.capacity, &CudaFootprints).map_err(AdmissionError::new)
+        VramPlan::new_with(shape, self.capacity, &CudaFootprints, self.shifted_h)
+            .map_err(AdmissionError::new)
     }
 
     /// Bytes one running partition holds, and the key it needs resident.
@@ -212,7 +224,9 @@ fn try_fit<T>(keys: &mut Keys<T>, used: u64, need: u64, key: Option<KeyShape>, r
 
 /// A scheduler device on GPU `gpu`: `workers` CUDA workers sharing one arena
 /// (the device's, or `budget` carved from it) and its resident keys,
-/// admitted by [`VramAdmission`] over that arena.
+/// admitted by [`VramAdmission`] over that arena. The same as
+/// [`GpuDevice::open`](crate::GpuDevice::open) with a default configuration
+/// of that budget and worker count.
 pub fn pipeline_device(
     gpu: &cuzk_cuda::Gpu,
     workers: usize,
@@ -228,22 +242,11 @@ pub fn pipeline_device_with_keys(
     workers: usize,
     budget: cuzk_cuda::VramBudget,
 ) -> Result<(cuzk_pipeline::Device, SrsSlot), cuzk_cuda::Error> {
-    let backends = crate::CudaBackend::workers(gpu, workers.max(1), budget)?;
-    let capacity = backends[0].budget_bytes();
-    let keys = backends[0].resident_keys();
-    let matrices = backends[0].resident_matrices();
-    let backends: Vec<Arc<dyn cuzk_groth16::prover::Backend>> = backends
-        .into_iter()
-        .map(|b| Arc::new(b) as Arc<dyn cuzk_groth16::prover::Backend>)
-        .collect();
-    let device =
-        cuzk_pipeline::Device::per_worker(format!("cuda-{}", gpu.info().ordinal), backends)
-            .with_admission(Arc::new(VramAdmission::with_slots(
-                capacity,
-                keys.clone(),
-                matrices,
-            )));
-    Ok((device, keys))
+    let config = crate::GpuConfig::default()
+        .with_budget(budget)
+        .with_workers(workers);
+    let device = crate::GpuDevice::on(gpu, &config)?;
+    Ok((device.pipeline_device(), device.resident_keys()))
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::matrices::{witness_shape, MatrixSlot};
 use crate::plan::{CudaFootprints, HPoly, PlanError, Shape, SrsMode, VramPlan};
 use crate::srs::SrsSlot;
 use crate::worker::Worker;
-use crate::{ZUpload, ZUploadReport, FILL_THREADS, STAGE_BYTES};
+use crate::{GpuConfig, ZUpload, ZUploadReport, FILL_THREADS, STAGE_BYTES};
 
 /// The GPU backend of the prover: one worker (one compute stream, one copy
 /// stream, its own MSM scratch and pinned staging) on one device, with every
@@ -60,16 +60,16 @@ impl CudaBackend {
         Self::in_arena(gpu, arena, SrsSlot::default(), MatrixSlot::default())
     }
 
-    /// `count` workers on one device sharing an arena (the device's, or one
-    /// of `budget` carved from it) and its resident keys: the scheduler's GPU
-    /// workers. Each gives its scratch back after every partition, so that
-    /// [`VramAdmission`](crate::admission::VramAdmission) can count memory per running partition.
-    pub fn workers(
-        gpu: &Gpu,
-        count: usize,
-        budget: VramBudget,
-    ) -> Result<Vec<Self>, cuzk_cuda::Error> {
-        let arena = match budget {
+    /// `config.workers` workers on one device sharing an arena (the
+    /// device's, or one of `config.budget` carved from it), its resident
+    /// keys and matrices, each planning with `config`'s settings: the
+    /// scheduler's GPU workers ([`GpuDevice::open`](crate::GpuDevice::open)
+    /// makes them with their admission). Each gives its scratch back after
+    /// every partition, so that
+    /// [`VramAdmission`](crate::admission::VramAdmission) can count memory
+    /// per running partition.
+    pub fn workers(gpu: &Gpu, config: &GpuConfig) -> Result<Vec<Self>, cuzk_cuda::Error> {
+        let arena = match config.budget {
             VramBudget::Bytes(b) if b < gpu.arena().capacity() => {
                 let s = gpu.new_stream()?;
                 gpu.arena().sub(b, &s)?
@@ -78,10 +78,12 @@ impl CudaBackend {
         };
         let slot = SrsSlot::shared();
         let matrices = MatrixSlot::default();
-        (0..count)
+        (0..config.workers.max(1))
             .map(|_| {
                 let b = Self::in_arena(gpu.clone(), arena.clone(), slot.clone(), matrices.clone())?;
                 b.inner.lock().release_scratch = true;
+                b.inner.lock().z_upload = config.z_upload;
+                b.set_shifted_h(config.shifted_h);
                 Ok(b)
             })
             .collect()
@@ -117,7 +119,7 @@ impl CudaBackend {
                 sum_g2: BatchSum::new(&stream)?,
                 scratch: None,
                 release_scratch: false,
-                z_upload: ZUpload::from_env(),
+                z_upload: ZUpload::default(),
                 last_z: None,
                 gpu,
                 arena,
@@ -128,7 +130,7 @@ impl CudaBackend {
             }),
             last_plan: Mutex::new(None),
             forced: Mutex::new(None),
-            shifted_h: std::sync::atomic::AtomicBool::new(crate::plan::shifted_h_enabled()),
+            shifted_h: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -157,8 +159,8 @@ impl CudaBackend {
         *self.forced.lock() = layout;
     }
 
-    /// How deferred witnesses' z goes up from now on (the default is
-    /// [`ZUpload::from_env`]: plain unless `CUZK_PACKED_Z=1`).
+    /// How deferred witnesses' z goes up from now on (plain unless the
+    /// [`GpuConfig`] said otherwise).
     pub fn set_z_upload(&self, mode: ZUpload) {
         self.inner.lock().z_upload = mode;
     }
@@ -197,8 +199,10 @@ impl CudaBackend {
     }
 
     /// Whether this worker's plans may keep H shifted (`VramPlan::h_shift`;
-    /// from `CUZK_SHIFTED_H` when made). A worker under `VramAdmission` must
-    /// plan as the admission does: leave it as the environment set it.
+    /// off unless its [`GpuConfig`] says so). A worker under
+    /// `VramAdmission` must plan as the admission does: [`GpuDevice::open`](crate::GpuDevice::open)
+    /// gives both the same setting; change it only on a worker alone on its
+    /// arena (tests, benchmarks).
     pub fn set_shifted_h(&self, on: bool) {
         self.shifted_h
             .store(on, std::sync::atomic::Ordering::Relaxed);

@@ -37,52 +37,38 @@ pub fn gpu_window_for(n: usize) -> u32 {
 
 /// Why [`select_fixed_base`] could not give the step asked for.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SelectError {
-    #[error("--backend {0}: expected auto, cuda or cpu")]
-    UnknownBackend(String),
     #[error("--backend cuda: no CUDA device on this machine")]
     NoDevice,
-    #[error("--backend cuda: the GPU cannot be used")]
-    Cuda(#[source] cuzk_cuda::Error),
+    #[error("--backend {0}: the GPU cannot be used")]
+    Cuda(crate::BackendChoice, #[source] cuzk_cuda::Error),
 }
 
-/// The fixed-base step a key generator's `--backend auto|cuda|cpu` names.
-/// `cuda` needs a usable GPU; `auto` takes the first GPU and falls back to
-/// the CPU when there is none or CUDA is unusable, and then also returns a
-/// line that says why (for the caller to print: the fallback is never
-/// silent). An unknown name is an error naming the three.
+/// The fixed-base step a key generator's `--backend auto|cuda|cpu` names,
+/// resolved as [`resolve`](crate::resolve) resolves a prover's: `cuda` needs
+/// a usable GPU; `auto` takes the first GPU, or the CPU when there is none,
+/// and then also returns a line that says why (for the caller to print: the
+/// fallback is never silent); a GPU that is there but cannot be used is an
+/// error for both.
 pub fn select_fixed_base(
-    backend: &str,
+    backend: crate::BackendChoice,
 ) -> Result<(Box<dyn FixedBase>, Option<String>), SelectError> {
-    let gpu = || -> Result<Option<GpuFixedBase>, cuzk_cuda::Error> {
-        match Gpu::first()? {
-            None => Ok(None),
-            Some(gpu) => GpuFixedBase::new(&gpu).map(Some),
-        }
-    };
+    use crate::BackendChoice;
     let cpu = || Box::new(cuzk_groth16::setup::CpuFixedBase) as Box<dyn FixedBase>;
-    match backend {
-        "cpu" => Ok((cpu(), None)),
-        "cuda" => match gpu() {
-            Ok(Some(g)) => Ok((Box::new(g), None)),
-            Ok(None) => Err(SelectError::NoDevice),
-            Err(e) => Err(SelectError::Cuda(e)),
-        },
-        "auto" => match gpu() {
-            Ok(Some(g)) => Ok((Box::new(g), None)),
-            Ok(None) => Ok((
-                cpu(),
-                Some("no CUDA device, fixed-base step on the CPU".into()),
-            )),
-            Err(e) => Ok((
-                cpu(),
-                Some(format!(
-                    "CUDA unusable ({}), fixed-base step on the CPU",
-                    cuzk_pipeline::ErrorChain(&e)
-                )),
-            )),
-        },
-        other => Err(SelectError::UnknownBackend(other.to_string())),
+    if backend == BackendChoice::Cpu {
+        return Ok((cpu(), None));
+    }
+    let gpu = Gpu::first()
+        .and_then(|gpu| gpu.map(|gpu| GpuFixedBase::new(&gpu)).transpose())
+        .map_err(|e| SelectError::Cuda(backend, e))?;
+    match (gpu, backend) {
+        (Some(g), _) => Ok((Box::new(g), None)),
+        (None, BackendChoice::Cuda) => Err(SelectError::NoDevice),
+        (None, _) => Ok((
+            cpu(),
+            Some("no CUDA device, fixed-base step on the CPU".into()),
+        )),
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod admission;
 mod backend;
+mod device;
 mod error;
 pub mod keygen;
 mod matrices;
@@ -15,12 +16,15 @@ mod worker;
 pub use backend::CudaBackend;
 pub use cuzk_arena::human;
 pub use cuzk_cuda::VramBudget;
+pub use device::{
+    resolve, BackendChoice, GpuConfig, GpuDevice, ResolveError, Resolved, DEFAULT_GPU_WORKERS,
+};
 pub use error::GpuError;
 pub use matrices::{matrix_bytes, witness_shape, MatrixSlot};
 pub use plan::{
-    shifted_h_enabled, CudaFootprints, DeviceAbc, Footprints, HPoly, PlanError, Shape, ShiftedH,
-    SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
-    SCALAR_BYTES, SHIFTED_H_WORKERS, STREAM_TERMS,
+    CudaFootprints, DeviceAbc, Footprints, HPoly, PlanError, Shape, ShiftedH, SrsMode,
+    StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK, SCALAR_BYTES,
+    SHIFTED_H_WORKERS, STREAM_TERMS,
 };
 pub use resident::{KeyInUse, KeyShape};
 pub use srs::{SlotUsage, SrsSlot};
@@ -54,18 +58,6 @@ pub enum ZUpload {
     /// Every value in full through the staging buffers.
     #[default]
     Plain,
-}
-
-impl ZUpload {
-    /// `Packed` when the environment says `CUZK_PACKED_Z=1` (any value but
-    /// empty or `0`), for side-by-side measurements; else `Plain`. Read
-    /// once per backend, when it is made.
-    pub fn from_env() -> Self {
-        match std::env::var_os("CUZK_PACKED_Z") {
-            Some(v) if !v.is_empty() && v != "0" => ZUpload::Packed,
-            _ => ZUpload::Plain,
-        }
-    }
 }
 
 /// What one z upload moved (`CudaBackend::last_z_upload`; logged at debug

@@ -26,10 +26,9 @@ fn backend() -> Option<CudaBackend> {
             eprintln!("skipped: no CUDA device");
             None
         }
-        Err(e) => {
-            eprintln!("skipped: CUDA unusable here: {e}");
-            None
-        }
+        // A device that is there but cannot prove (stale or missing kernels, a
+        // driver error) is a failure, never a skip.
+        Err(e) => panic!("a CUDA device is present but unusable: {e}"),
     }
 }
 
@@ -214,6 +213,11 @@ fn streamed_key_gives_the_same_proofs_as_resident() {
         let chunk = (longest / 4).max(cuzk_gpu::MIN_CHUNK).next_power_of_two();
         gpu.force_mode(Some(SrsMode::Streamed { chunk }));
         let streamed = prove_with(&gpu, &key, &w, r, s).unwrap();
+        assert_eq!(
+            gpu.last_plan().unwrap().mode,
+            SrsMode::Streamed { chunk },
+            "2^{k}: the run meant to stream the key did not"
+        );
         gpu.force_mode(None);
         assert_eq!(
             streamed.proof.to_bytes(),
@@ -262,11 +266,10 @@ fn too_small_a_budget_fails_with_both_numbers() {
 /// by name (and is uploaded again on its next use).
 #[test]
 fn shared_workers_keep_two_keys_resident() {
-    use cuzk_gpu::VramBudget;
     let Some(first) = backend() else { return };
     drop(first);
     let gpu = cuzk_cuda::Gpu::first().unwrap().unwrap();
-    let worker = CudaBackend::workers(&gpu, 1, VramBudget::Auto)
+    let worker = CudaBackend::workers(&gpu, &cuzk_gpu::GpuConfig::default().with_workers(1))
         .unwrap()
         .remove(0);
     let slot = worker.resident_keys();

@@ -1,25 +1,28 @@
 //! Choosing where work runs: the prover's backend (`--backend auto|cuda|cpu`,
-//! `--vram-budget`) and the key generator's fixed-base step. Every choice is
-//! announced on stderr, and `auto` says why when it falls back to the CPU.
+//! `--vram-budget`, `--shifted-h` or `CUZK_SHIFTED_H`) and the key
+//! generator's fixed-base step. Every choice is announced on stderr, and
+//! `auto` says why when it runs on the CPU.
 
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
-use cuzk_cuda::VramBudget;
-use cuzk_gpu::CudaBackend;
+use cuzk_gpu::{BackendChoice, GpuConfig, GpuDevice, Resolved, VramBudget};
 use cuzk_groth16::prover::{Backend, CpuBackend};
 use cuzk_groth16::setup::FixedBase;
 use cuzk_pipeline::Device;
 
 #[derive(Args, Debug, Clone)]
 pub(crate) struct BackendArgs {
-    /// Backend: `auto` (the first CUDA device when there is one and the kernels are built, else the CPU, saying why), `cuda` or `cpu`.
-    #[arg(long, default_value = "auto")]
-    pub(crate) backend: String,
+    /// Backend: `auto` (the first CUDA device when there is one, else the CPU, saying why; a device that is there but cannot prove is an error), `cuda` or `cpu`.
+    #[arg(long, default_value_t = BackendChoice::Auto)]
+    pub(crate) backend: BackendChoice,
     /// Device memory the GPU backend may use: `auto` (what is free, less a margin) or a size such as `16GiB`; a budget smaller than the key streams the key from host memory.
     #[arg(long, default_value = "auto", value_parser = parse_budget)]
     pub(crate) vram_budget: VramBudget,
+    /// Keep two shifted copies of H's points beside a resident key and run H's MSM over them: ~3% less per partition once the key is resident, 7 s more to make the copies when it goes resident at 32 GiB (worth it in long runs). Also on when the environment has CUZK_SHIFTED_H=1.
+    #[arg(long)]
+    pub(crate) shifted_h: bool,
 }
 
 fn parse_budget(s: &str) -> Result<VramBudget, cuzk_cuda::BudgetError> {
@@ -34,81 +37,73 @@ pub(crate) struct GpuWorkerArgs {
     /// MSMs (each worker has its own scratch; VRAM admission holds a partition
     /// back while both do not fit). 1 proves one partition at a time. Ignored
     /// on the CPU backend.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=8))]
+    #[arg(long, default_value_t = cuzk_gpu::DEFAULT_GPU_WORKERS as u64, value_parser = clap::value_parser!(u64).range(1..=8))]
     pub(crate) gpu_workers: u64,
 }
 
-/// What `--backend` resolves to on this machine.
-enum Chosen {
-    Cpu,
-    Cuda(cuzk_cuda::Gpu),
-}
-
-/// Resolves `args.backend`, saying on stderr why `auto` chose the CPU.
-fn choose(args: &BackendArgs) -> Result<Chosen> {
-    let first = || cuzk_cuda::Gpu::first_with(args.vram_budget);
-    match args.backend.as_str() {
-        "cpu" => {
-            eprintln!("backend: cpu (asked for)");
-            Ok(Chosen::Cpu)
+/// Resolves `args` with `workers` CUDA workers on the first GPU, saying on
+/// stderr which backend runs (and, for `auto` on the CPU, why).
+fn choose(args: &BackendArgs, workers: usize) -> Result<Option<GpuDevice>> {
+    // The one setting this binary also reads from the environment (`--help` says so).
+    let shifted_h = args.shifted_h
+        || std::env::var_os("CUZK_SHIFTED_H").is_some_and(|v| !v.is_empty() && v != "0");
+    let config = GpuConfig::default()
+        .with_budget(args.vram_budget)
+        .with_workers(workers)
+        .with_shifted_h(shifted_h);
+    match cuzk_gpu::resolve(args.backend, Some(&[0]), &config)
+        .with_context(|| format!("--backend {}", args.backend))?
+    {
+        Resolved::Cpu { why } => {
+            eprintln!("backend: cpu ({why})");
+            Ok(None)
         }
-        "cuda" => match first() {
-            Ok(Some(gpu)) => Ok(Chosen::Cuda(gpu)),
-            Ok(None) => bail!("--backend cuda: no CUDA device on this machine"),
-            Err(e) => bail!("--backend cuda: {e}"),
-        },
-        "auto" => match first() {
-            Ok(Some(gpu)) => Ok(Chosen::Cuda(gpu)),
-            Ok(None) => {
-                eprintln!("backend: cpu (no CUDA device)");
-                Ok(Chosen::Cpu)
-            }
-            Err(e) => {
-                eprintln!("backend: cpu — a CUDA device is present but unusable: {e}");
-                Ok(Chosen::Cpu)
-            }
-        },
-        other => bail!("unknown backend {other:?}: expected `auto`, `cuda` or `cpu`"),
+        Resolved::Cuda(mut devices) => {
+            let device = devices.remove(0);
+            eprintln!("backend: {}", device.describe());
+            Ok(Some(device))
+        }
     }
 }
 
-/// Announces the GPU backend on stderr.
-fn announce(gpu: &cuzk_cuda::Gpu, workers: Option<usize>) {
-    let workers = workers.map_or(String::new(), |w| format!(", {w} GPU worker(s)"));
-    eprintln!(
-        "backend: cuda:{} ({}, VRAM arena {}{workers})",
-        gpu.info().ordinal,
-        gpu.info().name,
-        cuzk_gpu::human(gpu.arena().capacity())
-    );
-}
-
-/// The backend `args` ask for, announced on stderr.
+/// The backend `args` ask for (one CUDA worker on a GPU), announced on stderr.
 pub(crate) fn select_backend(args: &BackendArgs) -> Result<Box<dyn Backend>> {
-    match choose(args)? {
-        Chosen::Cpu => Ok(Box::new(CpuBackend)),
-        Chosen::Cuda(gpu) => {
-            announce(&gpu, None);
-            let name = format!("cuda:{}", gpu.info().ordinal);
-            Ok(Box::new(
-                CudaBackend::new(gpu).with_context(|| format!("opening {name}"))?,
-            ))
-        }
-    }
+    Ok(match choose(args, 1)? {
+        None => Box::new(CpuBackend),
+        Some(device) => Box::new(OneWorker(Arc::clone(&device.workers()[0]))),
+    })
 }
 
 /// The pipeline engine's device for `args`: on CUDA, `workers.gpu_workers`
 /// workers sharing the GPU's arena and resident key under VRAM admission;
 /// on the CPU, the one backend as one prover. Announced on stderr.
 pub(crate) fn select_engine_device(args: &BackendArgs, workers: &GpuWorkerArgs) -> Result<Device> {
-    match choose(args)? {
-        Chosen::Cpu => Ok(Device::new("cpu", Arc::new(CpuBackend), 1)),
-        Chosen::Cuda(gpu) => {
-            let n = workers.gpu_workers as usize;
-            announce(&gpu, Some(n));
-            cuzk_gpu::admission::pipeline_device(&gpu, n, args.vram_budget)
-                .with_context(|| format!("opening {n} worker(s) on cuda:{}", gpu.info().ordinal))
-        }
+    Ok(match choose(args, workers.gpu_workers as usize)? {
+        None => Device::new("cpu", Arc::new(CpuBackend), 1),
+        Some(device) => device.pipeline_device(),
+    })
+}
+
+/// A GPU device's one worker as a `Box<dyn Backend>`.
+struct OneWorker(Arc<cuzk_gpu::CudaBackend>);
+
+impl Backend for OneWorker {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn msm_sums(
+        &self,
+        key: &cuzk_groth16::ProvingKey,
+        witness: &cuzk_synth::Synthesized,
+        timings: &mut cuzk_groth16::prover::StageTimings,
+    ) -> Result<cuzk_groth16::prover::MsmSums, cuzk_groth16::prover::ProveError> {
+        self.0.msm_sums(key, witness, timings)
+    }
+    fn last_run(&self) -> Option<String> {
+        self.0.last_run()
+    }
+    fn host_working_set(&self, shape: &cuzk_synth::CircuitShape) -> u64 {
+        self.0.host_working_set(shape)
     }
 }
 
@@ -132,7 +127,8 @@ pub(crate) fn gpu_status() -> String {
 /// (prefixed by `who`) which one runs and, for `auto`, why it is the CPU's
 /// when it falls back.
 pub(crate) fn select_fixed_base(who: &str, backend: &str) -> Result<Box<dyn FixedBase>> {
-    let (chosen, note) = cuzk_gpu::keygen::select_fixed_base(backend)?;
+    let choice: BackendChoice = backend.parse().map_err(anyhow::Error::msg)?;
+    let (chosen, note) = cuzk_gpu::keygen::select_fixed_base(choice)?;
     if let Some(note) = note {
         eprintln!("{who}: {note}");
     }

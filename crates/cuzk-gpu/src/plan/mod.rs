@@ -244,22 +244,10 @@ impl ShiftedH {
     }
 }
 
-/// Workers a plan keeps room for beside H's shifted copies: the CLI's and
-/// the daemon's default count of GPU workers per device (two partitions in
-/// flight: one's upload and H polynomial beside the other's MSMs).
-pub const SHIFTED_H_WORKERS: usize = 2;
-
-/// Whether plans may keep H's points shifted (`CUZK_SHIFTED_H=1`). Off by
-/// default: on a 32 GiB PoRep (H200, 2026-12-04) it saves ~40 ms of a 1.40 s
-/// partition but makes the copies for 7 s when the key goes resident, so it
-/// pays only after ~175 partitions on one key (a daemon, not a one-shot
-/// CLI). Read once per process, so that admission and the workers plan alike.
-pub fn shifted_h_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::env::var_os("CUZK_SHIFTED_H").is_some_and(|v| !v.is_empty() && v != "0")
-    })
-}
+/// Workers a plan keeps room for beside H's shifted copies: the default
+/// count of GPU workers per device (two partitions in flight: one's upload
+/// and H polynomial beside the other's MSMs).
+pub const SHIFTED_H_WORKERS: usize = crate::DEFAULT_GPU_WORKERS;
 
 /// One stage's transient device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,8 +315,9 @@ impl VramPlan {
     /// fits beside one partition, else streamed in the largest power-of-two
     /// chunk that fits; an error with the numbers when not even the smallest
     /// chunk fits.
+    /// H's points plain ([`VramPlan::new_with`] may shift them).
     pub fn new(shape: Shape, budget: u64, fp: &dyn Footprints) -> Result<VramPlan, PlanError> {
-        Self::new_with(shape, budget, fp, shifted_h_enabled())
+        Self::new_with(shape, budget, fp, false)
     }
 
     /// [`VramPlan::new`], with H's MSM over shifted bases when `shifted_h`

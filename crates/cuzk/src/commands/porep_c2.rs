@@ -479,9 +479,9 @@ fn through_engine(
             "per partition".into(),
             rate,
             format!(
-                "steady state, from the TIMELINE: (last proved - proved #{}) / partitions between \
-                 (each prover's first partition left out)",
-                provers + 1
+                "steady state, from the TIMELINE: (last proved - proved #{}) / partitions after it \
+                 (each prover's first partition is warm-up)",
+                provers
             ),
         ));
     }
