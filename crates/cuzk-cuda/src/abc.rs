@@ -338,7 +338,9 @@ impl DeviceR1cs {
         // cols and ids; every column is below width() <= z.len() <=
         // classes.len(), every id below the table's length (checked at
         // upload and by check_evaluation); out has >= rows values (checked).
-        unsafe { spmv(stream, &args, &self.coeffs, z, classes, out.device_ptr()) }
+        unsafe {
+            spmv(stream, &args, &self.coeffs, z, classes, out.device_ptr())
+        }
     }
 }
 
@@ -355,17 +357,13 @@ fn check_evaluation(
 ) -> Result<()> {
     let kernel = "prover_spmv";
     ensure(kernel, which < 3, || format!("matrix {which} of A, B, C"))?;
-    ensure(
-        kernel,
-        z.len() >= width && classes.len() >= z.len(),
-        || {
-            format!(
-                "z has {} values and {} class bytes, the matrices name {width} columns",
-                z.len(),
-                classes.len()
-            )
-        },
-    )?;
+    ensure(kernel, z.len() >= width && classes.len() >= z.len(), || {
+        format!(
+            "z has {} values and {} class bytes, the matrices name {width} columns",
+            z.len(),
+            classes.len()
+        )
+    })?;
     ensure(kernel, out.len() >= rows, || {
         format!("an output of {} values for {rows} rows", out.len())
     })

@@ -494,10 +494,17 @@ pub fn h_step(
 /// The lean H step's first half: `a[i] ← a[i]·b[i]` on coset evaluations
 /// (then `b` may be freed before c is made). [`h_finish`] completes it;
 /// together they give [`h_step`]'s values bit for bit.
-pub fn h_mul(stream: &Stream, a: &mut DeviceBuffer<FrLimbs>, b: &DeviceBuffer<FrLimbs>) -> Result<()> {
+pub fn h_mul(
+    stream: &Stream,
+    a: &mut DeviceBuffer<FrLimbs>,
+    b: &DeviceBuffer<FrLimbs>,
+) -> Result<()> {
     let n = a.len();
     ensure("ntt_h_mul", b.len() == n && n <= u32::MAX as usize, || {
-        format!("lengths a = {n}, b = {} must be equal (and < 2^32)", b.len())
+        format!(
+            "lengths a = {n}, b = {} must be equal (and < 2^32)",
+            b.len()
+        )
     })?;
     if n == 0 {
         return Ok(());
@@ -521,11 +528,22 @@ pub fn h_mul(stream: &Stream, a: &mut DeviceBuffer<FrLimbs>, b: &DeviceBuffer<Fr
 
 /// The lean H step's second half: `a[i] ← (a[i] − c[i]) / Z` (Z = g^n − 1,
 /// n = a.len()), after [`h_mul`].
-pub fn h_finish(stream: &Stream, a: &mut DeviceBuffer<FrLimbs>, c: &DeviceBuffer<FrLimbs>) -> Result<()> {
+pub fn h_finish(
+    stream: &Stream,
+    a: &mut DeviceBuffer<FrLimbs>,
+    c: &DeviceBuffer<FrLimbs>,
+) -> Result<()> {
     let n = a.len();
-    ensure("ntt_h_finish", c.len() == n && n <= u32::MAX as usize, || {
-        format!("lengths a = {n}, c = {} must be equal (and < 2^32)", c.len())
-    })?;
+    ensure(
+        "ntt_h_finish",
+        c.len() == n && n <= u32::MAX as usize,
+        || {
+            format!(
+                "lengths a = {n}, c = {} must be equal (and < 2^32)",
+                c.len()
+            )
+        },
+    )?;
     if n == 0 {
         return Ok(());
     }

@@ -239,7 +239,11 @@ impl Worker {
     /// Uploads z = (inputs, aux) into an unzeroed buffer on the copy stream
     /// (the compute stream waits for it before it reads z): the stage
     /// `upload_z`.
-    fn upload_z(&mut self, w: &Synthesized, clock: &mut Clock) -> cuzk_cuda::Result<DeviceBuffer<FrLimbs>> {
+    fn upload_z(
+        &mut self,
+        w: &Synthesized,
+        clock: &mut Clock,
+    ) -> cuzk_cuda::Result<DeviceBuffer<FrLimbs>> {
         let s = self.stream.clone();
         let inputs = w.input_assignment.len();
         let aux = w.aux_assignment.len();
@@ -300,7 +304,8 @@ impl Worker {
             match matrices {
                 AbcMatrices::Resident(m) => m.evaluate(&s, &z, &mut classes, [a, b, c])?,
                 AbcMatrices::Streamed(r1cs, terms) => {
-                    let streamed = StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
+                    let streamed =
+                        StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
                     streamed.evaluate(&s, &z, &mut classes, [a, b, c], *terms)?;
                 }
             }
@@ -337,7 +342,8 @@ impl Worker {
                 })?
             }
             AbcMatrices::Streamed(r1cs, terms) => {
-                let streamed = StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
+                let streamed =
+                    StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
                 streamed.classify(&s, &z, &mut classes)?;
                 self.lean_h(n, |_, which, out| {
                     streamed.evaluate_classified(&s, &z, &classes, which, out, *terms)

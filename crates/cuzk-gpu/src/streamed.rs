@@ -54,7 +54,8 @@ impl Worker {
                 let inputs = fr_as_limbs(&w.input_assignment);
                 s.upload_at(inputs, &mut da, 0)?;
                 self.gather_aux(&dl, w.a_aux_density.as_words(), &mut da, inputs.len(), aux)?;
-                let a = self.stream_g1(chunk, g1_as_limbs(&key.a), Scalars::Device(&da), da.len())?;
+                let a =
+                    self.stream_g1(chunk, g1_as_limbs(&key.a), Scalars::Device(&da), da.len())?;
                 drop(da);
                 clock.stop(&s)?;
                 clock.start(&s, "msm_b_g1")?;
@@ -65,13 +66,21 @@ impl Worker {
                     .map(|i| w.input_assignment[i])
                     .collect();
                 s.upload_at(fr_as_limbs(&b_inputs), &mut db, 0)?;
-                self.gather_aux(&dl, w.b_aux_density.as_words(), &mut db, b_inputs.len(), aux)?;
+                self.gather_aux(
+                    &dl,
+                    w.b_aux_density.as_words(),
+                    &mut db,
+                    b_inputs.len(),
+                    aux,
+                )?;
                 drop(dl);
                 let len = db.len();
-                let b_g1 = self.stream_g1(chunk, g1_as_limbs(&key.b_g1), Scalars::Device(&db), len)?;
+                let b_g1 =
+                    self.stream_g1(chunk, g1_as_limbs(&key.b_g1), Scalars::Device(&db), len)?;
                 clock.stop(&s)?;
                 clock.start(&s, "msm_b_g2")?;
-                let b_g2 = self.stream_g2(chunk, g2_as_limbs(&key.b_g2), Scalars::Device(&db), len)?;
+                let b_g2 =
+                    self.stream_g2(chunk, g2_as_limbs(&key.b_g2), Scalars::Device(&db), len)?;
                 clock.stop(&s)?;
                 (l, a, b_g1, b_g2)
             }

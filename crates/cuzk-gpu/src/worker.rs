@@ -430,7 +430,12 @@ impl Worker {
 
     /// Scratch for G1 MSMs of up to `len` pairs, G2 MSMs of up to `g2_len`
     /// and gathers from up to `gather_len` aux values.
-    fn size_scratch(&mut self, len: usize, g2_len: usize, gather_len: usize) -> cuzk_cuda::Result<()> {
+    fn size_scratch(
+        &mut self,
+        len: usize,
+        g2_len: usize,
+        gather_len: usize,
+    ) -> cuzk_cuda::Result<()> {
         // (A partition that failed inside a shifted msm_h leaves no plain G1
         // scratch: that one is made again.)
         if self.scratch.as_ref().is_some_and(|sc| {

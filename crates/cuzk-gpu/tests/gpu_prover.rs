@@ -484,7 +484,10 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
                 // one (a, b, c from the host).
                 for (witness, on_device) in [(&w, true), (&full, false)] {
                     gpu.force_layout(Some((mode, h_poly)));
-                    let what = format!("2^{k}, {mode}, {h_poly:?} H, a, b, c on the {}", if on_device { "device" } else { "host" });
+                    let what = format!(
+                        "2^{k}, {mode}, {h_poly:?} H, a, b, c on the {}",
+                        if on_device { "device" } else { "host" }
+                    );
                     let out = proved_as_on_cpu(&gpu, &key, witness, &full, &mut rng, &what);
                     let plan = gpu.last_plan().unwrap();
                     assert_eq!((plan.mode, plan.h_poly), (mode, h_poly), "{what}: {plan}");

@@ -534,10 +534,7 @@ impl VramPlan {
                     .map_or(0, |terms| streamed_bytes(d.coeffs, terms));
                 let z_and_classes = d.z as u64 * (s + 1);
                 match h_poly {
-                    HPoly::Full => (
-                        Some(vectors + z_and_classes + staging),
-                        vectors + kept,
-                    ),
+                    HPoly::Full => (Some(vectors + z_and_classes + staging), vectors + kept),
                     HPoly::Lean => (None, vectors + z_and_classes + staging),
                 }
             }

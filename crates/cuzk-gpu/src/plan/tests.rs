@@ -148,7 +148,11 @@ fn device_abc_counts_the_matrices_and_z() {
     assert_eq!(plan.matrix_bytes, 0);
     assert!(plan.stages.iter().all(|s| s.name != "abc"), "{plan}");
     assert_eq!(
-        plan.stages.iter().find(|s| s.name == "h_poly").unwrap().bytes,
+        plan.stages
+            .iter()
+            .find(|s| s.name == "h_poly")
+            .unwrap()
+            .bytes,
         2 * n * 32 + z as u64 * 33 + staging
     );
     assert!(plan.to_string().contains("lean H"), "{plan}");
@@ -173,7 +177,12 @@ fn device_abc_counts_the_matrices_and_z() {
     assert_eq!(streamed.gather_len, base.aux);
     let chunk_bufs = (1u64 << 20) * 32;
     assert_eq!(
-        streamed.stages.iter().find(|s| s.name == "msm_a").unwrap().bytes,
+        streamed
+            .stages
+            .iter()
+            .find(|s| s.name == "msm_a")
+            .unwrap()
+            .bytes,
         kept + base.a as u64 * 32 + chunk_bufs
     );
 }
@@ -208,12 +217,8 @@ fn a_32_gib_porep_partition_keeps_h_shifted_beside_two_workers() {
     let circuit = porep_32gib();
     // The recording's device bytes and table as the H200 run logged
     // them (5.51 GiB of matrices).
-    let shape = Shape::of_circuit(&circuit).with_device_abc(
-        &circuit,
-        5_916_000_000,
-        1_526,
-        309_405_051,
-    );
+    let shape =
+        Shape::of_circuit(&circuit).with_device_abc(&circuit, 5_916_000_000, 1_526, 309_405_051);
     let arena = 145_006_595_840; // 135.05 GiB
     let plain = VramPlan::new_with(shape, arena, &CudaFootprints, false).unwrap();
     let shifted = VramPlan::new_with(shape, arena, &CudaFootprints, true).unwrap();
@@ -336,13 +341,22 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
             SrsMode::Resident => None,
             SrsMode::Streamed { chunk } => Some(chunk),
         };
-        rows.push((gib, chunk, plan.h_poly, plan.abc_on_device(), plan.matrices_streamed().is_some()));
+        rows.push((
+            gib,
+            chunk,
+            plan.h_poly,
+            plan.abc_on_device(),
+            plan.matrices_streamed().is_some(),
+        ));
         println!("{gib:>4} GiB: {plan}");
         // What each budget must get.
         match gib {
             80 | 141 => {
                 assert_eq!(plan.mode, SrsMode::Resident, "{plan}");
-                assert!(plan.abc_on_device() && plan.matrices_streamed().is_none(), "{plan}");
+                assert!(plan.abc_on_device(), "{plan}");
+                // At 80 GiB the 2^27-pair MSM scratch (16.8 GiB) leaves no
+                // room for the matrices beside the key: they stream.
+                assert_eq!(plan.matrices_streamed().is_none(), gib == 141, "{plan}");
                 assert_eq!(plan.h_poly, HPoly::Full, "{plan}");
             }
             24..=48 => {
@@ -365,9 +379,12 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
     // shrink, the lean H never returns, a, b, c never leave the device.
     for w in rows.windows(2) {
         let ((_, c0, h0, d0, _), (gib, c1, h1, d1, _)) = (w[0], w[1]);
-        assert!(c1.is_none() || c0.is_some_and(|c0| c0 <= c1.unwrap()), "{gib} GiB");
+        assert!(
+            c1.is_none() || c0.is_some_and(|c0| c0 <= c1.unwrap()),
+            "{gib} GiB"
+        );
         assert!(!(h0 == HPoly::Full && h1 == HPoly::Lean), "{gib} GiB");
-        assert!(!(d0 && !d1), "{gib} GiB");
+        assert!(!d0 || d1, "{gib} GiB");
     }
 }
 
