@@ -102,6 +102,12 @@ impl Admission for VramAdmission {
         self.admit_plan(plan, circuit)
     }
 
+    /// No plan at all (not even the smallest: a, b, c on the host, the
+    /// lean H, the key streamed in the smallest chunks) fits the arena.
+    fn check(&self, shape: &CircuitShape) -> Result<(), AdmissionError> {
+        self.plan(shape).map(|_| ())
+    }
+
     fn usage(&self) -> (u64, u64) {
         (
             *self.state.0.lock() + self.keys.usage().bytes + self.matrices.bytes(),
@@ -398,5 +404,18 @@ mod porep_plan {
         assert!(matches!(plan.mode, SrsMode::Streamed { .. }), "{plan}");
         assert!(plan.fits(), "{plan}");
         eprintln!("{plan}");
+    }
+
+    /// An arena below the smallest plan refuses the shape when a job is
+    /// submitted (the engine calls `check` before any synthesis), with both
+    /// numbers; one above it takes it.
+    #[test]
+    fn an_arena_below_the_smallest_plan_refuses_the_shape_up_front() {
+        let c = crate::plan::tests::porep_32gib();
+        let err = VramAdmission::new(4 << 30).check(&c).unwrap_err();
+        let chain = cuzk_pipeline::ErrorChain(&err).to_string();
+        assert!(chain.contains("needs at least"), "{chain}");
+        assert!(chain.contains("the budget has 4.00 GiB"), "{chain}");
+        assert!(VramAdmission::new(16 << 30).check(&c).is_ok());
     }
 }

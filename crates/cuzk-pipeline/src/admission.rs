@@ -88,6 +88,15 @@ pub trait Admission: Send + Sync {
         self.admit(shape)
     }
 
+    /// Whether a partition of `shape` can ever fit on the device: checked
+    /// when a job is submitted, so that a device too small for it refuses
+    /// the job before any synthesis (naming what it needs and what it has)
+    /// rather than failing each partition after. The default: it can.
+    fn check(&self, shape: &CircuitShape) -> Result<(), AdmissionError> {
+        let _ = shape;
+        Ok(())
+    }
+
     /// (in use, capacity) in this admission's own units, for metrics.
     fn usage(&self) -> (u64, u64);
 }

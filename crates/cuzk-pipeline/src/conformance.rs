@@ -549,6 +549,48 @@ pub fn bad_jobs_are_refused_at_submission<S: Scheduler>() {
     sched.shutdown();
 }
 
+/// A device that can never hold a partition (a VRAM budget below the
+/// smallest plan) refuses the job at submission, naming the device and
+/// keeping the admission's reason, before any synthesis.
+pub fn devices_too_small_are_refused_at_submission<S: Scheduler>() {
+    #[derive(Debug)]
+    struct TooSmall;
+    impl crate::Admission for TooSmall {
+        fn admit(
+            &self,
+            _shape: &cuzk_synth::CircuitShape,
+        ) -> Result<crate::AdmissionTicket, crate::AdmissionError> {
+            Err(crate::AdmissionError::new(
+                "needs 9 GiB, the budget has 4 GiB",
+            ))
+        }
+        fn check(&self, shape: &cuzk_synth::CircuitShape) -> Result<(), crate::AdmissionError> {
+            self.admit(shape).map(|_| ())
+        }
+        fn usage(&self) -> (u64, u64) {
+            (0, 4)
+        }
+    }
+    let mut cfg = config(1, 1);
+    cfg.devices
+        .push(Device::new("small-gpu", Arc::new(CpuBackend), 1).with_admission(Arc::new(TooSmall)));
+    let sched: S = start(cfg);
+    match sched.submit(demo_job(10, demo_source(10, 0, 1), 0)) {
+        Err(e @ SubmitError::DeviceTooSmall { .. }) => {
+            let chain = crate::ErrorChain(&e).to_string();
+            assert!(chain.contains("small-gpu"), "{chain}");
+            assert!(
+                chain.contains("needs 9 GiB, the budget has 4 GiB"),
+                "{chain}"
+            );
+        }
+        other => panic!("expected DeviceTooSmall, got {other:?}"),
+    }
+    assert_eq!(sched.metrics().jobs.submitted, 0);
+    assert!(sched.timeline().events().is_empty(), "no work started");
+    sched.shutdown();
+}
+
 /// A budget too small for one partition is refused at start (when the
 /// largest partition is declared) or at submission, with the numbers.
 pub fn small_budgets_are_refused_with_the_numbers<S: Scheduler>() {
@@ -711,6 +753,7 @@ macro_rules! scheduler_conformance_tests {
             verification_can_be_turned_off,
             bad_jobs_are_refused_at_submission,
             small_budgets_are_refused_with_the_numbers,
+            devices_too_small_are_refused_at_submission,
             the_memory_budget_is_never_exceeded,
             the_timeline_has_every_step_in_order,
             shutdown_finishes_queued_jobs,

@@ -87,9 +87,13 @@ impl PartitionFootprint {
 }
 
 /// The prover backends of an engine's devices, which size what a partition
-/// reserves beside its witness.
+/// reserves beside its witness, and the devices' admissions, which say
+/// whether a partition can fit on them at all.
 #[derive(Clone)]
-pub struct Provers(Vec<Arc<dyn Backend>>);
+pub struct Provers(
+    Vec<Arc<dyn Backend>>,
+    Vec<(String, Arc<dyn crate::Admission>)>,
+);
 
 impl Provers {
     /// Every backend of every device of `config`.
@@ -99,6 +103,11 @@ impl Provers {
                 .devices
                 .iter()
                 .flat_map(|d| d.backends.iter().cloned())
+                .collect(),
+            config
+                .devices
+                .iter()
+                .map(|d| (d.name.clone(), Arc::clone(&d.admission)))
                 .collect(),
         )
     }
@@ -122,6 +131,17 @@ impl Provers {
             .max()
             .unwrap_or_else(|| cuzk_groth16::prover::cpu_host_working_set(shape));
         PartitionFootprint::of_witness(shape, !defers_abc, working_set)
+    }
+
+    /// The first device on which a partition of `shape` can never fit,
+    /// with its admission's reason.
+    pub fn device_too_small(
+        &self,
+        shape: &CircuitShape,
+    ) -> Option<(String, crate::AdmissionError)> {
+        self.1
+            .iter()
+            .find_map(|(name, a)| a.check(shape).err().map(|e| (name.clone(), e)))
     }
 }
 

@@ -140,6 +140,18 @@ pub enum SubmitError {
         /// The engine's budget.
         budget: u64,
     },
+    /// A device can never hold one partition (its VRAM budget is below the
+    /// smallest plan): refused before any synthesis.
+    #[error("job `{label}` refused: a partition can never fit on device {device}")]
+    DeviceTooSmall {
+        /// The job's label.
+        label: String,
+        /// The device's name.
+        device: String,
+        /// Why (the plan's numbers).
+        #[source]
+        source: crate::AdmissionError,
+    },
     /// The engine no longer takes jobs.
     #[error("the engine is shut down")]
     ShutDown,

@@ -80,6 +80,13 @@ impl JobState {
             label: job.label.clone(),
             source,
         })?;
+        if let Some((device, source)) = provers.device_too_small(&shape) {
+            return Err(SubmitError::DeviceTooSmall {
+                label: job.label,
+                device,
+                source,
+            });
+        }
         let footprint = provers.footprint_of(&shape, job.source.defers_abc());
         if footprint.total() > memory_budget {
             return Err(SubmitError::BudgetTooSmall {
