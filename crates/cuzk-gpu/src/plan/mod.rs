@@ -45,9 +45,6 @@ use std::fmt;
 
 use cuzk_arena::human;
 use cuzk_cuda::abc::streamed_bytes;
-use cuzk_cuda::gather::BitmapGather;
-use cuzk_cuda::msm::{choose_shifted_shape, copies_for, Classifier, Msm, MsmCurve, G1, G2};
-use cuzk_synth::CircuitShape;
 
 /// Bytes of one Fr scalar, one affine G1 point and one affine G2 point.
 pub const SCALAR_BYTES: u64 = 32;
@@ -81,130 +78,6 @@ impl HPoly {
             HPoly::Full => 3,
             HPoly::Lean => 2,
         }
-    }
-}
-
-/// What a partition and its key look like, in counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Shape {
-    /// The evaluation domain's size n (a power of two).
-    pub domain: usize,
-    /// Points per key section.
-    pub h: usize,
-    pub l: usize,
-    pub a: usize,
-    pub b_g1: usize,
-    pub b_g2: usize,
-    /// Aux variables of the witness (the L MSM's length).
-    pub aux: usize,
-    /// `Some`: a, b, c are evaluated on the device from resident matrices.
-    pub device_abc: Option<DeviceAbc>,
-}
-
-/// a, b, c computed on the device: the matrices' bytes, the witness's
-/// length, and whether the matrices are resident or streamed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceAbc {
-    /// Device bytes of the recording's matrices and coefficient table
-    /// (cuzk-cuda `abc::device_bytes`).
-    pub matrix_bytes: u64,
-    /// Length of z = (inputs, aux).
-    pub z: usize,
-    /// Entries of the coefficient table.
-    pub coeffs: usize,
-    /// Terms of the largest of A, B and C (a streamed chunk never needs
-    /// more).
-    pub terms: usize,
-    /// `Some(terms)`: the matrices stay on the host and cross PCIe in chunks
-    /// of up to this many terms (the plan's choice when they do not fit
-    /// beside the key); `None`: resident.
-    pub stream_terms: Option<usize>,
-}
-
-/// Terms per chunk when the matrices are streamed (fewer when the largest
-/// matrix has fewer): 16 Mi terms, 192 MiB of staging (offsets, columns,
-/// ids), a few dozen chunks per 2^27 partition.
-pub const STREAM_TERMS: usize = 1 << 24;
-
-impl Shape {
-    /// The key counts and witness length a circuit of this shape has: the one
-    /// place that derives a plan's shape (from a synthesized witness's
-    /// `Synthesized::shape`, or a circuit's before synthesis). H has n − 1
-    /// points; A one per input and per aux variable in A's density; B₁ and B₂
-    /// one per input and aux variable in B's density; L one per aux variable.
-    pub fn of_circuit(c: &CircuitShape) -> Shape {
-        let n = 1usize << c.domain_log2;
-        let b = c.b_input_density + c.b_aux_density;
-        Shape {
-            domain: n,
-            h: n - 1,
-            l: c.num_aux,
-            a: c.num_inputs + c.a_aux_density,
-            b_g1: b,
-            b_g2: b,
-            aux: c.num_aux,
-            device_abc: None,
-        }
-    }
-
-    /// This shape with a, b, c evaluated on the device from resident
-    /// matrices of `matrix_bytes` with a table of `coeffs` (z is the
-    /// circuit's inputs and aux).
-    pub fn with_device_abc(
-        self,
-        c: &CircuitShape,
-        matrix_bytes: u64,
-        coeffs: usize,
-        terms: usize,
-    ) -> Shape {
-        Shape {
-            device_abc: Some(DeviceAbc {
-                matrix_bytes,
-                z: c.num_inputs + c.num_aux,
-                coeffs,
-                terms,
-                stream_terms: None,
-            }),
-            ..self
-        }
-    }
-
-    /// Bytes of the key's points (the SRS).
-    pub fn srs_bytes(&self) -> u64 {
-        (self.h + self.l + self.a + self.b_g1) as u64 * G1_BYTES + self.b_g2 as u64 * G2_BYTES
-    }
-
-    /// The longest MSM of a partition.
-    pub fn longest_msm(&self) -> usize {
-        [self.h, self.l, self.a, self.b_g1, self.b_g2, self.aux]
-            .into_iter()
-            .max()
-            .unwrap_or(0)
-    }
-}
-
-/// Device bytes the kernels' scratch needs, as the kernel bindings size it.
-pub trait Footprints {
-    /// A G1 Pippenger MSM of up to `len` pairs.
-    fn msm_g1(&self, len: usize) -> u64;
-    /// A G2 Pippenger MSM of up to `len` pairs.
-    fn msm_g2(&self, len: usize) -> u64;
-    /// A G1 MSM of up to `len` pairs over shifted bases of shape `h`.
-    fn msm_g1_shifted(&self, len: usize, h: ShiftedH) -> u64;
-    /// The shape of H's MSM over shifted bases that is cheapest among those
-    /// whose extra copies and scratch (less the plain MSM's, which it
-    /// replaces) fit `bytes`; `None` when none beats the plain MSM.
-    fn shifted_h_shape(&self, len: usize, bytes: u64) -> Option<ShiftedH>;
-    /// The zero/one/other classifier for up to `len` scalars.
-    fn classifier(&self, len: usize) -> u64;
-    /// The density-bitmap gather of A's and B's scalars from up to `len`
-    /// aux values.
-    fn gather(&self, len: usize) -> u64;
-    /// Fixed-size parts: batch sums, NTT tables, result slots.
-    fn fixed(&self) -> u64;
-    /// Alignment-rounding slack per worker (many small buffers round up).
-    fn slack(&self) -> u64 {
-        1 << 20
     }
 }
 
@@ -685,42 +558,11 @@ impl fmt::Display for VramPlan {
     }
 }
 
-/// The kernels' device-memory footprints, as cuzk-cuda sizes them.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CudaFootprints;
+mod footprints;
+mod shape;
 
-impl Footprints for CudaFootprints {
-    fn msm_g1(&self, len: usize) -> u64 {
-        Msm::<G1>::bytes_for(len)
-    }
-    fn msm_g2(&self, len: usize) -> u64 {
-        Msm::<G2>::bytes_for(len)
-    }
-    fn msm_g1_shifted(&self, len: usize, h: ShiftedH) -> u64 {
-        Msm::<G1>::shifted_bytes_for(len, h.window_bits, h.sets)
-    }
-    fn shifted_h_shape(&self, len: usize, bytes: u64) -> Option<ShiftedH> {
-        let xyzz = G1::XYZZ_WORDS * 8;
-        choose_shifted_shape(len, xyzz, G1_BYTES as usize, bytes as usize).map(|(c, sets)| {
-            ShiftedH {
-                window_bits: c,
-                sets,
-                copies: copies_for(c, sets),
-            }
-        })
-    }
-    fn classifier(&self, len: usize) -> u64 {
-        Classifier::bytes_for(len)
-    }
-    fn gather(&self, len: usize) -> u64 {
-        BitmapGather::bytes_for(len)
-    }
-    fn fixed(&self) -> u64 {
-        // Batch-sum partials (a few thousand XYZZ points per curve), the NTT
-        // twiddle tables (a few MiB) and result slots.
-        64 << 20
-    }
-}
+pub use footprints::{CudaFootprints, Footprints};
+pub use shape::{DeviceAbc, Shape, STREAM_TERMS};
 
 #[cfg(test)]
 pub(crate) mod tests;

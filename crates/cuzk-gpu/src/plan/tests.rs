@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::resident::KeyShape;
+use cuzk_synth::CircuitShape;
 
 /// One 32 GiB PoRep partition, the real circuit's counts (as issue
 /// #13's H200 run synthesized it; docs/facts.md).
