@@ -1,6 +1,11 @@
-//! Checks that keep the repository's documents true to its code, run as
-//! tests (`cargo test -p xtask`, so in CI): the crate graph that
-//! ARCHITECTURE.md states is the one the `Cargo.toml`s declare.
+//! Checks that keep the repository's documents true to its code and its
+//! rules, run as tests (`cargo test -p xtask`, so in CI): the crate graph
+//! that ARCHITECTURE.md states is the one the `Cargo.toml`s declare; no
+//! library reads or sets the environment (settings arrive as
+//! configuration; binaries read it and say so in `--help`); no source file
+//! or top-level document narrates history ("session 12", "until
+//! 2026-12-04": that belongs in docs/lab-notes/); no source file passes
+//! ~650 lines unless ARCHITECTURE.md names it with its reason.
 
 #[cfg(test)]
 mod tests {
@@ -97,6 +102,143 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Every `.rs` file under `dir`, recursively.
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// The library sources: `src/` of every crate under crates/ but the
+    /// binary (`crates/cuzk`) and the dev-only test kit, without the
+    /// crates' own `bin/` targets.
+    fn library_sources(root: &Path) -> Vec<std::path::PathBuf> {
+        let mut files = Vec::new();
+        for e in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if name == "cuzk" || name == "cuzk-testkit" {
+                continue;
+            }
+            rust_files(&e.path().join("src"), &mut files);
+        }
+        files.retain(|f| !f.components().any(|c| c.as_os_str() == "bin"));
+        files.sort();
+        files
+    }
+
+    /// Files whose one environment read is part of their contract (the
+    /// reason is the comment beside each).
+    const ENVIRONMENT_READERS: &[&str] = &[
+        // Where the kernel fatbins are, when they are not beside the binary.
+        "crates/cuzk-cuda/src/kernels.rs",
+    ];
+
+    #[test]
+    fn no_library_reads_or_sets_the_environment() {
+        let root = crate::workspace_root();
+        let mut offenders = Vec::new();
+        for f in library_sources(&root) {
+            let rel = f.strip_prefix(&root).unwrap().to_string_lossy().to_string();
+            if ENVIRONMENT_READERS.contains(&rel.as_str()) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                if ["env::var", "env::set_var", "env::remove_var", "var_os("]
+                    .iter()
+                    .any(|p| code.contains(p))
+                {
+                    offenders.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+                }
+            }
+        }
+        assert!(
+            offenders.is_empty(),
+            "library code reads or sets the environment (pass the setting in as \
+             configuration; a binary may read it and say so in --help):\n{}",
+            offenders.join("\n")
+        );
+    }
+
+    /// Dated narration: a session number, or a claim fenced by a date.
+    fn narrates(line: &str) -> bool {
+        let lower = line.to_lowercase();
+        let session = lower.match_indices("session").any(|(i, _)| {
+            lower[i + "session".len()..]
+                .trim_start()
+                .starts_with(|c: char| c.is_ascii_digit())
+        });
+        let until = ["until 20", "till 20", "before 20", "as of 20"]
+            .iter()
+            .any(|p| lower.contains(p));
+        session || until
+    }
+
+    #[test]
+    fn sources_and_top_level_docs_narrate_no_history() {
+        let root = crate::workspace_root();
+        let mut files = Vec::new();
+        rust_files(&root.join("crates"), &mut files);
+        rust_files(&root.join("xtask/src"), &mut files);
+        rust_files(&root.join("benches/src"), &mut files);
+        for doc in ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"] {
+            files.push(root.join(doc));
+        }
+        let mut offenders = Vec::new();
+        for f in &files {
+            // This file names the patterns it looks for.
+            if f.ends_with("xtask/src/tidy.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(f).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                if narrates(line) {
+                    let rel = f.strip_prefix(&root).unwrap().display();
+                    offenders.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+                }
+            }
+        }
+        assert!(
+            offenders.is_empty(),
+            "history in source or top-level docs (it belongs in docs/lab-notes/):\n{}",
+            offenders.join("\n")
+        );
+        assert!(narrates("measured in session 16"));
+        assert!(narrates("the two workers took turns until 2026-12-04"));
+        assert!(!narrates("a session's device time"));
+    }
+
+    #[test]
+    fn long_source_files_have_a_reason_in_architecture_md() {
+        let root = crate::workspace_root();
+        let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+        let mut files = Vec::new();
+        rust_files(&root.join("crates"), &mut files);
+        let mut offenders = Vec::new();
+        for f in files {
+            let rel = f.strip_prefix(&root).unwrap().to_string_lossy().to_string();
+            let lines = std::fs::read_to_string(&f).unwrap().lines().count();
+            if lines > 650 && !architecture.contains(&format!("`{rel}`")) {
+                offenders.push(format!("{rel}: {lines} lines"));
+            }
+        }
+        assert!(
+            offenders.is_empty(),
+            "source files over 650 lines that ARCHITECTURE.md does not name (with a reason) \
+             as `path`:\n{}",
+            offenders.join("\n")
+        );
     }
 
     #[test]

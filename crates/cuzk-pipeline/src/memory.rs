@@ -16,7 +16,7 @@
 //! a, b, c, or next to nothing for a GPU, whose working set lives in VRAM
 //! under the arena's admission. At a 32 GiB PoRep partition (domain 2^27) the
 //! CPU's is 12 GiB beside a 15.6 GiB witness: reserving it for a GPU engine
-//! (as cuzk did until 2026-12-01) admitted one partition where three fit.
+//! would admit one partition where three fit.
 
 /// Bytes as a short figure for messages (cuzk-arena's, the one formatter).
 pub use cuzk_arena::human;
