@@ -12,7 +12,7 @@ use cuzk_field::limbs::{
     fr_as_limbs, g1_as_limbs, g2_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs,
 };
 use cuzk_field::Group;
-use cuzk_groth16::prover::{dense_ab_scalars, MsmSums, StageTimings};
+use cuzk_groth16::prover::{dense_ab_scalars_of, MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
@@ -36,12 +36,15 @@ impl Worker {
         clock.stop(&s)?;
 
         clock.start(&s, "msm_l")?;
-        let aux = &w.aux_assignment;
-        let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Host(aux), aux.len())?;
+        // A compact witness's values are expanded on the host: the
+        // streamed key's MSMs read host scalars.
+        let aux = w.aux_values();
+        let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Host(&aux), aux.len())?;
         clock.stop(&s)?;
 
         let start = Instant::now();
-        let (a_scalars, b_scalars) = dense_ab_scalars(w);
+        let (a_scalars, b_scalars) = dense_ab_scalars_of(w, &aux);
+        drop(aux);
         t.record("gather", start.elapsed());
 
         clock.start(&s, "msm_a")?;
