@@ -12,13 +12,18 @@
 //! evaluated on the host inside the mode's figures, and the witness alone
 //! (what the host pays when a GPU proves) is printed beside them.
 //!
-//! Then the witness alone from both of its sources, side by side (unless
-//! `--no-witness`): the crates' gadgets run witness-only (the reference)
-//! and cuzk's native replay (what pre-compiled synthesis uses); the run
-//! fails if their values differ.
+//! Then the witness alone from its sources, side by side (unless
+//! `--no-witness`; `--witness SOURCE` picks them, default all three): the
+//! crates' gadgets run witness-only (the reference), cuzk's native replay
+//! expanded to 32 bytes a value (what pre-compiled synthesis uses), and the
+//! native replay left compact (a 2-bit class per value, the others in full:
+//! what it holds, and what expanding it costs, on their own lines); the run
+//! fails if their values differ. `--witness-only` skips the modes. The
+//! C1's parse (JSON to vanilla proofs) is its own line, first.
 //!
 //! `cargo run --release -p cuzk-benches --bin synth_bench -- --c1 FILE
 //! [--partition K] [--mode sequential --mode parallel --mode precompiled]
+//! [--witness gadgets --witness native --witness compact] [--witness-only]
 //! [--cache FILE] [--threads N]`. Without `--cache`, precompiled records the
 //! circuit into a temporary file first (timed on its own line, not in the
 //! mode's figures); the cache file's load (open, checksums) is its own line.
@@ -32,9 +37,10 @@ use clap::Parser;
 use cuzk_benches::{cpu_seconds, peak_rss, reset_peak_rss};
 use cuzk_filecoin::precompile::{precompile, PrecompiledCircuit};
 use cuzk_filecoin::{
-    parse_c1, partition_witness, synthesize_partition, C1Input, PorepSynthesis, SynthesisMode,
-    WitnessSource,
+    parse_c1, partition_compact_witness, partition_witness, synthesize_partition, C1Input,
+    PorepSynthesis, SynthesisMode, WitnessSource,
 };
+use cuzk_synth::precompiled::CompactWitness;
 use cuzk_synth::Synthesized;
 use ff::PrimeField;
 use rayon::prelude::*;
@@ -58,9 +64,27 @@ struct Args {
     /// Rayon threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
-    /// Skip the side-by-side of the witness's two sources.
+    /// Skip the side-by-side of the witness's sources.
     #[arg(long)]
     no_witness: bool,
+    /// The witness's sources to run, in order (repeat the flag): gadgets,
+    /// native, compact; default all three.
+    #[arg(long)]
+    witness: Vec<Source>,
+    /// Run the witness's sources alone, no synthesis mode.
+    #[arg(long)]
+    witness_only: bool,
+}
+
+/// Where the witness alone comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Source {
+    /// The crates' gadgets, witness-only.
+    Gadgets,
+    /// The native replay, expanded.
+    Native,
+    /// The native replay, compact.
+    Compact,
 }
 
 fn main() {
@@ -80,9 +104,21 @@ fn run() -> Result<()> {
 
 fn bench(args: &Args) -> Result<()> {
     let bytes = std::fs::read(&args.c1).with_context(|| format!("{}", args.c1.display()))?;
+    reset_peak_rss();
+    let cpu = cpu_seconds()?;
+    let start = Instant::now();
     let c1 = parse_c1(&bytes)?;
+    let (wall, cpu) = (start.elapsed().as_secs_f64(), cpu_seconds()? - cpu);
+    println!(
+        "{:<16} wall {wall:>8.2} s  cpu {cpu:>8.2} core-s  peak RSS {:>6.2} GiB  {} bytes of C1",
+        "parse",
+        peak_rss().unwrap_or(0) as f64 / (1u64 << 30) as f64,
+        bytes.len()
+    );
     drop(bytes);
-    let modes = if args.mode.is_empty() {
+    let modes = if args.witness_only {
+        Vec::new()
+    } else if args.mode.is_empty() {
         SynthesisMode::ALL.to_vec()
     } else {
         args.mode.clone()
@@ -137,40 +173,91 @@ fn bench(args: &Args) -> Result<()> {
         }
     }
     if !args.no_witness {
-        witness_sources(&c1, args.partition)?;
+        let sources = if args.witness.is_empty() {
+            vec![Source::Gadgets, Source::Native, Source::Compact]
+        } else {
+            args.witness.clone()
+        };
+        witness_sources(&c1, args.partition, &sources)?;
     }
     Ok(())
 }
 
-/// The witness alone from the gadgets and natively: one line each, and
-/// the check that both give the same values.
-fn witness_sources(c1: &C1Input, k: usize) -> Result<()> {
+/// The witness alone from each of `sources`: one line each (the compact
+/// one with what it holds, and its expansion on a line of its own), and
+/// the check that all give the same values (each kept compact for it, so
+/// that one source's figures do not include another's witness).
+fn witness_sources(c1: &C1Input, k: usize, sources: &[Source]) -> Result<()> {
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let mut witnesses = Vec::new();
-    for (name, source) in [
-        ("witness gadgets", WitnessSource::Gadgets),
-        ("witness native", WitnessSource::Native),
-    ] {
+    let mut witnesses: Vec<(Source, CompactWitness)> = Vec::new();
+    for &source in sources {
         reset_peak_rss();
         let cpu = cpu_seconds()?;
         let start = Instant::now();
-        let witness = partition_witness(c1, k, source)?;
+        let (compact, full) = match source {
+            Source::Gadgets => (
+                None,
+                Some(partition_witness(c1, k, WitnessSource::Gadgets)?),
+            ),
+            Source::Native => (None, Some(partition_witness(c1, k, WitnessSource::Native)?)),
+            Source::Compact => (Some(partition_compact_witness(c1, k)?), None),
+        };
         let wall = start.elapsed().as_secs_f64();
         let cpu = cpu_seconds()? - cpu;
-        println!(
-            "{name:<16} wall {wall:>8.2} s  cpu {cpu:>8.2} core-s ({:.1} cores)  peak RSS {:>6.2} GiB  \
-             {} inputs, {} aux",
-            cpu / wall.max(1e-9),
-            gib(peak_rss().unwrap_or(0)),
-            witness.input_assignment.len(),
-            witness.aux_assignment.len()
-        );
-        witnesses.push(witness);
+        let peak = gib(peak_rss().unwrap_or(0));
+        let name = format!("witness {source:?}").to_lowercase();
+        let compact = match (compact, full) {
+            (Some(compact), _) => {
+                let counts = compact.aux.counts();
+                println!(
+                    "{name:<16} wall {wall:>8.2} s  cpu {cpu:>8.2} core-s ({:.1} cores)  peak RSS \
+                     {peak:>6.2} GiB  {} inputs, {} aux ({} zeros, {} ones, {} others): {:.1} MB held",
+                    cpu / wall.max(1e-9),
+                    compact.input_assignment.len(),
+                    compact.aux.len(),
+                    counts.zeros,
+                    counts.ones,
+                    counts.others,
+                    compact.bytes() as f64 / 1e6
+                );
+                reset_peak_rss();
+                let cpu = cpu_seconds()?;
+                let start = Instant::now();
+                let expanded = compact.expand();
+                let wall = start.elapsed().as_secs_f64();
+                let cpu = cpu_seconds()? - cpu;
+                println!(
+                    "{:<16} wall {wall:>8.2} s  cpu {cpu:>8.2} core-s ({:.1} cores)  peak RSS \
+                     {:>6.2} GiB  {} aux values in full",
+                    "  expanded",
+                    cpu / wall.max(1e-9),
+                    gib(peak_rss().unwrap_or(0)),
+                    expanded.aux_assignment.len()
+                );
+                compact
+            }
+            (None, Some(full)) => {
+                println!(
+                    "{name:<16} wall {wall:>8.2} s  cpu {cpu:>8.2} core-s ({:.1} cores)  peak RSS \
+                     {peak:>6.2} GiB  {} inputs, {} aux",
+                    cpu / wall.max(1e-9),
+                    full.input_assignment.len(),
+                    full.aux_assignment.len()
+                );
+                CompactWitness::from_witness(&full)
+            }
+            (None, None) => unreachable!("every source gives a witness"),
+        };
+        witnesses.push((source, compact));
     }
-    if witnesses[0] != witnesses[1] {
-        bail!("the native witness differs from the gadgets'");
+    if let Some(((first, w), rest)) = witnesses.split_first() {
+        for (source, other) in rest {
+            if other != w {
+                bail!("the {source:?} witness differs from the {first:?} one");
+            }
+            println!("witness {source:?} == {first:?}: identical");
+        }
     }
-    println!("witness native == gadgets: identical");
     Ok(())
 }
 

@@ -22,6 +22,12 @@
 //! buffer, so the host reads each value once and writes only the packed
 //! bytes); [`pack`] makes an owned [`Packed`]; [`expand`] is the CPU
 //! reference of the device's [`expand_on_device`].
+//!
+//! A witness born compact (cuzk-synth's `CompactAux`) already holds the
+//! three sections, for the whole vector: [`Classed`] borrows them, and
+//! [`Classed::write_piece`] lays any run of its code words out as a piece
+//! (the codes and others copied, the `before` counts rebased), with no pass
+//! over 32-byte values.
 
 use cuzk_field::limbs::FrLimbs;
 use rayon::prelude::*;
@@ -255,6 +261,143 @@ pub fn expand(words: &[u64], len: usize) -> Option<Vec<FrLimbs>> {
     (rank == layout.others).then_some(out)
 }
 
+/// A whole vector already in classes (cuzk-synth's `CompactAux`): the
+/// three sections of the module docs for all `len` values, `before` as
+/// `u32`s counted from the vector's first value.
+#[derive(Clone, Copy, Debug)]
+pub struct Classed<'a> {
+    /// Values.
+    pub len: usize,
+    /// ⌈len / 32⌉ code words.
+    pub codes: &'a [u64],
+    /// One count per code word: the others in all earlier words.
+    pub before: &'a [u32],
+    /// The other values, in order.
+    pub others: &'a [FrLimbs],
+}
+
+impl Classed<'_> {
+    /// Checks that the sections agree: ⌈len / 32⌉ code words, as many
+    /// counts, no class 3 and no class past `len`, every count the others
+    /// of the earlier words, and as many others as the codes mark. Each
+    /// error names both numbers. A compact witness is checked this way
+    /// before any of it is uploaded.
+    pub fn check(&self) -> Result<()> {
+        let kernel = "prover_expand_z";
+        let words = self.len.div_ceil(32);
+        ensure(kernel, self.codes.len() == words, || {
+            format!(
+                "{} values need {words} code words, the compact witness has {}",
+                self.len,
+                self.codes.len()
+            )
+        })?;
+        ensure(kernel, self.before.len() == words, || {
+            format!(
+                "{words} code words need as many before counts, the compact witness has {}",
+                self.before.len()
+            )
+        })?;
+        let mut seen = 0u64;
+        for (w, (&word, &before)) in self.codes.iter().zip(self.before).enumerate() {
+            let valid = match self.len - 32 * w {
+                n if n >= 32 => !0u64,
+                n => (1u64 << (2 * n)) - 1,
+            };
+            ensure(
+                kernel,
+                word & !valid == 0 && word & (word >> 1) & (OTHER_BITS >> 1) == 0,
+                || {
+                    format!(
+                        "code word {w} holds a class other than 0, 1, 2 of a value below {}",
+                        self.len
+                    )
+                },
+            )?;
+            ensure(kernel, u64::from(before) == seen, || {
+                format!("code word {w}: its before count is {before}, its earlier words mark {seen} others")
+            })?;
+            seen += u64::from((word & OTHER_BITS).count_ones());
+        }
+        ensure(kernel, seen == self.others.len() as u64, || {
+            format!(
+                "the codes mark {seen} others, the compact witness holds {} values in full",
+                self.others.len()
+            )
+        })
+    }
+
+    /// The others in code words `[0, w)`.
+    fn others_before(&self, w: usize) -> usize {
+        match self.before.get(w) {
+            Some(&b) => b as usize,
+            None => self.others.len(),
+        }
+    }
+
+    /// The layout of the piece of code words `[w0, w1)`.
+    pub fn piece_layout(&self, w0: usize, w1: usize) -> PackedLayout {
+        PackedLayout {
+            len: (32 * w1).min(self.len) - 32 * w0,
+            others: self.others_before(w1) - self.others_before(w0),
+        }
+    }
+
+    /// The end of the longest run of code words from `w0` whose piece
+    /// fits `room` words (at least one word), or `None` when not even one
+    /// does (a room below 130 words). The sections must agree
+    /// ([`Classed::check`]).
+    pub fn piece_end(&self, w0: usize, room: usize) -> Option<usize> {
+        let words = self.codes.len();
+        let fits = |w1: usize| self.piece_layout(w0, w1).words() <= room;
+        if w0 >= words || !fits(w0 + 1) {
+            return None;
+        }
+        // Piece words grow with w1: the last end that fits, by bisection.
+        let (mut lo, mut hi) = (w0 + 1, words);
+        while lo < hi {
+            let mid = hi - (hi - lo) / 2;
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        Some(lo)
+    }
+
+    /// Writes the piece of code words `[w0, w1)` into `out` (the format
+    /// of the module docs, what [`expand_on_device`] reads) and returns its
+    /// layout. The sections must agree ([`Classed::check`]).
+    ///
+    /// # Panics
+    ///
+    /// If `out` is shorter than the piece.
+    pub fn write_piece(&self, w0: usize, w1: usize, out: &mut [u64]) -> PackedLayout {
+        let layout = self.piece_layout(w0, w1);
+        let cw = layout.code_words();
+        let (head, tail) = out[..layout.words()].split_at_mut(layout.others_at());
+        let (codes, before) = head.split_at_mut(cw);
+        codes.copy_from_slice(&self.codes[w0..w1]);
+        let base = self.before.get(w0).copied().unwrap_or(0);
+        for (pair, counts) in before.iter_mut().zip(self.before[w0..w1].chunks(2)) {
+            let low = u64::from(counts[0] - base);
+            let high = counts.get(1).map_or(0, |&c| u64::from(c - base));
+            *pair = low | high << 32;
+        }
+        // The alignment word, if any, is not read; zero it all the same.
+        before[cw.div_ceil(2)..].fill(0);
+        let first = self.others_before(w0);
+        for (dst, v) in tail
+            .chunks_exact_mut(4)
+            .zip(&self.others[first..first + layout.others])
+        {
+            dst.copy_from_slice(&v.0);
+        }
+        layout
+    }
+}
+
 const THREADS: u32 = 256;
 
 /// Queues `out[at + j]` = value j of the packed piece in `packed` (the words
@@ -457,6 +600,96 @@ mod tests {
         let mut count = p.words.clone();
         count[p.layout.before_at()] = 1;
         assert_eq!(expand(&count, 3), None, "a wrong before count");
+    }
+
+    /// The sections of `values` packed as one piece, as a [`Classed`]
+    /// would hold them (a compact witness's vectors).
+    fn sections(values: &[FrLimbs]) -> (Vec<u64>, Vec<u32>, Vec<FrLimbs>) {
+        let p = pack(values);
+        let l = p.layout;
+        let codes = p.words[..l.code_words()].to_vec();
+        let before = (0..l.code_words())
+            .map(|w| (p.words[l.before_at() + w / 2] >> (32 * (w % 2))) as u32)
+            .collect();
+        let others = p.words[l.others_at()..]
+            .chunks(4)
+            .map(|c| FrLimbs(c.try_into().unwrap()))
+            .collect();
+        (codes, before, others)
+    }
+
+    #[test]
+    fn a_classed_vector_splits_into_pieces_that_expand_to_its_values() {
+        let mut rng = ChaCha20Rng::seed_from_u64(34);
+        for (n, other) in [(0, 0.0), (1, 1.0), (31, 0.5), (1000, 0.013), (20_000, 0.3)] {
+            let values = mixed(&mut rng, n, other);
+            let (codes, before, others) = sections(&values);
+            let classed = Classed {
+                len: n,
+                codes: &codes,
+                before: &before,
+                others: &others,
+            };
+            classed.check().unwrap();
+            for room in [130, 200, 1000, 1 << 20] {
+                let mut out = vec![!0u64; room];
+                let (mut w0, mut expanded) = (0, Vec::new());
+                while w0 < codes.len() {
+                    let w1 = classed.piece_end(w0, room).unwrap();
+                    assert!(w1 == codes.len() || classed.piece_layout(w0, w1 + 1).words() > room);
+                    let layout = classed.write_piece(w0, w1, &mut out);
+                    assert!(layout.words() <= room);
+                    expanded.extend(expand(&out[..layout.words()], layout.len).unwrap());
+                    w0 = w1;
+                }
+                assert_eq!(expanded, values, "{n} values, room {room}");
+            }
+            assert_eq!(classed.piece_end(0, 1), None, "no piece fits one word");
+        }
+    }
+
+    #[test]
+    fn a_classed_vector_whose_sections_disagree_is_refused_naming_both_numbers() {
+        let mut rng = ChaCha20Rng::seed_from_u64(35);
+        let values = mixed(&mut rng, 100, 0.3);
+        let (codes, before, others) = sections(&values);
+        let message = |c: Classed<'_>| c.check().unwrap_err().to_string();
+        let good = Classed {
+            len: 100,
+            codes: &codes,
+            before: &before,
+            others: &others,
+        };
+        good.check().unwrap();
+        let n = others.len();
+        assert_eq!(
+            message(Classed {
+                others: &others[1..],
+                ..good
+            }),
+            format!(
+                "kernel prover_expand_z: the codes mark {n} others, the compact witness holds {} values in full",
+                n - 1
+            )
+        );
+        assert_eq!(
+            message(Classed { len: 129, ..good }),
+            "kernel prover_expand_z: 129 values need 5 code words, the compact witness has 4"
+        );
+        let mut three = codes.clone();
+        three[3] |= 3;
+        assert!(message(Classed {
+            codes: &three,
+            ..good
+        })
+        .contains("code word 3 holds a class"));
+        let mut wrong = before.clone();
+        wrong[2] += 1;
+        assert!(message(Classed {
+            before: &wrong,
+            ..good
+        })
+        .starts_with("kernel prover_expand_z: code word 2: its before count is"));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! on the host (in parallel, on the owner's fill pool) while the other's
 //! copy runs. [`Staging::upload`] copies values as they are;
 //! [`Staging::upload_packed`] sends field elements packed (see
-//! [`crate::packed`]) and expands them on the device.
+//! [`crate::packed`]) and expands them on the device;
+//! [`Staging::upload_classed`] sends a vector that is already in classes
+//! (a compact witness) the same way, with no pass over 32-byte values.
 
 use std::time::{Duration, Instant};
 
@@ -11,7 +13,7 @@ use rayon::prelude::*;
 
 use crate::device::{DeviceBuffer, Gpu, PinnedBuffer, Stream};
 use crate::error::Result;
-use crate::packed::{budget_words, expand_on_device, pack_into};
+use crate::packed::{budget_words, expand_on_device, pack_into, Classed};
 
 /// Two pinned buffers of equal size and the threads that fill them.
 pub struct Staging {
@@ -155,6 +157,66 @@ impl Staging {
                     report.bytes += std::mem::size_of_val(piece) as u64;
                 }
             }
+        }
+        Ok(report)
+    }
+}
+
+impl Staging {
+    /// Copies the vector `src` holds in classes (a compact witness's aux
+    /// values) into `dst[at..at + src.len]`: checked first
+    /// ([`Classed::check`]: nothing is uploaded from sections that
+    /// disagree), then in pieces of whole code words that fill one buffer
+    /// at most, each laid out by [`Classed::write_piece`] on the fill
+    /// threads (codes and others copied, counts rebased) while the other's
+    /// piece crosses, and expanded on the device into `dst` (through one
+    /// scratch of a buffer's words, reused in stream order).
+    pub fn upload_classed(
+        &mut self,
+        stream: &Stream,
+        src: Classed<'_>,
+        dst: &mut DeviceBuffer<FrLimbs>,
+        at: usize,
+    ) -> Result<PackedUpload> {
+        src.check()?;
+        let kernel = "prover_expand_z";
+        crate::error::ensure(
+            kernel,
+            at.checked_add(src.len).is_some_and(|e| e <= dst.len()),
+            || format!("{} values at {at} into a buffer of {}", src.len, dst.len()),
+        )?;
+        let room = self.bytes() / std::mem::size_of::<u64>();
+        let mut report = PackedUpload {
+            values: src.len,
+            packed: src.len,
+            others: src.others.len(),
+            bytes: 0,
+        };
+        if src.len == 0 {
+            return Ok(report);
+        }
+        let whole = src.piece_layout(0, src.codes.len()).words();
+        let mut scratch = stream.alloc::<u64>(whole.min(room))?;
+        let mut w0 = 0;
+        while w0 < src.codes.len() {
+            let w1 = src
+                .piece_end(w0, room)
+                .ok_or_else(|| crate::error::Error::BadArguments {
+                    kernel,
+                    message: format!("a staging buffer of {room} words holds no code word's piece"),
+                })?;
+            let k = self.next;
+            self.next ^= 1;
+            let t = Instant::now();
+            let words = self.buffers[k].values_mut::<u64>()?;
+            self.times.wait += t.elapsed();
+            let t = Instant::now();
+            let layout = on(&self.fill, || src.write_piece(w0, w1, words));
+            self.times.fill += t.elapsed();
+            stream.upload_staged(&self.buffers[k], layout.words(), &mut scratch, 0)?;
+            expand_on_device(stream, &scratch, layout, dst, at + 32 * w0)?;
+            report.bytes += layout.bytes() as u64;
+            w0 = w1;
         }
         Ok(report)
     }

@@ -41,8 +41,8 @@ pub use prove::{
 };
 pub use snap::{prove_update, verify_update, UpdateRequest, UpdateSource, UpdateType};
 pub use synthesis::{
-    challenge_circuits, partition_witness, synthesize_challenges, synthesize_partition,
-    witness_challenges, PorepSynthesis, SynthesisMode, WitnessSource,
+    challenge_circuits, partition_compact_witness, partition_witness, synthesize_challenges,
+    synthesize_partition, witness_challenges, PorepSynthesis, SynthesisMode, WitnessSource,
 };
 
 use cuzk_groth16::prover::Backend;

@@ -11,6 +11,11 @@
 //! and the Poseidon parts (column hashes, tree C and tree R paths) by
 //! [`crate::poseidon`]; the preamble and a few small gadgets (the
 //! challenge's `UInt64`, `encode`) still run the crates' public gadgets.
+//! Every value goes straight into a compact witness
+//! (`cuzk_synth::precompiled::CompactAssignment`: a 2-bit class per value,
+//! the 1.3% that are neither 0 nor 1 in full), SHA-256's bits 32 at a time:
+//! a 32 GiB partition's 130 M values never take 32 bytes each unless a
+//! consumer expands them.
 //!
 //! The replay follows `StackedCircuit::synthesize` and `Proof::synthesize`
 //! step for step (their private helpers, `enforce_inclusion`,
@@ -23,11 +28,9 @@
 use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
-use cuzk_synth::native::bits::{
-    alloc_le_bits, bit_value, from_boolean, pack_le, reverse_bit_numbering,
-};
+use cuzk_synth::native::bits::{alloc_le_bits, from_boolean, pack_le, reverse_bit_numbering};
 use cuzk_synth::native::sha256::{sha256, Bit, Word};
-use cuzk_synth::precompiled::{Witness, WitnessAssignment};
+use cuzk_synth::precompiled::{AuxSink, CompactAssignment, CompactWitness, Witness};
 use cuzk_synth::{synthesize_with_shared_prefix, PieceError, PieceFault, Prefix, PrefixJoin};
 use ff::Field;
 use filecoin_hashers::{HashFunction, Hasher, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
@@ -154,13 +157,26 @@ impl<Tree: 'static + MerkleTreeTrait> NativePartition<Tree> {
 
     /// The partition's witness (inputs with ONE first, aux), challenges on
     /// rayon, joined in order: value for value what `witness_challenges`
-    /// gives for the crates' circuits.
+    /// gives for the crates' circuits. Made compact
+    /// ([`NativePartition::compact_witness`]) and expanded.
     pub(crate) fn witness(self) -> Result<Witness, PieceError> {
+        Ok(self.compact_witness()?.expand())
+    }
+
+    /// The partition's witness with its aux values compact (a 2-bit class
+    /// per value, the others in full), as the generators write them: no
+    /// value is ever 32 bytes unless it is neither 0 nor 1.
+    pub(crate) fn compact_witness(self) -> Result<CompactWitness, PieceError> {
         let commitments = &self.commitments;
         synthesize_with_shared_prefix(self.challenges, |challenge| {
             piece::<Tree>(commitments, &challenge).map_err(PieceFault::Synthesis)
         })
-        .map(WitnessAssignment::into_witness)
+        .map(|cs| {
+            let mut w = cs.into_witness();
+            // The others grew by doubling; hold what they need.
+            w.aux.shrink_to_fit();
+            w
+        })
     }
 }
 
@@ -227,8 +243,8 @@ struct Preamble {
 fn piece<Tree: 'static + MerkleTreeTrait>(
     commitments: &Commitments,
     challenge: &Challenge,
-) -> Result<(WitnessAssignment, Prefix), SynthesisError> {
-    let mut cs = WitnessAssignment::new();
+) -> Result<(CompactAssignment, Prefix), SynthesisError> {
+    let mut cs = CompactAssignment::new();
     cs.alloc_input(|| "one", || Ok(Fr::ONE))?;
     let preamble = preamble::<Tree, _>(&mut cs, commitments)?;
     let prefix = cs.sizes();
@@ -270,7 +286,7 @@ fn preamble<Tree: 'static + MerkleTreeTrait, CS: ConstraintSystem<Fr>>(
 
 /// `Proof::synthesize` of one challenge.
 fn prove_challenge(
-    cs: &mut WitnessAssignment,
+    cs: &mut CompactAssignment,
     pre: &Preamble,
     ch: &Challenge,
 ) -> Result<(), SynthesisError> {
@@ -281,7 +297,7 @@ fn prove_challenge(
         parents
             .iter()
             .map(|parent| {
-                cs.aux_mut().extend_from_slice(&parent.rows);
+                cs.aux_mut().push_values(&parent.rows);
                 let hash = hash_single_column(cs, &parent.rows)?;
                 tree_inclusion(cs, &parent.path, hash)?;
                 Ok(parent.rows.clone())
@@ -326,7 +342,7 @@ fn value_of(n: &AllocatedNum<Fr>) -> Result<Fr, SynthesisError> {
 
 /// The crates' `hash_single_column`, natively: Poseidon of the column's
 /// rows (allocated by the caller), its allocations pushed; returns the hash.
-fn hash_single_column(cs: &mut WitnessAssignment, rows: &[Fr]) -> Result<Fr, SynthesisError> {
+fn hash_single_column(cs: &mut CompactAssignment, rows: &[Fr]) -> Result<Fr, SynthesisError> {
     let aux = cs.aux_mut();
     match rows.len() {
         2 => Ok(hash(rows, &POSEIDON_CONSTANTS_2, aux)),
@@ -340,7 +356,7 @@ fn hash_single_column(cs: &mut WitnessAssignment, rows: &[Fr]) -> Result<Fr, Syn
 /// or tree R), natively: `PoRCircuit` from an allocated leaf of value
 /// `leaf` to a private root (its variable: nothing allocated for it), then
 /// the position bits packed into public inputs.
-fn tree_inclusion(cs: &mut WitnessAssignment, path: &Path, leaf: Fr) -> Result<(), SynthesisError> {
+fn tree_inclusion(cs: &mut CompactAssignment, path: &Path, leaf: Fr) -> Result<(), SynthesisError> {
     let (_root, bits) = inclusion_path(leaf, path, cs.aux_mut())?;
     for input in packed_inputs(&bits) {
         cs.alloc_input(|| "path", || Ok(input))?;
@@ -354,7 +370,7 @@ fn tree_inclusion(cs: &mut WitnessAssignment, path: &Path, leaf: Fr) -> Result<(
 /// SHA-256 of their 64 bytes, the digest packed into the parent. Then the
 /// position bits packed into one public input.
 fn comm_d_inclusion(
-    cs: &mut WitnessAssignment,
+    cs: &mut CompactAssignment,
     path: &Path,
     leaf: Fr,
 ) -> Result<(), SynthesisError> {
@@ -368,20 +384,19 @@ fn comm_d_inclusion(
             _ => return Err(SynthesisError::AssignmentMissing),
         };
         let right = index & 1 == 1;
-        aux.push(bit_value(right));
+        aux.push_bit(right);
         positions.push(Bit::Is(right));
-        aux.push(sibling);
+        aux.push_value(sibling);
         let (l, r) = if right {
             (sibling, cur)
         } else {
             (cur, sibling)
         };
-        aux.push(l);
-        aux.push(r);
+        aux.push_values(&[l, r]);
         let mut message = reverse_bit_numbering(alloc_le_bits(&l, aux));
         message.extend(reverse_bit_numbering(alloc_le_bits(&r, aux)));
         cur = pack_le(&reverse_bit_numbering(sha256(&message, aux)));
-        aux.push(cur);
+        aux.push_value(cur);
     }
     let packed = pack_le(&positions);
     cs.alloc_input(|| "path", || Ok(packed))?;
@@ -391,8 +406,8 @@ fn comm_d_inclusion(
 /// `create_label_circuit` of one layer, with the parents' bits the layer
 /// allocates first: pushes everything onto `aux` except the label itself,
 /// whose value it returns (the caller allocates it, as `pack_bits` does).
-fn label(
-    aux: &mut Vec<Fr>,
+fn label<S: AuxSink + ?Sized>(
+    aux: &mut S,
     replica_id_bits: &[Bit],
     node_bits: &[Bit],
     layer: usize,

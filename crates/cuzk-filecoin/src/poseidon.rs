@@ -1,7 +1,7 @@
 //! Poseidon hashes and Poseidon Merkle inclusion paths, natively: the aux
 //! values the crates' gadgets allocate, in their order, pushed onto a
-//! witness's aux vector (as `cuzk_synth::native` does for SHA-256), with no
-//! linear combination built.
+//! witness's aux vector, plain or compact (any `AuxSink`, as
+//! `cuzk_synth::native` does for SHA-256), with no linear combination built.
 //!
 //! The Filecoin crates hash with neptune 11's legacy circuit
 //! (`neptune::circuit::poseidon_hash`, through filecoin-hashers'
@@ -37,6 +37,7 @@
 use bellperson::SynthesisError;
 use blstrs::Scalar as Fr;
 use cuzk_synth::native::bits::{bit_value, CAPACITY};
+use cuzk_synth::precompiled::AuxSink;
 use ff::Field;
 use filecoin_hashers::{POSEIDON_CONSTANTS_2, POSEIDON_CONSTANTS_4, POSEIDON_CONSTANTS_8};
 use neptune::poseidon::{Arity, PoseidonConstants};
@@ -44,10 +45,10 @@ use neptune::poseidon::{Arity, PoseidonConstants};
 /// The Poseidon hash of `preimage` (exactly the arity's length) as
 /// `neptune::circuit::poseidon_hash` computes it, pushing each value it
 /// allocates onto `aux`; returns the hash (the last value pushed).
-pub fn hash<A: Arity<Fr>>(
+pub fn hash<A: Arity<Fr>, S: AuxSink + ?Sized>(
     preimage: &[Fr],
     constants: &PoseidonConstants<Fr, A>,
-    aux: &mut Vec<Fr>,
+    aux: &mut S,
 ) -> Fr {
     let width = constants.width();
     assert_eq!(
@@ -71,11 +72,11 @@ pub fn hash<A: Arity<Fr>>(
     let mut round = 0;
     mix(constants, round, &mut state);
 
-    let full = |state: &mut [Fr], keys: Option<&[Fr]>, aux: &mut Vec<Fr>| {
+    let full = |state: &mut [Fr], keys: Option<&[Fr]>, aux: &mut S| {
         for (i, x) in state.iter_mut().enumerate() {
             // The S-box's input, a combination after the first round, is
             // allocated first.
-            aux.push(*x);
+            aux.push_value(*x);
             *x = s_box(*x, keys.map_or(Fr::ZERO, |k| k[i]), aux);
         }
     };
@@ -86,7 +87,7 @@ pub fn hash<A: Arity<Fr>>(
         mix(constants, round, &mut state);
     }
     for _ in 0..constants.partial_rounds {
-        aux.push(state[0]);
+        aux.push_value(state[0]);
         state[0] = s_box(state[0], keys[offset], aux);
         offset += 1;
         round += 1;
@@ -102,16 +103,16 @@ pub fn hash<A: Arity<Fr>>(
     round += 1;
     mix(constants, round, &mut state);
 
-    aux.push(state[1]);
+    aux.push_value(state[1]);
     state[1]
 }
 
 /// `x⁵ + key`, pushing the S-box's three allocations: `x²`, `x⁴`, `x⁵ + key`.
-fn s_box(x: Fr, key: Fr, aux: &mut Vec<Fr>) -> Fr {
+fn s_box<S: AuxSink + ?Sized>(x: Fr, key: Fr, aux: &mut S) -> Fr {
     let x2 = x.square();
     let x4 = x2.square();
     let out = x4 * x + key;
-    aux.extend([x2, x4, out]);
+    aux.push_values(&[x2, x4, out]);
     out
 }
 
@@ -155,10 +156,10 @@ pub type Path = [(Vec<Option<Fr>>, Option<usize>)];
 /// A missing sibling or position is `AssignmentMissing`, as the gadget's;
 /// a level of an arity the crates do not build (not 2, 4 or 8) is
 /// `Unsatisfiable`.
-pub fn inclusion_path(
+pub fn inclusion_path<S: AuxSink + ?Sized>(
     leaf: Fr,
     path: &Path,
-    aux: &mut Vec<Fr>,
+    aux: &mut S,
 ) -> Result<(Fr, Vec<bool>), SynthesisError> {
     let mut node = leaf;
     let mut path_bits = Vec::new();
@@ -171,12 +172,12 @@ pub fn inclusion_path(
         let bits: Vec<bool> = (0..arity.trailing_zeros())
             .map(|i| (position >> i) & 1 == 1)
             .collect();
-        aux.extend(bits.iter().map(|&b| bit_value(b)));
+        bits.iter().for_each(|&b| aux.push_bit(b));
         let siblings = siblings
             .iter()
             .map(|s| s.ok_or(SynthesisError::AssignmentMissing))
             .collect::<Result<Vec<_>, _>>()?;
-        aux.extend_from_slice(&siblings);
+        aux.push_values(&siblings);
         let nodes = insert(node, &bits, &siblings, aux);
         node = match arity {
             2 => hash(&nodes, &POSEIDON_CONSTANTS_2, aux),
@@ -194,13 +195,14 @@ pub fn inclusion_path(
 /// tree of `pick`s (each allocates its result) and, for 8 nodes, first
 /// allocates `nor` and `and` of the two low bits; the picks here are the
 /// gadget's, in its order, so the intermediate values pushed are its too.
-fn insert(node: Fr, bits: &[bool], siblings: &[Fr], aux: &mut Vec<Fr>) -> Vec<Fr> {
+fn insert<S: AuxSink + ?Sized>(node: Fr, bits: &[bool], siblings: &[Fr], aux: &mut S) -> Vec<Fr> {
     if let [b0, b1, _] = *bits {
-        aux.extend([bit_value(!b0 && !b1), bit_value(b0 && b1)]);
+        aux.push_bit(!b0 && !b1);
+        aux.push_bit(b0 && b1);
     }
     let mut pick = |condition: bool, if_set: Fr, if_clear: Fr| {
         let value = if condition { if_set } else { if_clear };
-        aux.push(value);
+        aux.push_value(value);
         value
     };
     let a = node;

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 use cuzk_groth16::ProvingKey;
-use cuzk_synth::precompiled::{Witness, WitnessAssignment};
+use cuzk_synth::precompiled::{CompactWitness, Witness, WitnessAssignment};
 use cuzk_synth::{
     synthesize_piece, synthesize_with_shared_prefix, CircuitShape, PieceError, PieceFault,
     ProvingAssignment, Synthesized,
@@ -368,6 +368,26 @@ fn witness_one<Tree: 'static + MerkleTreeTrait>(
         }
         _ => unreachable!("parallel work is built challenge by challenge"),
     }
+}
+
+/// Partition `k`'s native witness with its aux values compact (a 2-bit
+/// class per value, the others in full: `cuzk_synth::precompiled::compact`),
+/// as the native generator writes it; `expand()` gives
+/// [`partition_witness`]'s values.
+pub fn partition_compact_witness(c1: &C1Input, k: usize) -> Result<CompactWitness, Error> {
+    with_sector_shape!(c1.proof_type.sector_size(), compact_witness_one, c1, k)
+}
+
+fn compact_witness_one<Tree: 'static + MerkleTreeTrait>(
+    c1: &C1Input,
+    k: usize,
+) -> Result<CompactWitness, Error> {
+    let s = sector::<Tree>(c1)?;
+    let vanilla = vanilla_proofs::<Tree>(c1)?;
+    let partition = vanilla.get(k).ok_or_else(|| no_partition(c1, k))?;
+    native_partition(&s, partition)?
+        .compact_witness()
+        .map_err(|e| piece_error(k, e))
 }
 
 fn no_partition(c1: &C1Input, k: usize) -> Error {

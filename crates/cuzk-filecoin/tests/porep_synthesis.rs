@@ -1,6 +1,7 @@
 //! A PoRep partition synthesized challenge by challenge in parallel, and
-//! through the pre-compiled circuit (its witness generated natively, checked
-//! value for value against the crates' gadgets), equals the sequential
+//! through the pre-compiled circuit (its witness generated natively and
+//! compact, expanded and checked value for value against the crates'
+//! gadgets; the compact form checked against the recording), equals the sequential
 //! synthesis of the whole partition circuit bit for bit (a, b, c,
 //! assignments, densities);
 //! the three modes give the same proof bytes; a pre-compiled circuit file
@@ -21,13 +22,13 @@ use std::sync::{Arc, OnceLock};
 use cuzk_filecoin::precompile::{precompile, PrecompiledCircuit, PrecompiledError};
 use cuzk_filecoin::synthetic::SyntheticSector;
 use cuzk_filecoin::{
-    challenge_circuits, parse_c1, partition_circuits, partition_witness, prove_partitions_with,
-    synthesize_challenges, verify, witness_challenges, C1Input, Error, ParamsDir, PorepSynthesis,
-    ProofType, SectorIdentity, SynthesisMode, Verified, WitnessSource,
+    challenge_circuits, parse_c1, partition_circuits, partition_compact_witness, partition_witness,
+    prove_partitions_with, synthesize_challenges, verify, witness_challenges, C1Input, Error,
+    ParamsDir, PorepSynthesis, ProofType, SectorIdentity, SynthesisMode, Verified, WitnessSource,
 };
 use cuzk_groth16::prover::CpuBackend;
 use cuzk_groth16::setup::CpuFixedBase;
-use cuzk_synth::precompiled::{CacheError, Witness};
+use cuzk_synth::precompiled::{CacheError, CompactWitness, Witness, WitnessError};
 use filecoin_proofs::{MerkleTreeTrait, SectorShape2KiB, SectorShape512MiB};
 use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
@@ -131,6 +132,19 @@ fn precompiled_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input, 
         );
         let native = partition_witness(c1, k, WitnessSource::Native).unwrap();
         assert_same_witness(k, &native, &witness);
+        let compact = partition_compact_witness(c1, k).unwrap();
+        assert_eq!(pre.r1cs().check_compact(&compact), Ok(()), "partition {k}");
+        let mut short = compact.clone();
+        short.input_assignment.pop();
+        assert_eq!(
+            pre.r1cs().check_compact(&short).unwrap_err().to_string(),
+            WitnessError::Inputs {
+                expected: compact.input_assignment.len(),
+                found: compact.input_assignment.len() - 1
+            }
+            .to_string(),
+            "a compact witness of another shape is refused naming both numbers"
+        );
         let mut precompiled = pre.synthesize(witness).unwrap();
         assert!(!precompiled.abc_on_host(), "a, b, c are left to the prover");
         assert_eq!(precompiled.shape(), sequential.shape(), "partition {k}");
@@ -140,6 +154,19 @@ fn precompiled_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input, 
             "partition {k}: {precompiled:?} against {sequential:?}"
         );
     }
+}
+
+/// Partition `k`'s native witness, made compact, against the gadgets':
+/// expanded, value for value; and compact, the gadgets' values classified
+/// (codes, counts and the others in full all equal).
+fn check_native_witness(c1: &C1Input, k: usize, gadgets: &Witness) {
+    let compact = partition_compact_witness(c1, k).unwrap();
+    assert_same_witness(k, &compact.expand(), gadgets);
+    assert!(
+        compact == CompactWitness::from_witness(gadgets),
+        "partition {k}: the compact witness's parts differ from the gadgets' values classified"
+    );
+    assert_eq!(compact.aux.check(), Ok(()), "partition {k}");
 }
 
 /// The native witness against the gadgets', value for value, naming the
@@ -169,6 +196,7 @@ fn the_native_witness_equals_the_gadgets_on_every_2kib_partition() {
             let native = partition_witness(c1, k, WitnessSource::Native).unwrap();
             let gadgets = partition_witness(c1, k, WitnessSource::Gadgets).unwrap();
             assert_same_witness(k, &native, &gadgets);
+            check_native_witness(c1, k, &gadgets);
         }
     }
 }
@@ -330,6 +358,22 @@ fn synthetic_512mib_partition_in_every_mode_equals_sequential_synthesis() {
     let path = dir.path().join("porep-512mib.r1cs");
     precompile(c1.proof_type, &path).unwrap();
     precompiled_equals_sequential::<SectorShape512MiB>(&c1, &path);
+}
+
+/// 512 MiB (one partition, two challenges): the compact native witness
+/// against the gadgets' alone (seconds in a release build, where the test
+/// above takes minutes).
+#[test]
+#[ignore = "512 MiB: a few GiB; run with --ignored in release"]
+fn the_compact_native_witness_equals_the_gadgets_on_a_512mib_partition() {
+    let c1 = synthetic(RegisteredSealProof::StackedDrg512MiBV1_1, 5);
+    let gadgets = partition_witness(&c1, 0, WitnessSource::Gadgets).unwrap();
+    check_native_witness(&c1, 0, &gadgets);
+    let counts = CompactWitness::from_witness(&gadgets).aux.counts();
+    assert!(
+        counts.others * 20 < gadgets.aux_assignment.len(),
+        "a PoRep partition is mostly bits: {counts:?}"
+    );
 }
 
 #[test]

@@ -246,7 +246,7 @@ impl Worker {
     ) -> cuzk_cuda::Result<DeviceBuffer<FrLimbs>> {
         let s = self.stream.clone();
         let inputs = w.input_assignment.len();
-        let aux = w.aux_assignment.len();
+        let aux = w.num_aux();
         // upload_z, on the copy stream: the host's packing, the transfers and
         // the expansion (the stream idles while the host packs, so its events
         // count it). Not on the compute stream: kernels queued there (this
@@ -259,11 +259,19 @@ impl Worker {
         let mut z = s.alloc_uninit::<FrLimbs>(inputs + aux)?;
         copy.upload_at(fr_as_limbs(&w.input_assignment), &mut z, 0)?;
         let values = fr_as_limbs(&w.aux_assignment);
-        let report = match self.z_upload {
-            ZUpload::Packed => {
+        let report = match (&w.compact_aux, self.z_upload) {
+            // Born compact: its sections go up as they are (no host pass
+            // over 32-byte values), checked first.
+            (Some(c), _) => ZUploadReport::packed(self.staging.upload_classed(
+                &copy,
+                crate::worker::classed(c),
+                &mut z,
+                inputs,
+            )?),
+            (None, ZUpload::Packed) => {
                 ZUploadReport::packed(self.staging.upload_packed(&copy, values, &mut z, inputs)?)
             }
-            ZUpload::Plain => {
+            (None, ZUpload::Plain) => {
                 self.staging.take_times();
                 self.stage_upload(&copy, values, &mut z, inputs)?;
                 ZUploadReport {

@@ -12,7 +12,7 @@ use cuzk_field::limbs::{
     fr_as_limbs, g1_as_limbs, g2_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs,
 };
 use cuzk_field::{Fr, Group};
-use cuzk_groth16::prover::{dense_ab_scalars, MsmSums, StageTimings};
+use cuzk_groth16::prover::{dense_ab_scalars_of, MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
@@ -43,7 +43,7 @@ impl Worker {
         drop(dh);
         clock.stop(&s)?;
 
-        let aux = w.aux_assignment.len();
+        let aux = w.num_aux();
         let (l, a, b_g1, b_g2) = match aux_on_device {
             Some(dl) => {
                 clock.start(&s, "msm_l")?;
@@ -86,12 +86,15 @@ impl Worker {
             }
             None => {
                 clock.start(&s, "msm_l")?;
-                let scalars = &w.aux_assignment;
-                let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Host(scalars), aux)?;
+                // A compact witness's values are expanded on the host: these
+                // MSMs read host scalars.
+                let values = w.aux_values();
+                let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Host(&values), aux)?;
                 clock.stop(&s)?;
 
                 let start = Instant::now();
-                let (a_scalars, b_scalars) = dense_ab_scalars(w);
+                let (a_scalars, b_scalars) = dense_ab_scalars_of(w, &values);
+                drop(values);
                 t.record("gather", start.elapsed());
 
                 clock.start(&s, "msm_a")?;

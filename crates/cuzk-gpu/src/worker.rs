@@ -11,12 +11,14 @@ use std::time::Duration;
 use cuzk_cuda::gather::BitmapGather;
 use cuzk_cuda::msm::{BatchSum, Classifier, Msm, G1, G2};
 use cuzk_cuda::ntt::{h_finish, h_mul, h_step, ntt, NttKind};
+use cuzk_cuda::packed::Classed;
 use cuzk_cuda::staging::Staging;
 use cuzk_cuda::{Arena, DeviceBuffer, Event, Gpu, Stream};
 use cuzk_field::limbs::{fr_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs};
 use cuzk_field::Fr;
 use cuzk_groth16::prover::{MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
+use cuzk_synth::precompiled::CompactAux;
 use cuzk_synth::Synthesized;
 
 use crate::matrices::{AbcMatrices, MatrixSlot};
@@ -315,12 +317,17 @@ impl Worker {
         // scalars, and the source of A's and B's dense scalars, gathered on
         // the device by density bitmap.
         clock.start(&s, "msm_l")?;
-        let aux = w.aux_assignment.len();
+        let aux = w.num_aux();
         let dl = match aux_on_device {
             Some(dl) => dl,
             None => {
                 let mut dl = s.alloc::<FrLimbs>(aux)?;
-                self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut dl, 0)?;
+                match &w.compact_aux {
+                    Some(c) => {
+                        self.staging.upload_classed(&s, classed(c), &mut dl, 0)?;
+                    }
+                    None => self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut dl, 0)?,
+                }
                 dl
             }
         };
@@ -495,5 +502,53 @@ impl Worker {
         at: usize,
     ) -> cuzk_cuda::Result<()> {
         self.staging.upload(stream, src, dst, at)
+    }
+}
+
+/// A compact witness's aux values as cuzk-cuda's [`Classed`] sections: the
+/// two crates' layouts are the same (cuzk-synth `precompiled::compact`,
+/// cuzk-cuda `packed`; `tests::compact_aux_is_packed_s_layout` pins it),
+/// so the z upload sends them as they are.
+pub(crate) fn classed(c: &CompactAux) -> Classed<'_> {
+    Classed {
+        len: c.len(),
+        codes: c.codes(),
+        before: c.before(),
+        others: fr_as_limbs(c.others()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cuzk_cuda::packed::expand;
+
+    /// A compact witness's sections, laid out in pieces by cuzk-cuda, expand
+    /// (through the device kernel's CPU reference) to the witness's values:
+    /// the two crates' layouts agree, 0 and the Montgomery one included.
+    #[test]
+    fn compact_aux_is_packed_s_layout() {
+        let values: Vec<Fr> = (0..5000u64)
+            .map(|i| match i % 7 {
+                0 | 3 => Fr::from(1u64),
+                1 => Fr::from(i),
+                5 => -Fr::from(1u64),
+                _ => Fr::from(0u64),
+            })
+            .collect();
+        let compact = CompactAux::from_values(&values);
+        let sections = classed(&compact);
+        sections.check().unwrap();
+        for room in [130, 1000, 1 << 16] {
+            let mut out = vec![0u64; room];
+            let (mut w0, mut expanded) = (0, Vec::new());
+            while w0 < compact.codes().len() {
+                let w1 = sections.piece_end(w0, room).unwrap();
+                let layout = sections.write_piece(w0, w1, &mut out);
+                expanded.extend(expand(&out[..layout.words()], layout.len).unwrap());
+                w0 = w1;
+            }
+            assert_eq!(expanded, fr_as_limbs(&values), "room {room}");
+        }
     }
 }

@@ -219,8 +219,15 @@ impl Backend for CpuBackend {
         })?;
         let sum_h = t.time("msm_h", || msm::msm_g1(&key.h, &h));
         drop(h);
-        let sum_l = t.time("msm_l", || msm::msm_g1(&key.l, &w.aux_assignment));
-        let (a_scalars, b_scalars) = t.time("gather", || dense_ab_scalars(w));
+        // A compact witness's aux values are expanded here, once, for L,
+        // A and B (the CPU's MSMs read 32-byte scalars).
+        let aux = match w.compact_aux {
+            Some(_) => t.time("expand_aux", || w.aux_values()),
+            None => w.aux_values(),
+        };
+        let sum_l = t.time("msm_l", || msm::msm_g1(&key.l, &aux));
+        let (a_scalars, b_scalars) = t.time("gather", || dense_ab_scalars_of(w, &aux));
+        drop(aux);
         let sum_a = t.time("msm_a", || msm::msm_g1(&key.a, &a_scalars));
         let sum_b_g1 = t.time("msm_b_g1", || msm::msm_g1(&key.b_g1, &b_scalars));
         let sum_b_g2 = t.time("msm_b_g2", || msm::msm_g2(&key.b_g2, &b_scalars));
@@ -235,22 +242,21 @@ impl Backend for CpuBackend {
 }
 
 /// A's and B's dense scalars (the a and b_g1/b_g2 queries' order), gathered
-/// in parallel.
+/// in parallel (a compact witness's aux values expanded first).
 pub fn dense_ab_scalars(w: &Synthesized) -> (Vec<Fr>, Vec<Fr>) {
+    dense_ab_scalars_of(w, &w.aux_values())
+}
+
+/// [`dense_ab_scalars`] with `w`'s aux values given (`aux`, already
+/// expanded when the witness holds them compact).
+pub fn dense_ab_scalars_of(w: &Synthesized, aux: &[Fr]) -> (Vec<Fr>, Vec<Fr>) {
     rayon::join(
-        || {
-            dense_scalars(
-                &w.input_assignment,
-                None,
-                &w.aux_assignment,
-                &w.a_aux_density,
-            )
-        },
+        || dense_scalars(&w.input_assignment, None, aux, &w.a_aux_density),
         || {
             dense_scalars(
                 &w.input_assignment,
                 Some(&w.b_input_density),
-                &w.aux_assignment,
+                aux,
                 &w.b_aux_density,
             )
         },

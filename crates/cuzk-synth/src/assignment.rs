@@ -108,6 +108,7 @@ impl ProvingAssignment {
             b_input_density: self.b_input_density,
             b_aux_density: self.b_aux_density,
             deferred: None,
+            compact_aux: None,
         }
     }
 
@@ -394,9 +395,41 @@ pub struct Synthesized {
     /// them from this recording (pre-compiled circuits,
     /// [`crate::precompiled::DeferredAbc`]).
     pub deferred: Option<crate::precompiled::DeferredAbc>,
+    /// `Some`: the aux values, compact (a 2-bit class per value, the
+    /// values other than 0 and 1 in full:
+    /// [`crate::precompiled::CompactAux`]), and `aux_assignment` is empty.
+    /// Made by [`crate::precompiled::DeferredAbc::synthesized_compact`];
+    /// [`Synthesized::aux_values`] lends the values either way,
+    /// [`Synthesized::expand_aux`] makes them the plain vector.
+    pub compact_aux: Option<crate::precompiled::CompactAux>,
 }
 
 impl Synthesized {
+    /// Number of aux variables (held plainly or compact).
+    pub fn num_aux(&self) -> usize {
+        match &self.compact_aux {
+            Some(c) => c.len(),
+            None => self.aux_assignment.len(),
+        }
+    }
+
+    /// The aux values: borrowed when held plainly, expanded (on rayon,
+    /// 32 bytes a value) when compact.
+    pub fn aux_values(&self) -> std::borrow::Cow<'_, [Fr]> {
+        match &self.compact_aux {
+            Some(c) => std::borrow::Cow::Owned(c.expand()),
+            None => std::borrow::Cow::Borrowed(&self.aux_assignment),
+        }
+    }
+
+    /// Makes compact aux values the plain vector (nothing if they are
+    /// already): afterwards `aux_assignment` holds them.
+    pub fn expand_aux(&mut self) {
+        if let Some(c) = self.compact_aux.take() {
+            self.aux_assignment = c.expand();
+        }
+    }
+
     /// Number of constraints (the length of `a`, `b` and `c`, or of the
     /// recording's rows when they are deferred).
     pub fn num_constraints(&self) -> usize {
@@ -417,7 +450,7 @@ impl Synthesized {
         CircuitShape {
             num_constraints: self.num_constraints(),
             num_inputs: self.input_assignment.len(),
-            num_aux: self.aux_assignment.len(),
+            num_aux: self.num_aux(),
             a_aux_density: self.a_aux_density.count_ones(),
             b_input_density: self.b_input_density.count_ones(),
             b_aux_density: self.b_aux_density.count_ones(),

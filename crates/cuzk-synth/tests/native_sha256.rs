@@ -1,7 +1,8 @@
 //! The native SHA-256 witness against bellperson's gadget, run through the
 //! witness-only system: the same aux values in the same order, and the same
 //! output bits (values and which are constant), on random inputs whose bits
-//! are any mix of constants, allocated bits and negated allocated bits.
+//! are any mix of constants, allocated bits and negated allocated bits;
+//! and the same values pushed onto a compact aux vector (`CompactAux`).
 
 use bellperson::gadgets::boolean::{AllocatedBit, Boolean};
 use bellperson::gadgets::sha256::sha256_compression_function;
@@ -9,7 +10,7 @@ use bellperson::gadgets::uint32::UInt32;
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar as Fr;
 use cuzk_synth::native::sha256::{compression, Bit, Word, IV};
-use cuzk_synth::precompiled::WitnessAssignment;
+use cuzk_synth::precompiled::{AuxSink, CompactAux, WitnessAssignment};
 use ff::Field;
 use proptest::prelude::*;
 
@@ -46,7 +47,7 @@ fn gadget_bit<CS: ConstraintSystem<Fr>>(
     })
 }
 
-fn native_bit(aux: &mut Vec<Fr>, (kind, value): BitSpec) -> Bit {
+fn native_bit<S: AuxSink>(aux: &mut S, (kind, value): BitSpec) -> Bit {
     match kind {
         Kind::Constant => Bit::Constant(value),
         Kind::Allocated => Bit::alloc(value, aux),
@@ -81,17 +82,17 @@ fn gadget(message: &[BitSpec], state: &[WordSpec]) -> (Vec<Fr>, Vec<Boolean>) {
     (cs.into_witness().aux_assignment, out_bits)
 }
 
-fn native(message: &[BitSpec], state: &[WordSpec]) -> (Vec<Fr>, Vec<Bit>) {
-    let mut aux = Vec::new();
+fn native<S: AuxSink + Default>(message: &[BitSpec], state: &[WordSpec]) -> (S, Vec<Bit>) {
+    let mut aux = S::default();
     let bits: Vec<Bit> = message.iter().map(|&b| native_bit(&mut aux, b)).collect();
     let words: Vec<Word> = state
         .iter()
         .map(|w| match w {
             WordSpec::Constant(v) => Word::constant(*v),
             WordSpec::Allocated(v) => Word::alloc(*v, &mut aux),
-            WordSpec::Bits(bits) => Word {
-                bits: std::array::from_fn(|i| native_bit(&mut aux, bits[i])),
-            },
+            WordSpec::Bits(bits) => {
+                Word::from_bits(std::array::from_fn(|i| native_bit(&mut aux, bits[i])))
+            }
         })
         .collect();
     let out = compression(&bits, &words.try_into().unwrap(), &mut aux);
@@ -100,7 +101,14 @@ fn native(message: &[BitSpec], state: &[WordSpec]) -> (Vec<Fr>, Vec<Bit>) {
 
 fn check(message: &[BitSpec], state: &[WordSpec]) {
     let (expected_aux, expected_out) = gadget(message, state);
-    let (aux, out) = native(message, state);
+    let (aux, out) = native::<Vec<Fr>>(message, state);
+    let (compact, compact_out) = native::<CompactAux>(message, state);
+    assert_eq!(compact_out, out, "output bits, compact");
+    assert_eq!(
+        compact,
+        CompactAux::from_values(&expected_aux),
+        "compact aux"
+    );
     assert_eq!(aux.len(), expected_aux.len(), "aux count");
     if let Some(i) = (0..aux.len()).find(|&i| aux[i] != expected_aux[i]) {
         panic!("aux {i} differs");
@@ -161,7 +169,7 @@ fn the_demo_and_labelling_cases() {
     check(&padded, &IV.map(WordSpec::Allocated));
     // All constant: nothing allocated beyond the inputs.
     let constant: Vec<BitSpec> = (0..512).map(|i| (Kind::Constant, i % 5 == 0)).collect();
-    let (aux, _) = native(&constant, &IV.map(WordSpec::Constant));
+    let (aux, _) = native::<Vec<Fr>>(&constant, &IV.map(WordSpec::Constant));
     assert!(aux.is_empty());
     check(&constant, &IV.map(WordSpec::Constant));
 }
@@ -189,12 +197,20 @@ fn check_whole(message: &[BitSpec]) {
     let expected = cs.into_witness().aux_assignment;
 
     let mut aux = Vec::new();
+    let mut compact = CompactAux::new();
     let bits: Vec<Bit> = message.iter().map(|&b| native_bit(&mut aux, b)).collect();
+    message.iter().for_each(|&b| {
+        native_bit(&mut compact, b);
+    });
     let out = cuzk_synth::native::sha256::sha256(&bits, &mut aux);
+    assert_eq!(cuzk_synth::native::sha256::sha256(&bits, &mut compact), out);
     let value = pack_le(&out);
     aux.push(value);
     aux.push(value);
+    compact.push_values(&[value, value]);
     let le = alloc_le_bits(&value, &mut aux);
+    assert_eq!(alloc_le_bits(&value, &mut compact), le);
+    assert_eq!(compact, CompactAux::from_values(&expected), "compact aux");
     assert_eq!(
         aux.len(),
         expected.len(),

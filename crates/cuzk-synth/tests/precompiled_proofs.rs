@@ -1,6 +1,6 @@
 //! Proofs through the pre-compiled path are the bytes of proofs through full
 //! synthesis, for the same key and seed (cuzk-groth16's CPU prover), and
-//! verify.
+//! verify; so are proofs of witnesses whose aux values are held compact.
 
 use std::path::PathBuf;
 
@@ -12,7 +12,7 @@ use cuzk_groth16::verifier::{verify_proof, PreparedVerifyingKey};
 use cuzk_groth16::ProvingKey;
 use std::sync::Arc;
 
-use cuzk_synth::precompiled::{cache, record, witness, DeferredAbc, MappedR1cs};
+use cuzk_synth::precompiled::{cache, record, witness, CompactWitness, DeferredAbc, MappedR1cs};
 use cuzk_synth::{synthesize, DemoCircuit, Synthesized};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -71,6 +71,26 @@ fn check(key: &ProvingKey, circuits: &[DemoCircuit], seed: u64) {
         expected,
         "proofs with a, b, c evaluated by the prover differ from full synthesis's"
     );
+    let compact: Vec<Synthesized> = circuits
+        .iter()
+        .map(|c| {
+            let plain = witness(c.clone()).unwrap();
+            deferred
+                .synthesized_compact(CompactWitness::from_witness(&plain))
+                .unwrap()
+        })
+        .collect();
+    assert!(compact
+        .iter()
+        .all(|w| w.aux_assignment.is_empty() && w.shape() == full[0].shape()));
+    assert_eq!(
+        proofs(key, &compact, seed),
+        expected,
+        "proofs of compact witnesses differ from full synthesis's"
+    );
+    let mut expanded = compact[0].clone();
+    expanded.expand_aux();
+    assert!(expanded == left_to_the_prover[0], "expand_aux");
     let mut evaluated = left_to_the_prover[0].clone();
     evaluated.evaluate_abc();
     assert!(evaluated.abc_on_host());

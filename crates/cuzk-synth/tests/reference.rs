@@ -125,6 +125,7 @@ fn naive_synthesized(mut cs: RecordingCs) -> Synthesized {
         b_input_density: Density::from_bools(b_input),
         b_aux_density: Density::from_bools(b_aux),
         deferred: None,
+        compact_aux: None,
     }
 }
 
@@ -443,6 +444,7 @@ fn reference_from_ops(ops: &[Op]) -> Synthesized {
         input_assignment: inputs.clone(),
         aux_assignment: aux.clone(),
         deferred: None,
+        compact_aux: None,
     }
 }
 

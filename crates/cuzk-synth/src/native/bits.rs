@@ -10,6 +10,7 @@ use blstrs::Scalar as Fr;
 use ff::{Field, PrimeField};
 
 use super::sha256::Bit;
+use crate::precompiled::AuxSink;
 
 /// Bits in a field element's canonical representation (`Fr::NUM_BITS`).
 pub const FIELD_BITS: usize = Fr::NUM_BITS as usize;
@@ -19,11 +20,17 @@ pub const FIELD_BITS: usize = Fr::NUM_BITS as usize;
 pub const CAPACITY: usize = Fr::CAPACITY as usize;
 
 /// `AllocatedNum::to_bits_le` of a number whose value is `value`: its 255
-/// bits, least significant first, each allocated (pushed onto `aux`).
-pub fn alloc_le_bits(value: &Fr, aux: &mut Vec<Fr>) -> Vec<Bit> {
+/// bits, least significant first, each allocated (pushed onto `aux`, 32
+/// at a time).
+pub fn alloc_le_bits<S: AuxSink + ?Sized>(value: &Fr, aux: &mut S) -> Vec<Bit> {
     let bytes = value.to_bytes_le();
+    for (k, chunk) in bytes.chunks(4).enumerate() {
+        let word = u32::from_le_bytes(chunk.try_into().expect("4 bytes"));
+        let n = (FIELD_BITS - 32 * k).min(32);
+        aux.push_bits(if n == 32 { word } else { word & ((1 << n) - 1) }, n);
+    }
     (0..FIELD_BITS)
-        .map(|i| Bit::alloc(bytes[i / 8] >> (i % 8) & 1 == 1, aux))
+        .map(|i| Bit::Is(bytes[i / 8] >> (i % 8) & 1 == 1))
         .collect()
 }
 

@@ -29,8 +29,8 @@
 //!   which the low 32 are the result.
 //! * `rotr`, `shr`: nothing (`shr` fills with constant zeros).
 
-use blstrs::Scalar as Fr;
-use ff::Field;
+use crate::precompiled::compact::spread;
+use crate::precompiled::AuxSink;
 
 /// SHA-256 round constants (FIPS 180-4, section 4.2.2).
 const ROUND_CONSTANTS: [u32; 64] = [
@@ -126,8 +126,9 @@ pub enum Bit {
 
 impl Bit {
     /// Allocates a bit as `AllocatedBit::alloc` does: pushes its value.
-    pub fn alloc(value: bool, aux: &mut Vec<Fr>) -> Self {
-        aux.push(if value { Fr::ONE } else { Fr::ZERO });
+    #[inline]
+    pub fn alloc<S: AuxSink + ?Sized>(value: bool, aux: &mut S) -> Self {
+        aux.push_bit(value);
         Bit::Is(value)
     }
 
@@ -159,7 +160,7 @@ impl std::ops::Not for Bit {
 }
 
 /// `Boolean::xor`.
-pub fn xor(a: Bit, b: Bit, aux: &mut Vec<Fr>) -> Bit {
+pub fn xor<S: AuxSink + ?Sized>(a: Bit, b: Bit, aux: &mut S) -> Bit {
     match (a, b) {
         (Bit::Constant(false), x) | (x, Bit::Constant(false)) => x,
         (Bit::Constant(true), x) | (x, Bit::Constant(true)) => !x,
@@ -170,7 +171,7 @@ pub fn xor(a: Bit, b: Bit, aux: &mut Vec<Fr>) -> Bit {
 }
 
 /// `Boolean::and`.
-pub fn and(a: Bit, b: Bit, aux: &mut Vec<Fr>) -> Bit {
+pub fn and<S: AuxSink + ?Sized>(a: Bit, b: Bit, aux: &mut S) -> Bit {
     match (a, b) {
         (Bit::Constant(false), _) | (_, Bit::Constant(false)) => Bit::Constant(false),
         (Bit::Constant(true), x) | (x, Bit::Constant(true)) => x,
@@ -180,7 +181,7 @@ pub fn and(a: Bit, b: Bit, aux: &mut Vec<Fr>) -> Bit {
 }
 
 /// `Boolean::sha256_ch`: `(a & b) ^ (!a & c)`, the gadget's cases in its order.
-pub fn ch(a: Bit, b: Bit, c: Bit, aux: &mut Vec<Fr>) -> Bit {
+pub fn ch<S: AuxSink + ?Sized>(a: Bit, b: Bit, c: Bit, aux: &mut S) -> Bit {
     let value = (a.value() & b.value()) ^ (!a.value() & c.value());
     match (a, b, c) {
         (Bit::Constant(_), Bit::Constant(_), Bit::Constant(_)) => Bit::Constant(value),
@@ -196,7 +197,7 @@ pub fn ch(a: Bit, b: Bit, c: Bit, aux: &mut Vec<Fr>) -> Bit {
 
 /// `Boolean::sha256_maj`: `(a & b) ^ (a & c) ^ (b & c)`, the gadget's cases
 /// in its order.
-pub fn maj(a: Bit, b: Bit, c: Bit, aux: &mut Vec<Fr>) -> Bit {
+pub fn maj<S: AuxSink + ?Sized>(a: Bit, b: Bit, c: Bit, aux: &mut S) -> Bit {
     let value = (a.value() & b.value()) ^ (a.value() & c.value()) ^ (b.value() & c.value());
     match (a, b, c) {
         (Bit::Constant(_), Bit::Constant(_), Bit::Constant(_)) => Bit::Constant(value),
@@ -215,129 +216,240 @@ pub fn maj(a: Bit, b: Bit, c: Bit, aux: &mut Vec<Fr>) -> Bit {
     }
 }
 
-/// A 32-bit word as the gadget's `UInt32` holds it: bits least significant
-/// first.
+/// A 32-bit word as the gadget's `UInt32` holds it: 32 [`Bit`]s, least
+/// significant first, held as three masks (bit `i` of each is the word's
+/// bit of weight `2^i`): `value`, what each bit reads as; `constant`, which
+/// bits are constants; `negated`, which allocated bits are a variable's
+/// negation (`Bit::Not`; never a constant's). Whole words then go through
+/// the gadget's cases at once when none of their bits is constant (the
+/// common case after the first rounds), and bit by bit otherwise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Word {
-    /// Bit `i` is the word's bit of weight `2^i`.
-    pub bits: [Bit; 32],
+    value: u32,
+    constant: u32,
+    negated: u32,
 }
 
 impl Word {
     /// `UInt32::constant`.
     pub fn constant(value: u32) -> Self {
-        Self {
-            bits: std::array::from_fn(|i| Bit::Constant(value >> i & 1 == 1)),
+        Word {
+            value,
+            constant: !0,
+            negated: 0,
         }
     }
 
     /// `UInt32::alloc`: 32 bits, least significant first.
-    pub fn alloc(value: u32, aux: &mut Vec<Fr>) -> Self {
-        Self {
-            bits: std::array::from_fn(|i| Bit::alloc(value >> i & 1 == 1, aux)),
+    pub fn alloc<S: AuxSink + ?Sized>(value: u32, aux: &mut S) -> Self {
+        aux.push_bits(value, 32);
+        Word {
+            value,
+            constant: 0,
+            negated: 0,
         }
+    }
+
+    /// The word of these bits, `bits[i]` of weight `2^i`.
+    pub fn from_bits(bits: [Bit; 32]) -> Self {
+        let mut w = Word {
+            value: 0,
+            constant: 0,
+            negated: 0,
+        };
+        for (i, bit) in bits.into_iter().enumerate() {
+            w.value |= u32::from(bit.value()) << i;
+            match bit {
+                Bit::Constant(_) => w.constant |= 1 << i,
+                Bit::Not(_) => w.negated |= 1 << i,
+                Bit::Is(_) => {}
+            }
+        }
+        w
+    }
+
+    /// Bit `i` (of weight `2^i`).
+    pub fn bit(&self, i: usize) -> Bit {
+        let v = self.value >> i & 1 == 1;
+        if self.constant >> i & 1 == 1 {
+            Bit::Constant(v)
+        } else if self.negated >> i & 1 == 1 {
+            Bit::Not(!v)
+        } else {
+            Bit::Is(v)
+        }
+    }
+
+    /// The 32 bits, least significant first.
+    pub fn bits(&self) -> [Bit; 32] {
+        std::array::from_fn(|i| self.bit(i))
     }
 
     /// `UInt32::from_bits_be`: `bits[0]` is the most significant.
     pub fn from_bits_be(bits: &[Bit]) -> Self {
         assert_eq!(bits.len(), 32, "a word is 32 bits");
-        Self {
-            bits: std::array::from_fn(|i| bits[31 - i]),
-        }
+        Self::from_bits(std::array::from_fn(|i| bits[31 - i]))
     }
 
     /// `UInt32::into_bits_be`.
     pub fn into_bits_be(self) -> [Bit; 32] {
-        std::array::from_fn(|i| self.bits[31 - i])
+        std::array::from_fn(|i| self.bit(31 - i))
     }
 
     /// The word's value.
     pub fn value(&self) -> u32 {
-        self.bits
-            .iter()
-            .enumerate()
-            .fold(0, |v, (i, b)| v | u32::from(b.value()) << i)
+        self.value
     }
 
-    fn rotr(&self, by: usize) -> Self {
-        Self {
-            bits: std::array::from_fn(|i| self.bits[(i + by) % 32]),
+    fn rotr(&self, by: u32) -> Self {
+        Word {
+            value: self.value.rotate_right(by),
+            constant: self.constant.rotate_right(by),
+            negated: self.negated.rotate_right(by),
         }
     }
 
-    fn shr(&self, by: usize) -> Self {
-        Self {
-            bits: std::array::from_fn(|i| {
-                self.bits
-                    .get(i + by)
-                    .copied()
-                    .unwrap_or(Bit::Constant(false))
-            }),
+    /// Shifted right, the top `by` bits constant zeros.
+    fn shr(&self, by: u32) -> Self {
+        Word {
+            value: self.value >> by,
+            constant: self.constant >> by | !(!0u32 >> by),
+            negated: self.negated >> by,
         }
     }
 
-    fn xor(&self, other: &Self, aux: &mut Vec<Fr>) -> Self {
-        let mut bits = [Bit::Constant(false); 32];
-        for (i, bit) in bits.iter_mut().enumerate() {
-            *bit = xor(self.bits[i], other.bits[i], aux);
+    /// `xor` bit by bit: a constant operand flips or passes the other bit;
+    /// two allocated ones allocate the xor of their variables, in bit order.
+    fn xor<S: AuxSink + ?Sized>(&self, other: &Self, aux: &mut S) -> Self {
+        let (a, b) = (self, other);
+        let both = !a.constant & !b.constant;
+        let variables = (a.value ^ a.negated) ^ (b.value ^ b.negated);
+        push_masked(variables, both, aux);
+        Word {
+            value: a.value ^ b.value,
+            constant: a.constant & b.constant,
+            negated: (a.negated ^ b.negated ^ (a.value & a.constant) ^ (b.value & b.constant))
+                & !(a.constant & b.constant),
         }
-        Self { bits }
     }
 
     fn is_constant(&self) -> bool {
-        self.bits.iter().all(|b| b.is_constant())
+        self.constant == !0
+    }
+
+    /// Whether no bit is a constant.
+    fn is_allocated(&self) -> bool {
+        self.constant == 0
+    }
+
+    /// A word of 32 bits allocated with `value` (pushed by the caller).
+    fn allocated(value: u32) -> Self {
+        Word {
+            value,
+            constant: 0,
+            negated: 0,
+        }
     }
 }
 
-/// `UInt32::addmany` of 2 to 10 words.
-fn addmany(operands: &[Word], aux: &mut Vec<Fr>) -> Word {
-    debug_assert!((2..=10).contains(&operands.len()));
+/// Pushes the bits of `bits` at the set bits of `mask`, least significant
+/// first (what allocating exactly those bits of a word pushes).
+#[inline]
+fn push_masked<S: AuxSink + ?Sized>(bits: u32, mask: u32, aux: &mut S) {
+    if mask == !0 {
+        aux.push_bits(bits, 32);
+    } else {
+        let mut m = mask;
+        while m != 0 {
+            let i = m.trailing_zeros();
+            aux.push_bit(bits >> i & 1 == 1);
+            m &= m - 1;
+        }
+    }
+}
+
+/// `UInt32::addmany` of 2 to 8 words.
+fn addmany<S: AuxSink + ?Sized>(operands: &[Word], aux: &mut S) -> Word {
+    debug_assert!((2..=8).contains(&operands.len()));
     let sum: u64 = operands.iter().map(|w| u64::from(w.value())).sum();
     if operands.iter().all(Word::is_constant) {
         return Word::constant(sum as u32);
     }
     let max = operands.len() as u64 * u64::from(u32::MAX);
     let result_bits = 64 - max.leading_zeros() as usize;
-    let mut bits = [Bit::Constant(false); 32];
-    for i in 0..result_bits {
-        let bit = Bit::alloc(sum >> i & 1 == 1, aux);
-        // The carries past bit 31 are allocated but not part of the word.
-        if let Some(slot) = bits.get_mut(i) {
-            *slot = bit;
-        }
-    }
-    Word { bits }
+    // All the bits of the full sum; the carries past bit 31 are allocated
+    // but not part of the word.
+    aux.push_bits(sum as u32, 32);
+    aux.push_bits((sum >> 32) as u32, result_bits - 32);
+    Word::allocated(sum as u32)
 }
 
-fn triop(
+/// `ch` or `maj` of three words, bit by bit in the gadget's order.
+fn triop<S: AuxSink + ?Sized>(
     a: &Word,
     b: &Word,
     c: &Word,
-    aux: &mut Vec<Fr>,
-    op: fn(Bit, Bit, Bit, &mut Vec<Fr>) -> Bit,
+    aux: &mut S,
+    op: fn(Bit, Bit, Bit, &mut S) -> Bit,
 ) -> Word {
-    let mut bits = [Bit::Constant(false); 32];
-    for (i, bit) in bits.iter_mut().enumerate() {
-        *bit = op(a.bits[i], b.bits[i], c.bits[i], aux);
+    Word::from_bits(std::array::from_fn(|i| {
+        op(a.bit(i), b.bit(i), c.bit(i), aux)
+    }))
+}
+
+/// `sha256_ch` of three words: with no constant bit, one allocated bit
+/// each, the result's.
+fn ch_word<S: AuxSink + ?Sized>(a: &Word, b: &Word, c: &Word, aux: &mut S) -> Word {
+    if a.is_allocated() && b.is_allocated() && c.is_allocated() {
+        let value = (a.value & b.value) ^ (!a.value & c.value);
+        aux.push_bits(value, 32);
+        Word::allocated(value)
+    } else {
+        triop(a, b, c, aux, ch)
     }
-    Word { bits }
+}
+
+/// `sha256_maj` of three words: with no constant bit, per bit the result
+/// and then `b and c`, interleaved.
+fn maj_word<S: AuxSink + ?Sized>(a: &Word, b: &Word, c: &Word, aux: &mut S) -> Word {
+    if a.is_allocated() && b.is_allocated() && c.is_allocated() {
+        let value = (a.value & b.value) ^ (a.value & c.value) ^ (b.value & c.value);
+        let both = b.value & c.value;
+        // Bit 2i the result's bit i, bit 2i + 1 `b and c`'s.
+        let pairs = spread(value) | spread(both) << 1;
+        aux.push_bits(pairs as u32, 32);
+        aux.push_bits((pairs >> 32) as u32, 32);
+        Word::allocated(value)
+    } else {
+        triop(a, b, c, aux, maj)
+    }
 }
 
 /// The gadget's state register `a` or `e`: a word, or the operands of an
-/// addition not done yet (the gadget defers it to fold it with the next use).
+/// addition not done yet (the gadget defers it to fold it with the next
+/// use); at most 7 operands, and one more when it is computed.
 enum Deferred {
     Word(Word),
-    Sum(Vec<Word>),
+    Sum([Word; 8], usize),
 }
 
 impl Deferred {
-    fn compute(self, more: &[Word], aux: &mut Vec<Fr>) -> Word {
+    fn sum(operands: &[Word]) -> Self {
+        let mut words = [Word::constant(0); 8];
+        words[..operands.len()].copy_from_slice(operands);
+        Deferred::Sum(words, operands.len())
+    }
+
+    fn compute<S: AuxSink + ?Sized>(self, more: Option<Word>, aux: &mut S) -> Word {
         match self {
             // As the gadget: a concrete word ignores `more`.
             Deferred::Word(w) => w,
-            Deferred::Sum(mut operands) => {
-                operands.extend_from_slice(more);
-                addmany(&operands, aux)
+            Deferred::Sum(mut operands, mut n) => {
+                if let Some(m) = more {
+                    operands[n] = m;
+                    n += 1;
+                }
+                addmany(&operands[..n], aux)
             }
         }
     }
@@ -351,7 +463,11 @@ impl Deferred {
 /// # Panics
 ///
 /// If `input` is not 512 bits.
-pub fn compression(input: &[Bit], state: &[Word; 8], aux: &mut Vec<Fr>) -> [Word; 8] {
+pub fn compression<S: AuxSink + ?Sized>(
+    input: &[Bit],
+    state: &[Word; 8],
+    aux: &mut S,
+) -> [Word; 8] {
     assert_eq!(input.len(), 512, "a SHA-256 block is 512 bits");
     let mut w: Vec<Word> = input.chunks(32).map(Word::from_bits_be).collect();
     for i in 16..64 {
@@ -368,32 +484,32 @@ pub fn compression(input: &[Bit], state: &[Word; 8], aux: &mut Vec<Fr>) -> [Word
     let mut e = Deferred::Word(state[4]);
     let [mut f, mut g, mut h] = [state[5], state[6], state[7]];
     for (i, &k) in ROUND_CONSTANTS.iter().enumerate() {
-        let new_e = e.compute(&[], aux);
+        let new_e = e.compute(None, aux);
         let s1 = new_e.rotr(6).xor(&new_e.rotr(11), aux);
         let s1 = s1.xor(&new_e.rotr(25), aux);
-        let ch = triop(&new_e, &f, &g, aux, ch);
+        let ch = ch_word(&new_e, &f, &g, aux);
         let temp1 = [h, s1, ch, Word::constant(k), w[i]];
 
-        let new_a = a.compute(&[], aux);
+        let new_a = a.compute(None, aux);
         let s0 = new_a.rotr(2).xor(&new_a.rotr(13), aux);
         let s0 = s0.xor(&new_a.rotr(22), aux);
-        let maj = triop(&new_a, &b, &c, aux, maj);
+        let maj = maj_word(&new_a, &b, &c, aux);
 
         h = g;
         g = f;
         f = new_e;
-        e = Deferred::Sum(temp1.iter().copied().chain([d]).collect());
+        e = Deferred::sum(&[temp1[0], temp1[1], temp1[2], temp1[3], temp1[4], d]);
         d = c;
         c = b;
         b = new_a;
-        a = Deferred::Sum(temp1.iter().copied().chain([s0, maj]).collect());
+        a = Deferred::sum(&[temp1[0], temp1[1], temp1[2], temp1[3], temp1[4], s0, maj]);
     }
 
-    let h0 = a.compute(&[state[0]], aux);
+    let h0 = a.compute(Some(state[0]), aux);
     let h1 = addmany(&[state[1], b], aux);
     let h2 = addmany(&[state[2], c], aux);
     let h3 = addmany(&[state[3], d], aux);
-    let h4 = e.compute(&[state[4]], aux);
+    let h4 = e.compute(Some(state[4]), aux);
     let h5 = addmany(&[state[5], f], aux);
     let h6 = addmany(&[state[6], g], aux);
     let h7 = addmany(&[state[7], h], aux);
@@ -410,7 +526,7 @@ pub fn compression(input: &[Bit], state: &[Word; 8], aux: &mut Vec<Fr>) -> [Word
 /// # Panics
 ///
 /// If `message` is not a whole number of bytes.
-pub fn sha256(message: &[Bit], aux: &mut Vec<Fr>) -> Vec<Bit> {
+pub fn sha256<S: AuxSink + ?Sized>(message: &[Bit], aux: &mut S) -> Vec<Bit> {
     assert!(message.len() % 8 == 0, "a SHA-256 message is whole bytes");
     let length = message.len() as u64;
     let mut padded = Vec::with_capacity((message.len() + 64 + 1).div_ceil(512) * 512);
@@ -443,7 +559,7 @@ mod tests {
             .iter()
             .flat_map(|byte| (0..8).rev().map(move |i| Bit::Constant(byte >> i & 1 == 1)))
             .collect();
-        let mut aux = Vec::new();
+        let mut aux: Vec<blstrs::Scalar> = Vec::new();
         let state = compression(&bits, &IV.map(Word::constant), &mut aux);
         assert!(aux.is_empty());
         assert_eq!(state[0].value(), 0xba78_16bf);

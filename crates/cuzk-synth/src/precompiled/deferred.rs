@@ -13,7 +13,10 @@ use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 
-use super::{CircuitId, MappedR1cs, R1cs, R1csRef, Witness, WitnessError};
+use super::{
+    CircuitId, CompactWitness, CompactWitnessError, MappedR1cs, R1cs, R1csRef, Witness,
+    WitnessError,
+};
 use crate::Synthesized;
 
 /// A recorded circuit that lends its matrices: an [`R1cs`] in memory or a
@@ -89,6 +92,25 @@ impl DeferredAbc {
         r1cs.check(&witness)?;
         Ok(r1cs.assemble(witness, Default::default(), Some(self.clone())))
     }
+
+    /// The [`Synthesized`] of a compact witness (checked against the
+    /// recording's shape, its parts against each other:
+    /// [`R1csRef::check_compact`]) with a, b, c left to the prover and the
+    /// aux values kept compact ([`Synthesized::compact_aux`]).
+    pub fn synthesized_compact(
+        &self,
+        witness: CompactWitness,
+    ) -> Result<Synthesized, CompactWitnessError> {
+        let r1cs = self.r1cs();
+        r1cs.check_compact(&witness)?;
+        let plain = Witness {
+            input_assignment: witness.input_assignment,
+            aux_assignment: Vec::new(),
+        };
+        let mut s = r1cs.assemble(plain, Default::default(), Some(self.clone()));
+        s.compact_aux = Some(witness.aux);
+        Ok(s)
+    }
 }
 
 impl Synthesized {
@@ -109,7 +131,7 @@ impl Synthesized {
         match &self.deferred {
             Some(d) => d
                 .r1cs()
-                .products(&self.input_assignment, &self.aux_assignment, len),
+                .products(&self.input_assignment, &self.aux_values(), len),
             None => {
                 assert!(len >= self.a.len(), "{len} values for {}", self.a.len());
                 let pad = |v: &[Fr]| {
@@ -127,9 +149,9 @@ impl Synthesized {
     /// there already): afterwards the witness is what full synthesis gives.
     pub fn evaluate_abc(&mut self) {
         if let Some(d) = self.deferred.take() {
-            let [a, b, c] =
-                d.r1cs()
-                    .products(&self.input_assignment, &self.aux_assignment, d.rows());
+            let [a, b, c] = d
+                .r1cs()
+                .products(&self.input_assignment, &self.aux_values(), d.rows());
             (self.a, self.b, self.c) = (a, b, c);
         }
     }

@@ -136,6 +136,7 @@ impl R1csRef<'_> {
             b_input_density: self.b_input_density.clone(),
             b_aux_density: self.b_aux_density.clone(),
             deferred,
+            compact_aux: None,
         }
     }
 }

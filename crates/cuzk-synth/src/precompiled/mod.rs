@@ -9,6 +9,7 @@
 
 pub mod cache;
 pub use cache::{CacheError, CircuitId, MappedR1cs};
+pub mod compact;
 mod deferred;
 mod evaluate;
 mod matrix;
@@ -17,6 +18,10 @@ mod witness;
 
 use blstrs::Scalar as Fr;
 
+pub use compact::{
+    AuxSink, ClassCounts, CompactAssignment, CompactAux, CompactError, CompactWitness,
+    CompactWitnessError,
+};
 pub use deferred::{DeferredAbc, Recording};
 pub use evaluate::WitnessError;
 pub use matrix::{
