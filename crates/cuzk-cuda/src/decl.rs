@@ -11,7 +11,11 @@
 //! Tuning variants and probes are declared only with the `tuning` feature,
 //! test kernels only with `testing` (the families' aliases always exist).
 
-use cuzk_field::limbs::{Fq2Limbs, FqLimbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
+#[cfg(feature = "testing")]
+use cuzk_field::limbs::Fq2Limbs;
+#[cfg(any(feature = "testing", feature = "tuning"))]
+use cuzk_field::limbs::FqLimbs;
+use cuzk_field::limbs::{FrLimbs, G1AffineLimbs, G2AffineLimbs};
 
 use crate::launch::{declare_kernels, DevPtr, DevPtrMut};
 use crate::ntt::TablesArg;
