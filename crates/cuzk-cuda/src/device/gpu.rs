@@ -235,11 +235,19 @@ impl Gpu {
         match self.inner.functions.get(kernel.name()) {
             Some(f) => Ok(f.clone()),
             // Only a test or benchmark unit can be left out (production
-            // units are required when the kernels load).
-            None => Err(Error::Kernels(KernelsProblem::Missing {
-                unit: kernel.unit(),
-                path: kernels::fatbin_path(kernel.unit()),
-            })),
+            // units are required when the kernels load): missing, or stale.
+            None => {
+                let (unit, path) = (kernel.unit(), kernels::fatbin_path(kernel.unit()));
+                Err(Error::Kernels(if path.is_file() {
+                    KernelsProblem::Stale {
+                        unit,
+                        path,
+                        why: format!("was left out (stale), so {kernel} is not loaded"),
+                    }
+                } else {
+                    KernelsProblem::Missing { unit, path }
+                }))
+            }
         }
     }
 
