@@ -189,7 +189,7 @@ fn time_msm<C: BenchCurve>(
 where
     C::Projective: IdentityCheck,
 {
-    let scalars: DeviceBuffer<FrLimbs> = s.alloc(n)?;
+    let mut scalars: DeviceBuffer<FrLimbs> = s.alloc(n)?;
     let mut msm = match (c, variant) {
         (Some(c), Some(v)) => Msm::<C>::with_tuning(s, n, c, v)?,
         (Some(c), None) => Msm::<C>::with_window_bits(s, n, c)?,
@@ -199,7 +199,7 @@ where
         msm.set_bucket_sort(sort)?;
     }
     let c = msm.plan().window_bits;
-    data::random_scalars(s, &scalars, *seed)?;
+    data::random_scalars(s, &mut scalars, *seed)?;
     *seed += 1;
     let warm = msm.run(bases, &scalars)?; // warm-up
     if warm == C::Projective::default_identity() {
@@ -207,7 +207,7 @@ where
     }
     let mut times = Vec::with_capacity(repeats);
     for _ in 0..repeats {
-        data::random_scalars(s, &scalars, *seed)?;
+        data::random_scalars(s, &mut scalars, *seed)?;
         *seed += 1;
         let start = s.record()?;
         msm.enqueue(bases, &scalars, None, n)?;
@@ -239,8 +239,8 @@ fn time_shifted<C: BenchCurve>(
 where
     C::Projective: IdentityCheck,
 {
-    let scalars: DeviceBuffer<FrLimbs> = s.alloc(n)?;
-    data::random_scalars(s, &scalars, *seed)?;
+    let mut scalars: DeviceBuffer<FrLimbs> = s.alloc(n)?;
+    data::random_scalars(s, &mut scalars, *seed)?;
     *seed += 1;
     let want = Msm::<C>::new(s, n)?.run(bases, &scalars)?;
     let shifted = ShiftedBases::<C>::build(s, bases, n, c, sets)?;
@@ -256,7 +256,7 @@ where
     }
     let mut times = Vec::with_capacity(repeats);
     for _ in 0..repeats {
-        data::random_scalars(s, &scalars, *seed)?;
+        data::random_scalars(s, &mut scalars, *seed)?;
         *seed += 1;
         let start = s.record()?;
         msm.enqueue_shifted(&shifted, &scalars, None, n)?;
@@ -322,10 +322,10 @@ where
         .max()
         .unwrap_or(0);
     let n_max = 1usize << max_log;
-    let bases: DeviceBuffer<C::Affine> = s.alloc(n_max)?;
+    let mut bases: DeviceBuffer<C::Affine> = s.alloc(n_max)?;
     let (p0, step) = C::p0_step(rng);
     let t = std::time::Instant::now();
-    data::chain_bases::<C>(s, p0, step, &bases)?;
+    data::chain_bases::<C>(s, p0, step, &mut bases)?;
     println!(
         "{}: made 2^{max_log} bases on the device in {:.0} ms",
         C::NAME,
@@ -473,9 +473,9 @@ fn batch_row<C: BenchCurve>(
     rows: &mut Vec<Row>,
 ) -> BoxResult<()> {
     let n = 1usize << log;
-    let bases: DeviceBuffer<C::Affine> = s.alloc(n)?;
+    let mut bases: DeviceBuffer<C::Affine> = s.alloc(n)?;
     let (p0, step) = C::p0_step(rng);
-    data::chain_bases::<C>(s, p0, step, &bases)?;
+    data::chain_bases::<C>(s, p0, step, &mut bases)?;
     let bitmap: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.gen()).collect();
     let selected: u64 = bitmap.iter().map(|w| w.count_ones() as u64).sum();
     let dm = s.upload_new(&bitmap)?;

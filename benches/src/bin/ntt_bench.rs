@@ -24,7 +24,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use cuzk_cuda::ntt::{h_step, ntt, ntt_with, pass_plan, NttConfig, NttKind};
-use cuzk_cuda::testing::{mul_throughput_probe, ProbeProduct, DFMA_PER_STEP, MUL_PROBE_CHAINS};
+use cuzk_cuda::probes::{mul_throughput_probe, ProbeProduct, DFMA_PER_STEP, MUL_PROBE_CHAINS};
 use cuzk_cuda::{DeviceBuffer, Gpu, PinnedBuffer, Stream, VramBudget};
 use cuzk_field::limbs::{FqLimbs, FrLimbs};
 
@@ -456,7 +456,7 @@ fn measure_mul_rate<F>(
     product: ProbeProduct,
 ) -> Result<f64, Box<dyn std::error::Error>>
 where
-    F: cuzk_cuda::testing::ProbeField + Default + Clone,
+    F: cuzk_cuda::probes::ProbeField + Default + Clone,
     F: From<FrOrFq>,
 {
     // Enough threads to fill every SM many times over; inversions cost tens to

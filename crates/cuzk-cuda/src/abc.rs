@@ -9,9 +9,13 @@
 
 use cuzk_field::limbs::FrLimbs;
 
+use crate::decl::{self, ProverSpmv};
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
-use crate::ffi::KernelArgs;
+use crate::launch::{DevPtr, DevPtrMut, Kernel};
+
+/// The SpMV kernels' name in messages (`prover_spmv_u16` / `_u32`).
+const SPMV: &str = "prover_spmv";
 
 /// A matrix's coefficient ids, 16 or 32 bits wide.
 #[derive(Clone, Copy, Debug)]
@@ -89,7 +93,7 @@ pub fn device_bytes(coeffs: usize, matrices: &[HostMatrix<'_>; 3]) -> u64 {
 
 /// The coefficient table's one rule: ids 0 and 1 are +1 and −1.
 fn check_table(coeffs: &[FrLimbs]) -> Result<()> {
-    ensure("prover_spmv", coeffs.len() >= 2, || {
+    ensure(SPMV, coeffs.len() >= 2, || {
         format!(
             "a coefficient table of {} values (ids 0 and 1 are ±1)",
             coeffs.len()
@@ -101,7 +105,7 @@ fn check_table(coeffs: &[FrLimbs]) -> Result<()> {
 /// at its term count, one id per term, every id within a table of
 /// `table` entries); returns its width (one past its largest column).
 fn check_matrix(name: &str, m: &HostMatrix<'_>, rows: usize, table: usize) -> Result<usize> {
-    let kernel = "prover_spmv";
+    let kernel = SPMV;
     let terms = m.cols.len();
     ensure(kernel, m.row_ptr.len() == rows + 1, || {
         format!(
@@ -141,7 +145,7 @@ fn classify(
     rows: usize,
     out_lens: &[usize],
 ) -> Result<()> {
-    let kernel = "prover_spmv";
+    let kernel = SPMV;
     let n = z.len();
     ensure(kernel, n >= width, || {
         format!("z has {n} values, the matrices name {width} columns")
@@ -159,17 +163,16 @@ fn classify(
             format!("an output of {len} values for {rows} rows")
         })?;
     }
-    let args = KernelArgs::new()
-        .device_ptr(z.device_ptr())
-        .u32(n as u32)
-        .device_ptr(classes.device_ptr());
+    let args = (z.arg(), n as u32, classes.arg_mut());
     #[allow(unsafe_code)]
-    // SAFETY: prover_classify_z(z, n, cls): reads z[0..n), writes cls[0..n);
-    // classes.len() >= n (checked).
+    // SAFETY: reads z[0..n), writes cls[0..n); classes.len() >= n (checked).
     unsafe {
-        stream.launch("prover_classify_z", grid(blocks(n), THREADS), args, || {
-            format!("{n} values")
-        })
+        stream.launch(
+            decl::prover_classify_z,
+            grid(blocks(n), THREADS),
+            args,
+            || format!("{n} values"),
+        )
     }
 }
 
@@ -180,46 +183,47 @@ fn blocks(items: usize) -> u32 {
 }
 
 /// Device pointers of one CSR matrix (or one chunk of rows of one) as the
-/// SpMV kernels take them.
+/// SpMV kernels take them, but for the ids (whose width picks the kernel).
 struct SpmvArgs {
-    kernel: &'static str,
-    row_ptr: u64,
-    cols: u64,
-    ids: u64,
+    row_ptr: DevPtr<u32>,
+    cols: DevPtr<u32>,
     rows: usize,
     terms: usize,
 }
 
 /// Queues `out[r] = (M · z)[r]` for the rows of `m` (`out`: the first row's
-/// output).
+/// output) with the SpMV kernel for ids of type `I`.
 ///
 /// # Safety
 ///
 /// `m.row_ptr` must point to `m.rows` + 1 non-decreasing offsets from 0 to
-/// `m.terms`, `m.cols` and `m.ids` to `m.terms` entries each (ids of the
-/// kernel's width), every column below `z`'s and `classes`' lengths, every
-/// id below the table's length, and `out` to at least `m.rows` values.
-#[allow(unsafe_code)]
-unsafe fn spmv(
+/// `m.terms`, `m.cols` and `ids` to `m.terms` entries each, every column
+/// below `z`'s and `classes`' lengths, every id below the table's length,
+/// and `out` to at least `m.rows` values.
+#[allow(unsafe_code, clippy::too_many_arguments)]
+unsafe fn spmv<I>(
     stream: &Stream,
+    kernel: Kernel<ProverSpmv<I>>,
+    ids: DevPtr<I>,
     m: &SpmvArgs,
     coeffs: &DeviceBuffer<FrLimbs>,
     z: &DeviceBuffer<FrLimbs>,
     classes: &DeviceBuffer<u8>,
-    out: u64,
+    out: DevPtrMut<FrLimbs>,
 ) -> Result<()> {
-    let args = KernelArgs::new()
-        .device_ptr(m.row_ptr)
-        .device_ptr(m.cols)
-        .device_ptr(m.ids)
-        .device_ptr(coeffs.device_ptr())
-        .device_ptr(z.device_ptr())
-        .device_ptr(classes.device_ptr())
-        .u32(m.rows as u32)
-        .device_ptr(out);
+    let args = (
+        m.row_ptr,
+        m.cols,
+        ids,
+        coeffs.arg(),
+        z.arg(),
+        classes.arg(),
+        m.rows as u32,
+        out,
+    );
     // SAFETY: the caller's contract is the kernel's (see above).
     unsafe {
-        stream.launch(m.kernel, grid(blocks(m.rows), THREADS), args, || {
+        stream.launch(kernel, grid(blocks(m.rows), THREADS), args, || {
             format!("{} rows, {} terms", m.rows, m.terms)
         })
     }
@@ -320,18 +324,13 @@ impl DeviceR1cs {
         if m.rows == 0 {
             return Ok(());
         }
-        let (kernel, ids) = match &m.ids {
-            DeviceIds::U16(b) => ("prover_spmv_u16", b.device_ptr()),
-            DeviceIds::U32(b) => ("prover_spmv_u32", b.device_ptr()),
-        };
         let args = SpmvArgs {
-            kernel,
-            row_ptr: m.row_ptr.device_ptr(),
-            cols: m.cols.device_ptr(),
-            ids,
+            row_ptr: m.row_ptr.arg(),
+            cols: m.cols.arg(),
             rows: m.rows,
             terms: m.cols.len(),
         };
+        let (coeffs, out) = (&self.coeffs, out.arg_mut());
         #[allow(unsafe_code)]
         // SAFETY: row_ptr has rows + 1 non-decreasing offsets ending at the
         // term count (checked at upload), so every term index is within
@@ -339,7 +338,16 @@ impl DeviceR1cs {
         // classes.len(), every id below the table's length (checked at
         // upload and by check_evaluation); out has >= rows values (checked).
         unsafe {
-            spmv(stream, &args, &self.coeffs, z, classes, out.device_ptr())
+            match &m.ids {
+                DeviceIds::U16(ids) => {
+                    let k = decl::prover_spmv_u16;
+                    spmv(stream, k, ids.arg(), &args, coeffs, z, classes, out)
+                }
+                DeviceIds::U32(ids) => {
+                    let k = decl::prover_spmv_u32;
+                    spmv(stream, k, ids.arg(), &args, coeffs, z, classes, out)
+                }
+            }
         }
     }
 }
@@ -355,7 +363,7 @@ fn check_evaluation(
     which: usize,
     out: &DeviceBuffer<FrLimbs>,
 ) -> Result<()> {
-    let kernel = "prover_spmv";
+    let kernel = SPMV;
     ensure(kernel, which < 3, || format!("matrix {which} of A, B, C"))?;
     ensure(kernel, z.len() >= width && classes.len() >= z.len(), || {
         format!(
@@ -475,16 +483,12 @@ impl<'a> StreamedR1cs<'a> {
         o: &mut DeviceBuffer<FrLimbs>,
         chunk_terms: usize,
     ) -> Result<()> {
-        ensure(
-            "prover_spmv",
-            chunk_terms >= self.longest_row.max(1),
-            || {
-                format!(
-                    "chunks of {chunk_terms} terms for rows of up to {}",
-                    self.longest_row
-                )
-            },
-        )?;
+        ensure(SPMV, chunk_terms >= self.longest_row.max(1), || {
+            format!(
+                "chunks of {chunk_terms} terms for rows of up to {}",
+                self.longest_row
+            )
+        })?;
         check_evaluation(z, classes, self.width, self.rows, which, o)?;
         let m = &self.matrices[which];
         let mut row_ptr = stream.alloc::<u32>(chunk_terms + 1)?;
@@ -510,35 +514,34 @@ impl<'a> StreamedR1cs<'a> {
             stream.upload_at(&rebased, &mut row_ptr, 0)?;
             let span = base as usize..end as usize;
             stream.upload_at(&m.cols[span.clone()], &mut cols, 0)?;
-            let (kernel, ids_ptr) = match (m.ids, &mut ids) {
-                (HostIds::U16(v), DeviceIds::U16(d)) => {
-                    stream.upload_at(&v[span], d, 0)?;
-                    ("prover_spmv_u16", d.device_ptr())
-                }
-                (HostIds::U32(v), DeviceIds::U32(d)) => {
-                    stream.upload_at(&v[span], d, 0)?;
-                    ("prover_spmv_u32", d.device_ptr())
-                }
-                _ => unreachable!("the staging ids have the matrix's width"),
-            };
             let args = SpmvArgs {
-                kernel,
-                row_ptr: row_ptr.device_ptr(),
-                cols: cols.device_ptr(),
-                ids: ids_ptr,
+                row_ptr: row_ptr.arg(),
+                cols: cols.arg(),
                 rows: r1 - r0,
                 terms,
             };
-            let at = o.device_ptr() + (r0 * std::mem::size_of::<FrLimbs>()) as u64;
+            let at = o.arg_mut_at(r0);
+            let coeffs = &self.coeffs;
             #[allow(unsafe_code)]
-            // SAFETY: the chunk's offsets are the matrix's (checked at
-            // new: non-decreasing, within its terms) rebased to 0, ending
-            // at `terms` <= chunk_terms, the lengths of cols and ids (u16
-            // ids take half the u32 buffer); columns and ids were checked
-            // at new and z's width by check_evaluation; out has >= rows
-            // values (checked), and rows r0..r1 start at `at`.
+            // SAFETY: the chunk's offsets are the matrix's (checked at new:
+            // non-decreasing, within its terms) rebased to 0, ending at
+            // `terms` <= chunk_terms, the lengths of cols and ids; columns
+            // and ids were checked at new and z's width by check_evaluation;
+            // out has >= rows values (checked), and rows r0..r1 start at `at`.
             unsafe {
-                spmv(stream, &args, &self.coeffs, z, classes, at)?;
+                match (m.ids, &mut ids) {
+                    (HostIds::U16(v), DeviceIds::U16(d)) => {
+                        stream.upload_at(&v[span], d, 0)?;
+                        let k = decl::prover_spmv_u16;
+                        spmv(stream, k, d.arg(), &args, coeffs, z, classes, at)
+                    }
+                    (HostIds::U32(v), DeviceIds::U32(d)) => {
+                        stream.upload_at(&v[span], d, 0)?;
+                        let k = decl::prover_spmv_u32;
+                        spmv(stream, k, d.arg(), &args, coeffs, z, classes, at)
+                    }
+                    _ => unreachable!("the staging ids have the matrix's width"),
+                }?;
             }
             r0 = r1;
         }

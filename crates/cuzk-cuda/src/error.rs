@@ -83,6 +83,11 @@ pub enum KernelsProblem {
         #[source]
         source: std::io::Error,
     },
+    /// A kernel's Rust declaration (`src/decl.rs`) disagrees with the
+    /// loaded fatbin: the kernel is not in its unit, or its parameters'
+    /// count or sizes differ (from the driver's parameter info).
+    #[error("{0}: the Rust declaration (crates/cuzk-cuda/src/decl.rs) and the kernel's C signature disagree")]
+    Declaration(String),
     /// The build script could not read the kernel manifest.
     #[error("the kernel manifest: {0}")]
     Manifest(String),

@@ -153,7 +153,8 @@ impl Drop for PinnedBytes {
 }
 
 /// A kernel's arguments, each stored as the bytes the kernel expects (device
-/// pointers as u64, scalars, structs by value), kept alive until the launch.
+/// addresses as u64, scalars, structs by value), kept alive until the launch.
+/// Filled by `launch::Args` from a declared kernel's argument tuple.
 #[derive(Debug, Default)]
 pub(crate) struct KernelArgs {
     values: Vec<Vec<u64>>,
@@ -165,28 +166,13 @@ impl KernelArgs {
     }
 
     /// Appends a value passed by value: its bytes, 8-byte aligned.
-    pub(crate) fn value<T: DeviceRepr>(mut self, v: &T) -> Self {
+    pub(crate) fn push_value<T: DeviceRepr>(&mut self, v: &T) {
         let bytes = cuzk_field::limbs::as_bytes(std::slice::from_ref(v));
         let mut words = vec![0u64; bytes.len().div_ceil(8).max(1)];
         for (i, b) in bytes.iter().enumerate() {
             words[i / 8] |= (*b as u64) << (8 * (i % 8));
         }
         self.values.push(words);
-        self
-    }
-
-    pub(crate) fn u32(self, v: u32) -> Self {
-        self.value(&v)
-    }
-
-    #[allow(dead_code)] // for wrappers with u64 parameters (MSM)
-    pub(crate) fn u64(self, v: u64) -> Self {
-        self.value(&v)
-    }
-
-    /// Appends a raw device address (from a `DeviceBuffer`).
-    pub(crate) fn device_ptr(self, ptr: u64) -> Self {
-        self.value(&ptr)
     }
 
     /// Launches `func` on `stream`.
@@ -225,6 +211,40 @@ macro_rules! device_repr {
     };
 }
 pub(crate) use device_repr;
+
+/// The driver's CUDA version (`12040` for 12.4).
+pub(crate) fn driver_version() -> Result<i32, DriverError> {
+    let mut v = 0i32;
+    // SAFETY: writes one int; the driver library is loaded (callers opened a
+    // context first).
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }.result()?;
+    Ok(v)
+}
+
+/// The size in bytes of each parameter of `func`, from the driver
+/// (`cuFuncGetParamInfo`; the caller checks that the driver is 12.4 or later).
+pub(crate) fn param_sizes(func: &CudaFunction) -> Result<Vec<usize>, DriverError> {
+    let mut sizes = Vec::new();
+    loop {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: `func` is a live function of a loaded module (the
+        // CudaFunction keeps the module alive); the call writes two usizes.
+        let r = unsafe {
+            cudarc::driver::sys::cuFuncGetParamInfo(
+                func.cu_function(),
+                sizes.len(),
+                &mut offset,
+                &mut size,
+            )
+        };
+        match r {
+            cudarc::driver::sys::CUresult::CUDA_SUCCESS => sizes.push(size),
+            // Past the last parameter.
+            cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(sizes),
+            e => return Err(DriverError(e)),
+        }
+    }
+}
 
 /// Whether libcuda can be loaded (cudarc panics on the first driver call otherwise).
 pub(crate) fn driver_library_present() -> bool {

@@ -6,9 +6,9 @@
 
 use cuzk_field::limbs::FrLimbs;
 
+use crate::decl;
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
-use crate::ffi::KernelArgs;
 use crate::scan::{exclusive_scan, SCAN_TILE};
 
 /// Reusable scratch for gathers by bitmaps of up to `max_len` bits.
@@ -63,7 +63,7 @@ impl BitmapGather {
         out: &mut DeviceBuffer<FrLimbs>,
         head: usize,
     ) -> Result<usize> {
-        let kernel = "prover_gather_set_bits";
+        let kernel = decl::prover_gather_set_bits.name();
         let nwords = n.div_ceil(64);
         ensure(kernel, n <= self.max_len && n <= values.len(), || {
             format!(
@@ -98,17 +98,18 @@ impl BitmapGather {
         s.upload_at(bitmap, &mut self.words, 0)?;
         let sizes = || format!("{n} values, {nwords} bitmap words");
         let threads = 256u32;
-        let args = KernelArgs::new()
-            .device_ptr(self.words.device_ptr())
-            .u32(nwords as u32)
-            .u32(n as u32)
-            .device_ptr(self.counts.device_ptr());
+        let args = (
+            self.words.arg(),
+            nwords as u32,
+            n as u32,
+            self.counts.arg_mut(),
+        );
         #[allow(unsafe_code)]
-        // SAFETY: prover_word_popcounts(words, nwords, n, counts): reads and
-        // writes [0, nwords) of buffers sized for max_len / 64 ≥ nwords words.
+        // SAFETY: reads and writes [0, nwords) of buffers sized for max_len /
+        // 64 ≥ nwords words.
         unsafe {
             s.launch(
-                "prover_word_popcounts",
+                decl::prover_word_popcounts,
                 grid((nwords as u32).div_ceil(threads).clamp(1, 4096), threads),
                 args,
                 sizes,
@@ -118,27 +119,26 @@ impl BitmapGather {
             s,
             &self.counts,
             nwords as u32,
-            &self.tile_sums,
-            &self.offsets,
+            &mut self.tile_sums,
+            &mut self.offsets,
             None,
         )?;
-        let out_ptr = out.device_ptr() + (head * std::mem::size_of::<FrLimbs>()) as u64;
-        let args = KernelArgs::new()
-            .device_ptr(values.device_ptr())
-            .device_ptr(self.words.device_ptr())
-            .u32(nwords as u32)
-            .u32(n as u32)
-            .device_ptr(self.offsets.device_ptr())
-            .device_ptr(out_ptr);
+        let args = (
+            values.arg(),
+            self.words.arg(),
+            nwords as u32,
+            n as u32,
+            self.offsets.arg(),
+            out.arg_mut_at(head),
+        );
         let warps_per_block = threads / 32;
         #[allow(unsafe_code)]
-        // SAFETY: prover_gather_set_bits(values, words, nwords, n, offsets, out):
-        // reads values below n ≤ values.len(), offsets[0..nwords); writes
+        // SAFETY: reads values below n ≤ values.len(), offsets[0..nwords); writes
         // out[head + rank] for the `count` set bits below n, head + count ≤
         // out.len() (checked above).
         unsafe {
             s.launch(
-                kernel,
+                decl::prover_gather_set_bits,
                 grid(
                     (nwords as u32).div_ceil(warps_per_block).clamp(1, 1 << 16),
                     threads,

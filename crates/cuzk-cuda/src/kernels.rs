@@ -113,6 +113,24 @@ pub fn left_out() -> Vec<String> {
         .collect()
 }
 
+/// The fatbin file of `unit` (a `kernels/…` path's tail) in the folder the
+/// kernels were loaded from (or `.` before they are).
+pub(crate) fn fatbin_path(unit: &str) -> PathBuf {
+    let stem = UNITS
+        .iter()
+        .find(|u| u.unit == unit)
+        .map_or(unit, |u| u.stem);
+    let dir = LOADED.get().map_or(Path::new("."), |k| k.dir());
+    dir.join(format!("{stem}.fatbin"))
+}
+
+/// The units of both manifests, as paths under `kernels/` (for the source
+/// test of the declarations, `launch.rs`).
+#[cfg(test)]
+pub(crate) fn unit_paths() -> impl Iterator<Item = &'static str> {
+    UNITS.iter().map(|u| u.unit)
+}
+
 /// The folders searched for fatbins, in order (see the module docs).
 pub fn search_path() -> Vec<PathBuf> {
     let mut dirs = Vec::new();

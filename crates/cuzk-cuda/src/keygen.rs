@@ -23,9 +23,10 @@ use std::marker::PhantomData;
 use cuzk_field::limbs::FrLimbs;
 use rayon::prelude::*;
 
+use crate::decl::{self, KeygenMul, KeygenToAffine};
 use crate::device::{grid, DeviceBuffer, Event, Gpu, PinnedBuffer, Stream};
 use crate::error::{ensure, Result};
-use crate::ffi::KernelArgs;
+use crate::launch::{DevPtrMut, Kernel};
 use crate::msm::{MsmCurve, G1, G2};
 
 /// Points one thread of the affine conversion handles with one inversion.
@@ -40,17 +41,22 @@ pub const MAX_WINDOW_BITS: u32 = 24;
 
 /// A curve the keygen kernels are built for ([`G1`], [`G2`]).
 pub trait KeygenCurve: MsmCurve {
-    /// `keygen_fixed_base_mul_*` and `keygen_to_affine_*`.
+    /// `keygen_fixed_base_mul_*`.
     #[doc(hidden)]
-    const KEYGEN_KERNELS: [&'static str; 2];
+    const KEYGEN_MUL: Kernel<KeygenMul<Self::Affine>>;
+    /// `keygen_to_affine_*`.
+    #[doc(hidden)]
+    const KEYGEN_TO_AFFINE: Kernel<KeygenToAffine<Self::Affine>>;
 }
 
 impl KeygenCurve for G1 {
-    const KEYGEN_KERNELS: [&'static str; 2] = ["keygen_fixed_base_mul_g1", "keygen_to_affine_g1"];
+    const KEYGEN_MUL: Kernel<KeygenMul<Self::Affine>> = decl::keygen_fixed_base_mul_g1;
+    const KEYGEN_TO_AFFINE: Kernel<KeygenToAffine<Self::Affine>> = decl::keygen_to_affine_g1;
 }
 
 impl KeygenCurve for G2 {
-    const KEYGEN_KERNELS: [&'static str; 2] = ["keygen_fixed_base_mul_g2", "keygen_to_affine_g2"];
+    const KEYGEN_MUL: Kernel<KeygenMul<Self::Affine>> = decl::keygen_fixed_base_mul_g2;
+    const KEYGEN_TO_AFFINE: Kernel<KeygenToAffine<Self::Affine>> = decl::keygen_to_affine_g2;
 }
 
 /// A fixed-base window table resident on the device (see the module docs for
@@ -135,7 +141,7 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
         out: &mut [C::Affine],
         chunk: usize,
     ) -> Result<()> {
-        let [mul_kernel, _] = C::KEYGEN_KERNELS;
+        let mul_kernel = C::KEYGEN_MUL.name();
         ensure(mul_kernel, scalars.len() == out.len(), || {
             format!("{} scalars, {} outputs", scalars.len(), out.len())
         })?;
@@ -147,14 +153,14 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
         }
         let chunk = chunk.min(scalars.len());
         let mut scalar_buf: DeviceBuffer<FrLimbs> = stream.alloc(chunk)?;
-        let xyzz: DeviceBuffer<u64> = stream.alloc(chunk * C::XYZZ_WORDS)?;
+        let mut xyzz: DeviceBuffer<u64> = stream.alloc(chunk * C::XYZZ_WORDS)?;
         let mut first = 0;
         while first < scalars.len() {
             let len = chunk.min(scalars.len() - first);
             stream.upload_prefix(&scalars[first..first + len], &mut scalar_buf)?;
             // A chunk's points in a buffer of exactly `len` (download takes whole buffers).
-            let points: DeviceBuffer<C::Affine> = stream.alloc(len)?;
-            self.launch(stream, &scalar_buf, &xyzz, points.device_ptr(), first, len)?;
+            let mut points: DeviceBuffer<C::Affine> = stream.alloc(len)?;
+            self.launch(stream, &scalar_buf, &mut xyzz, points.arg_mut(), first, len)?;
             stream.download(&points, &mut out[first..first + len])?;
             first += len;
         }
@@ -174,7 +180,7 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
         scalars: &[FrLimbs],
         out: &mut [C::Affine],
     ) -> Result<KernelTimes> {
-        let [mul_kernel, _] = C::KEYGEN_KERNELS;
+        let mul_kernel = C::KEYGEN_MUL.name();
         ensure(mul_kernel, scalars.len() == out.len(), || {
             format!("{} scalars, {} outputs", scalars.len(), out.len())
         })?;
@@ -191,7 +197,7 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
         let chunk = chunk.min(scalars.len());
         let mut events = Vec::new();
         let mut dev_scalars: DeviceBuffer<FrLimbs> = stream.alloc(chunk)?;
-        let xyzz: DeviceBuffer<u64> = stream.alloc(chunk * C::XYZZ_WORDS)?;
+        let mut xyzz: DeviceBuffer<u64> = stream.alloc(chunk * C::XYZZ_WORDS)?;
         // Whole staging buffers travel back (download_pinned copies equal
         // lengths); only the first `len` points of each are used.
         let dev_points: DeviceBuffer<u8> = stream.alloc(staging.point_bytes())?;
@@ -205,14 +211,10 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
                 .copy_from_slice(&scalars[first..first + len]);
             stream.upload_staged(&staging.scalars[slot], len, &mut dev_scalars, 0)?;
             let before = stream.record()?;
-            let between = self.launch(
-                stream,
-                &dev_scalars,
-                &xyzz,
-                dev_points.device_ptr(),
-                first,
-                len,
-            )?;
+            // The staging bytes hold `len` ≤ chunk points (chunk ≤
+            // point_bytes / point size), aligned as the arena aligns.
+            let points = DevPtrMut::from_raw(dev_points.device_ptr());
+            let between = self.launch(stream, &dev_scalars, &mut xyzz, points, first, len)?;
             events.push((before, between, stream.record()?));
             stream.download_pinned(&dev_points, &mut staging.points[slot])?;
             if let Some((slot, first, len)) = pending.take() {
@@ -232,34 +234,34 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
     }
 
     /// Launches the product and the affine conversion of `len` scalars from
-    /// `dev_scalars` into the affine points at device address `points`;
+    /// `dev_scalars` into the affine points at `points` (room for `len`);
     /// returns an event recorded between the two.
     fn launch(
         &self,
         stream: &Stream,
         dev_scalars: &DeviceBuffer<FrLimbs>,
-        xyzz: &DeviceBuffer<u64>,
-        points: u64,
+        xyzz: &mut DeviceBuffer<u64>,
+        points: DevPtrMut<C::Affine>,
         first: usize,
         len: usize,
     ) -> Result<Event> {
-        let [mul_kernel, affine_kernel] = C::KEYGEN_KERNELS;
         let n = len as u32;
         debug_assert!(len <= dev_scalars.len() && len * C::XYZZ_WORDS <= xyzz.len());
-        let args = KernelArgs::new()
-            .device_ptr(self.points.device_ptr())
-            .u32(self.window_bits)
-            .u32(self.windows)
-            .device_ptr(dev_scalars.device_ptr())
-            .u32(n)
-            .device_ptr(xyzz.device_ptr());
+        let args = (
+            self.points.arg(),
+            self.window_bits,
+            self.windows,
+            dev_scalars.arg(),
+            n,
+            xyzz.arg_mut(),
+        );
         #[allow(unsafe_code)]
         // SAFETY: as in `mul_in_chunks`: reads dev_scalars[0..n) and table rows
         // j < windows at columns < 2^(w-1); writes n XYZZ points into xyzz
         // (callers size it for at least n).
         unsafe {
             stream.launch(
-                mul_kernel,
+                C::KEYGEN_MUL,
                 grid(n.div_ceil(MUL_THREADS), MUL_THREADS),
                 args,
                 || {
@@ -272,17 +274,13 @@ impl<C: KeygenCurve> FixedBaseTable<C> {
         }
         let between = stream.record()?;
         let threads = n.div_ceil(AFFINE_RUN);
-        let args = KernelArgs::new()
-            .device_ptr(xyzz.device_ptr())
-            .u32(n)
-            .u32(AFFINE_RUN)
-            .device_ptr(points);
+        let args = (xyzz.arg(), n, AFFINE_RUN, points);
         #[allow(unsafe_code)]
         // SAFETY: reads n XYZZ points from xyzz, writes n affine points at
         // `points`, which callers size for at least n.
         unsafe {
             stream.launch(
-                affine_kernel,
+                C::KEYGEN_TO_AFFINE,
                 grid(threads.div_ceil(AFFINE_THREADS), AFFINE_THREADS),
                 args,
                 || format!("{len} points at {first}"),

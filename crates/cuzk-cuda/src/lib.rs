@@ -3,17 +3,22 @@
 
 pub mod abc;
 pub mod arena;
+mod decl;
 mod device;
 mod error;
 mod ffi;
 pub mod gather;
 pub mod kernels;
 pub mod keygen;
+pub mod launch;
 pub mod msm;
 pub mod ntt;
 pub mod packed;
+#[cfg(feature = "tuning")]
+pub mod probes;
 mod scan;
 pub mod staging;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use arena::{fence_wait_on_this_thread, Arena, BudgetError, VramBudget};

@@ -12,9 +12,11 @@ use blstrs::Scalar as Fr;
 use cuzk_field::limbs::FrLimbs;
 use ff::{Field, PrimeField};
 
+use crate::decl::{self, NttPass};
 use crate::device::{grid, DeviceBuffer, Gpu, Stream};
 use crate::error::{ensure, DriverContext, Result};
-use crate::ffi::{device_repr, KernelArgs};
+use crate::ffi::device_repr;
+use crate::launch::Kernel;
 use cudarc::driver::LaunchConfig;
 
 /// Largest supported transform: 2^28 (kernels/ntt/ntt.cu MAX_LOG).
@@ -39,7 +41,8 @@ pub struct NttConfig {
     /// Threads per block of a pass: 256 or 512.
     pub threads: u32,
     /// Register cap of the pass kernel: 0 (the compiler's choice, ≤ 128),
-    /// 80 or 64 (more blocks resident per SM; see [`PASS_KERNELS`]).
+    /// 80 or 64 (more blocks resident per SM: `ntt_pass`, `ntt_pass_r80`,
+    /// `ntt_pass_r64`, and the swapping passes likewise).
     pub max_regs: u32,
     /// Do the first two and the last DIF levels of every pass of ≥ 2^3
     /// points in registers as the values are loaded and stored (two fewer
@@ -56,13 +59,16 @@ pub struct NttConfig {
 }
 
 /// The pass kernel for each register cap (kernels/ntt/ntt.cu).
-pub const PASS_KERNELS: [(u32, &str); 3] =
-    [(0, "ntt_pass"), (80, "ntt_pass_r80"), (64, "ntt_pass_r64")];
+const PASS_KERNELS: [(u32, Kernel<NttPass>); 3] = [
+    (0, decl::ntt_pass),
+    (80, decl::ntt_pass_r80),
+    (64, decl::ntt_pass_r64),
+];
 /// The digit-swapping middle pass for each register cap (kernels/ntt/ntt.cu).
-pub const SWAP_PASS_KERNELS: [(u32, &str); 3] = [
-    (0, "ntt_swap_pass"),
-    (80, "ntt_swap_pass_r80"),
-    (64, "ntt_swap_pass_r64"),
+const SWAP_PASS_KERNELS: [(u32, Kernel<NttPass>); 3] = [
+    (0, decl::ntt_swap_pass),
+    (80, decl::ntt_swap_pass_r80),
+    (64, decl::ntt_swap_pass_r64),
 ];
 
 impl NttConfig {
@@ -162,7 +168,7 @@ impl NttKind {
 /// The twiddle table set as the kernels take it (device addresses).
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
-struct TablesArg {
+pub(crate) struct TablesArg {
     w_lo: u64,
     w_hi: u64,
     w_blk: u64,
@@ -235,11 +241,11 @@ fn build_tables(gpu: &Gpu) -> Result<Tables> {
     // Opt the pass kernel in to as much shared memory as the largest tile needs
     // and the device allows.
     let max_shared = gpu.max_shared_per_block_optin()?.min(32 << 12);
-    for (_, name) in PASS_KERNELS.into_iter().chain(SWAP_PASS_KERNELS) {
-        let f = gpu.function(name)?;
+    for (_, kernel) in PASS_KERNELS.into_iter().chain(SWAP_PASS_KERNELS) {
+        let f = gpu.function(kernel)?;
         crate::ffi::set_max_dynamic_shared_bytes(&f, max_shared)
             .cuda("cuFuncSetAttribute", || {
-                format!("{name}: {max_shared} B of dynamic shared memory")
+                format!("{}: {max_shared} B of dynamic shared memory", kernel.name())
             })?;
     }
     Ok(Tables {
@@ -280,7 +286,7 @@ pub fn ntt_with(
 ) -> Result<()> {
     let n = data.len();
     ensure(
-        "ntt_pass",
+        decl::ntt_pass.name(),
         n.is_power_of_two() && n <= 1 << MAX_LOG_N,
         || format!("length {n} is not a power of two in 1..=2^{MAX_LOG_N}"),
     )?;
@@ -297,21 +303,21 @@ pub fn ntt_with(
         fuse_reversal,
         stream_hint,
     } = config;
-    let kernel_for = |kernels: [(u32, &'static str); 3]| {
+    let kernel_for = |kernels: [(u32, Kernel<NttPass>); 3]| {
         kernels
             .iter()
             .find(|(r, _)| *r == max_regs)
-            .map(|&(_, name)| name)
+            .map(|&(_, kernel)| kernel)
     };
     let (Some(pass_kernel), Some(swap_kernel)) =
         (kernel_for(PASS_KERNELS), kernel_for(SWAP_PASS_KERNELS))
     else {
-        return ensure("ntt_pass", false, || {
+        return ensure(decl::ntt_pass.name(), false, || {
             format!("config {config:?}: max_regs must be 0, 80 or 64")
         });
     };
     ensure(
-        pass_kernel,
+        pass_kernel.name(),
         (10..=12).contains(&tile_log) && (threads == 256 || threads == 512),
         || format!("config {config:?}: tile_log must be 10..=12 and threads 256 or 512"),
     )?;
@@ -334,7 +340,7 @@ pub fn ntt_with(
             (pass_kernel, after, (tile_log - b).min(log_n - b))
         };
         let shared = 32usize << (b + log_c);
-        ensure(kernel, shared <= tables.max_shared, || {
+        ensure(kernel.name(), shared <= tables.max_shared, || {
             format!(
                 "a {shared}-byte tile exceeds this GPU's {} bytes of shared memory per block",
                 tables.max_shared
@@ -362,19 +368,18 @@ pub fn ntt_with(
             }
         }
         let blocks = 1u32 << (log_n - b - log_c);
-        let args = KernelArgs::new()
-            .device_ptr(data.device_ptr())
-            .u32(log_n)
-            .u32(b)
-            .u32(log_s)
-            .u32(log_c)
-            .u32(flags)
-            .value(&n_inv)
-            .value(&tables.arg);
+        let args = (
+            data.arg_mut(),
+            log_n,
+            b,
+            log_s,
+            log_c,
+            flags,
+            n_inv,
+            tables.arg,
+        );
         #[allow(unsafe_code)]
-        // SAFETY: matches `ntt_pass*` / `ntt_swap_pass*(fr_t*, u32 log_n, u32 b,
-        // u32 log_s, u32 log_c, u32 flags, fr_t n_inv, Tables)` in
-        // kernels/ntt/ntt.cu. The kernel touches positions < 2^log_n =
+        // SAFETY: the kernel touches positions < 2^log_n =
         // data.len(): the grid covers exactly the 2^(log_n − b) columns (the
         // swap pass: 2^(2a) columns (d1, d3) of 2^m, 4·2^g per block with
         // g ≤ a − 1, as SwapCols requires); the tables hold the sizes the
@@ -402,14 +407,15 @@ pub fn ntt_with(
         if kind == NttKind::CosetInverse {
             flags |= F_COSET_OUT;
         }
-        let args = KernelArgs::new()
-            .device_ptr(data.device_ptr())
-            .u32(log_n)
-            .u32(b_out)
-            .u32(b_mid)
-            .u32(flags)
-            .value(&n_inv)
-            .value(&tables.arg);
+        let args = (
+            data.arg_mut(),
+            log_n,
+            b_out,
+            b_mid,
+            flags,
+            n_inv,
+            tables.arg,
+        );
         // The tiled transpose moves 16-element runs; it needs 16 | 2^b_out.
         let (kernel, cfg) = if b_out >= REVERSE_TILE_LOG {
             let tiles = 1u32 << (b_out - REVERSE_TILE_LOG);
@@ -418,16 +424,15 @@ pub fn ntt_with(
                 block_dim: (1 << (2 * REVERSE_TILE_LOG), 1, 1),
                 shared_mem_bytes: 0,
             };
-            ("ntt_digit_reverse_tiled", cfg)
+            (decl::ntt_digit_reverse_tiled, cfg)
         } else {
             (
-                "ntt_digit_reverse",
+                decl::ntt_digit_reverse,
                 grid((n as u32).div_ceil(THREADS), THREADS),
             )
         };
         #[allow(unsafe_code)]
-        // SAFETY: matches `ntt_digit_reverse[_tiled](fr_t*, u32 log_n, u32 b_out,
-        // u32 b_mid, u32 flags, fr_t n_inv, Tables)`. 2·b_out + b_mid = log_n,
+        // SAFETY: 2·b_out + b_mid = log_n,
         // so every position and its reverse are < n: the plain kernel's threads
         // ≥ n return; the tiled one's grid is (2^b_out/16)² tiles × 2^b_mid
         // with 16×16 threads, each block touching its two tiles only.
@@ -458,7 +463,7 @@ pub fn h_step(
 ) -> Result<()> {
     let n = a.len();
     ensure(
-        "ntt_h_step",
+        decl::ntt_h_step.name(),
         b.len() == n && c.len() == n && n <= u32::MAX as usize,
         || {
             format!(
@@ -472,18 +477,12 @@ pub fn h_step(
         return Ok(());
     }
     let z_inv = FrLimbs::from(z_inv_on_coset(n));
-    let args = KernelArgs::new()
-        .device_ptr(a.device_ptr())
-        .device_ptr(b.device_ptr())
-        .device_ptr(c.device_ptr())
-        .value(&z_inv)
-        .u32(n as u32);
+    let args = (a.arg_mut(), b.arg(), c.arg(), z_inv, n as u32);
     #[allow(unsafe_code)]
-    // SAFETY: matches `ntt_h_step(fr_t* a, const fr_t* b, const fr_t* c, fr_t
-    // z_inv, u32 n)`; all three buffers hold n elements, threads ≥ n return.
+    // SAFETY: all three buffers hold n elements, threads ≥ n return.
     unsafe {
         stream.launch(
-            "ntt_h_step",
+            decl::ntt_h_step,
             grid((n as u32).div_ceil(THREADS), THREADS),
             args,
             || format!("n = {n}"),
@@ -500,25 +499,20 @@ pub fn h_mul(
     b: &DeviceBuffer<FrLimbs>,
 ) -> Result<()> {
     let n = a.len();
-    ensure("ntt_h_mul", b.len() == n && n <= u32::MAX as usize, || {
-        format!(
-            "lengths a = {n}, b = {} must be equal (and < 2^32)",
-            b.len()
-        )
-    })?;
+    ensure(
+        decl::ntt_h_mul.name(),
+        b.len() == n && n <= u32::MAX as usize,
+        || format!("lengths a = {n}, b = {} must be equal (and < 2^32)", b.len()),
+    )?;
     if n == 0 {
         return Ok(());
     }
-    let args = KernelArgs::new()
-        .device_ptr(a.device_ptr())
-        .device_ptr(b.device_ptr())
-        .u32(n as u32);
+    let args = (a.arg_mut(), b.arg(), n as u32);
     #[allow(unsafe_code)]
-    // SAFETY: matches `ntt_h_mul(fr_t* a, const fr_t* b, u32 n)`; both
-    // buffers hold n elements, threads ≥ n return.
+    // SAFETY: both buffers hold n elements, threads ≥ n return.
     unsafe {
         stream.launch(
-            "ntt_h_mul",
+            decl::ntt_h_mul,
             grid((n as u32).div_ceil(THREADS), THREADS),
             args,
             || format!("n = {n}"),
@@ -535,30 +529,20 @@ pub fn h_finish(
 ) -> Result<()> {
     let n = a.len();
     ensure(
-        "ntt_h_finish",
+        decl::ntt_h_finish.name(),
         c.len() == n && n <= u32::MAX as usize,
-        || {
-            format!(
-                "lengths a = {n}, c = {} must be equal (and < 2^32)",
-                c.len()
-            )
-        },
+        || format!("lengths a = {n}, c = {} must be equal (and < 2^32)", c.len()),
     )?;
     if n == 0 {
         return Ok(());
     }
     let z_inv = FrLimbs::from(z_inv_on_coset(n));
-    let args = KernelArgs::new()
-        .device_ptr(a.device_ptr())
-        .device_ptr(c.device_ptr())
-        .value(&z_inv)
-        .u32(n as u32);
+    let args = (a.arg_mut(), c.arg(), z_inv, n as u32);
     #[allow(unsafe_code)]
-    // SAFETY: matches `ntt_h_finish(fr_t* a, const fr_t* c, fr_t z_inv, u32
-    // n)`; both buffers hold n elements, threads ≥ n return.
+    // SAFETY: both buffers hold n elements, threads ≥ n return.
     unsafe {
         stream.launch(
-            "ntt_h_finish",
+            decl::ntt_h_finish,
             grid((n as u32).div_ceil(THREADS), THREADS),
             args,
             || format!("n = {n}"),

@@ -32,9 +32,9 @@
 use cuzk_field::limbs::FrLimbs;
 use rayon::prelude::*;
 
+use crate::decl;
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
-use crate::ffi::KernelArgs;
 
 /// 1 in Montgomery form: R = 2^256 mod r, r the BLS12-381 scalar field's
 /// order, as little-endian limbs (the limbs of blstrs' `Scalar::ONE`; a
@@ -409,7 +409,7 @@ pub fn expand_on_device(
     out: &mut DeviceBuffer<FrLimbs>,
     at: usize,
 ) -> Result<()> {
-    let kernel = "prover_expand_z";
+    let kernel = decl::prover_expand_z.name();
     let len = layout.len;
     ensure(kernel, packed.len() >= layout.words(), || {
         format!(
@@ -437,22 +437,22 @@ pub fn expand_on_device(
     if len == 0 {
         return Ok(());
     }
-    let out_ptr = out.device_ptr() + (at * std::mem::size_of::<FrLimbs>()) as u64;
-    let args = KernelArgs::new()
-        .device_ptr(packed.device_ptr())
-        .u32(len as u32)
-        .u32(layout.others_at() as u32)
-        .u32(layout.others as u32)
-        .device_ptr(out_ptr);
+    let args = (
+        packed.arg(),
+        len as u32,
+        layout.others_at() as u32,
+        layout.others as u32,
+        out.arg_mut_at(at),
+    );
     #[allow(unsafe_code)]
-    // SAFETY: prover_expand_z(packed, len, others_at, others, out): reads
+    // SAFETY: reads
     // code words below ⌈len / 32⌉, as many u32 counts from word ⌈len / 32⌉,
     // and others below `others` from word `others_at` (a rank past them is
     // not read), all within `layout.words()` ≤ packed.len() (checked);
     // writes out[at .. at + len) ⊆ out (checked).
     unsafe {
         stream.launch(
-            kernel,
+            decl::prover_expand_z,
             grid((len as u32).div_ceil(THREADS).clamp(1, 1 << 16), THREADS),
             args,
             || format!("{len} values, {} others", layout.others),

@@ -764,9 +764,9 @@ fn benchmark_data_is_right() {
         let p0 = C::random_point(rng);
         let step = C::random_point(rng);
         let expected = C::chain(p0, step, n);
-        let out: DeviceBuffer<C::Affine> = s.alloc(n).unwrap();
+        let mut out: DeviceBuffer<C::Affine> = s.alloc(n).unwrap();
         let lim = C::limbs(&[C::to_aff(&p0), C::to_aff(&step)]);
-        data::chain_bases::<C>(s, lim[0], lim[1], &out).unwrap();
+        data::chain_bases::<C>(s, lim[0], lim[1], &mut out).unwrap();
         let got = s.download_vec(&out).unwrap();
         assert_eq!(got, C::limbs(&expected), "{} chain of {n}", C::NAME);
     }
@@ -774,8 +774,8 @@ fn benchmark_data_is_right() {
     check_chain::<G2>(&s, &mut rng, 333);
 
     let n = 4096;
-    let out: DeviceBuffer<FrLimbs> = s.alloc(n).unwrap();
-    data::random_scalars(&s, &out, rng.gen()).unwrap();
+    let mut out: DeviceBuffer<FrLimbs> = s.alloc(n).unwrap();
+    data::random_scalars(&s, &mut out, rng.gen()).unwrap();
     let got = s.download_vec(&out).unwrap();
     let r = cuzk_field::limbs::FR_MODULUS;
     for l in &got {

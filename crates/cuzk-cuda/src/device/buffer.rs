@@ -41,9 +41,31 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         self.len * std::mem::size_of::<T>()
     }
 
-    /// The device address, for kernel arguments (crate-internal).
+    /// The device address, for copies (crate-internal).
     pub(crate) fn device_ptr(&self) -> u64 {
         self.ptr
+    }
+
+    /// The buffer as a `const T*` kernel argument.
+    pub(crate) fn arg(&self) -> DevPtr<T> {
+        DevPtr::from_raw(self.ptr)
+    }
+
+    /// The buffer as a `T*` kernel argument the kernel writes through.
+    pub(crate) fn arg_mut(&mut self) -> DevPtrMut<T> {
+        DevPtrMut::from_raw(self.ptr)
+    }
+
+    /// `&self[offset..]` as a `const T*` kernel argument (`offset` ≤ len).
+    pub(crate) fn arg_at(&self, offset: usize) -> DevPtr<T> {
+        debug_assert!(offset <= self.len, "offset {offset} of {}", self.len);
+        DevPtr::from_raw(self.ptr + (offset * std::mem::size_of::<T>()) as u64)
+    }
+
+    /// `&mut self[offset..]` as a `T*` kernel argument (`offset` ≤ len).
+    pub(crate) fn arg_mut_at(&mut self, offset: usize) -> DevPtrMut<T> {
+        debug_assert!(offset <= self.len, "offset {offset} of {}", self.len);
+        DevPtrMut::from_raw(self.ptr + (offset * std::mem::size_of::<T>()) as u64)
     }
 
     /// The values from `offset` on, as a buffer of their own, without a

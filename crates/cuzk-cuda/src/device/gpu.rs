@@ -1,5 +1,5 @@
 //! [`Gpu`]: one CUDA device opened once per process, with its kernel
-//! modules, kernel cache, arena and per-device extensions.
+//! modules (each declared kernel loaded and checked once), arena and per-device extensions.
 
 use super::*;
 
@@ -14,9 +14,9 @@ pub(crate) struct GpuInner {
     pub(crate) ctx: Arc<CudaContext>,
     /// The device's VRAM arena, reserved when the device was opened.
     pub(crate) arena: Arena,
-    /// One module per kernel unit: (unit, module), in manifest order.
-    pub(crate) modules: Vec<(&'static str, Arc<CudaModule>)>,
-    pub(crate) functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// Every declared kernel of the loaded units, by name (checked against
+    /// its declaration when the device was opened).
+    pub(crate) functions: HashMap<&'static str, CudaFunction>,
     pub(crate) info: DeviceInfo,
     /// Per-device state of kernel families (e.g. NTT twiddle tables), created on first use.
     pub(crate) extensions: Mutex<HashMap<&'static str, Arc<dyn std::any::Any + Send + Sync>>>,
@@ -109,14 +109,14 @@ impl Gpu {
                 })?;
             modules.push((fatbin.unit, module));
         }
-        tracing::debug!(%info, "loaded cuzk kernels");
+        let functions = declared_functions(&modules, &info)?;
+        tracing::debug!(%info, kernels = functions.len(), "loaded cuzk kernels");
         let arena = Arena::reserve(&ctx, budget, &info.to_string())?;
         Ok(Gpu {
             inner: Arc::new(GpuInner {
                 arena,
                 ctx,
-                modules,
-                functions: Mutex::new(HashMap::new()),
+                functions,
                 info,
                 extensions: Mutex::new(HashMap::new()),
             }),
@@ -223,42 +223,32 @@ impl Gpu {
         self.new_stream_in(&arena)
     }
 
-    /// A kernel by name, found in whichever unit's module has it, loaded once
-    /// and cached.
-    pub(crate) fn function(&self, name: &'static str) -> Result<CudaFunction> {
-        // Callers go on to use the function (launch, occupancy query, attribute)
-        // from this thread: the context must be current on it. A fresh worker
-        // thread has none until its first driver call that binds it.
+    /// A declared kernel's function (loaded and checked when the device was
+    /// opened), with the device's context made current on this thread:
+    /// callers go on to use it (launch, occupancy query, attribute), and a
+    /// fresh worker thread has no current context until a call binds one.
+    pub(crate) fn function<A>(&self, kernel: Kernel<A>) -> Result<CudaFunction> {
         self.inner
             .ctx
             .bind_to_thread()
             .cuda("cuCtxSetCurrent", || self.inner.info.to_string())?;
-        let mut cache = self.inner.functions.lock().expect("kernel cache poisoned");
-        if let Some(f) = cache.get(name) {
-            return Ok(f.clone());
-        }
-        // Kernel names are unique across units; the first module that has
-        // the name is the one.
-        let mut last = None;
-        for (_, module) in &self.inner.modules {
-            match module.load_function(name) {
-                Ok(f) => {
-                    cache.insert(name, f.clone());
-                    return Ok(f);
-                }
-                Err(e) => last = Some(e),
+        match self.inner.functions.get(kernel.name()) {
+            Some(f) => Ok(f.clone()),
+            // Only a test or benchmark unit can be left out (production
+            // units are required when the kernels load): missing, or stale.
+            None => {
+                let (unit, path) = (kernel.unit(), kernels::fatbin_path(kernel.unit()));
+                Err(Error::Kernels(if path.is_file() {
+                    KernelsProblem::Stale {
+                        unit,
+                        path,
+                        why: format!("was left out (stale), so {kernel} is not loaded"),
+                    }
+                } else {
+                    KernelsProblem::Missing { unit, path }
+                }))
             }
         }
-        let units = self.inner.modules.len();
-        let left_out = kernels::left_out().join(", ");
-        Err(last.expect("kernels are loaded only when some unit is built"))
-            .cuda("cuModuleGetFunction", || {
-                if left_out.is_empty() {
-                    format!("kernel {name} in none of the {units} kernel modules")
-                } else {
-                    format!("kernel {name} in none of the {units} kernel modules (not loaded: {left_out}; run `cargo xtask kernels`)")
-                }
-            })
     }
 
     /// Per-device state of a kernel family, created by `make` on first use.
@@ -277,4 +267,43 @@ impl Gpu {
         map.insert(key, v.clone());
         Ok(v)
     }
+}
+
+/// Loads every declared kernel (`src/decl.rs`) of the units in `modules`
+/// and checks it against its declaration: the kernel must be in its unit,
+/// and where the driver reports parameter info (CUDA 12.4 and later) its
+/// parameters' count and sizes must be the declared ones. Kernels of a unit
+/// that is not loaded (a test or benchmark unit left out) are skipped.
+fn declared_functions(
+    modules: &[(&'static str, Arc<CudaModule>)],
+    info: &DeviceInfo,
+) -> Result<HashMap<&'static str, CudaFunction>> {
+    let version = ffi::driver_version().cuda("cuDriverGetVersion", || info.to_string())?;
+    let param_info = version >= 12040;
+    if !param_info {
+        tracing::warn!(
+            version,
+            "the CUDA driver is older than 12.4: kernel parameters not checked against their declarations"
+        );
+    }
+    let mut functions = HashMap::with_capacity(crate::decl::DECLARED.len());
+    for d in crate::decl::DECLARED {
+        let Some((_, module)) = modules.iter().find(|(unit, _)| *unit == d.unit) else {
+            continue;
+        };
+        let f = module.load_function(d.name).map_err(|e| {
+            Error::Kernels(KernelsProblem::Declaration(format!(
+                "kernel {} is not in kernels/{} ({e})",
+                d.name, d.unit
+            )))
+        })?;
+        if param_info {
+            let sizes =
+                ffi::param_sizes(&f).cuda("cuFuncGetParamInfo", || format!("kernel {}", d.name))?;
+            crate::launch::compare_params(d, &sizes)
+                .map_err(|why| Error::Kernels(KernelsProblem::Declaration(why)))?;
+        }
+        functions.insert(d.name, f);
+    }
+    Ok(functions)
 }

@@ -24,9 +24,10 @@ use cudarc::driver::{
 use cuzk_field::limbs::{as_bytes, DeviceRepr};
 
 use crate::arena::{self, Arena, Region, VramBudget};
-use crate::error::{DriverContext, Error, Result};
+use crate::error::{DriverContext, Error, KernelsProblem, Result};
 use crate::ffi::{self, KernelArgs};
 use crate::kernels;
+use crate::launch::{Args, DevPtr, DevPtrMut, Kernel};
 
 /// What a device is, for logs and for sizing work.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -142,17 +142,22 @@ impl Stream {
     /// went from 1.50 to 1.40 s per partition).
     pub fn download<T: DeviceRepr>(&self, src: &DeviceBuffer<T>, host: &mut [T]) -> Result<()> {
         self.synchronize()?;
-        self.download_queued(src, host)
+        self.copy_to_host(src, host)
     }
 
     /// [`Stream::download`] with the copy queued behind the stream's earlier
-    /// work (for `copy_overlap`'s comparison).
-    #[doc(hidden)]
+    /// work, the old way (for `copy_overlap`'s comparison; `tuning` feature).
+    #[cfg(feature = "tuning")]
     pub fn download_queued<T: DeviceRepr>(
         &self,
         src: &DeviceBuffer<T>,
         host: &mut [T],
     ) -> Result<()> {
+        self.copy_to_host(src, host)
+    }
+
+    /// Queues the copy of `src` into `host` and waits for it.
+    fn copy_to_host<T: DeviceRepr>(&self, src: &DeviceBuffer<T>, host: &mut [T]) -> Result<()> {
         check_len("download", host.len(), src.len)?;
         let bytes = std::mem::size_of_val(host);
         if bytes > 0 {
@@ -365,23 +370,36 @@ impl Stream {
             .cuda("cuStreamWaitEvent", || "cross-stream order".into())
     }
 
-    /// Launches `kernel` with `args` (crate-internal: launch wrappers only).
+    /// Launches the declared `kernel` (`src/decl.rs`) with `args`, its
+    /// argument tuple, over `cfg`; `sizes` describes the work for an error
+    /// message. The one place a kernel is launched.
     ///
     /// # Safety
-    /// As [`KernelArgs::launch`]: the arguments must match the kernel.
+    /// The declaration matches the kernel's C signature (checked when the
+    /// device was opened, `check_params`, and by the source test of
+    /// `launch.rs`), so the argument list is the kernel's; the caller
+    /// guarantees the kernel's own contract for these arguments and this
+    /// grid: every device pointer points into a live allocation large
+    /// enough for every access the kernel makes with them (and stays alive
+    /// until the kernel has run, which stream order gives buffers released
+    /// on this stream), outputs do not alias inputs unless the kernel allows
+    /// it, and the dynamic shared memory covers what the kernel uses.
     #[allow(unsafe_code)]
-    pub(crate) unsafe fn launch(
+    pub(crate) unsafe fn launch<A: Args>(
         &self,
-        kernel: &'static str,
+        kernel: Kernel<A>,
         cfg: LaunchConfig,
-        args: KernelArgs,
+        args: A,
         sizes: impl FnOnce() -> String,
     ) -> Result<()> {
         let f = self.gpu.function(kernel)?;
+        let mut bytes = KernelArgs::new();
+        args.push_all(&mut bytes);
         // SAFETY: forwarded to the caller.
-        unsafe { args.launch(&self.inner, &f, cfg) }.cuda("cuLaunchKernel", || {
+        unsafe { bytes.launch(&self.inner, &f, cfg) }.cuda("cuLaunchKernel", || {
             format!(
-                "kernel {kernel}, grid {:?} x block {:?}, {}",
+                "kernel {}, grid {:?} x block {:?}, {}",
+                kernel.name(),
                 cfg.grid_dim,
                 cfg.block_dim,
                 sizes()

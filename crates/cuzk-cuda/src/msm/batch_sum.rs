@@ -7,12 +7,13 @@ use std::marker::PhantomData;
 
 use cudarc::driver::LaunchConfig;
 
-use super::curve::{MsmCurve, K_BITMAP, K_HORNER, K_INDICES, K_SUM_GROUPS};
+use super::curve::MsmCurve;
 use super::plan::{resident_threads, SUM_MAX_BLOCKS, SUM_THREADS};
 use super::MAX_LEN;
+use crate::decl::MsmBitmapSum;
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
-use crate::ffi::KernelArgs;
+use crate::launch::Kernel;
 
 const BATCH_THREADS: u32 = 128;
 
@@ -23,9 +24,9 @@ pub(super) fn sum_groups<C: MsmCurve>(
     len: u32,
     groups: u32,
     blocks: u32,
-    out: &DeviceBuffer<u64>,
+    out: &mut DeviceBuffer<u64>,
 ) -> Result<()> {
-    let kernel = C::KERNELS[K_SUM_GROUPS];
+    let kernel = C::SUM_GROUPS.name();
     let xw = C::XYZZ_WORDS;
     ensure(
         kernel,
@@ -37,19 +38,16 @@ pub(super) fn sum_groups<C: MsmCurve>(
         out.len() >= blocks as usize * groups as usize * xw,
         || format!("output {} words for {groups} × {blocks}", out.len()),
     )?;
-    let args = KernelArgs::new()
-        .device_ptr(input.device_ptr())
-        .u32(len)
-        .device_ptr(out.device_ptr());
+    let args = (input.arg(), len, out.arg_mut());
     let cfg = LaunchConfig {
         grid_dim: (blocks, groups, 1),
         block_dim: (SUM_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
     #[allow(unsafe_code)]
-    // SAFETY: argument order of msm_sum_groups_*; sizes checked above.
+    // SAFETY: sizes checked above.
     unsafe {
-        s.launch(kernel, cfg, args, || {
+        s.launch(C::SUM_GROUPS, cfg, args, || {
             format!("{groups} groups of {len} points, {blocks} blocks")
         })
     }
@@ -61,9 +59,9 @@ fn horner<C: MsmCurve>(
     sums: &DeviceBuffer<u64>,
     windows: u32,
     c: u32,
-    out: &DeviceBuffer<u64>,
+    out: &mut DeviceBuffer<u64>,
 ) -> Result<()> {
-    let kernel = C::KERNELS[K_HORNER];
+    let kernel = C::HORNER.name();
     ensure(
         kernel,
         windows >= 1 && sums.len() >= windows as usize * C::XYZZ_WORDS,
@@ -72,15 +70,11 @@ fn horner<C: MsmCurve>(
     ensure(kernel, out.len() * 4 == 3 * C::XYZZ_WORDS, || {
         format!("output of {} words", out.len())
     })?;
-    let args = KernelArgs::new()
-        .device_ptr(sums.device_ptr())
-        .u32(windows)
-        .u32(c)
-        .device_ptr(out.device_ptr());
+    let args = (sums.arg(), windows, c, out.arg_mut());
     #[allow(unsafe_code)]
-    // SAFETY: argument order of msm_horner_*; sizes checked above.
+    // SAFETY: sizes checked above.
     unsafe {
-        s.launch(kernel, grid(1, 1), args, || {
+        s.launch(C::HORNER, grid(1, 1), args, || {
             format!("{windows} windows of {c} bits")
         })
     }
@@ -90,7 +84,7 @@ fn horner<C: MsmCurve>(
 pub struct BatchSum<C: MsmCurve> {
     stream: Stream,
     blocks: u32,
-    bitmap_kernel: &'static str,
+    bitmap_kernel: Kernel<MsmBitmapSum<C::Affine>>,
     partials: DeviceBuffer<u64>,
     partials2: DeviceBuffer<u64>,
     result: DeviceBuffer<u64>,
@@ -108,18 +102,25 @@ impl<C: MsmCurve> fmt::Debug for BatchSum<C> {
 
 impl<C: MsmCurve> BatchSum<C> {
     pub fn new(stream: &Stream) -> Result<Self> {
-        Self::with_variant(stream, C::DEFAULT_BITMAP_VARIANT)
+        Self::with_kernel(stream, C::BITMAP_SUM)
     }
 
     /// With a chosen bitmap kernel variant (for tuning; see
     /// `MsmCurve::BITMAP_VARIANTS`).
-    #[doc(hidden)]
+    #[cfg(feature = "tuning")]
     pub fn with_variant(stream: &Stream, variant: usize) -> Result<Self> {
-        let kernel = C::KERNELS[K_BITMAP];
-        ensure(kernel, variant < C::BITMAP_VARIANTS.len(), || {
-            format!("no bitmap variant {variant}")
-        })?;
-        let bitmap_kernel = C::BITMAP_VARIANTS[variant];
+        ensure(
+            C::BITMAP_SUM.name(),
+            variant < C::BITMAP_VARIANTS.len(),
+            || format!("no bitmap variant {variant}"),
+        )?;
+        Self::with_kernel(stream, C::BITMAP_VARIANTS[variant])
+    }
+
+    fn with_kernel(
+        stream: &Stream,
+        bitmap_kernel: Kernel<MsmBitmapSum<C::Affine>>,
+    ) -> Result<Self> {
         let blocks = resident_threads(stream, bitmap_kernel, BATCH_THREADS)? / BATCH_THREADS;
         let xw = C::XYZZ_WORDS;
         Ok(BatchSum {
@@ -162,26 +163,24 @@ impl<C: MsmCurve> BatchSum<C> {
         bitmap: &DeviceBuffer<u64>,
         n: usize,
     ) -> Result<()> {
-        let kernel = self.bitmap_kernel;
+        let kernel = self.bitmap_kernel.name();
         ensure(kernel, n <= bases.len() && n < MAX_LEN, || {
             format!("{n} points selected from {} bases", bases.len())
         })?;
         ensure(kernel, n.div_ceil(64) <= bitmap.len(), || {
             format!("{n} points but a bitmap of {} words", bitmap.len())
         })?;
-        let args = KernelArgs::new()
-            .device_ptr(bases.device_ptr())
-            .device_ptr(bitmap.device_ptr())
-            .u32(n as u32)
-            .device_ptr(self.partials.device_ptr());
+        let args = (bases.arg(), bitmap.arg(), n as u32, self.partials.arg_mut());
         #[allow(unsafe_code)]
-        // SAFETY: argument order of msm_batch_sum_bitmap_*; reads bases[i] and
-        // bitmap words for i < n only (checked above); writes partials[0..blocks).
+        // SAFETY: reads bases[i] and bitmap words for i < n only (checked
+        // above); writes partials[0..blocks).
         unsafe {
-            self.stream
-                .launch(kernel, grid(self.blocks, BATCH_THREADS), args, || {
-                    format!("{n} points")
-                })?;
+            self.stream.launch(
+                self.bitmap_kernel,
+                grid(self.blocks, BATCH_THREADS),
+                args,
+                || format!("{n} points"),
+            )?;
         }
         self.finish()
     }
@@ -192,25 +191,28 @@ impl<C: MsmCurve> BatchSum<C> {
         indices: &DeviceBuffer<u32>,
         count: usize,
     ) -> Result<()> {
-        let kernel = C::KERNELS[K_INDICES];
+        let kernel = C::INDICES_SUM.name();
         ensure(kernel, count <= indices.len() && count < MAX_LEN, || {
             format!("{count} indices asked, {} present", indices.len())
         })?;
         let nbases = bases.len().min(u32::MAX as usize) as u32;
-        let args = KernelArgs::new()
-            .device_ptr(bases.device_ptr())
-            .u32(nbases)
-            .device_ptr(indices.device_ptr())
-            .u32(count as u32)
-            .device_ptr(self.partials.device_ptr());
+        let args = (
+            bases.arg(),
+            nbases,
+            indices.arg(),
+            count as u32,
+            self.partials.arg_mut(),
+        );
         #[allow(unsafe_code)]
-        // SAFETY: argument order of msm_batch_sum_indices_*; reads indices[0..count)
-        // and bases only at indices < nbases; writes partials[0..blocks).
+        // SAFETY: reads indices[0..count) and bases only at indices < nbases;
+        // writes partials[0..blocks).
         unsafe {
-            self.stream
-                .launch(kernel, grid(self.blocks, BATCH_THREADS), args, || {
-                    format!("{count} indices")
-                })?;
+            self.stream.launch(
+                C::INDICES_SUM,
+                grid(self.blocks, BATCH_THREADS),
+                args,
+                || format!("{count} indices"),
+            )?;
         }
         self.finish()
     }
@@ -218,9 +220,9 @@ impl<C: MsmCurve> BatchSum<C> {
     fn finish(&mut self) -> Result<()> {
         let s = &self.stream;
         let b2 = self.blocks.div_ceil(SUM_THREADS).clamp(1, SUM_MAX_BLOCKS);
-        sum_groups::<C>(s, &self.partials, self.blocks, 1, b2, &self.partials2)?;
-        sum_groups::<C>(s, &self.partials2, b2, 1, 1, &self.partials)?;
-        horner::<C>(s, &self.partials, 1, 0, &self.result)
+        sum_groups::<C>(s, &self.partials, self.blocks, 1, b2, &mut self.partials2)?;
+        sum_groups::<C>(s, &self.partials2, b2, 1, 1, &mut self.partials)?;
+        horner::<C>(s, &self.partials, 1, 0, &mut self.result)
     }
 
     /// Waits for the queued sum and returns it.

@@ -11,9 +11,10 @@ use super::plan::{
     radix_sizes, windows_for, RADIX_BITS, RADIX_MIN_PAIRS, RADIX_THREADS, RADIX_TILE,
 };
 use super::Msm;
+use crate::decl;
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Error, Result};
-use crate::ffi::KernelArgs;
+use crate::launch::DevPtr;
 use crate::scan::{exclusive_scan, fill_u32, SCAN_TILE};
 
 /// Digit kernels: threads per block, blocks per SM.
@@ -78,6 +79,39 @@ impl RadixScratch {
 }
 
 impl<C: MsmCurve> Msm<C> {
+    /// Runs only the bucket sort and returns (offsets[0..=keys], the sorted
+    /// entries[0..offsets[keys]]): for tests that compare the two sorts.
+    /// `bound` stands for the bases' length: pairs at or past
+    /// min(bound, scalars.len()) have zero digits, as in [`Msm::enqueue`].
+    #[doc(hidden)]
+    pub fn sorted_buckets(
+        &mut self,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+        bound: usize,
+    ) -> Result<(Vec<u32>, Vec<u32>)> {
+        let kernel = decl::msm_digit_histogram.name();
+        ensure(kernel, len <= self.plan.max_len, || {
+            format!("{len} pairs, planned for at most {}", self.plan.max_len)
+        })?;
+        match indices {
+            Some(idx) => ensure(kernel, len <= idx.len(), || {
+                format!("{len} pairs but {} indices", idx.len())
+            })?,
+            None => ensure(kernel, len <= bound, || {
+                format!("{len} scalars but a bound of {bound} (the bases' length)")
+            })?,
+        }
+        let bound = bound.min(scalars.len()).min(u32::MAX as usize) as u32;
+        self.marks.clear();
+        self.sort(scalars, indices, len, bound, bound)?;
+        let offsets = self.stream.download_vec(&self.offsets)?;
+        let total = offsets[self.plan.keys()] as usize;
+        let entries = self.stream.download_vec(&self.entries)?;
+        Ok((offsets, entries[..total].to_vec()))
+    }
+
     /// Step 1: entries grouped by bucket key, offsets[key] where each starts
     /// (offsets[keys] = the number of entries). Marks "start" first.
     pub(super) fn sort(
@@ -96,64 +130,66 @@ impl<C: MsmCurve> Msm<C> {
         let s = self.stream.clone();
         let s = &s;
         let keys = plan.keys() as u32;
-        fill_u32(s, &self.counts, 0, keys)?;
+        fill_u32(s, &mut self.counts, 0, keys)?;
         let digit_grid = grid(
             (len as u32)
                 .div_ceil(DIGIT_THREADS)
                 .clamp(1, s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM),
             DIGIT_THREADS,
         );
-        let idx_ptr = indices.map_or(0, |b| b.device_ptr());
+        let idx_ptr = indices.map_or(DevPtr::null(), |b| b.arg());
         let sizes = || {
             format!(
                 "{len} pairs, c = {}, {} windows",
                 plan.window_bits, plan.windows
             )
         };
-        let args = KernelArgs::new()
-            .device_ptr(scalars.device_ptr())
-            .device_ptr(idx_ptr)
-            .u32(len as u32)
-            .u32(bound)
-            .u32(plan.window_bits)
-            .u32(plan.windows)
-            .u32(plan.sets)
-            .device_ptr(self.counts.device_ptr());
+        let args = (
+            scalars.arg(),
+            idx_ptr,
+            len as u32,
+            bound,
+            plan.window_bits,
+            plan.windows,
+            plan.sets,
+            self.counts.arg_mut(),
+        );
         #[allow(unsafe_code)]
-        // SAFETY: arguments in the order of msm_digit_histogram; scalars are read
-        // at indices < bound ≤ scalars.len() (or < len ≤ bound), idx at j < len ≤
-        // idx.len(), counts at keys < plan.keys() = counts.len().
+        // SAFETY: scalars are read at indices < bound ≤ scalars.len() (or <
+        // len ≤ bound), idx at j < len ≤ idx.len(), counts at keys <
+        // plan.keys() = counts.len().
         unsafe {
-            s.launch("msm_digit_histogram", digit_grid, args, sizes)?;
+            s.launch(decl::msm_digit_histogram, digit_grid, args, sizes)?;
         }
         self.mark("histogram")?;
         exclusive_scan(
             s,
             &self.counts,
             keys,
-            &self.tile_sums,
-            &self.offsets,
-            Some(&self.cursors),
+            &mut self.tile_sums,
+            &mut self.offsets,
+            Some(&mut self.cursors),
         )?;
         self.mark("scan")?;
-        let args = KernelArgs::new()
-            .device_ptr(scalars.device_ptr())
-            .device_ptr(idx_ptr)
-            .u32(len as u32)
-            .u32(bound)
-            .u32(plan.window_bits)
-            .u32(plan.windows)
-            .u32(plan.sets)
-            .u32(stride)
-            .device_ptr(self.cursors.device_ptr())
-            .device_ptr(self.entries.device_ptr());
+        let args = (
+            scalars.arg(),
+            idx_ptr,
+            len as u32,
+            bound,
+            plan.window_bits,
+            plan.windows,
+            plan.sets,
+            stride,
+            self.cursors.arg_mut(),
+            self.entries.arg_mut(),
+        );
         #[allow(unsafe_code)]
         // SAFETY: as for the histogram; cursors has keys + 1 entries and every
         // position written is < offsets[keys] ≤ len·windows ≤ entries.len().
         // Entries name points < copies·stride ≤ the bases' length (checked by
         // the caller).
         unsafe {
-            s.launch("msm_digit_scatter", digit_grid, args, sizes)?;
+            s.launch(decl::msm_digit_scatter, digit_grid, args, sizes)?;
         }
         self.mark("scatter")
     }
@@ -182,44 +218,42 @@ impl<C: MsmCurve> Msm<C> {
         let passes = (32 - sentinel.leading_zeros()).div_ceil(RADIX_BITS).max(2);
         let windows = plan.windows;
         let (slots, copies) = (plan.slots(), plan.copies());
-        let r = self.radix.as_ref().ok_or_else(|| Error::BadArguments {
-            kernel: "msm_radix_scatter",
+        let scatter = decl::msm_radix_scatter.name();
+        let r = self.radix.as_mut().ok_or_else(|| Error::BadArguments {
+            kernel: scatter,
             message: "radix sort without its scratch".into(),
         })?;
         let group = r.group;
-        ensure("msm_radix_scatter", group % copies == 0, || {
+        ensure(scatter, group % copies == 0, || {
             format!("groups of {group} slots, sets of {copies} copies")
         })?;
-        ensure(
-            "msm_radix_scatter",
-            len * group as usize <= r.keys[0].len(),
-            || format!("{len} pairs × {group} windows, scratch {}", r.keys[0].len()),
-        )?;
-        let word = std::mem::size_of::<u32>() as u64;
-        let idx_ptr = indices.map_or(0, |b| b.device_ptr());
-        fill_u32(s, &self.counts, 0, keys)?;
-        fill_u32(s, &r.done, 0, 1)?;
+        ensure(scatter, len * group as usize <= r.keys[0].len(), || {
+            format!("{len} pairs × {group} windows, scratch {}", r.keys[0].len())
+        })?;
+        let idx_ptr = indices.map_or(DevPtr::null(), |b| b.arg());
+        fill_u32(s, &mut self.counts, 0, keys)?;
+        fill_u32(s, &mut r.done, 0, 1)?;
         if len > 0 {
             let blocks = (len as u32)
                 .div_ceil(256)
                 .min(s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM);
-            let args = KernelArgs::new()
-                .device_ptr(scalars.device_ptr())
-                .device_ptr(idx_ptr)
-                .u32(len as u32)
-                .u32(bound)
-                .u32(plan.window_bits)
-                .u32(windows)
-                .u32(plan.sets)
-                .u32(copies)
-                .device_ptr(self.entries.device_ptr());
+            let args = (
+                scalars.arg(),
+                idx_ptr,
+                len as u32,
+                bound,
+                plan.window_bits,
+                windows,
+                plan.sets,
+                copies,
+                self.entries.arg_mut(),
+            );
             #[allow(unsafe_code)]
-            // SAFETY: msm_radix_digits(scalars, idx, n, bound, c, windows, sets,
-            // copies, keys_out): reads scalars below bound ≤ scalars.len() and
-            // idx[0..len) (len ≤ idx.len(), checked by the callers); writes
+            // SAFETY: reads scalars below bound ≤ scalars.len() and idx[0..len)
+            // (len ≤ idx.len(), checked by the callers); writes
             // entries[0..len·slots), len ≤ max_len, slots = copies·sets.
             unsafe {
-                s.launch("msm_radix_digits", grid(blocks, 256), args, || {
+                s.launch(decl::msm_radix_digits, grid(blocks, 256), args, || {
                     format!("{len} scalars, c = {}", plan.window_bits)
                 })?;
             }
@@ -240,7 +274,7 @@ impl<C: MsmCurve> Msm<C> {
             let sizes =
                 || format!("slots {w0}..{w1} of {len} pairs, {ntiles} tiles, {passes} passes");
             ensure(
-                "msm_radix_counts",
+                decl::msm_radix_counts.name(),
                 hist as usize <= r.tile_hist.len(),
                 sizes,
             )?;
@@ -248,51 +282,56 @@ impl<C: MsmCurve> Msm<C> {
                 let shift = p * RADIX_BITS;
                 let last = p + 1 == passes;
                 let (keys_in, vals_in) = if p == 0 {
-                    (self.entries.device_ptr() + w0 as u64 * len as u64 * word, 0)
+                    (self.entries.arg_at(w0 as usize * len), DevPtr::null())
                 } else {
                     let q = ((p - 1) % 2) as usize;
-                    (r.keys[q].device_ptr(), r.vals[q].device_ptr())
+                    (r.keys[q].arg(), r.vals[q].arg())
                 };
                 let q = (p % 2) as usize;
                 let (vals_out, out_base) = if last {
-                    (self.entries.device_ptr(), r.done.device_ptr())
+                    (self.entries.arg_mut(), r.done.arg())
                 } else {
-                    (r.vals[q].device_ptr(), 0)
+                    (r.vals[q].arg_mut(), DevPtr::null())
                 };
-                let args = KernelArgs::new()
-                    .device_ptr(keys_in)
-                    .u32(total)
-                    .u32(shift)
-                    .device_ptr(r.tile_hist.device_ptr())
-                    .u32(ntiles);
+                let args = (keys_in, total, shift, r.tile_hist.arg_mut(), ntiles);
                 #[allow(unsafe_code)]
-                // SAFETY: msm_radix_counts(keys_in, total, shift, tile_hist,
-                // ntiles): reads keys_in[0..total) (the group's slice of
+                // SAFETY: reads keys_in[0..total) (the group's slice of
                 // entries, or a scratch buffer of ≥ total words), writes
                 // tile_hist[0..256·ntiles), within its length (checked above).
                 unsafe {
-                    s.launch("msm_radix_counts", grid(ntiles, RADIX_THREADS), args, sizes)?;
+                    s.launch(
+                        decl::msm_radix_counts,
+                        grid(ntiles, RADIX_THREADS),
+                        args,
+                        sizes,
+                    )?;
                 }
-                exclusive_scan(s, &r.tile_hist, hist, &r.tile_sums, &r.tile_off, None)?;
-                let args = KernelArgs::new()
-                    .device_ptr(keys_in)
-                    .device_ptr(vals_in)
-                    .u32(total)
-                    .u32(shift)
-                    .device_ptr(r.tile_off.device_ptr())
-                    .u32(ntiles)
-                    .device_ptr(idx_ptr)
-                    .u32(len as u32)
-                    .u32(w0)
-                    .u32(copies)
-                    .u32(stride)
-                    .device_ptr(out_base)
-                    .device_ptr(r.keys[q].device_ptr())
-                    .device_ptr(vals_out);
+                exclusive_scan(
+                    s,
+                    &r.tile_hist,
+                    hist,
+                    &mut r.tile_sums,
+                    &mut r.tile_off,
+                    None,
+                )?;
+                let args = (
+                    keys_in,
+                    vals_in,
+                    total,
+                    shift,
+                    r.tile_off.arg(),
+                    ntiles,
+                    idx_ptr,
+                    len as u32,
+                    w0,
+                    copies,
+                    stride,
+                    out_base,
+                    r.keys[q].arg_mut(),
+                    vals_out,
+                );
                 #[allow(unsafe_code)]
-                // SAFETY: msm_radix_scatter(keys_in, vals_in, total, shift,
-                // tile_off, ntiles, idx, n, w0, copies, stride, out_base, keys_out,
-                // vals_out): entries name points < copies·stride ≤ the bases'
+                // SAFETY: entries name points < copies·stride ≤ the bases'
                 // length (checked by the caller); reads
                 // [0..total) of the inputs and idx[0..len); writes a permutation
                 // of [0, total) of keys[q] (≠ the input buffer) and of vals_out:
@@ -301,7 +340,7 @@ impl<C: MsmCurve> Msm<C> {
                 // later groups untouched.
                 unsafe {
                     s.launch(
-                        "msm_radix_scatter",
+                        decl::msm_radix_scatter,
                         grid(ntiles, RADIX_THREADS),
                         args,
                         sizes,
@@ -312,18 +351,23 @@ impl<C: MsmCurve> Msm<C> {
             let blocks = total
                 .div_ceil(256)
                 .min(s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM * 2);
-            let args = KernelArgs::new()
-                .device_ptr(r.keys[q].device_ptr())
-                .u32(total)
-                .u32(sentinel)
-                .device_ptr(self.counts.device_ptr())
-                .device_ptr(r.done.device_ptr());
+            let args = (
+                r.keys[q].arg(),
+                total,
+                sentinel,
+                self.counts.arg_mut(),
+                r.done.arg_mut(),
+            );
             #[allow(unsafe_code)]
-            // SAFETY: msm_radix_bucket_counts(keys, total, sentinel, counts,
-            // real_total): reads keys[q][0..total), adds to counts[k] for k <
+            // SAFETY: reads keys[q][0..total), adds to counts[k] for k <
             // sentinel = plan.keys() = counts.len() and to done[0].
             unsafe {
-                s.launch("msm_radix_bucket_counts", grid(blocks, 256), args, sizes)?;
+                s.launch(
+                    decl::msm_radix_bucket_counts,
+                    grid(blocks, 256),
+                    args,
+                    sizes,
+                )?;
             }
             w0 = w1;
         }
@@ -331,7 +375,14 @@ impl<C: MsmCurve> Msm<C> {
             let e = s.record()?;
             self.marks.push(("radix sort", e));
         }
-        exclusive_scan(s, &self.counts, keys, &self.tile_sums, &self.offsets, None)?;
+        exclusive_scan(
+            s,
+            &self.counts,
+            keys,
+            &mut self.tile_sums,
+            &mut self.offsets,
+            None,
+        )?;
         self.mark("bucket offsets")
     }
 }

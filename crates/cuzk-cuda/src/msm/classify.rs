@@ -7,9 +7,9 @@ use std::fmt;
 use cuzk_field::limbs::FrLimbs;
 
 use super::MAX_LEN;
+use crate::decl;
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
-use crate::ffi::KernelArgs;
 use crate::scan::{exclusive_scan, SCAN_TILE};
 
 /// kernels/msm/scalars.cu CLASSIFY_TILE.
@@ -57,7 +57,7 @@ impl Classifier {
     /// A classifier for up to `max_len` scalars (2 × 4 bytes per scalar of
     /// index space).
     pub fn new(stream: &Stream, max_len: usize) -> Result<Self> {
-        ensure("msm_classify_count", max_len < MAX_LEN, || {
+        ensure(decl::msm_classify_count.name(), max_len < MAX_LEN, || {
             format!("{max_len} scalars")
         })?;
         let tiles = max_len.div_ceil(CLASSIFY_TILE).max(1);
@@ -78,7 +78,7 @@ impl Classifier {
     /// Classifies `scalars` (waits for the two counts).
     pub fn classify(&mut self, scalars: &DeviceBuffer<FrLimbs>) -> Result<ClassCounts> {
         let n = scalars.len();
-        ensure("msm_classify_count", n <= self.max_len, || {
+        ensure(decl::msm_classify_count.name(), n <= self.max_len, || {
             format!("{n} scalars, sized for {}", self.max_len)
         })?;
         if n == 0 {
@@ -86,16 +86,17 @@ impl Classifier {
         }
         let s = &self.stream;
         let tiles = n.div_ceil(CLASSIFY_TILE) as u32;
-        let args = KernelArgs::new()
-            .device_ptr(scalars.device_ptr())
-            .u32(n as u32)
-            .device_ptr(self.ones_per_tile.device_ptr())
-            .device_ptr(self.others_per_tile.device_ptr());
+        let args = (
+            scalars.arg(),
+            n as u32,
+            self.ones_per_tile.arg_mut(),
+            self.others_per_tile.arg_mut(),
+        );
         #[allow(unsafe_code)]
-        // SAFETY: msm_classify_count(scalars, n, ones, others): reads scalars[0..n),
-        // writes one count per tile (tiles ≤ per-tile buffer lengths).
+        // SAFETY: reads scalars[0..n), writes one count per tile (tiles ≤
+        // per-tile buffer lengths).
         unsafe {
-            s.launch("msm_classify_count", grid(tiles, 256), args, || {
+            s.launch(decl::msm_classify_count, grid(tiles, 256), args, || {
                 format!("{n} scalars")
             })?;
         }
@@ -103,43 +104,43 @@ impl Classifier {
             s,
             &self.ones_per_tile,
             tiles,
-            &self.tile_sums,
-            &self.ones_offsets,
+            &mut self.tile_sums,
+            &mut self.ones_offsets,
             None,
         )?;
         exclusive_scan(
             s,
             &self.others_per_tile,
             tiles,
-            &self.tile_sums,
-            &self.others_offsets,
+            &mut self.tile_sums,
+            &mut self.others_offsets,
             None,
         )?;
-        let args = KernelArgs::new()
-            .device_ptr(scalars.device_ptr())
-            .u32(n as u32)
-            .device_ptr(self.ones_offsets.device_ptr())
-            .device_ptr(self.others_offsets.device_ptr())
-            .device_ptr(self.ones.device_ptr())
-            .device_ptr(self.others.device_ptr());
+        let args = (
+            scalars.arg(),
+            n as u32,
+            self.ones_offsets.arg(),
+            self.others_offsets.arg(),
+            self.ones.arg_mut(),
+            self.others.arg_mut(),
+        );
         #[allow(unsafe_code)]
-        // SAFETY: msm_classify_scatter(scalars, n, ones_off, others_off, ones,
-        // others): writes at most n indices into each list (len ≥ max_len ≥ n).
+        // SAFETY: writes at most n indices into each list (len ≥ max_len ≥ n).
         unsafe {
-            s.launch("msm_classify_scatter", grid(tiles, 256), args, || {
+            s.launch(decl::msm_classify_scatter, grid(tiles, 256), args, || {
                 format!("{n} scalars")
             })?;
         }
-        let word = std::mem::size_of::<u32>() as u64;
-        let args = KernelArgs::new()
-            .device_ptr(self.ones_offsets.device_ptr() + tiles as u64 * word)
-            .device_ptr(self.others_offsets.device_ptr() + tiles as u64 * word)
-            .device_ptr(self.totals.device_ptr());
+        let args = (
+            self.ones_offsets.arg_at(tiles as usize),
+            self.others_offsets.arg_at(tiles as usize),
+            self.totals.arg_mut(),
+        );
         #[allow(unsafe_code)]
-        // SAFETY: msm_gather_pair_u32(a, b, out): reads the totals at index tiles
-        // of the offset arrays (tiles + 1 entries each), writes totals[0..2).
+        // SAFETY: reads the totals at index tiles of the offset arrays (tiles
+        // + 1 entries each), writes totals[0..2).
         unsafe {
-            s.launch("msm_gather_pair_u32", grid(1, 32), args, || {
+            s.launch(decl::msm_gather_pair_u32, grid(1, 32), args, || {
                 "class totals".into()
             })?;
         }

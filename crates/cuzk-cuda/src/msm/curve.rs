@@ -1,13 +1,20 @@
 //! The BLS12-381 groups the MSM kernels are built for, [`G1`] and [`G2`],
 //! behind one sealed trait: the device layout of a base and of an XYZZ
-//! point, the names of each curve's kernels (one table, so no launch wrapper
-//! spells a kernel name of its own), the tuning variants, and the host
-//! arithmetic that turns a result's limbs into a blstrs point.
+//! point, each curve's kernels (typed handles declared in `src/decl.rs`,
+//! so generic code launches the curve's kernel with arguments the compiler
+//! checks), the tuning variants (`tuning` feature), and the host arithmetic
+//! that turns a result's limbs into a blstrs point.
 
 use std::fmt;
 
 use cuzk_field::limbs::{DeviceRepr, Fq2Limbs, FqLimbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::{Fq, Fq2, G1Projective, G2Projective};
+
+use crate::decl::{
+    self, MsmAccumulate, MsmBitmapSum, MsmChainBases, MsmHorner, MsmIndicesSum, MsmMerge,
+    MsmReduceSegments, MsmShiftBases, MsmSumGroups,
+};
+use crate::launch::Kernel;
 
 mod sealed {
     pub trait Sealed {}
@@ -26,26 +33,43 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     /// u64 words of one XYZZ point on the device (4 coordinates).
     #[doc(hidden)]
     const XYZZ_WORDS: usize;
-    /// Kernel names: accumulate, merge, reduce_segments, sum_groups, horner,
-    /// batch_sum_bitmap, batch_sum_indices, chain_bases, shift_bases.
+    /// The bucket accumulation (the production variant).
     #[doc(hidden)]
-    const KERNELS: [&'static str; 9];
-    /// Accumulation kernels compiled with different launch bounds (index 0 is
-    /// KERNELS' own); the benchmark times them. Only index 0 and the default
-    /// are in the production units (kernels/msm/g1.cu, g2.cu); the others
-    /// are in the benchmark units g1_variants.cu, g1_sqr_variants.cu and g2_variants.cu
+    const ACCUMULATE: Kernel<MsmAccumulate<Self::Affine>>;
+    #[doc(hidden)]
+    const MERGE: Kernel<MsmMerge>;
+    #[doc(hidden)]
+    const REDUCE_SEGMENTS: Kernel<MsmReduceSegments>;
+    #[doc(hidden)]
+    const SUM_GROUPS: Kernel<MsmSumGroups>;
+    #[doc(hidden)]
+    const HORNER: Kernel<MsmHorner>;
+    /// The bitmap batch sum (the production variant).
+    #[doc(hidden)]
+    const BITMAP_SUM: Kernel<MsmBitmapSum<Self::Affine>>;
+    #[doc(hidden)]
+    const INDICES_SUM: Kernel<MsmIndicesSum<Self::Affine>>;
+    #[doc(hidden)]
+    const CHAIN_BASES: Kernel<MsmChainBases<Self::Affine>>;
+    #[doc(hidden)]
+    const SHIFT_BASES: Kernel<MsmShiftBases<Self::Affine>>;
+    /// Accumulation kernels compiled with other launch bounds, prefetch or
+    /// products, which the benchmark times; `ACCUMULATE` is
+    /// `ACCUMULATE_VARIANTS[DEFAULT_ACCUMULATE_VARIANT]`. Besides the
+    /// production units' two, they are in the benchmark units
+    /// g1_variants.cu, g1_sqr_variants.cu and g2_variants.cu
     /// (kernels/manifest-dev.toml), so they are missing where those are.
+    #[cfg(feature = "tuning")]
     #[doc(hidden)]
-    const ACCUMULATE_VARIANTS: &'static [&'static str];
-    /// Likewise for the bitmap batch sum (index 0, the default, in
-    /// production; the others in the benchmark units).
+    const ACCUMULATE_VARIANTS: &'static [Kernel<MsmAccumulate<Self::Affine>>];
+    /// Likewise for the bitmap batch sum (`BITMAP_SUM` is index 0).
+    #[cfg(feature = "tuning")]
     #[doc(hidden)]
-    const BITMAP_VARIANTS: &'static [&'static str];
-    /// The variants used by default.
+    const BITMAP_VARIANTS: &'static [Kernel<MsmBitmapSum<Self::Affine>>];
+    /// The index of `ACCUMULATE` among the variants (what
+    /// `MsmPlan::accumulate_variant` holds by default).
     #[doc(hidden)]
     const DEFAULT_ACCUMULATE_VARIANT: usize;
-    #[doc(hidden)]
-    const DEFAULT_BITMAP_VARIANT: usize;
     /// Builds the host point from Jacobian (X, Y, Z) Montgomery limbs, 3 ×
     /// XYZZ_WORDS / 4 words.
     #[doc(hidden)]
@@ -76,16 +100,21 @@ pub enum G1 {}
 #[derive(Clone, Copy, Debug)]
 pub enum G2 {}
 
-/// Indices into [`MsmCurve::KERNELS`].
-pub(super) const K_ACCUMULATE: usize = 0;
-pub(super) const K_MERGE: usize = 1;
-pub(super) const K_REDUCE: usize = 2;
-pub(super) const K_SUM_GROUPS: usize = 3;
-pub(super) const K_HORNER: usize = 4;
-pub(super) const K_BITMAP: usize = 5;
-pub(super) const K_INDICES: usize = 6;
-pub(super) const K_CHAIN: usize = 7;
-pub(super) const K_SHIFT: usize = 8;
+/// The accumulation kernel of variant `variant` (an index into
+/// `ACCUMULATE_VARIANTS`); without the `tuning` feature, only the default
+/// is there.
+pub(super) fn accumulate_kernel<C: MsmCurve>(
+    variant: usize,
+) -> crate::Result<Kernel<MsmAccumulate<C::Affine>>> {
+    #[cfg(feature = "tuning")]
+    let kernel = C::ACCUMULATE_VARIANTS.get(variant).copied();
+    #[cfg(not(feature = "tuning"))]
+    let kernel = (variant == C::DEFAULT_ACCUMULATE_VARIANT).then_some(C::ACCUMULATE);
+    kernel.ok_or_else(|| crate::Error::BadArguments {
+        kernel: C::ACCUMULATE.name(),
+        message: format!("no accumulation variant {variant} in this build"),
+    })
+}
 
 fn fq_from_words(w: &[u64]) -> Fq {
     let mut l = [0u64; 6];
@@ -98,35 +127,33 @@ impl MsmCurve for G1 {
     type Affine = G1AffineLimbs;
     type Projective = G1Projective;
     const XYZZ_WORDS: usize = 4 * 6;
-    const KERNELS: [&'static str; 9] = [
-        "msm_accumulate_g1",
-        "msm_merge_g1",
-        "msm_reduce_segments_g1",
-        "msm_sum_groups_g1",
-        "msm_horner_g1",
-        "msm_batch_sum_bitmap_g1",
-        "msm_batch_sum_indices_g1",
-        "msm_chain_bases_g1",
-        "msm_shift_bases_g1",
-    ];
-    // Residency variants (kernels/msm/g1.cu); the default kernel carries the
-    // launch bounds that won on the H200.
-    const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
-        "msm_accumulate_g1",
-        "msm_accumulate_g1_8x64",
-        "msm_accumulate_g1_unbounded",
+    /// Unbounded registers: H200 17:51Z, 130.3 ms against 133.3 at 2^24, 468.3
+    /// against 488.7 at 2^26 (msm_accumulate_g1's launch bounds).
+    const ACCUMULATE: Kernel<MsmAccumulate<G1AffineLimbs>> = decl::msm_accumulate_g1_unbounded;
+    const MERGE: Kernel<MsmMerge> = decl::msm_merge_g1;
+    const REDUCE_SEGMENTS: Kernel<MsmReduceSegments> = decl::msm_reduce_segments_g1;
+    const SUM_GROUPS: Kernel<MsmSumGroups> = decl::msm_sum_groups_g1;
+    const HORNER: Kernel<MsmHorner> = decl::msm_horner_g1;
+    const BITMAP_SUM: Kernel<MsmBitmapSum<G1AffineLimbs>> = decl::msm_batch_sum_bitmap_g1;
+    const INDICES_SUM: Kernel<MsmIndicesSum<G1AffineLimbs>> = decl::msm_batch_sum_indices_g1;
+    const CHAIN_BASES: Kernel<MsmChainBases<G1AffineLimbs>> = decl::msm_chain_bases_g1;
+    const SHIFT_BASES: Kernel<MsmShiftBases<G1AffineLimbs>> = decl::msm_shift_bases_g1;
+    // Residency variants (kernels/msm/g1.cu, g1_variants.cu).
+    #[cfg(feature = "tuning")]
+    const ACCUMULATE_VARIANTS: &'static [Kernel<MsmAccumulate<G1AffineLimbs>>] = &[
+        decl::msm_accumulate_g1,
+        decl::msm_accumulate_g1_8x64,
+        decl::msm_accumulate_g1_unbounded,
         // The default with Fq squarings as products (g1_sqr_variants.cu):
         // the baseline of the dedicated squaring.
-        "msm_accumulate_g1_sqrmul",
+        decl::msm_accumulate_g1_sqrmul,
     ];
-    /// Unbounded registers: H200 17:51Z, 130.3 ms against 133.3 at 2^24, 468.3
-    /// against 488.7 at 2^26.
     const DEFAULT_ACCUMULATE_VARIANT: usize = 2;
-    const DEFAULT_BITMAP_VARIANT: usize = 0;
-    const BITMAP_VARIANTS: &'static [&'static str] = &[
-        "msm_batch_sum_bitmap_g1",
-        "msm_batch_sum_bitmap_g1_4x128",
-        "msm_batch_sum_bitmap_g1_unbounded",
+    #[cfg(feature = "tuning")]
+    const BITMAP_VARIANTS: &'static [Kernel<MsmBitmapSum<G1AffineLimbs>>] = &[
+        decl::msm_batch_sum_bitmap_g1,
+        decl::msm_batch_sum_bitmap_g1_4x128,
+        decl::msm_batch_sum_bitmap_g1_unbounded,
     ];
     fn from_jacobian_words(w: &[u64]) -> G1Projective {
         G1Projective::from_raw_unchecked(
@@ -153,26 +180,26 @@ impl MsmCurve for G2 {
     type Affine = G2AffineLimbs;
     type Projective = G2Projective;
     const XYZZ_WORDS: usize = 4 * 12;
-    const KERNELS: [&'static str; 9] = [
-        "msm_accumulate_g2",
-        "msm_merge_g2",
-        "msm_reduce_segments_g2",
-        "msm_sum_groups_g2",
-        "msm_horner_g2",
-        "msm_batch_sum_bitmap_g2",
-        "msm_batch_sum_indices_g2",
-        "msm_chain_bases_g2",
-        "msm_shift_bases_g2",
-    ];
-    const ACCUMULATE_VARIANTS: &'static [&'static str] = &[
-        "msm_accumulate_g2",
-        "msm_accumulate_g2_noprefetch",
-        "msm_accumulate_g2_noprefetch_eager",
-    ];
-    const BITMAP_VARIANTS: &'static [&'static str] = &["msm_batch_sum_bitmap_g2"];
     /// Without the prefetch: fewer spills (H200 17:51Z, 2^24: 376 ms against 425).
+    const ACCUMULATE: Kernel<MsmAccumulate<G2AffineLimbs>> = decl::msm_accumulate_g2_noprefetch;
+    const MERGE: Kernel<MsmMerge> = decl::msm_merge_g2;
+    const REDUCE_SEGMENTS: Kernel<MsmReduceSegments> = decl::msm_reduce_segments_g2;
+    const SUM_GROUPS: Kernel<MsmSumGroups> = decl::msm_sum_groups_g2;
+    const HORNER: Kernel<MsmHorner> = decl::msm_horner_g2;
+    const BITMAP_SUM: Kernel<MsmBitmapSum<G2AffineLimbs>> = decl::msm_batch_sum_bitmap_g2;
+    const INDICES_SUM: Kernel<MsmIndicesSum<G2AffineLimbs>> = decl::msm_batch_sum_indices_g2;
+    const CHAIN_BASES: Kernel<MsmChainBases<G2AffineLimbs>> = decl::msm_chain_bases_g2;
+    const SHIFT_BASES: Kernel<MsmShiftBases<G2AffineLimbs>> = decl::msm_shift_bases_g2;
+    #[cfg(feature = "tuning")]
+    const ACCUMULATE_VARIANTS: &'static [Kernel<MsmAccumulate<G2AffineLimbs>>] = &[
+        decl::msm_accumulate_g2,
+        decl::msm_accumulate_g2_noprefetch,
+        decl::msm_accumulate_g2_noprefetch_eager,
+    ];
     const DEFAULT_ACCUMULATE_VARIANT: usize = 1;
-    const DEFAULT_BITMAP_VARIANT: usize = 0;
+    #[cfg(feature = "tuning")]
+    const BITMAP_VARIANTS: &'static [Kernel<MsmBitmapSum<G2AffineLimbs>>] =
+        &[decl::msm_batch_sum_bitmap_g2];
     fn from_jacobian_words(w: &[u64]) -> G2Projective {
         let fq2 = |w: &[u64]| Fq2::new(fq_from_words(&w[0..6]), fq_from_words(&w[6..12]));
         G2Projective::from_raw_unchecked(fq2(&w[0..12]), fq2(&w[12..24]), fq2(&w[24..36]))
@@ -199,3 +226,18 @@ const _: () =
 const _: () = assert!(
     std::mem::size_of::<G1AffineLimbs>() == 96 && std::mem::size_of::<G2AffineLimbs>() == 192
 );
+
+// The defaults are the variants the index names.
+#[cfg(feature = "tuning")]
+#[test]
+fn the_default_variants_are_the_production_kernels() {
+    fn check<C: MsmCurve>() {
+        assert_eq!(
+            C::ACCUMULATE_VARIANTS[C::DEFAULT_ACCUMULATE_VARIANT].name(),
+            C::ACCUMULATE.name()
+        );
+        assert_eq!(C::BITMAP_VARIANTS[0].name(), C::BITMAP_SUM.name());
+    }
+    check::<G1>();
+    check::<G2>();
+}

@@ -10,16 +10,17 @@ use cuzk_field::limbs::FrLimbs;
 
 use super::batch_sum::sum_groups;
 use super::bucket_sort::{BucketSort, RadixScratch};
-use super::curve::{MsmCurve, K_ACCUMULATE, K_MERGE, K_REDUCE};
+use super::curve::{accumulate_kernel, MsmCurve};
 use super::plan::{
     choose_window_bits, radix_group_slots, resident_threads, scratch_bytes, shifted_scratch_bytes,
     windows_for, MsmPlan, ACCUMULATE_THREADS, MERGE_CHUNK, MERGE_THREADS, REDUCE_THREADS,
 };
 use super::shifted::ShiftedBases;
 use super::{MAX_LEN, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
+use crate::decl;
 use crate::device::{grid, DeviceBuffer, Event, Stream};
 use crate::error::{ensure, Result};
-use crate::ffi::KernelArgs;
+use crate::launch::DevPtrMut;
 use crate::scan::SCAN_TILE;
 
 /// Step times of the last profiled MSM: (step, milliseconds) in launch order
@@ -77,10 +78,10 @@ impl<C: MsmCurve> Msm<C> {
     /// the reduction of 13 × 2^19 buckets.
     pub fn new(stream: &Stream, max_len: usize) -> Result<Self> {
         let mut msm = Self::with_window_bits(stream, max_len, Self::window_bits_for(max_len))?;
-        let variant = msm.plan.accumulate_variant;
+        let accumulate = accumulate_kernel::<C>(msm.plan.accumulate_variant)?;
         msm.adaptive = Some((
-            resident_threads(stream, C::ACCUMULATE_VARIANTS[variant], ACCUMULATE_THREADS)?,
-            resident_threads(stream, C::KERNELS[K_REDUCE], REDUCE_THREADS)?,
+            resident_threads(stream, accumulate, ACCUMULATE_THREADS)?,
+            resident_threads(stream, C::REDUCE_SEGMENTS, REDUCE_THREADS)?,
         ));
         Ok(msm)
     }
@@ -147,22 +148,29 @@ impl<C: MsmCurve> Msm<C> {
 
     /// An MSM for up to `max_len` pairs with window size `window_bits`.
     pub fn with_window_bits(stream: &Stream, max_len: usize, window_bits: u32) -> Result<Self> {
-        Self::with_tuning(stream, max_len, window_bits, C::DEFAULT_ACCUMULATE_VARIANT)
+        Self::with_variant(stream, max_len, window_bits, C::DEFAULT_ACCUMULATE_VARIANT)
     }
 
     /// As [`Msm::with_window_bits`], with a chosen accumulation kernel variant
     /// (for tuning sweeps; see `MsmCurve::ACCUMULATE_VARIANTS`).
-    #[doc(hidden)]
+    #[cfg(feature = "tuning")]
     pub fn with_tuning(
         stream: &Stream,
         max_len: usize,
         window_bits: u32,
         variant: usize,
     ) -> Result<Self> {
-        let kernel = C::KERNELS[K_ACCUMULATE];
-        ensure(kernel, variant < C::ACCUMULATE_VARIANTS.len(), || {
-            format!("no accumulation variant {variant}")
-        })?;
+        Self::with_variant(stream, max_len, window_bits, variant)
+    }
+
+    fn with_variant(
+        stream: &Stream,
+        max_len: usize,
+        window_bits: u32,
+        variant: usize,
+    ) -> Result<Self> {
+        let accumulate = accumulate_kernel::<C>(variant)?;
+        let kernel = accumulate.name();
         ensure(
             kernel,
             (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&window_bits),
@@ -181,9 +189,8 @@ impl<C: MsmCurve> Msm<C> {
                 )
             },
         )?;
-        let kernel = C::ACCUMULATE_VARIANTS[variant];
-        let capacity = resident_threads(stream, kernel, ACCUMULATE_THREADS)?;
-        let reduce_capacity = resident_threads(stream, C::KERNELS[K_REDUCE], REDUCE_THREADS)?;
+        let capacity = resident_threads(stream, accumulate, ACCUMULATE_THREADS)?;
+        let reduce_capacity = resident_threads(stream, C::REDUCE_SEGMENTS, REDUCE_THREADS)?;
         let plan = MsmPlan::new(max_len, window_bits, capacity, reduce_capacity, variant);
         Self::with_plan(stream, plan)
     }
@@ -198,7 +205,7 @@ impl<C: MsmCurve> Msm<C> {
     /// bucket sets (shifted bases of `copies_for(c, sets)` copies shifted by
     /// c·sets bits; sets = W is the plain MSM).
     pub fn shifted(stream: &Stream, max_len: usize, window_bits: u32, sets: u32) -> Result<Self> {
-        let kernel = C::KERNELS[K_ACCUMULATE];
+        let kernel = C::ACCUMULATE.name();
         ensure(
             kernel,
             (MIN_WINDOW_BITS..=MAX_WINDOW_BITS).contains(&window_bits)
@@ -206,9 +213,8 @@ impl<C: MsmCurve> Msm<C> {
             || format!("window size {window_bits} with {sets} bucket sets"),
         )?;
         let variant = C::DEFAULT_ACCUMULATE_VARIANT;
-        let capacity =
-            resident_threads(stream, C::ACCUMULATE_VARIANTS[variant], ACCUMULATE_THREADS)?;
-        let reduce_capacity = resident_threads(stream, C::KERNELS[K_REDUCE], REDUCE_THREADS)?;
+        let capacity = resident_threads(stream, C::ACCUMULATE, ACCUMULATE_THREADS)?;
+        let reduce_capacity = resident_threads(stream, C::REDUCE_SEGMENTS, REDUCE_THREADS)?;
         let plan = MsmPlan::with_sets(
             max_len,
             window_bits,
@@ -300,7 +306,7 @@ impl<C: MsmCurve> Msm<C> {
     pub fn set_radix_group(&mut self, windows: u32) -> Result<()> {
         let (slots, copies) = (self.held.slots(), self.held.copies());
         ensure(
-            "msm_radix_scatter",
+            decl::msm_radix_scatter.name(),
             (1..=slots).contains(&windows) && windows % copies == 0,
             || format!("groups of {windows} of {slots} slots, {copies} copies per set"),
         )?;
@@ -311,39 +317,6 @@ impl<C: MsmCurve> Msm<C> {
         self.plan.sort = BucketSort::Radix;
         self.held.sort = BucketSort::Radix;
         Ok(())
-    }
-
-    /// Runs only the bucket sort and returns (offsets[0..=keys], the sorted
-    /// entries[0..offsets[keys]]): for tests that compare the two sorts.
-    /// `bound` stands for the bases' length: pairs at or past
-    /// min(bound, scalars.len()) have zero digits, as in [`Msm::enqueue`].
-    #[doc(hidden)]
-    pub fn sorted_buckets(
-        &mut self,
-        scalars: &DeviceBuffer<FrLimbs>,
-        indices: Option<&DeviceBuffer<u32>>,
-        len: usize,
-        bound: usize,
-    ) -> Result<(Vec<u32>, Vec<u32>)> {
-        let kernel = "msm_digit_histogram";
-        ensure(kernel, len <= self.plan.max_len, || {
-            format!("{len} pairs, planned for at most {}", self.plan.max_len)
-        })?;
-        match indices {
-            Some(idx) => ensure(kernel, len <= idx.len(), || {
-                format!("{len} pairs but {} indices", idx.len())
-            })?,
-            None => ensure(kernel, len <= bound, || {
-                format!("{len} scalars but a bound of {bound} (the bases' length)")
-            })?,
-        }
-        let bound = bound.min(scalars.len()).min(u32::MAX as usize) as u32;
-        self.marks.clear();
-        self.sort(scalars, indices, len, bound, bound)?;
-        let offsets = self.stream.download_vec(&self.offsets)?;
-        let total = offsets[self.plan.keys()] as usize;
-        let entries = self.stream.download_vec(&self.entries)?;
-        Ok((offsets, entries[..total].to_vec()))
     }
 
     /// Records phase events on later calls (see [`Msm::last_phases`]).
@@ -405,12 +378,16 @@ impl<C: MsmCurve> Msm<C> {
         indices: Option<&DeviceBuffer<u32>>,
         len: usize,
     ) -> Result<()> {
-        ensure("msm_digit_histogram", self.plan.copies() == 1, || {
-            format!(
-                "a plan over {} shifted base copies needs ShiftedBases (enqueue_shifted)",
-                self.plan.copies()
-            )
-        })?;
+        ensure(
+            decl::msm_digit_histogram.name(),
+            self.plan.copies() == 1,
+            || {
+                format!(
+                    "a plan over {} shifted base copies needs ShiftedBases (enqueue_shifted)",
+                    self.plan.copies()
+                )
+            },
+        )?;
         self.fit_plan(len);
         self.enqueue_over(bases, bases.len(), scalars, indices, len)
     }
@@ -426,7 +403,7 @@ impl<C: MsmCurve> Msm<C> {
     ) -> Result<()> {
         let plan = &self.plan;
         ensure(
-            "msm_digit_histogram",
+            decl::msm_digit_histogram.name(),
             bases.shift_bits() == plan.shift_bits() && bases.copies() >= plan.copies(),
             || {
                 format!(
@@ -462,7 +439,7 @@ impl<C: MsmCurve> Msm<C> {
         indices: Option<&DeviceBuffer<u32>>,
         len: usize,
     ) -> Result<()> {
-        let kernel = "msm_digit_histogram";
+        let kernel = decl::msm_digit_histogram.name();
         let plan = self.plan.clone();
         ensure(kernel, len <= plan.max_len, || {
             format!("{len} pairs, planned for at most {}", plan.max_len)
@@ -510,22 +487,24 @@ impl<C: MsmCurve> Msm<C> {
         let s = self.stream.clone();
         let s = &s;
         let t = plan.accumulate_threads;
-        let args = KernelArgs::new()
-            .device_ptr(bases.device_ptr())
-            .device_ptr(self.entries.device_ptr())
-            .device_ptr(self.offsets.device_ptr())
-            .u32(keys)
-            .u32(t)
-            .device_ptr(self.bucket_sums.device_ptr())
-            .device_ptr(self.part_keys[0].device_ptr())
-            .device_ptr(self.part_pts[0].device_ptr());
+        let accumulate = accumulate_kernel::<C>(plan.accumulate_variant)?;
+        let args = (
+            bases.arg(),
+            self.entries.arg(),
+            self.offsets.arg(),
+            keys,
+            t,
+            self.bucket_sums.arg_mut(),
+            self.part_keys[0].arg_mut(),
+            self.part_pts[0].arg_mut(),
+        );
         #[allow(unsafe_code)]
-        // SAFETY: argument order of msm_accumulate_*; entries hold point indices
-        // < bound ≤ bases.len() (written by the scatter above); thread t writes
-        // partial slots 2t, 2t+1 < 2·accumulate_threads; keys < bucket_sums.
+        // SAFETY: entries hold point indices < bound ≤ bases.len() (written by
+        // the scatter above); thread t writes partial slots 2t, 2t+1 <
+        // 2·accumulate_threads; keys < bucket_sums.
         unsafe {
             s.launch(
-                C::ACCUMULATE_VARIANTS[plan.accumulate_variant],
+                accumulate,
                 grid(t / ACCUMULATE_THREADS, ACCUMULATE_THREADS),
                 args,
                 || format!("{len} pairs, {} keys, {t} threads", plan.keys()),
@@ -542,30 +521,31 @@ impl<C: MsmCurve> Msm<C> {
                 len_parts.div_ceil(MERGE_CHUNK)
             };
             let chunk = if last { len_parts } else { MERGE_CHUNK };
+            // The last level writes the buckets only (null outputs).
             let (out_keys, out_pts) = if last {
-                (0, 0)
+                (DevPtrMut::null(), DevPtrMut::null())
             } else {
                 (
-                    self.part_keys[1 - src].device_ptr(),
-                    self.part_pts[1 - src].device_ptr(),
+                    self.part_keys[1 - src].arg_mut(),
+                    self.part_pts[1 - src].arg_mut(),
                 )
             };
-            let args = KernelArgs::new()
-                .device_ptr(self.part_keys[src].device_ptr())
-                .device_ptr(self.part_pts[src].device_ptr())
-                .u32(len_parts)
-                .u32(chunk)
-                .u32(threads)
-                .device_ptr(self.bucket_sums.device_ptr())
-                .device_ptr(out_keys)
-                .device_ptr(out_pts);
+            let args = (
+                self.part_keys[src].arg(),
+                self.part_pts[src].arg(),
+                len_parts,
+                chunk,
+                threads,
+                self.bucket_sums.arg_mut(),
+                out_keys,
+                out_pts,
+            );
             #[allow(unsafe_code)]
-            // SAFETY: argument order of msm_merge_*; reads slots < len_parts ≤
-            // 2t, writes out slots < 2·threads < len_parts and keys written by
-            // earlier levels (< keys).
+            // SAFETY: reads slots < len_parts ≤ 2t, writes out slots <
+            // 2·threads < len_parts and keys written by earlier levels (< keys).
             unsafe {
                 s.launch(
-                    C::KERNELS[K_MERGE],
+                    C::MERGE,
                     grid(threads.div_ceil(MERGE_THREADS), MERGE_THREADS),
                     args,
                     || format!("{len_parts} partial sums, chunk {chunk}"),
@@ -590,21 +570,21 @@ impl<C: MsmCurve> Msm<C> {
         let s = &s;
         let segs = plan.segments();
         let nthreads = segs * plan.sets;
-        let args = KernelArgs::new()
-            .device_ptr(self.bucket_sums.device_ptr())
-            .device_ptr(self.offsets.device_ptr())
-            .u32(plan.buckets_per_window())
-            .u32(plan.segment_len)
-            .u32(segs)
-            .u32(plan.sets)
-            .device_ptr(self.segment_sums.device_ptr());
+        let args = (
+            self.bucket_sums.arg(),
+            self.offsets.arg(),
+            plan.buckets_per_window(),
+            plan.segment_len,
+            segs,
+            plan.sets,
+            self.segment_sums.arg_mut(),
+        );
         #[allow(unsafe_code)]
-        // SAFETY: argument order of msm_reduce_segments_*; reads keys <
-        // windows·buckets (bucket sums only where offsets say non-empty), writes
-        // windows·segments sums.
+        // SAFETY: reads keys < windows·buckets (bucket sums only where offsets
+        // say non-empty), writes windows·segments sums.
         unsafe {
             s.launch(
-                C::KERNELS[K_REDUCE],
+                C::REDUCE_SEGMENTS,
                 grid(nthreads.div_ceil(REDUCE_THREADS), REDUCE_THREADS),
                 args,
                 || {
@@ -623,9 +603,16 @@ impl<C: MsmCurve> Msm<C> {
             segs,
             plan.sets,
             blocks,
-            &self.group_sums,
+            &mut self.group_sums,
         )?;
-        sum_groups::<C>(s, &self.group_sums, blocks, plan.sets, 1, &self.window_sums)?;
+        sum_groups::<C>(
+            s,
+            &self.group_sums,
+            blocks,
+            plan.sets,
+            1,
+            &mut self.window_sums,
+        )?;
         self.mark("window sums")?;
         // Horner over the windows runs on the host (see `result`): on the
         // device it is one thread's chain of ~256 dependent doublings

@@ -8,6 +8,7 @@ use super::bucket_sort::BucketSort;
 use super::{MAX_WINDOW_BITS, MIN_WINDOW_BITS};
 use crate::device::Stream;
 use crate::error::{Error, Result};
+use crate::launch::Kernel;
 use crate::scan::SCAN_TILE;
 
 /// Threads per block of the bucket accumulation (registers, not shared
@@ -306,14 +307,14 @@ impl MsmPlan {
 }
 
 /// Threads of `kernel` (in blocks of `block`) resident on the whole device at once.
-pub(super) fn resident_threads(stream: &Stream, kernel: &'static str, block: u32) -> Result<u32> {
+pub(super) fn resident_threads<A>(stream: &Stream, kernel: Kernel<A>, block: u32) -> Result<u32> {
     let gpu = stream.gpu();
     let occupancy = gpu
         .function(kernel)?
         .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
         .map_err(|source| Error::Driver {
             call: "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-            what: format!("kernel {kernel}, {block} threads per block"),
+            what: format!("kernel {}, {block} threads per block", kernel.name()),
             source,
         })?
         .max(1);

@@ -21,12 +21,11 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use super::curve::{MsmCurve, K_SHIFT};
+use super::curve::MsmCurve;
 use super::plan::{copies_for, windows_for};
 use super::{MAX_LEN, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
 use crate::device::{grid, DeviceBuffer, Event, Stream};
 use crate::error::{ensure, Result};
-use crate::ffi::KernelArgs;
 
 /// Points per thread of the shift kernel (one inversion each) and per launch.
 const SHIFT_RUN: u32 = 16;
@@ -85,7 +84,7 @@ impl<C: MsmCurve> ShiftedBases<C> {
         window_bits: u32,
         sets: u32,
     ) -> Result<Self> {
-        let kernel = C::KERNELS[K_SHIFT];
+        let kernel = C::SHIFT_BASES.name();
         ensure(kernel, len <= bases.len(), || {
             format!("{len} points of {} {} bases", bases.len(), C::NAME)
         })?;
@@ -121,7 +120,7 @@ impl<C: MsmCurve> ShiftedBases<C> {
     ) -> Result<Self> {
         let copies = Self::check_shape(len, window_bits, sets)?;
         ensure(
-            C::KERNELS[K_SHIFT],
+            C::SHIFT_BASES.name(),
             points.len() >= copies as usize * len,
             || format!("{} points for {copies} copies of {len}", points.len()),
         )?;
@@ -131,7 +130,7 @@ impl<C: MsmCurve> ShiftedBases<C> {
 
     /// The copies' count for a valid shape, or why it is not one.
     fn check_shape(len: usize, window_bits: u32, sets: u32) -> Result<u32> {
-        let kernel = C::KERNELS[K_SHIFT];
+        let kernel = C::SHIFT_BASES.name();
         let w = windows_for(window_bits.clamp(MIN_WINDOW_BITS, MAX_WINDOW_BITS));
         ensure(
             kernel,
@@ -151,40 +150,37 @@ impl<C: MsmCurve> ShiftedBases<C> {
     /// recorded before the first copy's points were written.
     fn shift(
         stream: &Stream,
-        points: DeviceBuffer<C::Affine>,
+        mut points: DeviceBuffer<C::Affine>,
         start: Event,
         len: usize,
         window_bits: u32,
         sets: u32,
     ) -> Result<Self> {
-        let kernel = C::KERNELS[K_SHIFT];
         let copies = copies_for(window_bits, sets);
         let shift = window_bits * sets;
         if copies > 1 && len > 0 {
-            let scratch: DeviceBuffer<u64> = stream.alloc(len.min(SHIFT_SLICE) * C::XYZZ_WORDS)?;
-            let pb = Self::point_bytes();
+            let mut scratch: DeviceBuffer<u64> =
+                stream.alloc(len.min(SHIFT_SLICE) * C::XYZZ_WORDS)?;
             for k in 1..copies as usize {
                 let mut first = 0;
                 while first < len {
                     let n = (len - first).min(SHIFT_SLICE) as u32;
-                    let src = points.device_ptr() + ((k - 1) * len + first) as u64 * pb;
-                    let dst = points.device_ptr() + (k * len + first) as u64 * pb;
-                    let args = KernelArgs::new()
-                        .device_ptr(src)
-                        .u32(n)
-                        .u32(SHIFT_RUN)
-                        .u32(shift)
-                        .device_ptr(scratch.device_ptr())
-                        .device_ptr(dst);
+                    let args = (
+                        points.arg_at((k - 1) * len + first),
+                        n,
+                        SHIFT_RUN,
+                        shift,
+                        scratch.arg_mut(),
+                        points.arg_mut_at(k * len + first),
+                    );
                     let threads = n.div_ceil(SHIFT_RUN);
                     #[allow(unsafe_code)]
-                    // SAFETY: msm_shift_bases_*(in, n, L, d, scratch, out): reads
-                    // copy k − 1's points [first, first + n), writes scratch[0..n)
+                    // SAFETY: reads copy k − 1's points [first, first + n), writes scratch[0..n)
                     // (n ≤ the slice it holds) and copy k's points
                     // [first, first + n), all inside `points` (≥ copies·len).
                     unsafe {
                         stream.launch(
-                            kernel,
+                            C::SHIFT_BASES,
                             grid(threads.div_ceil(SHIFT_THREADS), SHIFT_THREADS),
                             args,
                             || format!("copy {k}, points {first}..+{n}, {shift} doublings"),
@@ -255,7 +251,7 @@ impl<C: MsmCurve> ShiftedBases<C> {
 
     /// Copy k's points (for tests).
     pub fn download_copy(&self, stream: &Stream, k: u32) -> Result<Vec<C::Affine>> {
-        ensure(C::KERNELS[K_SHIFT], k < self.copies, || {
+        ensure(C::SHIFT_BASES.name(), k < self.copies, || {
             format!("copy {k} of {}", self.copies)
         })?;
         let all = stream.download_vec(&self.points)?;
