@@ -20,7 +20,11 @@ where
             key: "log.level",
             problem: format!("{:?}: {e}", log.level),
         })?;
+    // A log line that cannot be written (a full disk under a log file) is
+    // dropped: by default the fmt layer says so with eprintln!, which
+    // panics when stderr is that same file, failing the call that logged.
     let builder = tracing_subscriber::fmt()
+        .log_internal_errors(false)
         .with_env_filter(filter)
         .with_writer(writer);
     Ok(match log.format.as_str() {

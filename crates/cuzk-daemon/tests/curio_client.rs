@@ -602,13 +602,17 @@ fn a_full_disk_refuses_the_job_and_leaves_the_journal_whole() {
     let _one = serial();
     let mut d = Daemon::start("fsize", "");
     let pid = d.child.as_ref().unwrap().id().to_string();
+    // The soft limit only ("N:"): raising a hard limit back needs
+    // CAP_SYS_RESOURCE, which a container may not have.
     let limit = |value: &str| {
         run_checked(
-            Command::new("prlimit").args(["--pid", &pid, &format!("--fsize={value}")]),
+            Command::new("prlimit").args(["--pid", &pid, &format!("--fsize={value}:")]),
             "prlimit",
         )
     };
-    limit("1024");
+    // One byte: the request file cannot be written (nor a line of the log,
+    // which is a file here: dropped, not a panic).
+    limit("1");
     let rid = format!("porep-{MINER}-{}", SECTORS[0]);
     let r = d.client(
         "submit",
