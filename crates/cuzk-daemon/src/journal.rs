@@ -157,7 +157,7 @@ pub trait Sink: Send + std::fmt::Debug {
     /// Makes what was written durable.
     fn sync(&mut self) -> std::io::Result<()>;
     /// The length now.
-    fn len(&mut self) -> std::io::Result<u64>;
+    fn size(&mut self) -> std::io::Result<u64>;
     /// Cuts the file back to `len` bytes.
     fn truncate(&mut self, len: u64) -> std::io::Result<()>;
 }
@@ -169,7 +169,7 @@ impl Sink for File {
     fn sync(&mut self) -> std::io::Result<()> {
         self.sync_data()
     }
-    fn len(&mut self) -> std::io::Result<u64> {
+    fn size(&mut self) -> std::io::Result<u64> {
         Ok(self.metadata()?.len())
     }
     fn truncate(&mut self, len: u64) -> std::io::Result<()> {
@@ -427,7 +427,7 @@ impl Journal {
         if f.ragged {
             line.insert(0, '\n');
         }
-        let before = f.sink.len().map_err(io("reading the length of", &path))?;
+        let before = f.sink.size().map_err(io("reading the length of", &path))?;
         // One write per record, so a crash tears at most the last line.
         let written = f
             .sink
@@ -763,7 +763,7 @@ mod tests {
         fn sync(&mut self) -> std::io::Result<()> {
             self.file.sync_data()
         }
-        fn len(&mut self) -> std::io::Result<u64> {
+        fn size(&mut self) -> std::io::Result<u64> {
             Ok(self.file.metadata()?.len())
         }
         fn truncate(&mut self, len: u64) -> std::io::Result<()> {
