@@ -12,14 +12,15 @@ use crate::error::ConfigError;
 pub struct DaemonArgs {
     /// The TOML configuration (every key is optional; see --print-default-config).
     /// Without it, the defaults.
-    #[arg(long, value_name = "FILE")]
+    /// Curio's cuzk configuration is read too (its keys mapped; see `cuzk config import`).
+    #[arg(short = 'c', long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Print the default configuration, every key documented, and exit.
     #[arg(long)]
     pub print_default_config: bool,
     /// Listen on `unix:PATH` or `HOST:PORT` (repeatable); replaces listen.addresses.
     /// A TCP address that is not loopback exposes the service to the network and is logged.
-    #[arg(long = "listen", value_name = "ADDRESS")]
+    #[arg(short = 'l', long = "listen", value_name = "ADDRESS")]
     pub listen: Vec<String>,
     /// The Filecoin parameter cache (v28-*.params and .vk); replaces proving.params_dir.
     #[arg(long, value_name = "DIR")]
@@ -36,6 +37,17 @@ pub struct DaemonArgs {
     /// Where the journal of accepted jobs lives; replaces state.dir.
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// A log filter ("info", "debug", "cuzk_daemon=debug,warn"); replaces
+    /// log.level and wins over RUST_LOG.
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+    /// `text` or `json` (one JSON object per line); replaces log.format.
+    #[arg(long, value_parser = ["text", "json"])]
+    pub log_format: Option<String>,
+    /// The RUST_LOG variable, as the binary read it (the library reads no
+    /// environment): between --log-level and log.level.
+    #[arg(skip)]
+    pub rust_log: Option<String>,
 }
 
 impl DaemonArgs {
@@ -62,6 +74,12 @@ impl DaemonArgs {
         }
         if let Some(dir) = &self.state_dir {
             config.state.dir = dir.clone();
+        }
+        if let Some(level) = self.log_level.as_ref().or(self.rust_log.as_ref()) {
+            config.log.level = level.clone();
+        }
+        if let Some(format) = &self.log_format {
+            config.log.format = format.clone();
         }
         config.validate()?;
         Ok(config)

@@ -152,3 +152,29 @@ impl Client {
             })
     }
 }
+/// The request id Curio gives a PoSt: `winpost-<miner>-<hex of the first
+/// 8 randomness bytes>`, or `wdpost-<miner>-<partition>-<the same>`.
+pub fn post_request_id(winning: bool, miner: u64, partition: u32, randomness: &[u8]) -> String {
+    let head = hex::encode(&randomness[..randomness.len().min(8)]);
+    if winning {
+        format!("winpost-{miner}-{head}")
+    } else {
+        format!("wdpost-{miner}-{partition}-{head}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn post_request_ids_are_curios() {
+        let r: Vec<u8> = (0..32).collect();
+        assert_eq!(
+            super::post_request_id(true, 1000, 0, &r),
+            "winpost-1000-0001020304050607"
+        );
+        assert_eq!(
+            super::post_request_id(false, 7, 3, &r),
+            "wdpost-7-3-0001020304050607"
+        );
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
 use crate::listen::ListenAddr;
@@ -13,7 +13,7 @@ use crate::listen::ListenAddr;
 pub const EXAMPLE: &str = include_str!("../cuzk.example.toml");
 
 /// Everything the daemon is configured by (see [`EXAMPLE`] for each key).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub listen: ListenConfig,
@@ -23,47 +23,81 @@ pub struct Config {
     pub retention: RetentionConfig,
     pub state: StateConfig,
     pub shutdown: ShutdownConfig,
+    pub log: LogConfig,
+}
+
+/// `[log]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// A `tracing` filter: "info", "warn", "cuzk_daemon=debug,info".
+    pub level: String,
+    /// "text" or "json" (one JSON object per line).
+    pub format: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            level: "info".into(),
+            format: "text".into(),
+        }
+    }
 }
 
 /// `[listen]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ListenConfig {
     pub addresses: Vec<String>,
     pub socket_mode: String,
+    pub socket_group: String,
     pub status_address: String,
+    #[serde(deserialize_with = "size::de")]
     pub max_message_bytes: u64,
 }
 
 /// `[proving]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProvingConfig {
     pub params_dir: String,
     pub backend: String,
     pub synthesis: String,
     pub vram_budget: String,
+    pub gpus: Vec<u32>,
     pub synthesis_workers: usize,
     pub gpu_workers: usize,
     pub partitions_in_flight: usize,
+    #[serde(deserialize_with = "size::de")]
     pub engine_memory_budget: u64,
+    #[serde(deserialize_with = "size::de")]
     pub critical_reserve: u64,
     pub reserve_class: String,
     pub bulk_jobs_in_engine: usize,
 }
 
 /// `[limits]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     pub max_queued_jobs: usize,
+    #[serde(deserialize_with = "size::de")]
     pub max_queued_bytes: u64,
+    pub urgent_reserved_jobs: usize,
+    #[serde(deserialize_with = "size::de")]
+    pub urgent_reserved_bytes: u64,
+    #[serde(deserialize_with = "size::de")]
+    pub request_memory: u64,
+    pub max_connections: usize,
+    pub max_streams_per_connection: usize,
 }
 
 /// `[srs]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SrsConfig {
+    #[serde(deserialize_with = "size::de")]
     pub host_budget: u64,
     pub idle_secs: u64,
     pub warm_secs: u64,
@@ -71,7 +105,7 @@ pub struct SrsConfig {
 }
 
 /// `[retention]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetentionConfig {
     pub max_results: usize,
@@ -79,14 +113,16 @@ pub struct RetentionConfig {
 }
 
 /// `[state]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateConfig {
     pub dir: PathBuf,
+    pub file_mode: String,
+    pub group: String,
 }
 
 /// `[shutdown]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ShutdownConfig {
     pub grace_secs: u64,
@@ -98,6 +134,7 @@ impl Default for ListenConfig {
             // Curio's own default address for its proving daemon.
             addresses: vec!["unix:/run/curio/cuzk.sock".into()],
             socket_mode: "0660".into(),
+            socket_group: String::new(),
             status_address: "127.0.0.1:9821".into(),
             // Curio's send and receive limit.
             max_message_bytes: 256 << 20,
@@ -112,9 +149,10 @@ impl Default for ProvingConfig {
             backend: "auto".into(),
             synthesis: "auto".into(),
             vram_budget: "auto".into(),
-            synthesis_workers: 2,
+            gpus: Vec::new(),
+            synthesis_workers: 0,
             gpu_workers: 2,
-            partitions_in_flight: 4,
+            partitions_in_flight: 0,
             engine_memory_budget: 0,
             critical_reserve: 0,
             reserve_class: "critical".into(),
@@ -128,6 +166,11 @@ impl Default for LimitsConfig {
         LimitsConfig {
             max_queued_jobs: 32,
             max_queued_bytes: 8 << 30,
+            urgent_reserved_jobs: 16,
+            urgent_reserved_bytes: 2 << 30,
+            request_memory: 0,
+            max_connections: 64,
+            max_streams_per_connection: 32,
         }
     }
 }
@@ -156,6 +199,8 @@ impl Default for StateConfig {
     fn default() -> Self {
         StateConfig {
             dir: PathBuf::from("/var/lib/cuzk"),
+            file_mode: "0600".into(),
+            group: String::new(),
         }
     }
 }
@@ -168,11 +213,27 @@ impl Default for ShutdownConfig {
 
 impl Config {
     /// Parses a configuration file's text; `origin` names it in errors.
+    /// Curio's cuzk configuration (its `[daemon]`, `[memory]`, `[gpus]`,
+    /// `[pipeline]`... sections) is read too, mapped onto this one
+    /// ([`crate::curio`]; each mapping is logged).
     pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
-        toml::from_str(text).map_err(|source| ConfigError::Parse {
+        let parse_error = |source| ConfigError::Parse {
             path: origin.to_path_buf(),
             source,
-        })
+        };
+        let table: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        if crate::curio::is_curio(&table) {
+            let (config, notes) =
+                crate::curio::import(&table).map_err(|problem| ConfigError::Curio {
+                    path: origin.to_path_buf(),
+                    problem,
+                })?;
+            for note in notes {
+                tracing::info!(file = %origin.display(), "Curio's cuzk configuration: {note}");
+            }
+            return Ok(config);
+        }
+        toml::from_str(text).map_err(parse_error)
     }
 
     /// Reads and parses a configuration file.
@@ -201,16 +262,22 @@ impl Config {
 
     /// The unix socket mode, parsed from octal.
     pub fn socket_mode(&self) -> Result<u32, ConfigError> {
-        u32::from_str_radix(self.listen.socket_mode.trim_start_matches("0o"), 8)
-            .ok()
-            .filter(|m| *m <= 0o777)
-            .ok_or_else(|| ConfigError::Invalid {
-                key: "listen.socket_mode",
-                problem: format!(
-                    "{:?} is not an octal permission mode such as \"0660\"",
-                    self.listen.socket_mode
-                ),
-            })
+        octal_mode("listen.socket_mode", &self.listen.socket_mode)
+    }
+
+    /// The state files' mode, parsed from octal.
+    pub fn state_file_mode(&self) -> Result<u32, ConfigError> {
+        octal_mode("state.file_mode", &self.state.file_mode)
+    }
+
+    /// `listen.socket_group`, as a group id (`None`: the process's group).
+    pub fn socket_group(&self) -> Result<Option<u32>, ConfigError> {
+        group_id("listen.socket_group", &self.listen.socket_group)
+    }
+
+    /// `state.group`, as a group id (`None`: the process's group).
+    pub fn state_group(&self) -> Result<Option<u32>, ConfigError> {
+        group_id("state.group", &self.state.group)
     }
 
     /// The least urgent engine class that may use `proving.critical_reserve`.
@@ -240,6 +307,9 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.listen_addresses()?;
         self.socket_mode()?;
+        self.state_file_mode()?;
+        self.socket_group()?;
+        self.state_group()?;
         if !self.listen.status_address.is_empty() {
             self.listen
                 .status_address
@@ -260,6 +330,23 @@ impl Config {
         }
         self.reserve_class()?;
         self.synthesis()?;
+        if !matches!(self.log.format.as_str(), "text" | "json") {
+            return Err(ConfigError::Invalid {
+                key: "log.format",
+                problem: format!("{:?}: expected \"text\" or \"json\"", self.log.format),
+            });
+        }
+        if self.proving.partitions_in_flight != 0
+            && self.proving.synthesis_workers >= self.proving.partitions_in_flight
+        {
+            return Err(ConfigError::Invalid {
+                key: "proving.synthesis_workers",
+                problem: format!(
+                    "{} synthesis workers with {} partitions in flight: at least one partition must be free to prove (set partitions_in_flight to the workers plus one)",
+                    self.proving.synthesis_workers, self.proving.partitions_in_flight
+                ),
+            });
+        }
         cuzk_cuda::VramBudget::parse(&self.proving.vram_budget).map_err(|problem| {
             ConfigError::Invalid {
                 key: "proving.vram_budget",
@@ -267,17 +354,17 @@ impl Config {
             }
         })?;
         let positive = [
-            ("proving.synthesis_workers", self.proving.synthesis_workers),
             ("proving.gpu_workers", self.proving.gpu_workers),
-            (
-                "proving.partitions_in_flight",
-                self.proving.partitions_in_flight,
-            ),
             (
                 "proving.bulk_jobs_in_engine",
                 self.proving.bulk_jobs_in_engine,
             ),
             ("limits.max_queued_jobs", self.limits.max_queued_jobs),
+            ("limits.max_connections", self.limits.max_connections),
+            (
+                "limits.max_streams_per_connection",
+                self.limits.max_streams_per_connection,
+            ),
             ("retention.max_results", self.retention.max_results),
         ];
         for (key, value) in positive {
@@ -298,6 +385,76 @@ impl Config {
             });
         }
         Ok(())
+    }
+}
+
+fn octal_mode(key: &'static str, text: &str) -> Result<u32, ConfigError> {
+    u32::from_str_radix(text.trim_start_matches("0o"), 8)
+        .ok()
+        .filter(|m| *m <= 0o777)
+        .ok_or_else(|| ConfigError::Invalid {
+            key,
+            problem: format!("{text:?} is not an octal permission mode such as \"0660\""),
+        })
+}
+
+/// A group name (looked up in /etc/group) or a numeric id; "" for none.
+fn group_id(key: &'static str, text: &str) -> Result<Option<u32>, ConfigError> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    if let Ok(gid) = text.parse::<u32>() {
+        return Ok(Some(gid));
+    }
+    let groups = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    groups
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(':');
+            Some((f.next()?, f.nth(1)?))
+        })
+        .find(|(name, _)| *name == text)
+        .and_then(|(_, gid)| gid.parse().ok())
+        .map(Some)
+        .ok_or_else(|| ConfigError::Invalid {
+            key,
+            problem: format!(
+                "no group {text:?} in /etc/group (give the numeric group id if it comes from a directory service)"
+            ),
+        })
+}
+
+/// Sizes in the configuration: a number of bytes or a string such as
+/// `"64GiB"`, `"512MiB"`, `"1.5TiB"` (G, GB and GiB all mean 2^30).
+pub mod size {
+    use serde::{Deserialize, Deserializer};
+
+    /// Parses `"64GiB"`, `"0"` or `"1073741824"`.
+    pub fn parse(text: &str) -> Result<u64, String> {
+        if text.trim() == "0" {
+            return Ok(0);
+        }
+        match cuzk_cuda::VramBudget::parse(text) {
+            Ok(cuzk_cuda::VramBudget::Bytes(n)) => Ok(n),
+            Ok(cuzk_cuda::VramBudget::Auto) => {
+                Err(format!("{text:?} is not a size here (0 takes the default)"))
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// serde's `deserialize_with` for a size.
+    pub fn de<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Bytes(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Bytes(n) => Ok(n),
+            Raw::Text(t) => parse(&t).map_err(serde::de::Error::custom),
+        }
     }
 }
 
@@ -338,9 +495,10 @@ mod tests {
         check("[listen]\naddresses = [\"nowhere\"]\n", "nowhere");
         check("[proving]\nbackend = \"opencl\"\n", "proving.backend");
         check(
-            "[proving]\nsynthesis_workers = 0\n",
+            "[proving]\nsynthesis_workers = 4\npartitions_in_flight = 4\n",
             "proving.synthesis_workers",
         );
+        check("[log]\nformat = \"xml\"\n", "log.format");
         check("[limits]\nmax_queued_jobs = 0\n", "limits.max_queued_jobs");
         check(
             "[proving]\nreserve_class = \"normal\"\n",
@@ -350,5 +508,48 @@ mod tests {
             "[listen]\nstatus_address = \"here\"\n",
             "listen.status_address",
         );
+        check("[state]\nfile_mode = \"0999\"\n", "state.file_mode");
+        check(
+            "[listen]\nsocket_group = \"no-such-group-here\"\n",
+            "listen.socket_group",
+        );
+        check("[limits]\nmax_connections = 0\n", "limits.max_connections");
+    }
+
+    #[test]
+    fn sizes_are_numbers_or_strings_with_units() {
+        let c = Config::parse(
+            "[proving]\nengine_memory_budget = \"96GiB\"\ncritical_reserve = \"1.5G\"\n[srs]\nhost_budget = 1024\n[limits]\nmax_queued_bytes = \"512MiB\"\n",
+            Path::new("t.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.proving.engine_memory_budget, 96 << 30);
+        assert_eq!(c.proving.critical_reserve, 3 << 29);
+        assert_eq!(c.srs.host_budget, 1024);
+        assert_eq!(c.limits.max_queued_bytes, 512 << 20);
+        let e = Config::parse("[srs]\nhost_budget = \"lots\"\n", Path::new("t.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("lots") && e.contains("host_budget"), "{e}");
+    }
+
+    #[test]
+    fn groups_are_names_or_ids() {
+        assert_eq!(group_id("k", "").unwrap(), None);
+        assert_eq!(group_id("k", "1234").unwrap(), Some(1234));
+        // Group 0 is "root" on every Linux.
+        assert_eq!(group_id("k", "root").unwrap(), Some(0));
+    }
+
+    #[test]
+    fn by_default_nothing_listens_beyond_this_machine() {
+        let c = Config::default();
+        for a in c.listen_addresses().unwrap() {
+            assert!(a.is_local(), "{a}");
+        }
+        let status: std::net::SocketAddr = c.listen.status_address.parse().unwrap();
+        assert!(status.ip().is_loopback());
+        assert_eq!(c.socket_mode().unwrap(), 0o660);
+        assert_eq!(c.state_file_mode().unwrap(), 0o600);
     }
 }

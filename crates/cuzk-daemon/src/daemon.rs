@@ -38,19 +38,30 @@ use crate::proto::{
     await_proof_response::Status, Priority, ProofKind, SubmitProofRequest, SubmitProofResponse,
 };
 use crate::srs::SrsManager;
+use prost::Message as _;
 
 mod accept;
 mod dispatch;
 mod results;
+#[cfg(test)]
+mod tests;
 
-pub use accept::check_envelope;
+pub use accept::{check_envelope, MAX_REQUEST_ID_BYTES};
 pub use dispatch::engine_class;
 
 /// The numbers the job table keeps to.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// Jobs accepted and not finished, of any priority.
     pub max_queued_jobs: usize,
+    /// Their vanilla proofs' bytes.
     pub max_queued_bytes: u64,
+    /// Room beyond both limits that only HIGH and CRITICAL jobs (PoSt) may
+    /// take: a queue full of PoRep still takes a WindowPoSt.
+    pub urgent_reserved_jobs: usize,
+    pub urgent_reserved_bytes: u64,
+    /// The memory budget of requests being checked ([`checking_cost`]).
+    pub request_memory: u64,
     pub bulk_jobs_in_engine: usize,
     pub max_results: usize,
     pub delivered_retention: Duration,
@@ -67,6 +78,8 @@ pub struct DeviceView {
     pub admission: Arc<dyn Admission>,
     /// Its prover workers.
     pub workers: usize,
+    /// Whether it is in service (GPUs; a fault takes one out).
+    pub health: Option<Arc<crate::health::DeviceHealth>>,
 }
 
 /// What a GPU device reports.
@@ -92,6 +105,9 @@ impl std::fmt::Debug for DeviceView {
 
 enum Phase {
     Accepting,
+    /// Restored from the journal, its request being checked again (the
+    /// recovery thread queues it).
+    Recovering,
     Queued(Arc<Request>),
     Starting,
     Running(JobCanceller),
@@ -108,6 +124,7 @@ impl Phase {
     fn name(&self) -> &'static str {
         match self {
             Phase::Accepting => "accepting",
+            Phase::Recovering => "recovering",
             Phase::Queued(_) => "queued",
             Phase::Starting => "starting",
             Phase::Running(_) => "running",
@@ -153,16 +170,41 @@ struct Table {
 
 impl Table {
     /// The answer for a request id already known, or a refusal if its
-    /// content differs.
+    /// content differs. A job of that id that FAILED or was CANCELLED does
+    /// not hold the id: the request is a retry and runs again (the old
+    /// result stays readable under its job id until it expires, marked
+    /// delivered: its id is returned in `superseded`). A finished proof
+    /// not yet fetched is the answer, as a running job is.
     fn existing(
-        &self,
+        &mut self,
         request_id: &str,
         digest: &str,
+        superseded: &mut Option<String>,
     ) -> Result<Option<SubmitProofResponse>, RequestError> {
-        let Some(job_id) = self.by_request.get(request_id) else {
+        let Some(job_id) = self.by_request.get(request_id).cloned() else {
             return Ok(None);
         };
-        let entry = &self.jobs[job_id];
+        let entry = self
+            .jobs
+            .get_mut(&job_id)
+            .expect("by_request names jobs in the table");
+        if let Phase::Finished {
+            result, delivered, ..
+        } = &mut entry.phase
+        {
+            let status = Status::try_from(result.status);
+            if matches!(status, Ok(Status::Failed | Status::Cancelled)) {
+                tracing::info!(job = %job_id, request_id, status = ?status,
+                    "a retry of a request whose job did not complete: it runs again as a new job");
+                if !*delivered {
+                    *delivered = true;
+                    *superseded = Some(job_id.clone());
+                }
+                self.by_request.remove(request_id);
+                return Ok(None);
+            }
+        }
+        let job_id = &job_id;
         if entry.accepted.digest != digest {
             return Err(RequestError::InvalidArgument(format!(
                 "request_id {request_id:?} is already job {job_id} with other content (a different proof kind, sector or vanilla proof); use a new request id"
@@ -175,6 +217,20 @@ impl Table {
         }))
     }
 
+    /// Drops a job from the table, and its request id unless a retry holds it now.
+    fn forget(&mut self, id: &str) {
+        if let Some(e) = self.jobs.remove(id) {
+            if self
+                .by_request
+                .get(&e.accepted.request_id)
+                .map(String::as_str)
+                == Some(id)
+            {
+                self.by_request.remove(&e.accepted.request_id);
+            }
+        }
+    }
+
     /// 1-based place in the daemon's queue; 0 once handed to the engine.
     fn position(&self, job_id: &str) -> u32 {
         self.queue
@@ -183,21 +239,126 @@ impl Table {
             .map_or(0, |p| p as u32 + 1)
     }
 
-    fn check_room(&self, settings: &Settings, bytes: u64) -> Result<(), RequestError> {
-        if self.unfinished >= settings.max_queued_jobs {
+    /// Whether a job of `bytes` of vanilla proofs may be queued: bulk jobs
+    /// up to the limits, urgent ones (HIGH, CRITICAL) also into the room
+    /// reserved for them beyond.
+    fn check_room(
+        &self,
+        settings: &Settings,
+        bytes: u64,
+        priority: Priority,
+    ) -> Result<(), RequestError> {
+        let urgent = is_urgent(priority);
+        let (jobs, job_limit, bytes_limit) = if urgent {
+            (
+                "limits.max_queued_jobs + limits.urgent_reserved_jobs",
+                settings.max_queued_jobs + settings.urgent_reserved_jobs,
+                settings.max_queued_bytes + settings.urgent_reserved_bytes,
+            )
+        } else {
+            (
+                "limits.max_queued_jobs",
+                settings.max_queued_jobs,
+                settings.max_queued_bytes,
+            )
+        };
+        if self.unfinished >= job_limit {
             return Err(RequestError::ResourceExhausted(format!(
-                "queue full: {} jobs accepted and not finished, limit {} (limits.max_queued_jobs); retry later",
-                self.unfinished, settings.max_queued_jobs
+                "queue full: {} jobs accepted and not finished, limit {job_limit} for {} jobs ({jobs}); retry later",
+                self.unfinished,
+                priority.as_str_name()
             )));
         }
-        if self.unfinished_bytes + bytes > settings.max_queued_bytes {
+        if self.unfinished_bytes + bytes > bytes_limit {
+            let which = if urgent {
+                "limits.max_queued_bytes + limits.urgent_reserved_bytes"
+            } else {
+                "limits.max_queued_bytes"
+            };
             return Err(RequestError::ResourceExhausted(format!(
-                "queue memory full: {} bytes of vanilla proofs held for unfinished jobs, this request adds {bytes}, limit {} (limits.max_queued_bytes); retry later",
-                self.unfinished_bytes, settings.max_queued_bytes
+                "queue memory full: {} bytes of vanilla proofs held for unfinished jobs, this request adds {bytes}, limit {bytes_limit} for {} jobs ({which}); retry later",
+                self.unfinished_bytes,
+                priority.as_str_name()
             )));
         }
         Ok(())
     }
+}
+
+/// What checking a request holds at its peak, beside the request itself:
+/// a PoRep C1 is parsed into a generic JSON tree (16-32 times its bytes;
+/// the larger is counted), the other kinds decode their vanilla proofs
+/// once (counted twice their bytes).
+pub fn checking_cost(req: &SubmitProofRequest) -> u64 {
+    let factor = if req.proof_kind == ProofKind::PorepSealCommit as i32 {
+        32
+    } else {
+        2
+    };
+    (req.encoded_len() as u64).saturating_mul(factor)
+}
+
+/// The memory budget of requests being checked: each submission holds
+/// its [`checking_cost`] from before its check until it is queued or
+/// refused; one beyond the budget is refused at once.
+#[derive(Debug)]
+pub struct CheckingBudget {
+    limit: u64,
+    used: Mutex<u64>,
+}
+
+/// A submission's share of the [`CheckingBudget`], given back on drop.
+#[derive(Debug)]
+pub struct CheckingShare<'a> {
+    budget: &'a CheckingBudget,
+    bytes: u64,
+}
+
+impl CheckingBudget {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: u64) -> Self {
+        CheckingBudget {
+            limit,
+            used: Mutex::new(0),
+        }
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> u64 {
+        *self.used.lock()
+    }
+
+    /// Takes `req`'s share, or refuses it with the numbers.
+    pub fn reserve(&self, req: &SubmitProofRequest) -> Result<CheckingShare<'_>, RequestError> {
+        let bytes = checking_cost(req);
+        let mut used = self.used.lock();
+        if used.saturating_add(bytes) > self.limit {
+            return Err(RequestError::ResourceExhausted(format!(
+                "requests being checked hold {} of the {} budget (limits.request_memory); this one needs {} to check ({} received); retry later",
+                cuzk_gpu::human(*used),
+                cuzk_gpu::human(self.limit),
+                cuzk_gpu::human(bytes),
+                cuzk_gpu::human(req.encoded_len() as u64),
+            )));
+        }
+        *used += bytes;
+        Ok(CheckingShare {
+            budget: self,
+            bytes,
+        })
+    }
+}
+
+impl Drop for CheckingShare<'_> {
+    fn drop(&mut self) {
+        *self.budget.used.lock() -= self.bytes;
+    }
+}
+
+/// HIGH and CRITICAL: the PoSt kinds' defaults, whose deadlines cost a
+/// storage provider its power or a block reward.
+fn is_urgent(priority: Priority) -> bool {
+    matches!(priority, Priority::High | Priority::Critical)
 }
 
 /// Counters for the metrics; the per-kind ones indexed as [`KINDS`].
@@ -208,10 +369,12 @@ pub struct Stats {
     pub failed: [AtomicU64; 4],
     pub cancelled: [AtomicU64; 4],
     pub results_dropped: AtomicU64,
+    /// Jobs whose thread panicked (each failed with the panic's message).
+    pub job_panics: AtomicU64,
     /// gRPC code name → refused submissions.
     pub rejected: Mutex<BTreeMap<&'static str, u64>>,
     /// Completed proofs' latencies, per kind.
-    pub latency: Mutex<[Histogram; 4]>,
+    pub latency: crate::metrics::Latency,
 }
 
 /// The sum of a per-kind counter.
@@ -229,29 +392,12 @@ pub const LATENCY_BUCKETS: [f64; 14] = [
     0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0,
 ];
 
-/// A Prometheus histogram's state.
-#[derive(Debug, Default, Clone)]
-pub struct Histogram {
-    /// Per bucket of [`LATENCY_BUCKETS`] (not cumulative).
-    pub counts: [u64; LATENCY_BUCKETS.len()],
-    pub count: u64,
-    pub sum: f64,
-}
-
-impl Histogram {
-    fn observe(&mut self, seconds: f64) {
-        if let Some(i) = LATENCY_BUCKETS.iter().position(|b| seconds <= *b) {
-            self.counts[i] += 1;
-        }
-        self.count += 1;
-        self.sum += seconds;
-    }
-}
-
 /// Counts of the table, for the status and metrics (per kind, as [`KINDS`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TableCounts {
     pub queued: [u32; 4],
+    /// Of the queued: restored from the journal and being checked again.
+    pub recovering: u32,
     pub running: [u32; 4],
     pub finished: u32,
     pub unfinished_bytes: u64,
@@ -266,6 +412,7 @@ pub struct Daemon {
     srs: Arc<SrsManager>,
     journal: Journal,
     table: Mutex<Table>,
+    checking: CheckingBudget,
     wake: Condvar,
     stats: Stats,
     started: Instant,
@@ -376,7 +523,40 @@ impl Daemon {
         journal: Journal,
         replayed: Vec<Replayed>,
     ) -> Arc<Daemon> {
-        let daemon = Arc::new(Daemon {
+        let daemon = Daemon::new(settings, params, engine, devices, srs, journal);
+        let pending = daemon.restore(replayed);
+        // A key loaded (or failed) may let queued jobs start: wake the dispatcher.
+        let weak = Arc::downgrade(&daemon);
+        daemon.srs.on_load_end(move || {
+            if let Some(d) = weak.upgrade() {
+                d.wake.notify_all();
+            }
+        });
+        let d = Arc::clone(&daemon);
+        std::thread::Builder::new()
+            .name("journal-recovery".into())
+            .spawn(move || d.recover(pending))
+            .expect("spawning the recovery thread");
+        let d = Arc::clone(&daemon);
+        std::thread::Builder::new()
+            .name("dispatcher".into())
+            .spawn(move || d.watch_dispatcher())
+            .expect("spawning the dispatcher");
+        daemon
+    }
+
+    /// The daemon with an empty table and no thread (see [`Daemon::start`]).
+    fn new(
+        settings: Settings,
+        params: ParamsDir,
+        engine: Engine,
+        devices: Vec<DeviceView>,
+        srs: Arc<SrsManager>,
+        journal: Journal,
+    ) -> Arc<Daemon> {
+        let checking = CheckingBudget::new(settings.request_memory);
+        Arc::new(Daemon {
+            checking,
             settings,
             params,
             engine,
@@ -388,21 +568,7 @@ impl Daemon {
             stats: Stats::default(),
             started: Instant::now(),
             stopped: tokio::sync::watch::channel(false).0,
-        });
-        daemon.restore(replayed);
-        // A key loaded (or failed) may let queued jobs start: wake the dispatcher.
-        let weak = Arc::downgrade(&daemon);
-        daemon.srs.on_load_end(move || {
-            if let Some(d) = weak.upgrade() {
-                d.wake.notify_all();
-            }
-        });
-        let d = Arc::clone(&daemon);
-        std::thread::Builder::new()
-            .name("dispatcher".into())
-            .spawn(move || d.dispatch_loop())
-            .expect("spawning the dispatcher");
-        daemon
+        })
     }
 
     /// Counts of the table.
@@ -415,6 +581,10 @@ impl Daemon {
         for e in t.jobs.values() {
             let k = kind_index(e.accepted.proof_kind);
             match e.phase {
+                Phase::Recovering => {
+                    c.queued[k] += 1;
+                    c.recovering += 1;
+                }
                 Phase::Accepting | Phase::Queued(_) | Phase::Starting => c.queued[k] += 1,
                 Phase::Running(_) => c.running[k] += 1,
                 Phase::Finished { .. } | Phase::Interrupted => c.finished += 1,
@@ -446,6 +616,11 @@ impl Daemon {
     /// The key manager.
     pub fn srs(&self) -> &Arc<SrsManager> {
         &self.srs
+    }
+
+    /// Bytes held by requests being checked.
+    pub fn checking_used(&self) -> u64 {
+        self.checking.used()
     }
 
     /// The counters.

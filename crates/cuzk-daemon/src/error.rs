@@ -24,6 +24,9 @@ pub enum ConfigError {
         #[source]
         source: toml::de::Error,
     },
+    /// Curio's cuzk configuration with a value that cannot be mapped.
+    #[error("configuration {} (Curio's cuzk format): {problem}", path.display())]
+    Curio { path: PathBuf, problem: String },
     /// A value is out of range.
     #[error("configuration key {key}: {problem}")]
     Invalid { key: &'static str, problem: String },

@@ -4,14 +4,20 @@
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod curio;
 pub mod daemon;
+pub mod defaults;
+pub mod doctor;
 pub mod error;
+pub mod health;
 pub mod journal;
 pub mod kinds;
 pub mod listen;
+pub mod logging;
 pub mod metrics;
 pub mod porep;
 pub mod proto;
+pub mod resources;
 mod server;
 pub mod service;
 pub mod srs;
@@ -28,6 +34,7 @@ pub fn run(args: DaemonArgs) -> Result<(), DaemonError> {
         return Ok(());
     }
     let config = args.config()?;
+    logging::init(&config.log)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("cuzk-daemon-io")

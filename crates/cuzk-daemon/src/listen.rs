@@ -59,10 +59,14 @@ impl fmt::Display for ListenAddr {
     }
 }
 
-/// Binds a unix socket at `path` with permissions `mode`: a stale socket
-/// file left by a killed daemon is replaced, anything else at that path is
-/// an error (never deleted).
-pub fn bind_unix(path: &Path, mode: u32) -> std::io::Result<tokio::net::UnixListener> {
+/// Binds a unix socket at `path` with permissions `mode` (and group
+/// `group`, when given): a stale socket file left by a killed daemon is
+/// replaced, anything else at that path is an error (never deleted).
+pub fn bind_unix(
+    path: &Path,
+    mode: u32,
+    group: Option<u32>,
+) -> std::io::Result<tokio::net::UnixListener> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {
@@ -85,8 +89,118 @@ pub fn bind_unix(path: &Path, mode: u32) -> std::io::Result<tokio::net::UnixList
         }
     }
     let listener = tokio::net::UnixListener::bind(path)?;
+    if let Some(gid) = group {
+        std::os::unix::fs::chown(path, None, Some(gid))?;
+    }
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
     Ok(listener)
+}
+
+/// Something connections are accepted from (a unix or TCP listener).
+pub trait Accept: Send + 'static {
+    type Io: Send + 'static;
+    /// The next connection.
+    fn accept(&self) -> impl std::future::Future<Output = std::io::Result<Self::Io>> + Send;
+}
+
+impl Accept for tokio::net::UnixListener {
+    type Io = tokio::net::UnixStream;
+    async fn accept(&self) -> std::io::Result<Self::Io> {
+        tokio::net::UnixListener::accept(self).await.map(|(s, _)| s)
+    }
+}
+
+impl Accept for tokio::net::TcpListener {
+    type Io = tokio::net::TcpStream;
+    async fn accept(&self) -> std::io::Result<Self::Io> {
+        tokio::net::TcpListener::accept(self).await.map(|(s, _)| s)
+    }
+}
+
+/// A connection holding one of the listener's places until it closes.
+#[derive(Debug)]
+pub struct Limited<Io> {
+    io: Io,
+    _place: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// The connections of `listener`, at most as many open at once as
+/// `places` has permits: beyond, the next connection waits in the
+/// kernel's backlog until one closes.
+pub fn limited<L: Accept>(
+    listener: L,
+    places: std::sync::Arc<tokio::sync::Semaphore>,
+) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<Limited<L::Io>>> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    tokio::spawn(async move {
+        loop {
+            let place = tokio::select! {
+                p = std::sync::Arc::clone(&places).acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => return,
+                },
+                _ = tx.closed() => return,
+            };
+            let conn = tokio::select! {
+                c = listener.accept() => c,
+                _ = tx.closed() => return,
+            };
+            let item = conn.map(|io| Limited { io, _place: place });
+            if tx.send(item).await.is_err() {
+                return;
+            }
+        }
+    });
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+impl<Io: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Limited<Io> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<Io: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Limited<Io> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+impl<Io: tonic::transport::server::Connected> tonic::transport::server::Connected for Limited<Io> {
+    type ConnectInfo = Io::ConnectInfo;
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.io.connect_info()
+    }
 }
 
 #[cfg(test)]
@@ -126,20 +240,48 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/cuzk.sock");
-        let first = bind_unix(&path, 0o660).unwrap();
+        let first = bind_unix(&path, 0o660, None).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o660);
         // Served: a second daemon is refused.
-        let e = bind_unix(&path, 0o660).unwrap_err();
+        let e = bind_unix(&path, 0o660, None).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::AddrInUse, "{e}");
         drop(first);
         // Stale (nobody accepts): replaced.
-        bind_unix(&path, 0o600).unwrap();
+        bind_unix(&path, 0o600, None).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let file = dir.path().join("plain");
         std::fs::write(&file, b"x").unwrap();
-        assert!(bind_unix(&file, 0o660).is_err());
+        assert!(bind_unix(&file, 0o660, None).is_err());
         assert!(file.exists());
+    }
+
+    #[tokio::test]
+    async fn connections_beyond_the_limit_wait_until_one_closes() {
+        use tokio_stream::StreamExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cuzk.sock");
+        // The socket's group: the process's own (chown to it is always allowed).
+        let gid = std::os::unix::fs::MetadataExt::gid(&std::fs::metadata(dir.path()).unwrap());
+        let listener = bind_unix(&path, 0o660, Some(gid)).unwrap();
+        let mut incoming = limited(
+            listener,
+            std::sync::Arc::new(tokio::sync::Semaphore::new(1)),
+        );
+        let _c1 = tokio::net::UnixStream::connect(&path).await.unwrap();
+        let first = incoming.next().await.unwrap().unwrap();
+        let _c2 = tokio::net::UnixStream::connect(&path).await.unwrap();
+        let waited =
+            tokio::time::timeout(std::time::Duration::from_millis(300), incoming.next()).await;
+        assert!(
+            waited.is_err(),
+            "a second connection was served beyond the limit of 1"
+        );
+        drop(first);
+        let second = tokio::time::timeout(std::time::Duration::from_secs(60), incoming.next())
+            .await
+            .expect("the second connection is served once the first closes");
+        assert!(second.unwrap().is_ok());
     }
 }

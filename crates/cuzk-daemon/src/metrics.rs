@@ -1,20 +1,27 @@
-//! What the daemon shows of itself: the Prometheus text exposition
-//! (`GetMetrics` and HTTP `GET /metrics` on the status address), the
+//! What the daemon shows of itself: the Prometheus exposition
+//! (OpenMetrics text written by `prometheus-client`; `GetMetrics` and
+//! HTTP `GET /metrics` on the status address), the
 //! `GetStatus` answer, and the HTTP status server (`GET /status` is that
 //! answer as JSON).
 
 use std::convert::Infallible;
-use std::fmt::Write as _;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::{Request, Response, StatusCode};
 
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
 use crate::daemon::{total, Daemon, LATENCY_BUCKETS};
 use crate::kinds::{kind_label, KINDS};
-use crate::proto::{srs_status, GetStatusResponse, GpuStatus, QueueStatus, SrsStatus};
+use crate::proto::{srs_status, GetStatusResponse, GpuStatus, ProofKind, QueueStatus, SrsStatus};
 use crate::srs::Tier;
 
 /// Host memory pinned per CUDA prover worker: cuzk-gpu's two 64 MiB
@@ -110,6 +117,13 @@ pub fn status_json(d: &Daemon) -> String {
         "queues": s.queues.iter().map(|q| serde_json::json!({
             "proof_kind": q.proof_kind, "pending": q.pending, "in_progress": q.in_progress,
         })).collect::<Vec<_>>(),
+        // Not in the wire's answer: jobs restored from the journal still
+        // being checked again, and GPUs out of service with their fault.
+        "recovering_jobs": d.counts().recovering,
+        "out_of_service": d.devices().iter().filter_map(|dev| {
+            let why = dev.health.as_ref()?.out_of_service()?;
+            Some(serde_json::json!({"device": dev.name, "fault": why}))
+        }).collect::<Vec<_>>(),
         "total_proofs_completed": s.total_proofs_completed,
         "total_proofs_failed": s.total_proofs_failed,
         "uptime_seconds": s.uptime_seconds,
@@ -119,370 +133,380 @@ pub fn status_json(d: &Daemon) -> String {
     .to_string()
 }
 
-/// One metric family's header.
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} {kind}");
+/// A metric's labels, as `prometheus-client` encodes them.
+type Labels = Vec<(&'static str, String)>;
+
+/// The metrics of one scrape, registered into `prometheus-client`'s
+/// registry with the values read now, and encoded by it.
+struct Scrape {
+    registry: Registry,
 }
 
-/// The Prometheus text exposition (format 0.0.4).
+impl Scrape {
+    fn new() -> Self {
+        Scrape {
+            registry: Registry::default(),
+        }
+    }
+
+    /// A gauge family: one sample per label set (none: a plain gauge).
+    fn gauge(&mut self, name: &str, help: &str, samples: impl IntoIterator<Item = (Labels, f64)>) {
+        let family = Family::<Labels, Gauge<f64, AtomicU64>>::default();
+        for (labels, value) in samples {
+            family.get_or_create(&labels).set(value);
+        }
+        self.registry.register(name, help, family);
+    }
+
+    /// A gauge without labels.
+    fn one(&mut self, name: &str, help: &str, value: f64) {
+        let gauge = Gauge::<f64, AtomicU64>::default();
+        gauge.set(value);
+        self.registry.register(name, help, gauge);
+    }
+
+    /// A counter family (`name` without `_total`, which the encoder adds),
+    /// at the totals counted now.
+    fn counter(
+        &mut self,
+        name: &str,
+        help: &str,
+        samples: impl IntoIterator<Item = (Labels, u64)>,
+    ) {
+        let family = Family::<Labels, Counter>::default();
+        for (labels, value) in samples {
+            family.get_or_create(&labels).inc_by(value);
+        }
+        self.registry.register(name, help, family);
+    }
+
+    /// A counter without labels.
+    fn counted(&mut self, name: &str, help: &str, value: u64) {
+        let counter = Counter::<u64>::default();
+        counter.inc_by(value);
+        self.registry.register(name, help, counter);
+    }
+
+    fn text(self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry).expect("writing to a String does not fail");
+        out
+    }
+}
+
+fn label(key: &'static str, value: impl Into<String>) -> Labels {
+    vec![(key, value.into())]
+}
+
+/// The proof latency histogram per kind (`cuzk_proof_duration_seconds`),
+/// kept from the start; every kind present from the start, at zero.
+#[derive(Debug, Clone)]
+pub struct Latency(Family<Labels, Histogram, fn() -> Histogram>);
+
+impl Default for Latency {
+    fn default() -> Self {
+        let family: Family<Labels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS.iter().copied()));
+        for k in KINDS {
+            drop(family.get_or_create(&label("kind", kind_label(k))));
+        }
+        Latency(family)
+    }
+}
+
+impl Latency {
+    /// Records a completed proof of `kind` that took `seconds`.
+    pub fn observe(&self, kind: ProofKind, seconds: f64) {
+        self.0
+            .get_or_create(&label("kind", kind_label(kind)))
+            .observe(seconds);
+    }
+}
+
+/// The Prometheus exposition (OpenMetrics text, through `prometheus-client`).
 pub fn prometheus_text(d: &Daemon) -> String {
-    let mut o = String::new();
+    let mut o = Scrape::new();
     let counts = d.counts();
     let stats = d.stats();
     let kinds: Vec<String> = KINDS.iter().map(|k| kind_label(*k)).collect();
+    let per_kind = |values: [u32; 4]| -> Vec<(Labels, f64)> {
+        kinds
+            .iter()
+            .zip(values)
+            .map(|(k, n)| (label("kind", k.clone()), n as f64))
+            .collect()
+    };
+    let per_kind_total = |counters: &[std::sync::atomic::AtomicU64; 4]| -> Vec<(Labels, u64)> {
+        kinds
+            .iter()
+            .zip(counters)
+            .map(|(k, n)| (label("kind", k.clone()), n.load(Ordering::Relaxed)))
+            .collect()
+    };
 
-    family(
-        &mut o,
+    o.one(
         "cuzk_uptime_seconds",
-        "gauge",
         "Seconds since the daemon started.",
+        d.uptime().as_secs_f64(),
     );
-    let _ = writeln!(o, "cuzk_uptime_seconds {}", d.uptime().as_secs_f64());
-
-    family(
-        &mut o,
+    o.gauge(
         "cuzk_jobs_queued",
-        "gauge",
         "Jobs accepted and not yet in the engine.",
+        per_kind(counts.queued),
     );
-    for (kind, n) in kinds.iter().zip(counts.queued) {
-        let _ = writeln!(o, "cuzk_jobs_queued{{kind=\"{kind}\"}} {n}");
-    }
-    family(&mut o, "cuzk_jobs_running", "gauge", "Jobs in the engine.");
-    for (kind, n) in kinds.iter().zip(counts.running) {
-        let _ = writeln!(o, "cuzk_jobs_running{{kind=\"{kind}\"}} {n}");
-    }
-    family(
-        &mut o,
+    o.gauge(
+        "cuzk_jobs_running",
+        "Jobs in the engine.",
+        per_kind(counts.running),
+    );
+    o.one(
         "cuzk_results_retained",
-        "gauge",
         "Finished jobs whose results are kept for AwaitProof.",
+        counts.finished as f64,
     );
-    let _ = writeln!(o, "cuzk_results_retained {}", counts.finished);
-    family(
-        &mut o,
+    o.one(
+        "cuzk_jobs_recovering",
+        "Jobs restored from the journal whose requests are being checked again (counted in cuzk_jobs_queued).",
+        counts.recovering as f64,
+    );
+    o.counted(
+        "cuzk_job_panics",
+        "Jobs whose thread panicked (each failed with the panic's message).",
+        stats.job_panics.load(Ordering::Relaxed),
+    );
+    o.one(
+        "cuzk_request_memory_used_bytes",
+        "Memory held by requests being checked (of limits.request_memory).",
+        d.checking_used() as f64,
+    );
+    o.gauge(
+        "cuzk_device_out_of_service",
+        "1 for a GPU a fault took out of service (its partitions are proved on the fallback).",
+        d.devices().iter().filter_map(|dev| {
+            let h = dev.health.as_ref()?;
+            Some((
+                label("device", dev.name.clone()),
+                f64::from(u8::from(h.out_of_service().is_some())),
+            ))
+        }),
+    );
+    o.one(
         "cuzk_queued_vanilla_bytes",
-        "gauge",
         "Vanilla-proof bytes held for unfinished jobs.",
+        counts.unfinished_bytes as f64,
     );
-    let _ = writeln!(o, "cuzk_queued_vanilla_bytes {}", counts.unfinished_bytes);
-
-    family(
-        &mut o,
+    o.counter(
         "cuzk_jobs_accepted",
-        "counter",
         "Jobs accepted by SubmitProof or Prove.",
+        per_kind_total(&stats.accepted),
     );
-    for (kind, n) in kinds.iter().zip(&stats.accepted) {
-        let _ = writeln!(
-            o,
-            "cuzk_jobs_accepted_total{{kind=\"{kind}\"}} {}",
-            n.load(Ordering::Relaxed)
-        );
-    }
-    family(
-        &mut o,
+    o.counter(
         "cuzk_proofs_completed",
-        "counter",
         "Proofs made, verified and kept for delivery.",
+        per_kind_total(&stats.completed),
     );
-    for (kind, n) in kinds.iter().zip(&stats.completed) {
-        let _ = writeln!(
-            o,
-            "cuzk_proofs_completed_total{{kind=\"{kind}\"}} {}",
-            n.load(Ordering::Relaxed)
-        );
-    }
-    family(
-        &mut o,
+    o.counter(
         "cuzk_proofs_failed",
-        "counter",
         "Jobs that ended without a valid proof.",
+        per_kind_total(&stats.failed),
     );
-    for (kind, n) in kinds.iter().zip(&stats.failed) {
-        let _ = writeln!(
-            o,
-            "cuzk_proofs_failed_total{{kind=\"{kind}\"}} {}",
-            n.load(Ordering::Relaxed)
-        );
-    }
-    family(
-        &mut o,
+    o.counter(
         "cuzk_proofs_cancelled",
-        "counter",
         "Jobs cancelled by CancelProof.",
+        per_kind_total(&stats.cancelled),
     );
-    for (kind, n) in kinds.iter().zip(&stats.cancelled) {
-        let _ = writeln!(
-            o,
-            "cuzk_proofs_cancelled_total{{kind=\"{kind}\"}} {}",
-            n.load(Ordering::Relaxed)
-        );
-    }
-    family(
-        &mut o,
+    o.counted(
         "cuzk_results_dropped",
-        "counter",
         "Undelivered results dropped because retention was full.",
+        stats.results_dropped.load(Ordering::Relaxed),
     );
-    let _ = writeln!(
-        o,
-        "cuzk_results_dropped_total {}",
-        stats.results_dropped.load(Ordering::Relaxed)
-    );
-    family(
-        &mut o,
+    let rejected: Vec<(Labels, u64)> = stats
+        .rejected
+        .lock()
+        .iter()
+        .map(|(code, n)| (label("code", *code), *n))
+        .collect();
+    o.counter(
         "cuzk_requests_rejected",
-        "counter",
         "Submissions refused, by gRPC status code.",
+        rejected,
     );
-    for (code, n) in stats.rejected.lock().iter() {
-        let _ = writeln!(o, "cuzk_requests_rejected_total{{code=\"{code}\"}} {n}");
-    }
-
-    family(
-        &mut o,
+    o.registry.register(
         "cuzk_proof_duration_seconds",
-        "histogram",
         "Acceptance to verified proof, completed jobs.",
+        stats.latency.0.clone(),
     );
-    let histograms = stats.latency.lock().clone();
-    for (kind, h) in kinds.iter().zip(histograms) {
-        let mut cumulative = 0;
-        for (bound, n) in LATENCY_BUCKETS.iter().zip(h.counts) {
-            cumulative += n;
-            let _ = writeln!(
-                o,
-                "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"{bound}\"}} {cumulative}"
-            );
-        }
-        let _ = writeln!(
-            o,
-            "cuzk_proof_duration_seconds_bucket{{kind=\"{kind}\",le=\"+Inf\"}} {}",
-            h.count
-        );
-        let _ = writeln!(
-            o,
-            "cuzk_proof_duration_seconds_sum{{kind=\"{kind}\"}} {}",
-            h.sum
-        );
-        let _ = writeln!(
-            o,
-            "cuzk_proof_duration_seconds_count{{kind=\"{kind}\"}} {}",
-            h.count
-        );
-    }
 
     let m = d.engine_metrics();
-    family(
-        &mut o,
+    let per_stage = |value: fn(&cuzk_pipeline::StageMetrics) -> f64| -> Vec<(Labels, f64)> {
+        m.stages
+            .iter()
+            .map(|s| (label("stage", s.stage.as_str()), value(s)))
+            .collect()
+    };
+    o.gauge(
         "cuzk_stage_busy_fraction",
-        "gauge",
         "Busy time over workers x uptime, per pipeline stage.",
+        per_stage(|s| s.busy_fraction),
     );
-    for s in &m.stages {
-        let _ = writeln!(
-            o,
-            "cuzk_stage_busy_fraction{{stage=\"{}\"}} {}",
-            s.stage.as_str(),
-            s.busy_fraction
-        );
-    }
-    family(
-        &mut o,
+    o.gauge(
         "cuzk_stage_queued",
-        "gauge",
         "Partitions waiting in front of each stage.",
+        per_stage(|s| s.queued as f64),
     );
-    for s in &m.stages {
-        let _ = writeln!(
-            o,
-            "cuzk_stage_queued{{stage=\"{}\"}} {}",
-            s.stage.as_str(),
-            s.queued
-        );
-    }
-    family(
-        &mut o,
+    o.gauge(
         "cuzk_stage_busy_workers",
-        "gauge",
         "Workers busy now, per stage.",
+        per_stage(|s| s.busy_workers as f64),
     );
-    for s in &m.stages {
-        let _ = writeln!(
-            o,
-            "cuzk_stage_busy_workers{{stage=\"{}\"}} {}",
-            s.stage.as_str(),
-            s.busy_workers
-        );
-    }
-    family(&mut o, "cuzk_stage_workers", "gauge", "Workers per stage.");
-    for s in &m.stages {
-        let _ = writeln!(
-            o,
-            "cuzk_stage_workers{{stage=\"{}\"}} {}",
-            s.stage.as_str(),
-            s.workers
-        );
-    }
-    family(
-        &mut o,
+    o.gauge(
+        "cuzk_stage_workers",
+        "Workers per stage.",
+        per_stage(|s| s.workers as f64),
+    );
+    o.one(
         "cuzk_engine_memory_reserved_bytes",
-        "gauge",
         "Host memory the engine has reserved for partitions in flight.",
+        m.memory.reserved as f64,
     );
-    let _ = writeln!(o, "cuzk_engine_memory_reserved_bytes {}", m.memory.reserved);
-    family(
-        &mut o,
+    o.one(
         "cuzk_engine_memory_budget_bytes",
-        "gauge",
         "The host-memory budget shared by partitions and hot keys.",
+        m.memory.budget as f64,
     );
-    let _ = writeln!(o, "cuzk_engine_memory_budget_bytes {}", m.memory.budget);
-    family(
-        &mut o,
+    o.one(
         "cuzk_engine_memory_lent_bytes",
-        "gauge",
         "Of that budget, lent to hot proving keys (the partitions get the rest).",
+        m.memory.lent as f64,
     );
-    let _ = writeln!(o, "cuzk_engine_memory_lent_bytes {}", m.memory.lent);
-    family(
-        &mut o,
+    o.one(
         "cuzk_engine_partitions_in_flight",
-        "gauge",
         "Partitions admitted into the engine and not finished.",
-    );
-    let _ = writeln!(
-        o,
-        "cuzk_engine_partitions_in_flight {}",
-        m.memory.partitions_in_flight
+        m.memory.partitions_in_flight as f64,
     );
 
-    family(
-        &mut o,
-        "cuzk_srs_tier",
-        "gauge",
-        "1 for each key's current tier.",
-    );
     let keys = d.srs().statuses();
-    for k in &keys {
-        for t in Tier::ALL {
-            let _ = writeln!(
-                o,
-                "cuzk_srs_tier{{circuit_id=\"{}\",tier=\"{}\"}} {}",
-                k.circuit_id,
-                t.as_str(),
-                u8::from(k.tier == t)
-            );
-        }
-    }
-    family(
-        &mut o,
+    let per_key = |value: fn(&crate::srs::SrsStatus) -> f64| -> Vec<(Labels, f64)> {
+        keys.iter()
+            .map(|k| (label("circuit_id", k.circuit_id), value(k)))
+            .collect()
+    };
+    o.gauge(
+        "cuzk_srs_tier",
+        "1 for each key's current tier.",
+        keys.iter().flat_map(|k| {
+            Tier::ALL.into_iter().map(move |t| {
+                (
+                    vec![
+                        ("circuit_id", k.circuit_id.to_string()),
+                        ("tier", t.as_str().to_string()),
+                    ],
+                    f64::from(u8::from(k.tier == t)),
+                )
+            })
+        }),
+    );
+    o.gauge(
         "cuzk_srs_loading",
-        "gauge",
         "1 while a key is being read in by its loader thread.",
+        per_key(|k| f64::from(u8::from(k.loading))),
     );
-    for k in &keys {
-        let _ = writeln!(
-            o,
-            "cuzk_srs_loading{{circuit_id=\"{}\"}} {}",
-            k.circuit_id,
-            u8::from(k.loading)
-        );
-    }
-    family(
-        &mut o,
+    o.gauge(
         "cuzk_srs_size_bytes",
-        "gauge",
         "Each key's size (parsed when hot, the file otherwise).",
+        per_key(|k| k.size_bytes as f64),
     );
-    for k in &keys {
-        let _ = writeln!(
-            o,
-            "cuzk_srs_size_bytes{{circuit_id=\"{}\"}} {}",
-            k.circuit_id, k.size_bytes
-        );
-    }
-    family(
-        &mut o,
+    o.gauge(
         "cuzk_srs_ref_count",
-        "gauge",
         "Running jobs holding each key.",
+        per_key(|k| f64::from(k.ref_count)),
     );
-    for k in &keys {
-        let _ = writeln!(
-            o,
-            "cuzk_srs_ref_count{{circuit_id=\"{}\"}} {}",
-            k.circuit_id, k.ref_count
-        );
-    }
-    family(
-        &mut o,
+    o.one(
         "cuzk_srs_hot_bytes",
-        "gauge",
         "Host memory of hot keys.",
+        d.srs().hot_bytes() as f64,
     );
-    let _ = writeln!(o, "cuzk_srs_hot_bytes {}", d.srs().hot_bytes());
-    family(
-        &mut o,
+    o.one(
         "cuzk_srs_host_budget_bytes",
-        "gauge",
         "Host-memory budget for hot keys.",
+        d.srs().budget() as f64,
     );
-    let _ = writeln!(o, "cuzk_srs_host_budget_bytes {}", d.srs().budget());
-    family(
-        &mut o,
+    o.counter(
         "cuzk_srs_transitions",
-        "counter",
         "Key tier transitions.",
+        d.srs().transitions().into_iter().map(|((from, to), n)| {
+            (
+                vec![
+                    ("from", from.as_str().to_string()),
+                    ("to", to.as_str().to_string()),
+                ],
+                n,
+            )
+        }),
     );
-    for ((from, to), n) in d.srs().transitions() {
-        let _ = writeln!(
-            o,
-            "cuzk_srs_transitions_total{{from=\"{}\",to=\"{}\"}} {n}",
-            from.as_str(),
-            to.as_str()
-        );
-    }
 
-    family(
-        &mut o,
+    let gpus: Vec<_> = d.devices().iter().filter(|dev| dev.gpu.is_some()).collect();
+    o.gauge(
         "cuzk_vram_arena_used_bytes",
-        "gauge",
         "VRAM admitted to partitions and resident keys, per GPU.",
+        gpus.iter().map(|dev| {
+            (
+                label("device", dev.name.clone()),
+                dev.admission.usage().0 as f64,
+            )
+        }),
     );
-    for dev in d.devices().iter().filter(|dev| dev.gpu.is_some()) {
-        let _ = writeln!(
-            o,
-            "cuzk_vram_arena_used_bytes{{device=\"{}\"}} {}",
-            dev.name,
-            dev.admission.usage().0
-        );
-    }
-    family(
-        &mut o,
+    o.gauge(
         "cuzk_vram_arena_capacity_bytes",
-        "gauge",
         "Each GPU's VRAM arena.",
+        gpus.iter().map(|dev| {
+            (
+                label("device", dev.name.clone()),
+                dev.admission.usage().1 as f64,
+            )
+        }),
     );
-    for dev in d.devices().iter().filter(|dev| dev.gpu.is_some()) {
-        let _ = writeln!(
-            o,
-            "cuzk_vram_arena_capacity_bytes{{device=\"{}\"}} {}",
-            dev.name,
-            dev.admission.usage().1
-        );
-    }
-    device_key_metrics(&mut o, d);
-    family(
-        &mut o,
+    o.gauge(
+        "cuzk_gpu_resident_key_bytes",
+        "VRAM bytes of each HOT key resident on a GPU.",
+        d.srs().resident().into_iter().map(|k| {
+            (
+                vec![
+                    ("device", k.device.to_string()),
+                    ("circuit_id", k.circuit_id.to_string()),
+                ],
+                k.vram_bytes as f64,
+            )
+        }),
+    );
+    let usage = d.srs().device_usage();
+    o.gauge(
+        "cuzk_gpu_resident_keys",
+        "Keys resident on each GPU now.",
+        usage
+            .iter()
+            .map(|(device, u)| (label("device", device.to_string()), u.keys as f64)),
+    );
+    o.counter(
+        "cuzk_gpu_key_uploads",
+        "Keys uploaded to each GPU.",
+        usage
+            .iter()
+            .map(|(device, u)| (label("device", device.to_string()), u.uploads)),
+    );
+    o.counter(
+        "cuzk_gpu_key_evictions",
+        "Keys dropped from each GPU (left HOT, evicted for a partition's room, replaced).",
+        usage
+            .iter()
+            .map(|(device, u)| (label("device", device.to_string()), u.evictions)),
+    );
+    o.one(
         "cuzk_host_resident_bytes",
-        "gauge",
         "The daemon's resident set size.",
+        resident_bytes() as f64,
     );
-    let _ = writeln!(o, "cuzk_host_resident_bytes {}", resident_bytes());
-    o
+    o.text()
 }
 
 /// Resident set size from /proc/self/statm (pages × page size).
@@ -499,7 +523,7 @@ fn respond(d: &Daemon, req: &Request<hyper::body::Incoming>) -> Response<Full<By
     let (status, content_type, body) = match (req.method().as_str(), req.uri().path()) {
         ("GET", "/metrics") => (
             StatusCode::OK,
-            "text/plain; version=0.0.4; charset=utf-8",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
             prometheus_text(d),
         ),
         ("GET", "/status") => (StatusCode::OK, "application/json", status_json(d)),
@@ -547,51 +571,6 @@ pub async fn serve_status(
                 });
             }
             _ = stop.wait_for(|s| *s) => return,
-        }
-    }
-}
-
-/// The keys resident in each GPU's VRAM (none on the CPU backend, which
-/// has no device slot: HOT keys live in host memory only).
-fn device_key_metrics(o: &mut String, d: &Daemon) {
-    family(
-        o,
-        "cuzk_gpu_resident_key_bytes",
-        "gauge",
-        "VRAM bytes of each HOT key resident on a GPU.",
-    );
-    for k in d.srs().resident() {
-        let _ = writeln!(
-            o,
-            "cuzk_gpu_resident_key_bytes{{device=\"{}\",circuit_id=\"{}\"}} {}",
-            k.device, k.circuit_id, k.vram_bytes
-        );
-    }
-    let usage = d.srs().device_usage();
-    for (name, kind, help, value) in [
-        (
-            "cuzk_gpu_resident_keys",
-            "gauge",
-            "Keys resident on each GPU now.",
-            (|u: &cuzk_gpu::SlotUsage| u.keys as u64) as fn(&cuzk_gpu::SlotUsage) -> u64,
-        ),
-        (
-            "cuzk_gpu_key_uploads_total",
-            "counter",
-            "Keys uploaded to each GPU.",
-            |u| u.uploads,
-        ),
-        (
-            "cuzk_gpu_key_evictions_total",
-            "counter",
-            "Keys dropped from each GPU (left HOT, evicted for a partition's room, replaced).",
-            |u| u.evictions,
-        ),
-    ] {
-        let family_name = name.trim_end_matches("_total");
-        family(o, family_name, kind, help);
-        for (device, u) in &usage {
-            let _ = writeln!(o, "{name}{{device=\"{device}\"}} {}", value(u));
         }
     }
 }

@@ -20,14 +20,6 @@ use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::Service;
 use crate::srs::{DeviceKeys, EngineShare, SrsManager};
 
-/// `MemTotal` from /proc/meminfo, bytes.
-fn physical_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 fn cpu_device() -> (Device, DeviceView) {
     let device = Device::cpu(0, 1);
     let view = DeviceView {
@@ -35,27 +27,44 @@ fn cpu_device() -> (Device, DeviceView) {
         gpu: None,
         admission: Arc::clone(&device.admission),
         workers: device.workers(),
+        health: None,
     };
     (device, view)
 }
 
-/// Every CUDA device as an engine device; empty when there is none.
-fn cuda_devices(workers: usize, budget: VramBudget) -> Result<Vec<(Device, DeviceView)>, String> {
+/// The CUDA devices of `only` (every one when empty) as engine devices;
+/// empty when there is none.
+fn cuda_devices(
+    workers: usize,
+    budget: VramBudget,
+    only: &[u32],
+) -> Result<Vec<(Device, DeviceView)>, String> {
     let infos = match cuzk_cuda::devices() {
         Ok(v) => v,
-        Err(cuzk_cuda::Error::NoDevice(why)) => {
+        Err(cuzk_cuda::Error::NoDevice(why)) if only.is_empty() => {
             tracing::info!("no CUDA device: {why}");
             return Ok(Vec::new());
         }
         Err(e) => return Err(e.to_string()),
     };
+    let ordinals: Vec<u32> = infos.iter().map(|i| i.ordinal as u32).collect();
+    if let Some(missing) = only.iter().find(|o| !ordinals.contains(o)) {
+        return Err(format!(
+            "proving.gpus names GPU {missing}, but this box has GPUs {ordinals:?}"
+        ));
+    }
     let mut out = Vec::new();
-    for info in infos {
+    for info in infos
+        .into_iter()
+        .filter(|i| only.is_empty() || only.contains(&(i.ordinal as u32)))
+    {
         let gpu = cuzk_cuda::Gpu::open_with(info.ordinal, budget).map_err(|e| e.to_string())?;
         // The device's workers share one slot of resident keys: kept here so
         // that a key leaving HOT leaves the GPU too, and the status shows it.
         let (device, keys) = cuzk_gpu::admission::pipeline_device_with_keys(&gpu, workers, budget)
             .map_err(|e| e.to_string())?;
+        let health = crate::health::DeviceHealth::new(device.name.clone());
+        let device = crate::health::guard(device, &health);
         let view = DeviceView {
             name: device.name.clone(),
             gpu: Some(GpuView {
@@ -66,6 +75,7 @@ fn cuda_devices(workers: usize, budget: VramBudget) -> Result<Vec<(Device, Devic
             }),
             admission: Arc::clone(&device.admission),
             workers: device.workers(),
+            health: Some(health),
         };
         out.push((device, view));
     }
@@ -82,7 +92,8 @@ fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, Daemon
     let devices = match p.backend.as_str() {
         "cpu" => vec![cpu_device()],
         "cuda" => {
-            let gpus = cuda_devices(p.gpu_workers, budget).map_err(DaemonError::Backend)?;
+            let gpus =
+                cuda_devices(p.gpu_workers, budget, &p.gpus).map_err(DaemonError::Backend)?;
             if gpus.is_empty() {
                 return Err(DaemonError::Backend(
                     "\"cuda\" was asked for, but this machine has no CUDA device".into(),
@@ -90,7 +101,10 @@ fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, Daemon
             }
             gpus
         }
-        _ => match cuda_devices(p.gpu_workers, budget) {
+        _ if !p.gpus.is_empty() => {
+            cuda_devices(p.gpu_workers, budget, &p.gpus).map_err(DaemonError::Backend)?
+        }
+        _ => match cuda_devices(p.gpu_workers, budget, &[]) {
             Ok(gpus) if !gpus.is_empty() => gpus,
             Ok(_) => vec![cpu_device()],
             Err(e) => {
@@ -146,6 +160,10 @@ fn oversized_is_resource_exhausted(
 
 /// Runs the daemon until SIGTERM or SIGINT, then drains and returns.
 pub async fn serve(config: Config) -> Result<(), DaemonError> {
+    // A file-size limit (RLIMIT_FSIZE) answers a write beyond it with
+    // SIGXFSZ (25 on Linux), whose default kills: handled, the write fails
+    // with EFBIG and the journal refuses that one job as on a full disk.
+    let _xfsz = signal(SignalKind::from_raw(25)).map_err(DaemonError::Runtime)?;
     // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use:
     // set it before anything touches the crates, so verify_seal and the key
     // manager read the same directory.
@@ -156,11 +174,26 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
     tracing::info!(params = %params.path().display(), "parameter cache");
 
     let devices = select_devices(&config.proving)?;
-    let memory = physical_memory().unwrap_or(16 << 30);
+    let facts = crate::defaults::BoxFacts::here();
+    let memory = facts.memory;
+    let chosen = crate::defaults::choose(facts);
+    tracing::info!(
+        memory,
+        from = crate::resources::memory_source(),
+        cores = facts.cores,
+        "this box"
+    );
+    let auto = |set: usize, default: usize| if set == 0 { default } else { set };
     let mut engine_config = EngineConfig {
-        synthesis_workers: config.proving.synthesis_workers,
+        synthesis_workers: auto(config.proving.synthesis_workers, chosen.synthesis_workers),
         devices: devices.iter().map(|(d, _)| d.clone()).collect(),
-        max_in_flight: config.proving.partitions_in_flight,
+        // Chosen, it leaves one partition proving beside the synthesis workers.
+        max_in_flight: auto(
+            config.proving.partitions_in_flight,
+            chosen
+                .partitions_in_flight
+                .max(auto(config.proving.synthesis_workers, chosen.synthesis_workers) + 1),
+        ),
         critical_reserve: config.proving.critical_reserve,
         reserve_class: config.reserve_class()?,
         verify: true,
@@ -173,13 +206,18 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
     // the keys alone (3/8 of RAM by default), so partitions always keep at
     // least the rest.
     engine_config.memory_budget = match config.proving.engine_memory_budget {
-        0 => memory / 4 * 3,
+        0 => chosen.engine_memory_budget,
         b => b,
     };
     let srs_budget = match config.srs.host_budget {
-        0 => memory / 8 * 3,
+        0 => chosen.host_budget,
         b => b,
     };
+    tracing::info!(
+        synthesis_workers = engine_config.synthesis_workers,
+        partitions_in_flight = engine_config.max_in_flight,
+        "engine"
+    );
     tracing::info!(
         shared = engine_config.memory_budget,
         keys_at_most = srs_budget,
@@ -214,11 +252,27 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
             .collect(),
     );
     check_keys_fit(&srs, &config.srs.preload)?;
-    let (journal, replayed) = Journal::open(&config.state.dir)?;
-    tracing::info!(dir = %config.state.dir.display(), jobs = replayed.len(), "journal replayed");
+    let perms = crate::journal::Permissions {
+        file_mode: config.state_file_mode()?,
+        group: config.state_group()?,
+    };
+    let (journal, replay) = Journal::open_with(&config.state.dir, perms)?;
+    if !replay.damage.is_empty() {
+        tracing::warn!(dir = %config.state.dir.display(), records = replay.damage.len(),
+            "the journal was damaged; every intact job is kept (each drop is logged above)");
+    }
+    tracing::info!(dir = %config.state.dir.display(), jobs = replay.jobs.len(),
+        "journal read; its unfinished jobs are checked again in the background");
+    let request_memory = match config.limits.request_memory {
+        0 => chosen.request_memory,
+        b => b,
+    };
     let settings = Settings {
         max_queued_jobs: config.limits.max_queued_jobs,
         max_queued_bytes: config.limits.max_queued_bytes,
+        urgent_reserved_jobs: config.limits.urgent_reserved_jobs,
+        urgent_reserved_bytes: config.limits.urgent_reserved_bytes,
+        request_memory,
         bulk_jobs_in_engine: config.proving.bulk_jobs_in_engine,
         max_results: config.retention.max_results,
         delivered_retention: Duration::from_secs(config.retention.delivered_secs),
@@ -230,12 +284,15 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
         devices.into_iter().map(|(_, v)| v).collect(),
         srs,
         journal,
-        replayed,
+        replay.jobs,
     );
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let max = config.listen.max_message_bytes as usize;
     let mode = config.socket_mode()?;
+    let group = config.socket_group()?;
+    let places = Arc::new(tokio::sync::Semaphore::new(config.limits.max_connections));
+    let streams = config.limits.max_streams_per_connection;
     let mut servers = Vec::new();
     let mut sockets = Vec::new();
     for address in config.listen_addresses()? {
@@ -251,6 +308,8 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
             source,
         };
         let router = tonic::transport::Server::builder()
+            .concurrency_limit_per_connection(streams)
+            .max_concurrent_streams(Some(streams as u32))
             .layer(tower::util::MapResponseLayer::new(
                 oversized_is_resource_exhausted,
             ))
@@ -258,11 +317,11 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
         let shown = address.to_string();
         let task = match &address {
             ListenAddr::Unix(path) => {
-                let listener = bind_unix(path, mode).map_err(bind_error)?;
+                let listener = bind_unix(path, mode, group).map_err(bind_error)?;
                 sockets.push(path.clone());
                 tracing::info!(address = %shown, mode = format!("{mode:o}"), "listening");
                 tokio::spawn(router.serve_with_incoming_shutdown(
-                    tokio_stream::wrappers::UnixListenerStream::new(listener),
+                    crate::listen::limited(listener, Arc::clone(&places)),
                     shutdown,
                 ))
             }
@@ -277,7 +336,7 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
                         "listening on a non-loopback address, as configured: anyone who can reach it can submit proofs (plaintext gRPC, no authentication)");
                 }
                 tokio::spawn(router.serve_with_incoming_shutdown(
-                    tokio_stream::wrappers::TcpListenerStream::new(listener),
+                    crate::listen::limited(listener, Arc::clone(&places)),
                     shutdown,
                 ))
             }
@@ -323,6 +382,7 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
     tracing::info!("cuzk daemon ready");
 
     let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Runtime)?;
+
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Runtime)?;
     let which = tokio::select! {
         _ = term.recv() => "SIGTERM",

@@ -218,6 +218,10 @@ def cmd_load(a, sectors):
 def cmd_submit(a, sectors):
     s = stub(a.address)
     sec = sectors[a.sector_index]
+    if a.expect_refusal:
+        code = code_of(lambda: s.SubmitProof(porep_request(sec, a.request_id), timeout=60))
+        print(json.dumps({"refused": code, "status": status(s)}))
+        return
     r = s.SubmitProof(porep_request(sec, a.request_id), timeout=60)
     if a.wait_running:
         wait_until(lambda: status(s)["in_progress"] >= 1, "the job running")
@@ -270,6 +274,9 @@ def cmd_cancel(a, sectors):
     c_running = s.CancelProof(pb.CancelProofRequest(job_id=running.job_id), timeout=30)
     r_queued = s.AwaitProof(pb.AwaitProofRequest(job_id=queued.job_id), timeout=60)
     r_running = s.AwaitProof(pb.AwaitProofRequest(job_id=running.job_id), timeout=60)
+    # A retry of the cancelled request, with the same id: it runs again.
+    retried = s.Prove(pb.ProveRequest(submit=porep_request(
+        sec2, f"porep-{sec2['miner']}-{sec2['sector']}")), timeout=DEADLINE).result
     wait_until(lambda: status(s)["srs_refs"].get("porep-2k") == 0, "the key released")
     evicted = s.EvictSRS(pb.EvictSrsRequest(circuit_id="porep-2k"), timeout=30)
     cold = status(s)
@@ -284,6 +291,7 @@ def cmd_cancel(a, sectors):
         "cancel_queued_was_running": c_queued.was_running,
         "cancel_running_was_running": c_running.was_running,
         "queued": result_dict(r_queued), "running": result_dict(r_running),
+        "retried": result_dict(retried, a.out, "retried"),
         "evicted": [evicted.was_loaded, evicted.freed_bytes],
         "cold": cold["srs"].get("porep-2k"),
         "lent": [lent_hot, lent_cold],
@@ -394,6 +402,11 @@ def cmd_kinds(a, sectors):
     wait_until(lambda: status(s)["in_progress"] >= 1, "the first PoRep job running")
     win_id = f"winpost-{win['miner']}-{win['randomness'][:16]}"
     win_sub = s.SubmitProof(kind_request(win, win_id), timeout=60)
+    # The queue is full of PoRep (limits.max_queued_jobs = 2): another PoRep
+    # is refused, the WinningPoSt above was not.
+    sec = sectors[2]
+    porep_full = code_of(lambda: s.SubmitProof(
+        porep_request(sec, f"porep-{sec['miner']}-{sec['sector']}"), timeout=60))
     queues_mid = kind_status(s)
     ends = {}
 
@@ -456,6 +469,7 @@ def cmd_kinds(a, sectors):
     print(json.dumps({
         "preload": [pre.already_loaded, hot],
         "queues_mid": queues_mid,
+        "porep_full": porep_full,
         "porep": [ends["porep-0"][1], ends["porep-1"][1]],
         "winning": ends["winning"][1],
         "winning_before_queued_porep": ends["winning"][0] < ends["porep-1"][0],
@@ -483,6 +497,8 @@ def main():
     p.add_argument("--name", default="proof")
     p.add_argument("--timeout-ms", type=int, default=0)
     p.add_argument("--wait-running", action="store_true")
+    p.add_argument("--expect-refusal", action="store_true",
+                   help="submit: print the refusal's code and message instead of failing")
     p.add_argument("--max-message", type=int, default=256 << 20)
     p.add_argument("--kinds", default=None, help="JSON of the PoSt and SnapDeals fixtures")
     a = p.parse_args()

@@ -558,12 +558,18 @@ fn kill_9_mid_proof_then_restart_delivers_the_job() {
     let job = sub["job_id"].as_str().unwrap().to_string();
     d.signal("-KILL");
     d.wait(Duration::from_secs(30));
+    // The journal is damaged besides: a record with a byte that is not
+    // UTF-8, and a torn one at the end.
+    let journal = d.dir.join("state/journal.jsonl");
+    let mut bytes = std::fs::read(&journal).unwrap();
+    bytes.extend_from_slice(b"{\"event\":\"delivered\",\"job_id\":\"\xff\"}\n{\"event\":\"fin");
+    std::fs::write(&journal, bytes).unwrap();
     d.spawn();
-    assert!(
-        d.log_text().contains("restored from the journal"),
-        "{}",
-        d.log_text()
-    );
+    let log = d.log_text();
+    assert!(log.contains("restored from the journal"), "{log}");
+    for words in ["a record that is not UTF-8", "the last record is torn"] {
+        assert!(log.contains(words), "no {words:?} in the log:\n{log}");
+    }
     let r = d.client("await", &["--job-id", &job, "--name", "after-restart"]);
     assert_eq!(r["job_id"], job.as_str());
     check_proof(&r, SECTORS[2]);
@@ -584,6 +590,60 @@ fn kill_9_mid_proof_then_restart_delivers_the_job() {
     assert_eq!(
         std::fs::read(r["proof_file"].as_str().unwrap()).unwrap(),
         std::fs::read(again["proof_file"].as_str().unwrap()).unwrap()
+    );
+}
+
+/// A file-size limit (RLIMIT_FSIZE, set on the running daemon with
+/// `prlimit`) as a full disk: the job is refused (its request could not be
+/// journaled), the daemon goes on, and after the disk has room again the
+/// journal is whole: a restart finds no damage and restores the next job.
+#[test]
+fn a_full_disk_refuses_the_job_and_leaves_the_journal_whole() {
+    let _one = serial();
+    let mut d = Daemon::start("fsize", "");
+    let pid = d.child.as_ref().unwrap().id().to_string();
+    // The soft limit only ("N:"): raising a hard limit back needs
+    // CAP_SYS_RESOURCE, which a container may not have.
+    let limit = |value: &str| {
+        run_checked(
+            Command::new("prlimit").args(["--pid", &pid, &format!("--fsize={value}:")]),
+            "prlimit",
+        )
+    };
+    // One byte: the request file cannot be written (nor a line of the log,
+    // which is a file here: dropped, not a panic).
+    limit("1");
+    let rid = format!("porep-{MINER}-{}", SECTORS[0]);
+    let r = d.client(
+        "submit",
+        &[
+            "--request-id",
+            &rid,
+            "--sector-index",
+            "0",
+            "--expect-refusal",
+        ],
+    );
+    assert_eq!(r["refused"][0], "INTERNAL", "{r}");
+    let why = r["refused"][1].as_str().unwrap();
+    assert!(
+        why.contains("could not be journaled") && why.contains("File too large"),
+        "{why}"
+    );
+    // Still serving; nothing accepted.
+    assert_eq!(r["status"]["pending"], 0, "{r}");
+    limit("unlimited");
+    let sub = d.client("submit", &["--request-id", &rid, "--sector-index", "0"]);
+    let job = sub["job_id"].as_str().unwrap().to_string();
+    d.signal("-KILL");
+    d.wait(Duration::from_secs(30));
+    d.spawn();
+    let log = d.log_text();
+    assert!(!log.contains("journal:"), "the journal was damaged:\n{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("restored from the journal") && l.contains(&job)),
+        "{log}"
     );
 }
 
@@ -624,6 +684,9 @@ fn cancel_a_queued_and_a_running_job_and_move_the_key_between_tiers() {
     assert_eq!(r["cancel_running_was_running"], true);
     assert_eq!(r["queued"]["status"], "CANCELLED");
     assert_eq!(r["running"]["status"], "CANCELLED");
+    // The cancelled request's retry, same request id, is a new job that proves.
+    check_proof(&r["retried"], SECTORS[1]);
+    assert_ne!(r["retried"]["job_id"], r["queued"]["job_id"], "{r}");
     assert_eq!(r["evicted"][0], true);
     assert!(r["evicted"][1].as_u64().unwrap() > 1 << 30, "{r}");
     assert_eq!(r["cold"], "COLD");
@@ -826,7 +889,7 @@ fn winning_window_and_snap_proofs_verify_and_winning_overtakes_queued_porep() {
     let params_dir = precompiled_params();
     let d = Daemon::start_with_params(
         "kinds",
-        "[proving]\nsynthesis = \"precompiled\"\nsynthesis_workers = 1\npartitions_in_flight = 2\nbulk_jobs_in_engine = 1\n",
+        "[proving]\nsynthesis = \"precompiled\"\nsynthesis_workers = 1\npartitions_in_flight = 2\nbulk_jobs_in_engine = 1\n[limits]\nmax_queued_jobs = 2\n",
         &params_dir,
     );
     let kinds = k.json.to_str().unwrap();
@@ -846,6 +909,15 @@ fn winning_window_and_snap_proofs_verify_and_winning_overtakes_queued_porep() {
 
     // PreloadSRS knows the PoSt circuits by Curio's names.
     assert_eq!(r["preload"], serde_json::json!([false, "HOT"]), "{r}");
+    // A queue full of PoRep refused a third PoRep, not the WinningPoSt.
+    assert_eq!(r["porep_full"][0], "RESOURCE_EXHAUSTED", "{r}");
+    assert!(
+        r["porep_full"][1]
+            .as_str()
+            .unwrap()
+            .contains("limits.max_queued_jobs"),
+        "{r}"
+    );
     // The WinningPoSt (CRITICAL by default) went past the queued PoRep job.
     assert_eq!(r["winning_before_queued_porep"], true, "{r}");
     let mid = &r["queues_mid"];

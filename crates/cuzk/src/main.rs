@@ -57,17 +57,27 @@ enum Command {
     /// Talk to a running daemon: prove a C1 through it, or print its status.
     #[command(subcommand)]
     Client(commands::client::ClientCommand),
+    /// The daemon's configuration: import Curio's cuzk configuration.
+    #[command(subcommand)]
+    Config(commands::config::ConfigCommand),
+    /// What this box has (GPUs, memory, cores, keys) and the settings the daemon would choose.
+    Doctor(commands::doctor::DoctorArgs),
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    if let Err(e) = run(Cli::parse()) {
+    // Curio's unit runs `cuzk --config FILE`: the daemon.
+    let cli = Cli::parse_from(commands::config::curio_form(std::env::args_os()));
+    // The daemon sets up its own log (log.level, --log-level, JSON).
+    if !matches!(cli.command, Command::Daemon(_)) {
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    if let Err(e) = run(cli) {
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }
@@ -87,7 +97,12 @@ fn run(cli: Cli) -> Result<()> {
         Command::SnapProve(args) => commands::snap_prove::run(args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Fixtures(task) => commands::fixtures::run(task),
-        Command::Daemon(args) => Ok(cuzk_daemon::run(args)?),
+        Command::Daemon(mut args) => {
+            args.rust_log = std::env::var("RUST_LOG").ok();
+            Ok(cuzk_daemon::run(args)?)
+        }
+        Command::Config(command) => commands::config::run(command),
+        Command::Doctor(args) => commands::doctor::run(args),
         Command::Client(command) => commands::client::run(command),
     }
 }

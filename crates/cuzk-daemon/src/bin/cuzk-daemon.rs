@@ -1,7 +1,5 @@
 //! `cuzk-daemon`: the proving daemon on its own (the same as `cuzk daemon`).
 
-use std::io::IsTerminal;
-
 use clap::Parser;
 
 #[derive(Parser)]
@@ -15,16 +13,10 @@ struct Cli {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        // Colour for a terminal only: under systemd the log goes to the journal.
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
-    if let Err(e) = cuzk_daemon::run(Cli::parse().args) {
+    let mut args = Cli::parse().args;
+    // The library reads no environment: RUST_LOG is handed to it.
+    args.rust_log = std::env::var("RUST_LOG").ok();
+    if let Err(e) = cuzk_daemon::run(args) {
         let mut text = e.to_string();
         let mut source = std::error::Error::source(&e);
         while let Some(s) = source {

@@ -17,7 +17,32 @@ use crate::srs::Tier;
 /// How often waits for the host budget are logged while they last.
 const WAIT_LOG_EVERY: Duration = Duration::from_secs(30);
 
+/// The message of a caught panic.
+pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
 impl Daemon {
+    /// The dispatcher, watched: a panic in it is logged and it starts again
+    /// (the table is behind a mutex that does not poison; the job it was
+    /// starting, if any, is failed by its own guard).
+    pub(super) fn watch_dispatcher(self: Arc<Self>) {
+        loop {
+            let d = Arc::clone(&self);
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| d.dispatch_loop())) {
+                Ok(()) => return,
+                Err(p) => {
+                    tracing::error!(panic = %panic_message(&*p), "the dispatcher panicked; restarting it");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        }
+    }
+
     pub(super) fn dispatch_loop(self: Arc<Self>) {
         let mut last_tick = Instant::now();
         let mut last_wait_log = Instant::now();
@@ -48,7 +73,7 @@ impl Daemon {
                     let daemon = Arc::clone(&self);
                     std::thread::Builder::new()
                         .name(started.id.clone())
-                        .spawn(move || daemon.run_job(started))
+                        .spawn(move || daemon.run_guarded(started))
                         .expect("spawning a job thread");
                 }
                 None if last_tick.elapsed() >= Duration::from_secs(1) => {
@@ -180,6 +205,50 @@ impl Daemon {
             .map_or(Duration::ZERO, |e| e.accepted_at.elapsed());
         tracing::error!(job = %id, error = %message, "job failed before the engine");
         self.finish(id, Outcome::Done(unproved(Status::Failed, message, total)));
+    }
+
+    /// A job thread, guarded: a panic anywhere in it (building circuits,
+    /// the verifier, the Filecoin crates) fails that job with the panic's
+    /// message, gives its key lease and engine slot back, and leaves every
+    /// other job alone.
+    pub(super) fn run_guarded(self: Arc<Self>, started: Started) {
+        let id = started.id.clone();
+        let d = Arc::clone(&self);
+        self.guarded(&id, move || d.run_job(started));
+    }
+
+    /// Runs `body` for job `id`; if it panics, fails the job ([`Daemon::fail_panicked`]).
+    pub(super) fn guarded(&self, id: &str, body: impl FnOnce()) {
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            self.fail_panicked(id, &panic_message(&*p));
+        }
+    }
+
+    /// Fails a job whose thread panicked, unless it had already finished.
+    pub(super) fn fail_panicked(&self, id: &str, message: &str) {
+        self.stats
+            .job_panics
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (open, total) = {
+            let t = self.table.lock();
+            t.jobs.get(id).map_or((false, Duration::ZERO), |e| {
+                (
+                    !matches!(e.phase, Phase::Finished { .. } | Phase::Interrupted),
+                    e.accepted_at.elapsed(),
+                )
+            })
+        };
+        tracing::error!(job = %id, panic = %message, "the job's thread panicked; the job fails");
+        if open {
+            self.finish(
+                id,
+                Outcome::Done(unproved(
+                    Status::Failed,
+                    format!("internal error, the job was stopped: {message}"),
+                    total,
+                )),
+            );
+        }
     }
 
     /// A job thread: builds the job's circuits, hands it to the engine, waits

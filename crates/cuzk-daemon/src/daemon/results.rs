@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::{Daemon, Outcome, Phase, Table};
 use crate::error::RequestError;
-use crate::kinds::kind_index;
+use crate::kinds::{kind_index, KINDS};
 use crate::proto::{await_proof_response::Status, AwaitProofResponse};
 
 impl Daemon {
@@ -32,7 +32,9 @@ impl Daemon {
             };
             counter.fetch_add(1, Ordering::Relaxed);
             if result.status == Status::Completed as i32 {
-                self.stats.latency.lock()[k].observe(result.total_ms as f64 / 1000.0);
+                self.stats
+                    .latency
+                    .observe(KINDS[k], result.total_ms as f64 / 1000.0);
             }
         }
         let forgotten = {
@@ -88,9 +90,7 @@ impl Daemon {
                 self.stats.results_dropped.fetch_add(1, Ordering::Relaxed);
                 forgotten.push(id.clone());
             }
-            if let Some(e) = t.jobs.remove(&id) {
-                t.by_request.remove(&e.accepted.request_id);
-            }
+            t.forget(&id);
         }
         forgotten
     }
@@ -110,9 +110,7 @@ impl Daemon {
             .collect();
         for id in expired {
             t.finished.retain(|f| *f != id);
-            if let Some(e) = t.jobs.remove(&id) {
-                t.by_request.remove(&e.accepted.request_id);
-            }
+            t.forget(&id);
         }
     }
 
@@ -206,7 +204,7 @@ impl Daemon {
                 entry.cancel_requested = true;
                 Ok(false)
             }
-            Phase::Queued(_) => {
+            Phase::Queued(_) | Phase::Recovering => {
                 let key = (Reverse(entry.priority as i32), entry.seq);
                 entry.phase = Phase::Starting;
                 t.queue.remove(&key);

@@ -19,7 +19,7 @@ const SIZES: [(&str, &str); 5] = [
 /// Every circuit the daemon proves, by circuit id as Curio names them:
 /// `porep-32g`, `winning-32g`, `wpost-32g` (the V1_2 WindowPoSt circuit),
 /// `snap-32g`, for each sector size.
-pub(super) fn circuits() -> &'static [(&'static str, Circuit)] {
+pub fn circuits() -> &'static [(&'static str, Circuit)] {
     static ALL: OnceLock<Vec<(&'static str, Circuit)>> = OnceLock::new();
     ALL.get_or_init(|| {
         let mut out = Vec::new();

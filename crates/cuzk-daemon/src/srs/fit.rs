@@ -58,7 +58,7 @@ pub struct KeyNeeds {
 
 /// Bytes of a parsed key with these section counts (as
 /// `load::parsed_bytes` counts a key in memory).
-pub(super) fn key_bytes(s: &KeySummary) -> u64 {
+pub(crate) fn key_bytes(s: &KeySummary) -> u64 {
     let g1 = std::mem::size_of::<blstrs::G1Affine>() as u64;
     let g2 = std::mem::size_of::<blstrs::G2Affine>() as u64;
     (s.ic.count + s.h.count + s.l.count + s.a.count + s.b_g1.count) * g1 + s.b_g2.count * g2

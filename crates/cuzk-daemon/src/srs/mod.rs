@@ -26,14 +26,14 @@
 mod circuits;
 mod device;
 mod evict;
-mod fit;
+pub(crate) mod fit;
 mod load;
 mod synthesis;
 #[cfg(test)]
 mod tests;
 
-pub use circuits::circuit_id;
-use circuits::{circuit_of, circuits};
+use circuits::circuit_of;
+pub use circuits::{circuit_id, circuits};
 pub use device::{DeviceKeys, ResidentKey};
 pub use fit::{shape_of, EngineShare, KeyNeeds};
 pub use synthesis::{KeySynthesis, SynthesisChoice};

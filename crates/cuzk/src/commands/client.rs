@@ -277,14 +277,13 @@ async fn post(kind: ProofKind, args: PostClientArgs) -> Result<()> {
         );
     }
     let request_bytes = vanilla.iter().map(Vec::len).sum();
-    let head: String = randomness
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let request_id = args.request_id.clone().unwrap_or_else(|| match kind {
-        ProofKind::WinningPost => format!("winpost-{miner}-{head}"),
-        _ => format!("wdpost-{miner}-{}-{head}", args.partition),
+    let request_id = args.request_id.clone().unwrap_or_else(|| {
+        cuzk_daemon::client::post_request_id(
+            kind == ProofKind::WinningPost,
+            miner,
+            args.partition,
+            &randomness,
+        )
     });
     let submit = SubmitProofRequest {
         request_id,

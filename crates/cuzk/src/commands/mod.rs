@@ -2,7 +2,9 @@
 
 pub(crate) mod circuit_info;
 pub(crate) mod client;
+pub(crate) mod config;
 pub(crate) mod demo;
+pub(crate) mod doctor;
 pub(crate) mod fixtures;
 pub(crate) mod info;
 pub(crate) mod porep_c2;
