@@ -40,8 +40,10 @@ impl C1Input {
 /// Parses either form and checks what can be checked without the proofs'
 /// contents: the proof type is one this crate proves, the sector sizes named
 /// by the proof type, by the vanilla proofs' variant and by Curio's wrapper
-/// agree, there is one partition of vanilla proofs per circuit partition, and
-/// no commitment or seed is all zero (as `seal_commit_phase2` requires).
+/// agree, there is one partition of vanilla proofs per circuit partition
+/// (an interactive C1 declared non-interactive, or the reverse, is named as
+/// such), each with the proof type's challenge count, and no commitment or
+/// seed is all zero (as `seal_commit_phase2` requires).
 pub fn parse_c1(bytes: &[u8]) -> Result<C1Input, Error> {
     let value: Value = serde_json::from_slice(bytes).map_err(Error::NotJson)?;
     let (plain, curio) = match value.get("Phase1Out") {
@@ -115,8 +117,25 @@ fn check_shape(
         return Err(wrong_size(variant_size, "the vanilla proofs' variant"));
     }
     if partitions.len() != proof_type.partitions() {
+        // The same circuit with the other interaction has another partition
+        // count (1 or 10 interactive, 13 or 126 non-interactive): say so.
+        let other = proof_type.other_interaction();
+        let hint = if partitions.len() == other.partitions() {
+            let (was, declared) = if other.is_non_interactive() {
+                ("a non-interactive", "interactive")
+            } else {
+                ("an interactive", "non-interactive")
+            };
+            format!(
+                " ({} has {}: {was} C1 declared {declared})",
+                other.name(),
+                other.partitions(),
+            )
+        } else {
+            String::new()
+        };
         return Err(Error::Tampered(format!(
-            "{} partitions of vanilla proofs, {} has {}",
+            "{} partitions of vanilla proofs, {} has {}{hint}",
             partitions.len(),
             proof_type.name(),
             proof_type.partitions()
@@ -125,6 +144,18 @@ fn check_shape(
     if let Some(k) = partitions.iter().position(|&n| n == 0) {
         return Err(Error::Tampered(format!(
             "partition {k} has no vanilla proofs"
+        )));
+    }
+    let per_partition = proof_type.challenges_per_partition();
+    if let Some((k, &n)) = partitions
+        .iter()
+        .enumerate()
+        .find(|&(_, &n)| n != per_partition)
+    {
+        return Err(Error::Tampered(format!(
+            "partition {k} has {n} vanilla proofs (challenges), {} has {per_partition} per \
+             partition",
+            proof_type.name()
         )));
     }
     for (name, bytes) in [

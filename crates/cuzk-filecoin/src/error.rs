@@ -76,10 +76,26 @@ pub enum Error {
     /// The finished proof did not verify: never returned as output.
     #[error("the proof does not verify ({0}); nothing was written")]
     InvalidProof(&'static str),
+    /// An aggregate that does not decode, does not fit the sectors given,
+    /// or does not verify.
+    #[error("the aggregate is not valid for these sectors ({0}); nothing was written")]
+    InvalidAggregate(String),
     /// A PoSt or update request that is not what its kind expects: the
     /// vanilla proofs, the randomness, the proof type or the partition.
     #[error("{kind} request refused: {problem}")]
     BadRequest { kind: &'static str, problem: String },
+    /// Proofs that cannot be aggregated together (proof types, counts,
+    /// lengths), or an aggregate that does not fit the sectors given.
+    #[error("aggregation refused: {0}")]
+    Aggregate(String),
+    /// The SnarkPack SRS is absent, truncated, malformed or too small.
+    #[error("SnarkPack SRS {path}: {problem}\n  looked for it in {dir} (FIL_PROOFS_PARAMETER_CACHE or --params-dir)\n  to get it: {hint}", path = path.display(), dir = dir.display())]
+    Srs {
+        path: PathBuf,
+        dir: PathBuf,
+        problem: String,
+        hint: String,
+    },
     /// An error from the Filecoin crates, with what was being done.
     #[error("{context}: {message}")]
     Filecoin {

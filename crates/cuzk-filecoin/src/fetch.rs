@@ -1,7 +1,8 @@
 //! Downloading the official parameter files.
 //!
 //! The manifest is the one the Filecoin crates ship (storage-proofs-core's
-//! `parameters.json`): for each file name, its IPFS content id, its digest
+//! `parameters.json`, and `srs-inner-product.json` for the SnarkPack SRS,
+//! [`srs_manifest`]): for each file name, its IPFS content id, its digest
 //! and the sector size it is for. A file is fetched from an IPFS HTTP
 //! gateway (`<gateway>/<cid>`), hashed while it streams to a temporary file
 //! in the cache directory, and renamed into place only when its digest is
@@ -17,7 +18,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
-use storage_proofs_core::parameter_cache::PARAMETERS;
+use storage_proofs_core::parameter_cache::{PARAMETERS, SRS_PARAMETERS};
 
 /// The gateway Filecoin's paramfetch uses when `IPFS_GATEWAY` is not set.
 pub const DEFAULT_GATEWAY: &str = "https://proofs.filecoin.io/ipfs/";
@@ -45,6 +46,22 @@ pub fn manifest(sector_size: Option<u64>, porep_only: bool) -> Vec<ManifestEntry
         .iter()
         .filter(|(_, d)| sector_size.is_none_or(|s| d.sector_size == s))
         .filter(|(name, _)| !porep_only || name.contains("stacked-proof-of-replication"))
+        .map(|(name, d)| ManifestEntry {
+            name: name.clone(),
+            cid: d.cid.clone(),
+            digest: d.digest.clone(),
+            sector_size: d.sector_size,
+        })
+        .collect()
+}
+
+/// The SnarkPack SRS (`v28-fil-inner-product-v1.srs`, for non-interactive
+/// PoRep and aggregates), from the crates' other manifest
+/// (storage-proofs-core's `srs-inner-product.json`; its sector size is 0:
+/// one file for every size).
+pub fn srs_manifest() -> Vec<ManifestEntry> {
+    SRS_PARAMETERS
+        .iter()
         .map(|(name, d)| ManifestEntry {
             name: name.clone(),
             cid: d.cid.clone(),

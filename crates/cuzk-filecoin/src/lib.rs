@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
+pub mod aggregate;
 mod c1;
 mod check;
 mod circuit;
@@ -23,6 +24,7 @@ pub mod synthetic;
 pub mod synthetic_post;
 pub mod synthetic_snap;
 
+pub use aggregate::{aggregate, seal_proof, verify_aggregate, CommitProofs, SrsSummary};
 pub use c1::{parse_c1, C1Input, CurioSector};
 pub use check::check_c1;
 pub use circuit::Circuit;
@@ -51,7 +53,10 @@ use rand_core::RngCore;
 /// Commit phase 2 in one call: checks `c1` (and the sector identity when
 /// given), reads the keys from `params`, proves every partition on
 /// `backend`, and verifies the result with the Filecoin crates (unless
-/// `verify_proof` is false). Returns 192 bytes per partition, in order.
+/// `verify_proof` is false). Returns what `seal_commit_phase2` returns: 192
+/// bytes per partition, in order, for an interactive type; for a
+/// non-interactive one, the SnarkPack aggregate of those (whose SRS
+/// filecoin-proofs reads from its own parameter cache, checked first).
 pub fn prove_c1(
     c1: &C1Input,
     params: &ParamsDir,
@@ -61,10 +66,16 @@ pub fn prove_c1(
     verify_proof: bool,
 ) -> Result<Vec<u8>, Error> {
     params.check(c1.proof_type)?;
+    if c1.proof_type.is_non_interactive() {
+        ParamsDir::filecoin().check_srs(c1.proof_type.partitions())?;
+    }
     check_c1(c1, sector)?;
     let key = params.load_proving_key(c1.proof_type)?;
-    let proof = prove_partitions(c1, &key, backend, rng, &mut |_| {})?;
+    let mut proof = prove_partitions(c1, &key, backend, rng, &mut |_| {})?;
     drop(key);
+    if c1.proof_type.is_non_interactive() {
+        proof = seal_proof(c1, proof)?;
+    }
     if verify_proof {
         let vk = params.load_verifying_key(c1.proof_type)?;
         verify(c1, &proof, &vk, sector)?;

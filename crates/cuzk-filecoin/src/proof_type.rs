@@ -40,8 +40,10 @@ macro_rules! with_sector_shape {
 pub(crate) use with_sector_shape;
 
 /// A registered PoRep proof type that this crate proves: every
-/// `RegisteredSealProof` except the non-interactive ones, whose C2 output is
-/// a SnarkPack aggregate rather than one Groth16 proof per partition.
+/// `RegisteredSealProof`. The non-interactive ones (`…_Feat_NonInteractivePoRep`)
+/// have more partitions of the same circuit (13 below 32 GiB, 126 at 32 and
+/// 64 GiB) and their C2 output is the SnarkPack aggregate of the partition
+/// proofs (`crate::aggregate`), not the proofs themselves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ProofType(RegisteredSealProof);
 
@@ -73,17 +75,40 @@ impl ProofType {
         ]
     };
 
-    /// The proof type, or why it is not supported.
+    /// The proof type (every registered one is supported).
     pub fn new(proof: RegisteredSealProof) -> Result<Self, Error> {
-        if proof.feature_enabled(ApiFeature::NonInteractivePoRep) {
-            return Err(Error::Unsupported {
-                proof_type: format!("{proof:?}"),
-                why: "non-interactive PoRep's C2 output is a SnarkPack aggregate of the \
-                      partition proofs; cuzk produces the partition proofs only"
-                    .into(),
-            });
-        }
         Ok(ProofType(proof))
+    }
+
+    /// Non-interactive PoRep (FIP-0092): challenges drawn from comm_r, not
+    /// from a chain seed; the C2 output is a SnarkPack aggregate.
+    pub fn is_non_interactive(self) -> bool {
+        self.0.feature_enabled(ApiFeature::NonInteractivePoRep)
+    }
+
+    /// The proof type of the same sector size and circuit with the other
+    /// interaction: the V1_1 interactive type for a non-interactive one,
+    /// the non-interactive type for any interactive one.
+    pub fn other_interaction(self) -> ProofType {
+        let want_ni = !self.is_non_interactive();
+        let proof = ProofType::ALL
+            .into_iter()
+            .find(|p| {
+                p.sector_size() == self.0.sector_size()
+                    && p.feature_enabled(ApiFeature::NonInteractivePoRep) == want_ni
+                    && (want_ni || format!("{p:?}").ends_with("V1_1"))
+            })
+            .expect("every sector size has a V1_1 and a non-interactive type");
+        ProofType(proof)
+    }
+
+    /// Vanilla proofs (challenges) per partition, as filecoin-proofs
+    /// derives it: the minimum challenge count divided by the partitions,
+    /// rounded up (2 below 32 GiB, 18 at 32 and 64 GiB, both kinds).
+    pub fn challenges_per_partition(self) -> usize {
+        let config = self.config();
+        let partitions = usize::from(config.partitions);
+        config.minimum_challenges().div_ceil(partitions)
     }
 
     /// Looks a proof type up by its registry name (`StackedDrg2KiBV1_1`).
@@ -199,18 +224,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_interactive_type_is_supported_and_non_interactive_ones_are_not() {
+    fn every_type_is_supported_with_its_partitions_and_challenges() {
         for p in ProofType::ALL {
             let name = format!("{p:?}");
-            let got = ProofType::from_name(&name);
-            if name.contains("NonInteractive") {
-                assert!(matches!(got, Err(Error::Unsupported { .. })), "{name}");
-            } else {
-                let pt = got.unwrap();
-                assert_eq!(pt.registered(), p);
-                let expected = if pt.sector_size() >= 32 << 30 { 10 } else { 1 };
-                assert_eq!(pt.partitions(), expected, "{name}");
-            }
+            let pt = ProofType::from_name(&name).unwrap();
+            assert_eq!(pt.registered(), p);
+            let large = pt.sector_size() >= 32 << 30;
+            // filecoin-proofs 19.1 constants.rs: POREP_PARTITIONS,
+            // get_porep_non_interactive_partitions and the minimum challenges.
+            let (partitions, challenges) = match (pt.is_non_interactive(), large) {
+                (false, false) => (1, 2),
+                (false, true) => (10, 18),
+                (true, false) => (13, 2),
+                (true, true) => (126, 18),
+            };
+            assert_eq!(pt.partitions(), partitions, "{name}");
+            assert_eq!(pt.challenges_per_partition(), challenges, "{name}");
+            assert_eq!(pt.is_non_interactive(), name.contains("NonInteractive"));
+            // One circuit per sector size: a non-interactive partition is the
+            // interactive circuit, so the key files are the same.
+            let other = pt.other_interaction();
+            assert_ne!(
+                other.is_non_interactive(),
+                pt.is_non_interactive(),
+                "{name}"
+            );
+            assert_eq!(other.sector_size(), pt.sector_size());
+            assert_eq!(
+                other.params_file_name().unwrap(),
+                pt.params_file_name().unwrap(),
+                "{name}"
+            );
         }
         assert!(ProofType::from_name("StackedDrg4KiBV1").is_err());
     }

@@ -143,7 +143,8 @@ pub enum Verified {
     VerifySeal,
     /// storage-proofs' `StackedCompound::verify` on the C1's own replica id
     /// (what `verify_seal` does after deriving the replica id), used when
-    /// the prover id is not known.
+    /// the prover id is not known; for a non-interactive type,
+    /// `verify_aggregate_seal_commit_proofs` on the inputs of that replica id.
     ReplicaId,
 }
 
@@ -152,12 +153,24 @@ pub enum Verified {
 /// filecoin-proofs' parameter cache, `FIL_PROOFS_PARAMETER_CACHE`); without,
 /// `StackedCompound::verify` on the C1's replica id with `vk`. An invalid
 /// proof is an error.
+///
+/// For a non-interactive proof type, `proof` is the C2 output, the
+/// SnarkPack aggregate of the partition proofs ([`crate::seal_proof`]); it
+/// is checked to aggregate the proof type's partition count and the SRS to
+/// be whole first, then verified by `verify_seal` (which verifies the
+/// aggregate) or, without a sector identity,
+/// `verify_aggregate_seal_commit_proofs` on the C1's replica id.
+/// filecoin-proofs reads the verifying key and the SRS from its parameter
+/// cache; `vk` is not used.
 pub fn verify(
     c1: &C1Input,
     proof: &[u8],
     vk: &groth16::VerifyingKey<Bls12>,
     sector: Option<&SectorIdentity>,
 ) -> Result<Verified, Error> {
+    if c1.proof_type.is_non_interactive() {
+        return verify_non_interactive(c1, proof, sector);
+    }
     let expected = c1.proof_type.partitions() * PROOF_LEN;
     if proof.len() != expected {
         return Err(Error::InvalidProof(if proof.len() < expected {
@@ -203,6 +216,49 @@ pub fn verify(
                     "rejected by StackedCompound::verify on the C1's replica id",
                 ))
             }
+        }
+    }
+}
+
+fn verify_non_interactive(
+    c1: &C1Input,
+    proof: &[u8],
+    sector: Option<&SectorIdentity>,
+) -> Result<Verified, Error> {
+    // The verifier derives the inputs itself; the proofs are not read.
+    let this = crate::aggregate::CommitProofs {
+        proof_type: c1.proof_type,
+        comm_r: c1.output.comm_r,
+        seed: c1.output.seed,
+        inputs: crate::aggregate::public_inputs(c1)?,
+        proofs: Vec::new(),
+    };
+    match sector {
+        Some(s) => {
+            crate::aggregate::check_aggregate(std::slice::from_ref(&this), proof)?;
+            let o = &c1.output;
+            let valid = filecoin_proofs_api::seal::verify_seal(
+                c1.proof_type.registered(),
+                o.comm_r,
+                o.comm_d,
+                s.prover_id,
+                SectorId::from(s.sector_id),
+                o.ticket,
+                o.seed,
+                proof,
+            )
+            .map_err(|e| Error::filecoin("verify_seal", e))?;
+            if valid {
+                Ok(Verified::VerifySeal)
+            } else {
+                Err(Error::InvalidProof(
+                    "rejected by filecoin-proofs' verify_seal",
+                ))
+            }
+        }
+        None => {
+            crate::aggregate::verify_aggregate(std::slice::from_ref(&this), proof)?;
+            Ok(Verified::ReplicaId)
         }
     }
 }

@@ -25,6 +25,16 @@
 //!
 //! Synthetic-PoRep proof types cannot be made this way: their challenges
 //! are drawn from comm_r, which depends on the nodes they open.
+//!
+//! Non-interactive types draw their challenges from comm_r too
+//! (`NiChallenges`: SHA-256 of a tag, the replica id and comm_r), so no
+//! challenge can be known before the trees are. For them every node is
+//! labelled with the real labelling function (node 0, never challenged,
+//! gets drawn labels) and both trees are built whole; the challenges are
+//! derived from the resulting comm_r, and whichever nodes they select
+//! open consistently. That is the labelling of the whole sector: seconds
+//! for 2 KiB and 8 MiB, minutes and several GB for 512 MiB; 32 and 64 GiB
+//! (11 layers of 2^30 and 2^31 nodes) would be a sealing, and are refused.
 
 use std::any::Any;
 use std::collections::{BTreeSet, HashMap};
@@ -48,7 +58,7 @@ use storage_proofs_core::merkle::MerkleProof;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{
     generate_replica_id, Column, ColumnProof, EncodingProof, LabelingProof, PublicInputs,
-    ReplicaColumnProof, StackedDrg, TOTAL_PARENTS,
+    ReplicaColumnProof, StackedDrg, Tau, TOTAL_PARENTS,
 };
 
 use crate::proof_type::with_sector_shape;
@@ -88,6 +98,19 @@ impl SyntheticSector {
     /// module documentation) naming the ones that can be made.
     pub fn generate(&self) -> Result<SyntheticC1, Error> {
         let proof = self.proof_type.registered();
+        if self.proof_type.is_non_interactive()
+            && self.proof_type.sector_size() > MAX_NON_INTERACTIVE_SIZE
+        {
+            return Err(Error::Unsupported {
+                proof_type: self.proof_type.name(),
+                why: format!(
+                    "a synthetic non-interactive sector labels every node (its challenges are \
+                     drawn from comm_r, which depends on all of them): that is the sealing of \
+                     the whole sector at this size. Supported: {}",
+                    supported_names().join(", ")
+                ),
+            });
+        }
         if proof.feature_enabled(ApiFeature::SyntheticPoRep) {
             return Err(Error::Unsupported {
                 proof_type: self.proof_type.name(),
@@ -106,17 +129,23 @@ impl SyntheticSector {
 }
 
 /// The proof types synthetic sectors are made for: every interactive,
-/// non-synthetic PoRep type.
+/// non-synthetic PoRep type, and the non-interactive ones up to
+/// [`MAX_NON_INTERACTIVE_SIZE`].
 pub fn supported_names() -> Vec<String> {
     ProofType::ALL
         .into_iter()
         .filter(|p| {
             !p.feature_enabled(ApiFeature::SyntheticPoRep)
-                && !p.feature_enabled(ApiFeature::NonInteractivePoRep)
+                && (!p.feature_enabled(ApiFeature::NonInteractivePoRep)
+                    || u64::from(p.sector_size()) <= MAX_NON_INTERACTIVE_SIZE)
         })
         .map(|p| format!("{p:?}"))
         .collect()
 }
+
+/// The largest sector a synthetic non-interactive sector is made for: every
+/// node is labelled (see the module documentation).
+pub const MAX_NON_INTERACTIVE_SIZE: u64 = filecoin_proofs::SECTOR_SIZE_512_MIB;
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
@@ -157,23 +186,31 @@ fn generate_typed<Tree: 'static + MerkleTreeTrait>(
         &config.porep_id,
     );
 
-    let inputs = PublicInputs::<TreeDomain<Tree>, PieceDomain> {
+    let mut inputs = PublicInputs::<TreeDomain<Tree>, PieceDomain> {
         replica_id,
         seed: Some(seed),
         tau: None,
         k: None,
     };
     let partitions = request.proof_type.partitions();
-    let challenges: Vec<Vec<usize>> = (0..partitions)
-        .map(|k| inputs.challenges(&pp.challenges, nodes, Some(k)))
-        .collect();
+    let non_interactive = request.proof_type.is_non_interactive();
+    // Interactive challenges are known now; non-interactive ones only once
+    // comm_r is, so every node but 0 is labelled for them.
+    let interactive: Option<Vec<Vec<usize>>> = (!non_interactive).then(|| {
+        (0..partitions)
+            .map(|k| inputs.challenges(&pp.challenges, nodes, Some(k)))
+            .collect()
+    });
+    let labelled: BTreeSet<usize> = match &interactive {
+        Some(challenges) => challenges.iter().flatten().copied().collect(),
+        None => (1..nodes).collect(),
+    };
 
-    // Parents of every challenged node: the first base-degree are in the
+    // Parents of every labelled node: the first base-degree are in the
     // same layer, the rest (expander parents) in the layer below.
-    let challenged: BTreeSet<usize> = challenges.iter().flatten().copied().collect();
     let base_degree = graph.base_graph().degree();
     let mut parents: HashMap<usize, Vec<usize>> = HashMap::new();
-    for &c in &challenged {
+    for &c in &labelled {
         let mut p = vec![0u32; graph.degree()];
         graph
             .parents(c, &mut p)
@@ -183,7 +220,7 @@ fn generate_typed<Tree: 'static + MerkleTreeTrait>(
 
     let labels = LabelMap::<Tree>::compute(
         &replica_id,
-        &challenged,
+        &labelled,
         &parents,
         base_degree,
         layers,
@@ -191,11 +228,15 @@ fn generate_typed<Tree: 'static + MerkleTreeTrait>(
     );
 
     // tree_c: one column hash per opened node; tree_r_last: the replica of
-    // every challenged node (its last label plus its data, which is zero).
-    let opened: BTreeSet<usize> = challenged
-        .iter()
-        .flat_map(|c| std::iter::once(*c).chain(parents[c].iter().copied()))
-        .collect();
+    // every labelled node (its last label plus its data, which is zero).
+    let opened: BTreeSet<usize> = if non_interactive {
+        (0..nodes).collect()
+    } else {
+        labelled
+            .iter()
+            .flat_map(|c| std::iter::once(*c).chain(parents[c].iter().copied()))
+            .collect()
+    };
     let arities = tree_arities::<Tree>(nodes);
     let columns: HashMap<usize, Vec<TreeDomain<Tree>>> = opened
         .iter()
@@ -217,10 +258,19 @@ fn generate_typed<Tree: 'static + MerkleTreeTrait>(
         (key + zero_data).into()
     };
     let tree_r =
-        SparseTree::<Tree::Hasher>::new(arities, challenged.iter().map(|&n| (n, replica(n))));
+        SparseTree::<Tree::Hasher>::new(arities, labelled.iter().map(|&n| (n, replica(n))));
     let comm_c = tree_c.root();
     let comm_r_last = tree_r.root();
     let comm_r = <Tree::Hasher as Hasher>::Function::hash2(&comm_c, &comm_r_last);
+    let challenges = match interactive {
+        Some(challenges) => challenges,
+        None => {
+            inputs.tau = Some(Tau { comm_d, comm_r });
+            (0..partitions)
+                .map(|k| inputs.challenges(&pp.challenges, nodes, Some(k)))
+                .collect()
+        }
+    };
 
     let column_proof = |n: usize| -> Result<ColumnProof<MerkleProof<_, _, _, _>>, Error> {
         let column = Column::<Tree::Hasher>::new(n as u32, columns[&n].clone())
@@ -282,7 +332,7 @@ fn generate_typed<Tree: 'static + MerkleTreeTrait>(
     Ok(SyntheticC1 {
         output,
         challenges: challenges.iter().map(Vec::len).sum(),
-        labelled_nodes: challenged.len(),
+        labelled_nodes: labelled.len(),
         opened_nodes: opened.len(),
         elapsed: Duration::ZERO,
     })

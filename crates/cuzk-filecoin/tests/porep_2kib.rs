@@ -39,6 +39,8 @@ const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
 const KEY_SEED: u64 = 0;
 const ACTOR: u64 = 1000;
 const SECTOR: u64 = 7;
+/// Proofs the test SRS aggregates: 65 sectors of 13 partitions, padded.
+const TEST_SRS_PROOFS: usize = 1024;
 
 struct Sealed {
     params: ParamsDir,
@@ -81,6 +83,10 @@ fn sealed() -> &'static Sealed {
             );
         }
         params.check(proof_type).unwrap();
+        // The test SnarkPack SRS (seeded), for the aggregates below.
+        if params.check_srs(TEST_SRS_PROOFS).is_err() {
+            params.generate_test_srs(KEY_SEED, TEST_SRS_PROOFS).unwrap();
+        }
         let cache_files = list(&dir);
 
         let seed = 0x5eed_2c1d_u64;
@@ -314,12 +320,25 @@ fn broken_c1_is_refused_with_its_reason() {
         id,
         "wrong sector size",
     );
+    // An interactive C1 declared non-interactive: its one partition is named.
     expect_refused(
         &edited(json, |v| {
             v["registered_proof"] = "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep".into()
         }),
         id,
-        "SnarkPack",
+        "1 partitions of vanilla proofs, StackedDrg2KiBV1_2_Feat_NonInteractivePoRep has 13 \
+         (StackedDrg2KiBV1_1 has 1: an interactive C1 declared non-interactive)",
+    );
+    // A partition with a challenge missing.
+    expect_refused(
+        &edited(json, |v| {
+            v["vanilla_proofs"]["StackedDrg2KiBV1"][0]
+                .as_array_mut()
+                .unwrap()
+                .pop();
+        }),
+        id,
+        "partition 0 has 1 vanilla proofs (challenges), StackedDrg2KiBV1_1 has 2 per partition",
     );
     // Curio's wrapper: accepted as is; its SectorNum and SectorSize are checked.
     let curio = |num: u64, size: u64| {
@@ -471,4 +490,200 @@ fn a_changed_path_element_is_refused_naming_the_challenge() {
         let err = expect_refused(&bad, Some(&s.identity), "partition 0, challenge 1");
         assert!(err.to_string().contains("comm_r_last"), "{name}: {err}");
     }
+}
+
+/// A non-interactive 2 KiB sector sealed by filecoin-proofs (13 partitions
+/// of 2 challenges), once per test process.
+fn sealed_non_interactive() -> &'static (Vec<u8>, SectorIdentity) {
+    static NI: OnceLock<(Vec<u8>, SectorIdentity)> = OnceLock::new();
+    NI.get_or_init(|| {
+        // The settings (parameter and parent caches) first.
+        let _ = sealed();
+        let proof_type = ProofType::new(NI_PROOF).unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let identity = SectorIdentity::from_actor(ACTOR, SECTOR + 300);
+        let mut rng = ChaCha20Rng::seed_from_u64(0x41);
+        let c1 =
+            cuzk_filecoin::sample::seal_random_sector(proof_type, work.path(), &identity, &mut rng)
+                .unwrap();
+        (serde_json::to_vec(&c1).unwrap(), identity)
+    })
+}
+
+const NI_PROOF: RegisteredSealProof =
+    RegisteredSealProof::StackedDrg2KiBV1_2_Feat_NonInteractivePoRep;
+
+/// SnarkPack v2 straight from bellperson, as docs/ni-porep.md says
+/// filecoin-proofs calls it: the proofs padded to a power of two with the
+/// last one, the SRS file specialized for that count, the transcript input
+/// given.
+fn snarkpack(params: &ParamsDir, proofs: &[u8], transcript: [u8; 32]) -> Vec<u8> {
+    use bellperson::groth16::aggregate::{aggregate_proofs, AggregateVersion, GenericSRS};
+    let mut ps: Vec<groth16::Proof<Bls12>> = proofs
+        .chunks(192)
+        .map(|c| groth16::Proof::read(c).unwrap())
+        .collect();
+    let n = ps.len().max(2).next_power_of_two();
+    while ps.len() < n {
+        ps.push(ps.last().unwrap().clone());
+    }
+    let bytes = std::fs::read(params.srs_path()).unwrap();
+    let srs = GenericSRS::<Bls12>::read(&mut &bytes[..]).unwrap();
+    let (pk, _) = srs.specialize(n);
+    let agg = aggregate_proofs(&pk, &transcript, &ps, AggregateVersion::V2).unwrap();
+    let mut out = Vec::new();
+    agg.write(&mut out).unwrap();
+    out
+}
+
+fn sha256(parts: &[&[u8; 32]]) -> [u8; 32] {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for p in parts {
+        h.update(p);
+    }
+    h.finalize().into()
+}
+
+/// The aggregates are filecoin-proofs' bytes and follow its rules (padding,
+/// transcript input: seed and comm_r interactive, comm_r alone
+/// non-interactive), checked against bellperson's SnarkPack called
+/// directly. The proofs need not be valid to be aggregated, so the
+/// non-interactive sector's 13 "partition proofs" are copies of the
+/// interactive proof (no NI proving here: `cuzk porep-c2`'s test proves
+/// real ones); the interactive aggregates are of a real proof and verify.
+#[test]
+fn aggregates_are_filecoin_proofs_bytes_and_bad_sets_are_refused() {
+    use cuzk_filecoin::{aggregate, seal_proof, verify_aggregate, CommitProofs};
+    let s = sealed();
+    let proof = reference_proof().to_vec();
+
+    // Interactive, one sector: 1 proof padded to 2, transcript H(seed, comm_r).
+    let o = &s.c1.output;
+    let one = CommitProofs::new(&s.c1, proof.clone()).unwrap();
+    let ours = aggregate(std::slice::from_ref(&one)).unwrap();
+    assert_eq!(
+        ours,
+        snarkpack(&s.params, &proof, sha256(&[&o.seed, &o.comm_r]))
+    );
+    verify_aggregate(std::slice::from_ref(&one), &ours).unwrap();
+    // The same sector twice: 2 proofs, transcript H(seed, comm_r, seed, comm_r).
+    let two = [one.clone(), one.clone()];
+    let ours2 = aggregate(&two).unwrap();
+    assert_eq!(
+        ours2,
+        snarkpack(
+            &s.params,
+            &[proof.clone(), proof.clone()].concat(),
+            sha256(&[&o.seed, &o.comm_r, &o.seed, &o.comm_r])
+        )
+    );
+    verify_aggregate(&two, &ours2).unwrap();
+    // A changed byte anywhere is refused (not decoding, or not verifying).
+    for at in [0, 600, ours2.len() / 2, ours2.len() - 1] {
+        let mut bad = ours2.clone();
+        bad[at] ^= 0x01;
+        assert!(
+            verify_aggregate(&two, &bad).is_err(),
+            "byte {at} of {} changed and still accepted",
+            ours2.len()
+        );
+    }
+    // The aggregate of one sector does not verify as another count.
+    let err = verify_aggregate(&two, &ours).unwrap_err().to_string();
+    assert!(err.contains("does not verify"), "{err}");
+
+    // Non-interactive: 13 proofs padded to 16, transcript H(comm_r) alone.
+    let (ni_json, ni_identity) = sealed_non_interactive();
+    let ni = parse_c1(ni_json).unwrap();
+    assert_eq!(ni.proof_type.partitions(), 13);
+    cuzk_filecoin::check_c1(&ni, Some(ni_identity)).unwrap();
+    let copies = proof.repeat(13);
+    let ours = seal_proof(&ni, copies.clone()).unwrap();
+    assert_eq!(
+        ours,
+        snarkpack(&s.params, &copies, sha256(&[&ni.output.comm_r]))
+    );
+    let theirs = filecoin_proofs_api::seal::aggregate_seal_commit_proofs(
+        NI_PROOF,
+        filecoin_proofs_api::RegisteredAggregationProof::SnarkPackV2,
+        &[ni.output.comm_r],
+        &[ni.output.seed],
+        &[filecoin_proofs_api::seal::SealCommitPhase2Output {
+            proof: copies.clone(),
+        }],
+    )
+    .unwrap();
+    assert_eq!(ours, theirs);
+    // Copies of another circuit's proof: well formed, and refused by verify_seal.
+    let vk = s.params.load_verifying_key(ni.proof_type).unwrap();
+    assert!(verify(&ni, &ours, &vk, Some(ni_identity)).is_err());
+
+    // Sets that cannot be aggregated, each named.
+    let ni_proofs = CommitProofs::new(&ni, copies).unwrap();
+    let refused = |sectors: &[CommitProofs], want: &str| {
+        let err = aggregate(sectors).unwrap_err().to_string();
+        assert!(err.contains(want), "{err:?} lacks {want:?}");
+    };
+    refused(
+        &[one.clone(), ni_proofs.clone()],
+        "sector 1 is StackedDrg2KiBV1_2_Feat_NonInteractivePoRep but sector 0 is \
+         StackedDrg2KiBV1_1",
+    );
+    refused(
+        &vec![ni_proofs.clone(); 66],
+        "66 sectors; an aggregate takes 1 to 65",
+    );
+    refused(&[], "no sectors");
+    let short = CommitProofs::new(&ni, proof.repeat(12))
+        .unwrap_err()
+        .to_string();
+    assert!(short.contains("2304 bytes of partition proofs"), "{short}");
+    // An NI C2 output (already an aggregate) is not partition proofs.
+    let agg = CommitProofs::new(&ni, ours).unwrap_err().to_string();
+    assert!(agg.contains("already an aggregate"), "{agg}");
+    // And an interactive C2 output is not aggregated on its own.
+    assert!(seal_proof(&s.c1, proof).is_err());
+}
+
+/// A synthetic non-interactive sector: every node labelled, challenges from
+/// its comm_r; cuzk's check and storage-proofs' vanilla verification accept it.
+#[test]
+fn a_synthetic_non_interactive_sector_passes_the_vanilla_checks() {
+    use cuzk_filecoin::synthetic::SyntheticSector;
+    let identity = SectorIdentity::from_actor(ACTOR, SECTOR + 400);
+    let made = SyntheticSector {
+        proof_type: ProofType::new(NI_PROOF).unwrap(),
+        identity,
+        seed: 0x41,
+    }
+    .generate()
+    .unwrap();
+    assert_eq!(made.challenges, 26);
+    assert_eq!(made.labelled_nodes, 63);
+    let c1 = parse_c1(&serde_json::to_vec(&made.output).unwrap()).unwrap();
+    cuzk_filecoin::check_c1(&c1, Some(&identity)).unwrap();
+    // Declared interactive, its 13 partitions are named.
+    let json = edited(&serde_json::to_vec(&made.output).unwrap(), |v| {
+        v["registered_proof"] = "StackedDrg2KiBV1_1".into()
+    });
+    expect_refused(
+        &json,
+        Some(&identity),
+        "(StackedDrg2KiBV1_2_Feat_NonInteractivePoRep has 13: a non-interactive C1 declared \
+         interactive)",
+    );
+    // 32 GiB would be a sealing: refused with the sizes that are made.
+    let err = SyntheticSector {
+        proof_type: ProofType::new(
+            RegisteredSealProof::StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+        )
+        .unwrap(),
+        identity,
+        seed: 1,
+    }
+    .generate()
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("labels every node"), "{err}");
 }

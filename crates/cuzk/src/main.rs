@@ -37,8 +37,10 @@ enum Command {
     Info(commands::info::InfoArgs),
     /// Shape of a Filecoin circuit (constraints, inputs, aux, densities), counted without a key.
     CircuitInfo(commands::circuit_info::CircuitInfoArgs),
-    /// Filecoin PoRep commit phase 2: C1 output in, verified partition proofs out.
+    /// Filecoin PoRep commit phase 2: C1 output in, verified proof out (non-interactive: aggregated).
     PorepC2(commands::porep_c2::PorepC2Args),
+    /// SnarkPack aggregate of 1-65 sectors' PoRep partition proofs (filecoin-proofs' bytes), verified.
+    Aggregate(commands::aggregate::AggregateArgs),
     /// Record a PoRep proof type's partition circuit once for `porep-c2 --synthesis precompiled`.
     Precompile(commands::precompile::PrecompileArgs),
     /// Filecoin WinningPoSt: the challenged sector's vanilla proof in, a verified proof out.
@@ -91,6 +93,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Info(args) => commands::info::run(args),
         Command::CircuitInfo(args) => commands::circuit_info::run(args),
         Command::PorepC2(args) => commands::porep_c2::run(args),
+        Command::Aggregate(args) => commands::aggregate::run(args),
         Command::Precompile(args) => commands::precompile::run(args),
         Command::WinningPost(args) => commands::winning_post::run(args),
         Command::WindowPost(args) => commands::window_post::run(args),

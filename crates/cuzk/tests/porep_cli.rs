@@ -249,3 +249,414 @@ fn bad_inputs_are_refused_by_name_and_nothing_is_written() {
         &[&name, "cargo xtask fixtures keys"],
     );
 }
+
+const NI: &str = "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep";
+const NI_SEALED: u64 = 11;
+const NI_SYNTHETIC: u64 = 12;
+
+/// Two non-interactive 2 KiB sectors in Curio's wrapper: one sealed by
+/// filecoin-proofs, one made by `cuzk fixtures synth-sector`; and the test
+/// SnarkPack SRS made by `cuzk fixtures keys --srs` (kept beside the keys).
+struct NiFixture {
+    dir: PathBuf,
+    /// The sealed sector's plain C1 JSON.
+    sealed_plain: Vec<u8>,
+    sealed: PathBuf,
+    synthetic: PathBuf,
+}
+
+fn cuzk(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cuzk"))
+        .args(args)
+        .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+        .output()
+        .unwrap()
+}
+
+fn succeeded(what: &str, output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{what}: stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn os<S: AsRef<std::ffi::OsStr> + ?Sized>(s: &S) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+fn ni_fixture() -> &'static NiFixture {
+    static F: OnceLock<NiFixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let f = fixture();
+        let dir = f.work.join("ni");
+        std::fs::create_dir_all(&dir).unwrap();
+        let stdout = succeeded(
+            "fixtures keys --srs",
+            &cuzk(&[
+                os("fixtures"),
+                os("keys"),
+                os("--srs"),
+                os("--srs-proofs"),
+                os("1024"),
+                os("--dir"),
+                os(&f.params),
+            ]),
+        );
+        assert!(stdout.contains("v28-fil-inner-product-v1.srs"), "{stdout}");
+
+        let pt = ProofType::from_name(NI).unwrap();
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x41);
+        let identity = SectorIdentity::from_actor(ACTOR, NI_SEALED);
+        let c1 =
+            cuzk_filecoin::sample::seal_random_sector(pt, &dir.join("sector"), &identity, &mut rng)
+                .unwrap();
+        let sealed_plain = serde_json::to_vec(&c1).unwrap();
+        let sealed = dir.join("sealed.json");
+        std::fs::write(&sealed, curio(&sealed_plain, NI_SEALED, 2048)).unwrap();
+
+        let synthetic = dir.join("synthetic.json");
+        succeeded(
+            "fixtures synth-sector",
+            &cuzk(&[
+                os("fixtures"),
+                os("synth-sector"),
+                os("--proof-type"),
+                os(NI),
+                os("--sector-id"),
+                os(&NI_SYNTHETIC.to_string()),
+                os("--prover-id"),
+                os("f01000"),
+                os("--out"),
+                os(&synthetic),
+            ]),
+        );
+        NiFixture {
+            dir,
+            sealed_plain,
+            sealed,
+            synthetic,
+        }
+    })
+}
+
+/// A sealed and a synthetic non-interactive sector through `cuzk porep-c2`
+/// (26 partitions through the engine): each output is the bytes
+/// filecoin-proofs' aggregation makes of the partition proofs, and
+/// `verify_seal` accepts it; `cuzk aggregate` of the two sectors is
+/// filecoin-proofs' bytes and `verify_aggregate_seal_commit_proofs` (on
+/// inputs from prover and sector ids) accepts it; a changed byte is refused.
+#[test]
+fn non_interactive_sectors_are_proved_aggregated_and_verified() {
+    use filecoin_proofs_api::seal::{
+        aggregate_seal_commit_proofs, get_seal_inputs, verify_aggregate_seal_commit_proofs,
+        SealCommitPhase2Output,
+    };
+    use filecoin_proofs_api::{RegisteredAggregationProof, SectorId};
+    let f = fixture();
+    let ni = ni_fixture();
+    let outs = [ni.dir.join("sealed.proof"), ni.dir.join("synthetic.proof")];
+    let parts = [ni.dir.join("sealed.parts"), ni.dir.join("synthetic.parts")];
+    let output = cuzk(&[
+        os("porep-c2"),
+        os("--c1"),
+        os(&ni.sealed),
+        os("--c1"),
+        os(&ni.synthetic),
+        os("--out"),
+        os(&outs[0]),
+        os("--out"),
+        os(&outs[1]),
+        os("--partition-proofs"),
+        os(&parts[0]),
+        os("--partition-proofs"),
+        os(&parts[1]),
+        os("--params-dir"),
+        os(&f.params),
+        os("--backend"),
+        os("cpu"),
+        os("--prover-id"),
+        os("f01000"),
+        os("--rng-seed"),
+        os("5"),
+        os("--synthesis-workers"),
+        os("2"),
+    ]);
+    let stdout = succeeded("porep-c2 of two NI sectors", &output);
+    assert!(stdout.contains("verify_seal: 2 of 2 valid"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("aggregation")),
+        "{stdout}"
+    );
+
+    let agg_v2 = RegisteredAggregationProof::SnarkPackV2;
+    let pt = ProofType::from_name(NI).unwrap();
+    let vk = ParamsDir::new(&f.params).load_verifying_key(pt).unwrap();
+    let mut sectors = Vec::new();
+    for ((c1_path, out), (part, sector)) in [&ni.sealed, &ni.synthetic]
+        .into_iter()
+        .zip(&outs)
+        .zip(parts.iter().zip([NI_SEALED, NI_SYNTHETIC]))
+    {
+        let c1 = parse_c1(&std::fs::read(c1_path).unwrap()).unwrap();
+        let partitions = std::fs::read(part).unwrap();
+        assert_eq!(partitions.len(), 13 * 192);
+        let proof = std::fs::read(out).unwrap();
+        // What seal_commit_phase2 returns for these partition proofs.
+        let theirs = aggregate_seal_commit_proofs(
+            c1.output.registered_proof,
+            agg_v2,
+            &[c1.output.comm_r],
+            &[c1.output.seed],
+            &[SealCommitPhase2Output {
+                proof: partitions.clone(),
+            }],
+        )
+        .unwrap();
+        assert_eq!(proof, theirs, "sector {sector}");
+        let id = SectorIdentity::from_actor(ACTOR, sector);
+        assert_eq!(
+            verify(&c1, &proof, &vk, Some(&id)).unwrap(),
+            Verified::VerifySeal
+        );
+        let mut bad = proof.clone();
+        bad[proof.len() - 40] ^= 0x01;
+        assert!(verify(&c1, &bad, &vk, Some(&id)).is_err());
+        sectors.push((c1, partitions, id));
+    }
+
+    let agg = ni.dir.join("two.agg");
+    let stdout = succeeded(
+        "aggregate",
+        &cuzk(&[
+            os("aggregate"),
+            os("--c1"),
+            os(&ni.sealed),
+            os("--proof"),
+            os(&parts[0]),
+            os("--c1"),
+            os(&ni.synthetic),
+            os("--proof"),
+            os(&parts[1]),
+            os("--out"),
+            os(&agg),
+            os("--params-dir"),
+            os(&f.params),
+            os("--prover-id"),
+            os("f01000"),
+        ]),
+    );
+    assert!(
+        stdout.contains("verify_aggregate_seal_commit_proofs: valid"),
+        "{stdout}"
+    );
+    let ours = std::fs::read(&agg).unwrap();
+    let comm_rs: Vec<[u8; 32]> = sectors.iter().map(|s| s.0.output.comm_r).collect();
+    let seeds: Vec<[u8; 32]> = sectors.iter().map(|s| s.0.output.seed).collect();
+    let outputs: Vec<SealCommitPhase2Output> = sectors
+        .iter()
+        .map(|s| SealCommitPhase2Output { proof: s.1.clone() })
+        .collect();
+    let theirs =
+        aggregate_seal_commit_proofs(pt.registered(), agg_v2, &comm_rs, &seeds, &outputs).unwrap();
+    assert_eq!(ours, theirs);
+    // The verifier's inputs from prover and sector ids, not from the C1s.
+    let inputs: Vec<_> = sectors
+        .iter()
+        .flat_map(|(c1, _, id)| {
+            let o = &c1.output;
+            get_seal_inputs(
+                o.registered_proof,
+                o.comm_r,
+                o.comm_d,
+                id.prover_id,
+                SectorId::from(id.sector_id),
+                o.ticket,
+                o.seed,
+            )
+            .unwrap()
+        })
+        .collect();
+    assert_eq!(inputs.len(), 26);
+    let check = |bytes: &[u8]| {
+        verify_aggregate_seal_commit_proofs(
+            pt.registered(),
+            agg_v2,
+            bytes.to_vec(),
+            &comm_rs,
+            &seeds,
+            inputs.clone(),
+        )
+        .unwrap_or(false)
+    };
+    assert!(check(&ours));
+    let mut bad = ours.clone();
+    bad[ours.len() - 100] ^= 0x01;
+    assert!(!check(&bad));
+}
+
+/// The command fails, names `wants` on stderr, and writes nothing at `out`.
+fn refused(name: &str, args: &[&std::ffi::OsStr], out: &Path, wants: &[&str]) {
+    let output = cuzk(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "{name}: succeeded; stderr:\n{stderr}"
+    );
+    for want in wants {
+        assert!(
+            stderr.contains(want),
+            "{name}: stderr lacks {want:?}:\n{stderr}"
+        );
+    }
+    assert!(!out.exists(), "{name}: wrote {}", out.display());
+}
+
+#[test]
+fn non_interactive_bad_inputs_are_refused_before_synthesis() {
+    let f = fixture();
+    let ni = ni_fixture();
+    let params = f.params.as_path();
+    let edit = |json: &[u8], change: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_slice(json).unwrap();
+        change(&mut v);
+        serde_json::to_vec(&v).unwrap()
+    };
+    let proofs = |v: &mut serde_json::Value| -> Vec<serde_json::Value> {
+        v["vanilla_proofs"]["StackedDrg2KiBV1"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let twelve = edit(&ni.sealed_plain, &|v| {
+        let mut p = proofs(v);
+        p.pop();
+        v["vanilla_proofs"]["StackedDrg2KiBV1"] = p.into();
+    });
+    check_refused(
+        "ni-12-partitions",
+        &twelve,
+        params,
+        &[],
+        &["12 partitions of vanilla proofs", NI, "has 13"],
+    );
+    let short = edit(&ni.sealed_plain, &|v| {
+        v["vanilla_proofs"]["StackedDrg2KiBV1"][5]
+            .as_array_mut()
+            .unwrap()
+            .pop();
+    });
+    check_refused(
+        "ni-short-partition",
+        &short,
+        params,
+        &[],
+        &[
+            "partition 5 has 1 vanilla proofs (challenges)",
+            "2 per partition",
+        ],
+    );
+    let declared_ni = edit(&f.c1, &|v| v["registered_proof"] = NI.into());
+    check_refused(
+        "interactive-declared-ni",
+        &declared_ni,
+        params,
+        &[],
+        &["an interactive C1 declared non-interactive"],
+    );
+    let declared_interactive = edit(&ni.sealed_plain, &|v| {
+        v["registered_proof"] = "StackedDrg2KiBV1_1".into()
+    });
+    check_refused(
+        "ni-declared-interactive",
+        &declared_interactive,
+        params,
+        &[],
+        &["a non-interactive C1 declared interactive"],
+    );
+
+    // The key files without the SRS, then with a truncated SRS.
+    let pt = ProofType::from_name(NI).unwrap();
+    let no_srs = f.work.join("ni-no-srs");
+    std::fs::create_dir_all(&no_srs).unwrap();
+    for name in [pt.params_file_name().unwrap(), pt.vk_file_name().unwrap()] {
+        let link = no_srs.join(&name);
+        if !link.exists() {
+            std::os::unix::fs::symlink(f.params.join(&name), link).unwrap();
+        }
+    }
+    let srs_name = "v28-fil-inner-product-v1.srs";
+    check_refused(
+        "missing-srs",
+        &ni.sealed_plain,
+        &no_srs,
+        &[],
+        &[srs_name, "not found", "cuzk fixtures fetch --srs"],
+    );
+    let truncated = f.work.join("ni-truncated-srs");
+    std::fs::create_dir_all(&truncated).unwrap();
+    for name in [pt.params_file_name().unwrap(), pt.vk_file_name().unwrap()] {
+        let link = truncated.join(&name);
+        if !link.exists() {
+            std::os::unix::fs::symlink(f.params.join(&name), link).unwrap();
+        }
+    }
+    let srs = std::fs::read(f.params.join(srs_name)).unwrap();
+    std::fs::write(truncated.join(srs_name), &srs[..srs.len() / 2]).unwrap();
+    check_refused(
+        "truncated-srs",
+        &ni.sealed_plain,
+        &truncated,
+        &[],
+        &[srs_name, "truncated", "cuzk fixtures keys --srs"],
+    );
+
+    // `cuzk aggregate`: mixed proof types, more than 65 sectors, proofs of
+    // the wrong length, no SRS; each refused before aggregating.
+    let out = ni.dir.join("refused.agg");
+    let interactive = ni.dir.join("interactive.json");
+    std::fs::write(&interactive, &f.c1).unwrap();
+    let thirteen = ni.dir.join("thirteen.parts");
+    std::fs::write(&thirteen, vec![0u8; 13 * 192]).unwrap();
+    let base = |c1s: &[&Path], proof: &Path, dir: &Path| -> Vec<std::ffi::OsString> {
+        let mut args: Vec<std::ffi::OsString> = vec!["aggregate".into()];
+        for c1 in c1s {
+            args.extend(["--c1".into(), c1.into(), "--proof".into(), proof.into()]);
+        }
+        args.extend([
+            "--out".into(),
+            out.clone().into(),
+            "--params-dir".into(),
+            dir.into(),
+        ]);
+        args
+    };
+    let run = |name: &str, args: Vec<std::ffi::OsString>, wants: &[&str]| {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        refused(name, &args, &out, wants);
+    };
+    run(
+        "mixed-types",
+        base(&[&ni.sealed, &interactive], &thirteen, params),
+        &["StackedDrg2KiBV1_1", NI, "one proof type"],
+    );
+    run(
+        "66-sectors",
+        base(&[ni.sealed.as_path(); 66], &thirteen, params),
+        &["66 sectors", "1 to 65"],
+    );
+    let short_proofs = ni.dir.join("short.parts");
+    std::fs::write(&short_proofs, vec![0u8; 100]).unwrap();
+    run(
+        "short-proofs",
+        base(&[&ni.sealed], &short_proofs, params),
+        &["100 bytes of partition proofs", "2496 bytes"],
+    );
+    run(
+        "aggregate-missing-srs",
+        base(&[&ni.sealed], &thirteen, &no_srs),
+        &[srs_name, "not found", "cuzk fixtures fetch --srs"],
+    );
+}

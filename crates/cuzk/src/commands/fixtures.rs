@@ -4,8 +4,10 @@
 //!   WindowPoSt or update circuit), generated offline from a seed (the fixed-base step
 //!   on a CUDA device when there is one), under their official names; a
 //!   PoRep key optionally from its recorded circuit (`--from-recording`).
+//! * `keys --srs`: a test SnarkPack SRS (non-interactive PoRep, aggregates)
+//!   from a seed, in the official file format and under the official name.
 //! * `fetch`: the official parameter files of the crates' manifest, each
-//!   checked against its digest.
+//!   checked against its digest (`--srs`: the SnarkPack SRS).
 //! * `seal`: a sector of random data sealed by filecoin-proofs (up to
 //!   512 MiB), written as its C1 output.
 //! * `synth-sector`: a synthetic CC sector's C1 output for any size, made in
@@ -81,6 +83,15 @@ pub(crate) enum Fixtures {
         /// another circuit is refused, naming it.
         #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "")]
         from_recording: Option<PathBuf>,
+        /// Write a test SnarkPack SRS (v28-fil-inner-product-v1.srs, bellperson's
+        /// setup_fake_srs from --seed) instead of keys: what non-interactive PoRep and
+        /// `cuzk aggregate` read. Test data only: anyone with the seed can forge aggregates.
+        #[arg(long, conflicts_with_all = ["proof_type", "from_recording"])]
+        srs: bool,
+        /// With --srs: the most proofs one aggregate may hold (rounded up to a power of
+        /// two; 8192 covers 65 sectors of 126 partitions).
+        #[arg(long, default_value_t = cuzk_filecoin::aggregate::TEST_SRS_PROOFS, requires = "srs")]
+        srs_proofs: usize,
     },
     /// Download the official parameter files and check their digests.
     Fetch {
@@ -90,6 +101,10 @@ pub(crate) enum Fixtures {
         /// Only PoRep files (not PoSt or sector update).
         #[arg(long)]
         porep_only: bool,
+        /// Only the SnarkPack SRS (v28-fil-inner-product-v1.srs, from the crates'
+        /// srs-inner-product.json), for non-interactive PoRep and aggregates.
+        #[arg(long, conflicts_with_all = ["sector_size", "porep_only"])]
+        srs: bool,
         /// Parameter cache directory (default as for `keys`).
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -189,6 +204,14 @@ pub(crate) enum Fixtures {
 pub(crate) fn run(task: Fixtures) -> Result<()> {
     match task {
         Fixtures::Keys {
+            seed,
+            dir,
+            force,
+            srs: true,
+            srs_proofs,
+            ..
+        } => test_srs(seed, dir, force, srs_proofs),
+        Fixtures::Keys {
             sector_size,
             kind,
             proof_type,
@@ -197,6 +220,7 @@ pub(crate) fn run(task: Fixtures) -> Result<()> {
             force,
             backend,
             from_recording,
+            ..
         } => keys(
             &sector_size,
             &kind,
@@ -210,9 +234,10 @@ pub(crate) fn run(task: Fixtures) -> Result<()> {
         Fixtures::Fetch {
             sector_size,
             porep_only,
+            srs,
             dir,
             gateway,
-        } => fetch_files(sector_size.as_deref(), porep_only, dir, gateway),
+        } => fetch_files(sector_size.as_deref(), porep_only, srs, dir, gateway),
         Fixtures::Seal {
             proof_type,
             actor,
@@ -497,6 +522,32 @@ fn keys(
     Ok(())
 }
 
+/// `keys --srs`: the test SnarkPack SRS, unless one large enough is there.
+fn test_srs(seed: u64, dir: Option<PathBuf>, force: bool, proofs: usize) -> Result<()> {
+    let dir = dir_or_default(dir);
+    if !force {
+        if let Ok(present) = dir.check_srs(proofs) {
+            println!(
+                "present: {} (up to {} proofs)",
+                present.path.display(),
+                present.max_proofs
+            );
+            return Ok(());
+        }
+    }
+    let t = Instant::now();
+    let made = dir.generate_test_srs(seed, proofs)?;
+    println!(
+        "TEST DATA: wrote the test SnarkPack SRS {} ({} bytes, up to {} proofs, seed {seed}) in \
+         {:.1}s",
+        made.path.display(),
+        made.file_len,
+        made.max_proofs,
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 fn seal(
     proof_type: &str,
     actor: u64,
@@ -578,11 +629,16 @@ fn hex_prefix(id: &[u8; 32]) -> String {
 fn fetch_files(
     sector_size: Option<&str>,
     porep_only: bool,
+    srs: bool,
     dir: Option<PathBuf>,
     gateway: Option<String>,
 ) -> Result<()> {
     let size = sector_size.map(size_arg).transpose()?;
-    let entries = fetch::manifest(size, porep_only);
+    let entries = if srs {
+        fetch::srs_manifest()
+    } else {
+        fetch::manifest(size, porep_only)
+    };
     if entries.is_empty() {
         bail!("the manifest lists no file for that selection");
     }

@@ -1,5 +1,6 @@
 //! One module per `cuzk` subcommand: its arguments (clap) and its `run`.
 
+pub(crate) mod aggregate;
 pub(crate) mod circuit_info;
 pub(crate) mod client;
 pub(crate) mod config;

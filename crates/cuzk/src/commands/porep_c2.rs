@@ -1,8 +1,12 @@
 //! `cuzk porep-c2`: Filecoin PoRep commit phase 2. Reads C1 outputs (plain
 //! JSON or Curio's wrapper), proves each partition, verifies every proof
-//! with the Filecoin crates, and only then writes 192 bytes per partition.
-//! Several C1s of one proof type go through the pipeline engine as jobs
-//! submitted back to back, which is how the steady state is measured.
+//! with the Filecoin crates, and only then writes what `seal_commit_phase2`
+//! returns: 192 bytes per partition for an interactive type; for a
+//! non-interactive one (13 or 126 partitions, always through the engine),
+//! the SnarkPack aggregate of the partition proofs, made by filecoin-proofs'
+//! own aggregation. Several C1s of one proof type go through the pipeline
+//! engine as jobs submitted back to back, which is how the steady state is
+//! measured.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    check_c1, parse_c1, prove_partitions_with, verify, C1Input, ParamsDir, PorepSource,
+    check_c1, parse_c1, prove_partitions_with, seal_proof, verify, C1Input, ParamsDir, PorepSource,
     PorepSynthesis, ProofType, SectorIdentity, SynthesisMode, Verified,
 };
 use cuzk_groth16::prover::Backend;
@@ -34,11 +38,19 @@ pub(crate) struct PorepC2Args {
     /// through the pipeline engine.
     #[arg(long, required = true)]
     c1: Vec<PathBuf>,
-    /// Where to write each proof (192 bytes per partition, in order), one per
-    /// --c1 in the same order; written atomically, and only once it has verified.
+    /// Where to write each proof, one per --c1 in the same order; written
+    /// atomically, and only once it has verified. What seal_commit_phase2
+    /// returns: 192 bytes per partition, in order, for an interactive proof
+    /// type; the SnarkPack aggregate of those for a non-interactive one.
     #[arg(long, short, required = true)]
     out: Vec<PathBuf>,
-    /// Parameter cache holding v28-….params and .vk (default: FIL_PROOFS_PARAMETER_CACHE,
+    /// Also write each sector's partition proofs (192 bytes per partition,
+    /// what seal_commit_phase2_circuit_proofs returns), one per --c1: for a
+    /// non-interactive type, the input of `cuzk aggregate` over several sectors.
+    #[arg(long)]
+    partition_proofs: Vec<PathBuf>,
+    /// Parameter cache holding v28-….params and .vk, and for non-interactive types the
+    /// SnarkPack SRS v28-fil-inner-product-v1.srs (default: FIL_PROOFS_PARAMETER_CACHE,
     /// else /var/tmp/filecoin-proof-parameters).
     #[arg(long)]
     params_dir: Option<PathBuf>,
@@ -130,6 +142,13 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
             args.out.len()
         );
     }
+    if !args.partition_proofs.is_empty() && args.partition_proofs.len() != args.c1.len() {
+        bail!(
+            "{} --c1 files but {} --partition-proofs files: give one per --c1, in the same order",
+            args.c1.len(),
+            args.partition_proofs.len()
+        );
+    }
     if args.c1.len() > 1 && args.sector_id.is_some() {
         bail!("--sector-id names one sector: with several --c1, each must be in Curio's wrapper");
     }
@@ -162,9 +181,15 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         format!("{}, {} partition(s), {form}", pt.name(), pt.partitions()),
     ));
 
-    // Cheap checks before anything long: key files present and whole, C1s consistent.
+    // Cheap checks before anything long: key files (and the SRS) present
+    // and whole, C1s consistent.
     let t = Instant::now();
     params.check(pt)?;
+    let srs = if pt.is_non_interactive() {
+        Some(params.check_srs(pt.partitions())?)
+    } else {
+        None
+    };
     for s in &sectors {
         check_c1(&s.c1, s.identity.as_ref()).with_context(|| format!("{}", s.path.display()))?;
     }
@@ -178,7 +203,10 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         },
     ));
 
-    let proofs = if args.synthesis_workers > 1 || sectors.len() > 1 {
+    // A non-interactive sector's many partitions always go through the
+    // engine: several in flight within the host budget, each witness
+    // released as soon as its partition is proved.
+    let proofs = if args.synthesis_workers > 1 || sectors.len() > 1 || pt.is_non_interactive() {
         let device = select_engine_device(&args.backend, &args.gpu_workers)?;
         let key = read_key(&params, pt, &mut stages)?;
         let synthesis = synthesis_mode(&args, pt, &params, &key, &mut stages);
@@ -199,6 +227,35 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         vec![proof]
     };
 
+    // What seal_commit_phase2 returns: for a non-interactive type, the
+    // SnarkPack aggregate of each sector's partition proofs.
+    let outputs = match &srs {
+        None => proofs.clone(),
+        Some(srs) => {
+            let t = Instant::now();
+            let outputs = sectors
+                .iter()
+                .zip(&proofs)
+                .map(|(s, p)| {
+                    seal_proof(&s.c1, p.clone()).with_context(|| format!("{}", s.path.display()))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            stages.push((
+                "aggregation".into(),
+                t.elapsed(),
+                format!(
+                    "SnarkPack v2 (filecoin-proofs' aggregate_seal_commit_proofs) of {} partition \
+                     proofs per sector, padded to {}; {} bytes; SRS {}",
+                    pt.partitions(),
+                    cuzk_filecoin::aggregate::padded_len(pt.partitions()),
+                    outputs[0].len(),
+                    srs.path.display()
+                ),
+            ));
+            outputs
+        }
+    };
+
     if args.no_verify {
         stages.push((
             "verification".into(),
@@ -209,7 +266,7 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         let t = Instant::now();
         let vk = params.load_verifying_key(pt)?;
         let mut how = Vec::new();
-        for (s, proof) in sectors.iter().zip(&proofs) {
+        for (s, proof) in sectors.iter().zip(&outputs) {
             how.push(
                 verify(&s.c1, proof, &vk, s.identity.as_ref())
                     .with_context(|| format!("{}", s.path.display()))?,
@@ -217,6 +274,9 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         }
         let valid = |v: Verified| match v {
             Verified::VerifySeal => "filecoin-proofs verify_seal",
+            Verified::ReplicaId if pt.is_non_interactive() => {
+                "filecoin-proofs verify_aggregate_seal_commit_proofs on the C1's replica id"
+            }
             Verified::ReplicaId => "StackedCompound::verify on the C1's replica id",
         };
         stages.push((
@@ -231,8 +291,11 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         ));
     }
 
-    for (s, proof) in sectors.iter().zip(&proofs) {
+    for (s, proof) in sectors.iter().zip(&outputs) {
         write_atomically(&s.out, proof)?;
+    }
+    for (path, proof) in args.partition_proofs.iter().zip(&proofs) {
+        write_atomically(path, proof)?;
     }
     for (stage, d, note) in &stages {
         println!("{stage:<13} {:>10}  {note}", secs(*d));
@@ -240,8 +303,15 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
     if let Some(peak) = peak_rss() {
         println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
     }
-    for (s, proof) in sectors.iter().zip(&proofs) {
+    for (s, proof) in sectors.iter().zip(&outputs) {
         println!("wrote {} ({} bytes)", s.out.display(), proof.len());
+    }
+    for (path, proof) in args.partition_proofs.iter().zip(&proofs) {
+        println!(
+            "wrote {} ({} bytes: partition proofs)",
+            path.display(),
+            proof.len()
+        );
     }
     Ok(())
 }
