@@ -502,7 +502,12 @@ pub fn h_mul(
     ensure(
         decl::ntt_h_mul.name(),
         b.len() == n && n <= u32::MAX as usize,
-        || format!("lengths a = {n}, b = {} must be equal (and < 2^32)", b.len()),
+        || {
+            format!(
+                "lengths a = {n}, b = {} must be equal (and < 2^32)",
+                b.len()
+            )
+        },
     )?;
     if n == 0 {
         return Ok(());
@@ -531,7 +536,12 @@ pub fn h_finish(
     ensure(
         decl::ntt_h_finish.name(),
         c.len() == n && n <= u32::MAX as usize,
-        || format!("lengths a = {n}, c = {} must be equal (and < 2^32)", c.len()),
+        || {
+            format!(
+                "lengths a = {n}, c = {} must be equal (and < 2^32)",
+                c.len()
+            )
+        },
     )?;
     if n == 0 {
         return Ok(());

@@ -28,13 +28,21 @@ pub use error::{ConfigError, DaemonError, JournalError, RequestError, SrsError};
 
 /// Runs `cuzk daemon`: prints the default configuration if asked, else
 /// serves until SIGTERM or SIGINT, drains, and returns `Ok` (exit 0).
-pub fn run(args: DaemonArgs) -> Result<(), DaemonError> {
+///
+/// `point_filecoin_at` is called with the configured parameter cache before
+/// anything touches the Filecoin crates, which read it once, from the
+/// environment (`FIL_PROOFS_PARAMETER_CACHE`): setting the environment is
+/// the binary's business, so the binary passes the setter in.
+pub fn run(args: DaemonArgs, point_filecoin_at: impl FnOnce(&str)) -> Result<(), DaemonError> {
     if args.print_default_config {
         print!("{}", config::EXAMPLE);
         return Ok(());
     }
     let config = args.config()?;
     logging::init(&config.log)?;
+    if !config.proving.params_dir.is_empty() {
+        point_filecoin_at(&config.proving.params_dir);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("cuzk-daemon-io")
@@ -42,3 +50,7 @@ pub fn run(args: DaemonArgs) -> Result<(), DaemonError> {
         .map_err(DaemonError::Runtime)?;
     runtime.block_on(server::serve(config))
 }
+
+/// The environment variable through which a binary points the Filecoin
+/// crates at the parameter cache (they read it once, on first use).
+pub const PARAMETER_CACHE_VARIABLE: &str = "FIL_PROOFS_PARAMETER_CACHE";

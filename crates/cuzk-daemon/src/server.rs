@@ -164,12 +164,8 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
     // SIGXFSZ (25 on Linux), whose default kills: handled, the write fails
     // with EFBIG and the journal refuses that one job as on a full disk.
     let _xfsz = signal(SignalKind::from_raw(25)).map_err(DaemonError::Runtime)?;
-    // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use:
-    // set it before anything touches the crates, so verify_seal and the key
-    // manager read the same directory.
-    if !config.proving.params_dir.is_empty() {
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &config.proving.params_dir);
-    }
+    // The binary has pointed filecoin-proofs at `proving.params_dir` (see
+    // `run`), so verify_seal and the key manager read the same directory.
     let params = ParamsDir::filecoin();
     tracing::info!(params = %params.path().display(), "parameter cache");
 

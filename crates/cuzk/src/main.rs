@@ -102,7 +102,9 @@ fn run(cli: Cli) -> Result<()> {
         Command::Fixtures(task) => commands::fixtures::run(task),
         Command::Daemon(mut args) => {
             args.rust_log = std::env::var("RUST_LOG").ok();
-            Ok(cuzk_daemon::run(args)?)
+            Ok(cuzk_daemon::run(args, |dir| {
+                std::env::set_var(cuzk_daemon::PARAMETER_CACHE_VARIABLE, dir)
+            })?)
         }
         Command::Config(command) => commands::config::run(command),
         Command::Doctor(args) => commands::doctor::run(args),

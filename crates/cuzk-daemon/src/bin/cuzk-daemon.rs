@@ -16,7 +16,9 @@ fn main() {
     let mut args = Cli::parse().args;
     // The library reads no environment: RUST_LOG is handed to it.
     args.rust_log = std::env::var("RUST_LOG").ok();
-    if let Err(e) = cuzk_daemon::run(args) {
+    let point_filecoin_at =
+        |dir: &str| std::env::set_var(cuzk_daemon::PARAMETER_CACHE_VARIABLE, dir);
+    if let Err(e) = cuzk_daemon::run(args, point_filecoin_at) {
         let mut text = e.to_string();
         let mut source = std::error::Error::source(&e);
         while let Some(s) = source {
