@@ -348,7 +348,14 @@ fn ni_fixture() -> &'static NiFixture {
 /// `verify_seal` accepts it; `cuzk aggregate` of the two sectors is
 /// filecoin-proofs' bytes and `verify_aggregate_seal_commit_proofs` (on
 /// inputs from prover and sector ids) accepts it; a changed byte is refused.
+///
+/// Ignored in CI: 26 partitions of 2^22 rows proved on the CPU by a debug
+/// binary take longer than CI's whole budget on its 2-core machine. Run it
+/// with `cargo test --release -p cuzk --test porep_cli -- --ignored
+/// non_interactive_sectors`; the aggregation's byte identity with
+/// filecoin-proofs and its refusals run in CI (`porep_2kib`).
 #[test]
+#[ignore = "26 CPU-proved partitions: longer than CI's budget; run with --ignored in release"]
 fn non_interactive_sectors_are_proved_aggregated_and_verified() {
     use filecoin_proofs_api::seal::{
         aggregate_seal_commit_proofs, get_seal_inputs, verify_aggregate_seal_commit_proofs,
