@@ -51,7 +51,7 @@ pub struct Chosen {
 
 /// The defaults for `b` (see the module docs for each rule).
 pub fn choose(b: BoxFacts) -> Chosen {
-    let engine_memory_budget = b.memory / 4 * 3;
+    let engine_memory_budget = cuzk_pipeline::host::engine_share(b.memory);
     let host_budget = b.memory / 2;
     let porep = Known::Porep32G.summary();
     let partition = gpu_partition(&porep).total();

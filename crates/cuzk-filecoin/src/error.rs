@@ -44,6 +44,10 @@ pub enum Error {
         problem: String,
         hint: String,
     },
+    /// The engine refused the job (the key does not fit the circuit, the
+    /// budget is too small) or a partition failed.
+    #[error("proving through the engine")]
+    Engine(#[from] cuzk_sched_serial::ProveOneError),
     /// The proving key does not fit the circuit, or proving failed.
     #[error("proving partition {partition}: {source}")]
     Prove {

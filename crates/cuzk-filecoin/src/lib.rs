@@ -32,37 +32,37 @@ pub use engine::PorepSource;
 pub use error::Error;
 pub use params::{ParamsDir, TestKeys};
 pub use post::{
-    post_witness, prove_post, verify_post, PostKind, PostPrep, PostRequest, PostSource, PostType,
-    PostVerified,
+    post_witness, verify_post, PostKind, PostPrep, PostRequest, PostSource, PostType, PostVerified,
 };
 pub use precompile::{CircuitSynthesis, PrecompiledCircuit};
 pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};
-pub use prove::{
-    partition_circuits, prove_partitions, prove_partitions_with, verify, Partition,
-    PartitionReport, SectorIdentity, Verified,
-};
-pub use snap::{prove_update, verify_update, UpdateRequest, UpdateSource, UpdateType};
+pub use prove::{partition_circuits, verify, Partition, SectorIdentity, Verified};
+pub use snap::{verify_update, UpdateRequest, UpdateSource, UpdateType, UPDATE_PROOF_BATCH};
 pub use synthesis::{
     challenge_circuits, partition_compact_witness, partition_witness, synthesize_challenges,
     synthesize_partition, witness_challenges, PorepSynthesis, SynthesisMode, WitnessSource,
 };
 
-use cuzk_groth16::prover::Backend;
-use rand_core::RngCore;
+use std::sync::Arc;
+
+use cuzk_pipeline::{Device, EngineConfig, Job, Randomness};
 
 /// Commit phase 2 in one call: checks `c1` (and the sector identity when
-/// given), reads the keys from `params`, proves every partition on
-/// `backend`, and verifies the result with the Filecoin crates (unless
-/// `verify_proof` is false). Returns what `seal_commit_phase2` returns: 192
-/// bytes per partition, in order, for an interactive type; for a
-/// non-interactive one, the SnarkPack aggregate of those (whose SRS
-/// filecoin-proofs reads from its own parameter cache, checked first).
+/// given), reads the keys from `params`, proves every partition through a
+/// serial scheduler on `device` (each proof checked against the verifier's
+/// inputs by the engine's epilogue when `verify_proof`), and verifies the
+/// result with the Filecoin crates (unless `verify_proof` is false). Returns
+/// what `seal_commit_phase2` returns: 192 bytes per partition, in order, for
+/// an interactive type; for a non-interactive one, the SnarkPack aggregate
+/// of those (whose SRS filecoin-proofs reads from its own parameter cache,
+/// checked first). A `Seeded` randomness gives bellperson's proof for the
+/// same seed.
 pub fn prove_c1(
     c1: &C1Input,
     params: &ParamsDir,
-    backend: &dyn Backend,
+    device: Device,
     sector: Option<&SectorIdentity>,
-    rng: &mut dyn RngCore,
+    randomness: Randomness,
     verify_proof: bool,
 ) -> Result<Vec<u8>, Error> {
     params.check(c1.proof_type)?;
@@ -70,9 +70,17 @@ pub fn prove_c1(
         ParamsDir::filecoin().check_srs(c1.proof_type.partitions())?;
     }
     check_c1(c1, sector)?;
-    let key = params.load_proving_key(c1.proof_type)?;
-    let mut proof = prove_partitions(c1, &key, backend, rng, &mut |_| {})?;
-    drop(key);
+    let key = Arc::new(params.load_proving_key(c1.proof_type)?);
+    let source = PorepSource::new(c1, &key)?;
+    let mut job = Job::new(Arc::new(source), key);
+    job.randomness = randomness;
+    let config = EngineConfig {
+        devices: vec![device],
+        verify: verify_proof,
+        ..EngineConfig::default()
+    };
+    let out = cuzk_sched_serial::prove_one(config, job)?;
+    let mut proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
     if c1.proof_type.is_non_interactive() {
         proof = seal_proof(c1, proof)?;
     }

@@ -1,6 +1,7 @@
 //! Commit phase 2 on cuzk: the partition circuits built as filecoin-proofs'
-//! `seal_commit_phase2` builds them, synthesized by cuzk-synth, proved by a
-//! cuzk `Backend`, and checked by the Filecoin crates' own verifier.
+//! `seal_commit_phase2` builds them (proved through an engine as a
+//! [`crate::PorepSource`]), and the proofs checked by the Filecoin crates'
+//! own verifier.
 //!
 //! The facts followed (filecoin-proofs 19.1, storage-proofs 19.1): the public
 //! inputs are `{replica_id, tau: {comm_d, comm_r}, seed, k: None}`; partition
@@ -9,21 +10,15 @@
 //! proof each, r for every partition drawn before any s (bellperson's batch
 //! order); the output is the proofs' 192-byte encodings concatenated.
 
-use std::time::{Duration, Instant};
-
 use bellperson::groth16;
 use blstrs::{Bls12, Scalar as Fr};
 use cuzk_groth16::proof::PROOF_LEN;
-use cuzk_groth16::prover::{prove_with, Backend, StageTimings};
-use cuzk_groth16::ProvingKey;
-use cuzk_synth::CircuitShape;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
     as_safe_commitment, parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher,
     MerkleTreeTrait, PoRepConfig, VanillaSealProof,
 };
 use filecoin_proofs_api::SectorId;
-use rand_core::RngCore;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::multi_proof::MultiProof;
 use storage_proofs_porep::stacked::{
@@ -31,27 +26,7 @@ use storage_proofs_porep::stacked::{
 };
 
 use crate::proof_type::with_sector_shape;
-use crate::synthesis::{partition_work, PorepSynthesis};
 use crate::{C1Input, Error};
-
-/// What one proved partition cost.
-#[derive(Clone, Debug)]
-pub struct PartitionReport {
-    /// Partition index, 0-based.
-    pub partition: usize,
-    /// Partitions in the sector.
-    pub of: usize,
-    /// Building and synthesizing the circuit.
-    pub synthesis: Duration,
-    /// Proving (H polynomial, MSMs, epilogue).
-    pub proving: Duration,
-    /// The prover's own stage split.
-    pub timings: StageTimings,
-    /// The circuit's shape (constraints, inputs, aux, densities).
-    pub shape: CircuitShape,
-    /// Which backend proved it.
-    pub backend: &'static str,
-}
 
 /// The sector a C1 output is proved for, when the caller knows it: with it,
 /// the replica id is checked before proving and the proof is verified with
@@ -87,53 +62,6 @@ impl SectorIdentity {
             sector_id,
         }
     }
-}
-
-/// Proves every partition of `c1` in order with `key` on `backend`, drawing
-/// the randomness from `rng` in bellperson's order. `on_partition` hears of
-/// each partition as it finishes. Returns 192 bytes per partition.
-///
-/// This does not verify: call [`verify`] (the CLI and [`crate::prove_c1`] do).
-///
-/// Each partition is synthesized challenge by challenge in parallel;
-/// [`prove_partitions_with`] takes another [`PorepSynthesis`].
-pub fn prove_partitions(
-    c1: &C1Input,
-    key: &ProvingKey,
-    backend: &dyn Backend,
-    rng: &mut dyn RngCore,
-    on_partition: &mut dyn FnMut(&PartitionReport),
-) -> Result<Vec<u8>, Error> {
-    prove_partitions_with(
-        c1,
-        key,
-        &PorepSynthesis::default(),
-        backend,
-        rng,
-        on_partition,
-    )
-}
-
-/// [`prove_partitions`], synthesizing as `synthesis` says. The proof bytes
-/// do not depend on it.
-pub fn prove_partitions_with(
-    c1: &C1Input,
-    key: &ProvingKey,
-    synthesis: &PorepSynthesis,
-    backend: &dyn Backend,
-    rng: &mut dyn RngCore,
-    on_partition: &mut dyn FnMut(&PartitionReport),
-) -> Result<Vec<u8>, Error> {
-    with_sector_shape!(
-        c1.proof_type.sector_size(),
-        prove_typed,
-        c1,
-        key,
-        synthesis,
-        backend,
-        rng,
-        on_partition
-    )
 }
 
 /// How a proof was verified.
@@ -362,48 +290,6 @@ pub fn partition_circuits<Tree: 'static + MerkleTreeTrait>(
             })
         })
         .collect()
-}
-
-fn prove_typed<Tree: 'static + MerkleTreeTrait>(
-    c1: &C1Input,
-    key: &ProvingKey,
-    how: &PorepSynthesis,
-    backend: &dyn Backend,
-    rng: &mut dyn RngCore,
-    on_partition: &mut dyn FnMut(&PartitionReport),
-) -> Result<Vec<u8>, Error> {
-    let partitions = partition_work::<Tree>(c1, how, None)?;
-    let n = partitions.len();
-    let randomness = cuzk_groth16::prover::draw_randomness(n, rng);
-    let mut out = Vec::with_capacity(n * PROOF_LEN);
-    for (k, mut work) in partitions.into_iter().enumerate() {
-        let expected = std::mem::take(&mut work.public_inputs);
-        let start = Instant::now();
-        let witness = work.synthesize(how, None)?;
-        let synthesis = start.elapsed();
-        if witness.input_assignment.get(1..) != Some(&expected[..]) {
-            return Err(Error::InputsMismatch { partition: k });
-        }
-        let start = Instant::now();
-        let proved = prove_with(backend, key, &witness, randomness[k].0, randomness[k].1).map_err(
-            |source| Error::Prove {
-                partition: k,
-                source,
-            },
-        )?;
-        let proving = start.elapsed();
-        out.extend_from_slice(&proved.proof.to_bytes());
-        on_partition(&PartitionReport {
-            partition: k,
-            of: n,
-            synthesis,
-            proving,
-            timings: proved.timings,
-            shape: witness.shape(),
-            backend: proved.backend,
-        });
-    }
-    Ok(out)
 }
 
 fn verify_replica_typed<Tree: 'static + MerkleTreeTrait>(

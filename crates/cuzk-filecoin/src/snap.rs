@@ -19,12 +19,10 @@
 //! rather than proved into an invalid proof.
 
 use std::sync::Mutex;
-use std::time::Instant;
 
 use bellperson::groth16;
 use blstrs::{Bls12, Scalar as Fr};
 use cuzk_groth16::proof::PROOF_LEN;
-use cuzk_groth16::prover::{prove_with, Backend};
 use cuzk_groth16::ProvingKey;
 use cuzk_pipeline::{PartitionSource, SourceError};
 use cuzk_synth::CircuitShape;
@@ -34,7 +32,6 @@ use filecoin_proofs::{
     DefaultPieceDomain, MerkleTreeTrait, PartitionProof, SectorUpdateConfig, TreeRHasher,
 };
 use filecoin_proofs_api::RegisteredUpdateProof;
-use rand_core::RngCore;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::multi_proof::MultiProof;
 use storage_proofs_core::parameter_cache::CacheableParameters;
@@ -47,10 +44,13 @@ use storage_proofs_update::{
 use crate::engine::{shape_from_key, Synthesis};
 use crate::precompile::CircuitSynthesis;
 use crate::proof_type::{sector_size_label, with_sector_shape};
-use crate::{Error, PartitionReport, ProofType};
+use crate::{Error, ProofType};
 
-/// bellperson batch size of storage-proofs-core's `CompoundProof::circuit_proofs`.
-const BATCH: usize = 10;
+/// The batch size of storage-proofs-core's `CompoundProof::circuit_proofs`
+/// (bellperson proves each batch's partitions together, drawing their r
+/// values before their s values): a seeded update job draws its randomness
+/// in these batches (`Job::seeded_in_batches`) to reproduce the crates' proof.
+pub const UPDATE_PROOF_BATCH: usize = 10;
 
 /// A registered empty-sector-update proof type (every one is supported).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -329,55 +329,6 @@ impl PartitionSource for UpdateSource {
     fn defers_abc(&self) -> bool {
         self.defers_abc
     }
-}
-
-/// Proves every partition of `request` in order on this thread with `key`
-/// on `backend` (synthesized as `synthesis` says), the randomness drawn from `rng` in the crates' order
-/// (batches of 10: each batch's r, then its s). `on_partition` hears of
-/// each partition as it finishes. Returns 192 bytes per partition. This
-/// does not verify: call [`verify_update`].
-pub fn prove_update(
-    request: &UpdateRequest,
-    key: &ProvingKey,
-    synthesis: &CircuitSynthesis,
-    backend: &dyn Backend,
-    rng: &mut dyn RngCore,
-    on_partition: &mut dyn FnMut(&PartitionReport),
-) -> Result<Vec<u8>, Error> {
-    let source = UpdateSource::with_synthesis(request, key, synthesis)?;
-    let n = source.num_partitions();
-    let mut randomness = Vec::with_capacity(n);
-    for start in (0..n).step_by(BATCH) {
-        randomness.extend(cuzk_groth16::prover::draw_randomness(
-            BATCH.min(n - start),
-            rng,
-        ));
-    }
-    let mut out = Vec::with_capacity(n * PROOF_LEN);
-    for (k, (r, s)) in randomness.into_iter().enumerate() {
-        let start = Instant::now();
-        let witness = source.synthesize(k).map_err(|e| Error::Filecoin {
-            context: "synthesizing an update partition",
-            message: e.message,
-        })?;
-        let synthesis = start.elapsed();
-        let start = Instant::now();
-        let proved = prove_with(backend, key, &witness, r, s).map_err(|source| Error::Prove {
-            partition: k,
-            source,
-        })?;
-        out.extend_from_slice(&proved.proof.to_bytes());
-        on_partition(&PartitionReport {
-            partition: k,
-            of: n,
-            synthesis,
-            proving: start.elapsed(),
-            timings: proved.timings,
-            shape: witness.shape(),
-            backend: proved.backend,
-        });
-    }
-    Ok(out)
 }
 
 /// Verifies an update proof: `EmptySectorUpdateCompound::verify` with `vk`,

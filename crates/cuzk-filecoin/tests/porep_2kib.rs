@@ -18,15 +18,15 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use bellperson::groth16;
 use blstrs::Bls12;
 use cuzk_filecoin::{
-    parse_c1, partition_circuits, prove_partitions, verify, C1Input, Error, ParamsDir, PorepSource,
-    ProofType, SectorIdentity, Verified,
+    parse_c1, partition_circuits, verify, C1Input, Error, ParamsDir, PorepSource, ProofType,
+    SectorIdentity, Verified,
 };
-use cuzk_groth16::prover::CpuBackend;
+use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
 use filecoin_proofs::{DefaultPieceHasher, SectorShape2KiB};
 use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use rand::SeedableRng;
@@ -114,14 +114,17 @@ fn list(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// `c1` proved by the serial scheduler on the CPU, seeded with `rng_seed`.
 fn prove(c1: &C1Input, params: &ParamsDir, rng_seed: u64) -> Vec<u8> {
-    let key = params.load_proving_key(c1.proof_type).unwrap();
-    let mut rng = ChaCha20Rng::seed_from_u64(rng_seed);
-    let mut shapes = Vec::new();
-    let proof = prove_partitions(c1, &key, &CpuBackend, &mut rng, &mut |p| {
-        shapes.push(p.shape.clone())
-    })
+    let key = Arc::new(params.load_proving_key(c1.proof_type).unwrap());
+    let source = PorepSource::new(c1, &key).unwrap();
+    let out = cuzk_sched_serial::prove_one(
+        EngineConfig::default(),
+        Job::new(Arc::new(source), key).seeded(rng_seed),
+    )
     .unwrap();
+    let shapes: Vec<_> = out.partitions.iter().map(|p| p.shape.clone()).collect();
+    let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
     // The 2 KiB circuit as docs/facts.md records it, measured through a bellperson-compatible
     // system (its constraint count is the circuit's own, without the appended
     // `input_i * 0 = 0` ones that cuzk's count includes).
@@ -143,7 +146,7 @@ fn prove(c1: &C1Input, params: &ParamsDir, rng_seed: u64) -> Vec<u8> {
 /// The randomness seed of the reference proof.
 const RNG_SEED: u64 = 20261130;
 
-/// cuzk's proof of the sealed sector with `prove_partitions` (CPU backend,
+/// cuzk's proof of the sealed sector by the serial scheduler (CPU backend,
 /// `RNG_SEED`), made once per test process.
 fn reference_proof() -> &'static [u8] {
     static PROOF: OnceLock<Vec<u8>> = OnceLock::new();
@@ -155,8 +158,7 @@ fn reference_proof() -> &'static [u8] {
 }
 
 #[test]
-fn the_engine_proves_the_c1_as_prove_partitions_does() {
-    use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
+fn the_pipelined_engine_proves_the_c1_as_the_serial_scheduler_does() {
     let s = sealed();
     let key = std::sync::Arc::new(s.params.load_proving_key(s.c1.proof_type).unwrap());
     let source = PorepSource::new(&s.c1, &key).unwrap();

@@ -23,11 +23,11 @@ use cuzk_filecoin::precompile::{precompile, PrecompiledCircuit, PrecompiledError
 use cuzk_filecoin::synthetic::SyntheticSector;
 use cuzk_filecoin::{
     challenge_circuits, parse_c1, partition_circuits, partition_compact_witness, partition_witness,
-    prove_partitions_with, synthesize_challenges, verify, witness_challenges, C1Input, Error,
-    ParamsDir, PorepSynthesis, ProofType, SectorIdentity, SynthesisMode, Verified, WitnessSource,
+    synthesize_challenges, verify, witness_challenges, C1Input, Error, ParamsDir, PorepSource,
+    PorepSynthesis, ProofType, SectorIdentity, SynthesisMode, Verified, WitnessSource,
 };
-use cuzk_groth16::prover::CpuBackend;
 use cuzk_groth16::setup::CpuFixedBase;
+use cuzk_pipeline::{EngineConfig, Job};
 use cuzk_synth::precompiled::{CacheError, CompactWitness, Witness, WitnessError};
 use filecoin_proofs::{MerkleTreeTrait, SectorShape2KiB, SectorShape512MiB};
 use filecoin_proofs_api::RegisteredSealProof;
@@ -252,10 +252,12 @@ fn every_mode_gives_the_same_proof_bytes() {
         "{pre:?}"
     );
     let mut proofs = Vec::new();
+    let key = Arc::new(key);
     for synthesis in [PorepSynthesis::Sequential, PorepSynthesis::Parallel, pre.0] {
-        let mut rng = ChaCha20Rng::seed_from_u64(42);
-        let proof = prove_partitions_with(c1, &key, &synthesis, &CpuBackend, &mut rng, &mut |_| {})
-            .unwrap();
+        let source = PorepSource::with_synthesis(c1, &key, &synthesis).unwrap();
+        let job = Job::new(Arc::new(source), Arc::clone(&key)).seeded(42);
+        let out = cuzk_sched_serial::prove_one(EngineConfig::default(), job).unwrap();
+        let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
         proofs.push((synthesis.mode(), proof));
     }
     for (mode, proof) in &proofs {

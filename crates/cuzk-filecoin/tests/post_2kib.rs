@@ -29,10 +29,10 @@ use bellperson::groth16;
 use cuzk_filecoin::precompile::{precompile, PrecompiledError};
 use cuzk_filecoin::sample::{post_vanilla_proofs, seal_sample_sector, SampleSector};
 use cuzk_filecoin::{
-    prove_post, verify_post, CircuitSynthesis, Error, ParamsDir, PostRequest, PostSource, PostType,
+    verify_post, CircuitSynthesis, Error, ParamsDir, PostRequest, PostSource, PostType,
     PostVerified, PrecompiledCircuit, ProofType, SectorIdentity,
 };
-use cuzk_groth16::prover::CpuBackend;
+use cuzk_pipeline::{EngineConfig, Job};
 use filecoin_hashers::Hasher;
 use filecoin_proofs::parameters::{
     window_post_public_params, window_post_setup_params, winning_post_public_params,
@@ -163,17 +163,11 @@ fn prove(request: &PostRequest) -> Vec<u8> {
     prove_as(request, &CircuitSynthesis::Full)
 }
 
+/// `request` proved by the serial scheduler on the CPU, seeded with `RNG_SEED`.
 fn prove_as(request: &PostRequest, synthesis: &CircuitSynthesis) -> Vec<u8> {
     let f = fixture();
-    let key = f.params.load_proving_key(request.post_type()).unwrap();
-    let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
-    let (proof, report, prep) =
-        prove_post(request, &key, synthesis, &CpuBackend, &mut rng).unwrap();
-    assert!(
-        prep.total() <= report.synthesis,
-        "{prep} within {:?}",
-        report.synthesis
-    );
+    let key = Arc::new(f.params.load_proving_key(request.post_type()).unwrap());
+    let (proof, report) = serial_proof(request, &key, synthesis).unwrap();
     eprintln!(
         "{}: {} constraints, {} inputs, {} aux, B-input density {}",
         request.post_type().name(),
@@ -188,6 +182,20 @@ fn prove_as(request: &PostRequest, synthesis: &CircuitSynthesis) -> Vec<u8> {
     assert_eq!(report.shape.b_input_density, source.shape().b_input_density);
     cuzk_groth16::prover::check_key_shape(&key, &report.shape).unwrap();
     proof
+}
+
+/// `request` proved by the serial scheduler on the CPU, seeded with
+/// `RNG_SEED`: its proof and its partition's report. A request the source
+/// refuses (vanilla proofs, randomness) is that error.
+fn serial_proof(
+    request: &PostRequest,
+    key: &Arc<cuzk_groth16::ProvingKey>,
+    synthesis: &CircuitSynthesis,
+) -> Result<(Vec<u8>, cuzk_pipeline::PartitionReport), Error> {
+    let source = PostSource::with_synthesis(request, key, synthesis)?;
+    let job = Job::new(Arc::new(source), Arc::clone(key)).seeded(RNG_SEED);
+    let mut out = cuzk_sched_serial::prove_one(EngineConfig::default(), job)?;
+    Ok((out.proofs[0].to_bytes().to_vec(), out.partitions.remove(0)))
 }
 
 fn groth_params(post_type: PostType) -> groth16::MappedParameters<blstrs::Bls12> {
@@ -325,8 +333,8 @@ fn winning_post_is_filecoin_valid_and_matches_bellperson() {
 }
 
 #[test]
-fn the_engine_proves_a_post_as_prove_post_does() {
-    use cuzk_pipeline::{Device, EngineConfig, Job, Scheduler};
+fn the_pipelined_engine_proves_a_post_as_the_serial_scheduler_does() {
+    use cuzk_pipeline::{Device, Scheduler};
     let f = fixture();
     let request = window_request(1);
     let key = Arc::new(f.params.load_proving_key(f.window).unwrap());
@@ -414,10 +422,19 @@ fn window_post_partitions_are_filecoin_valid_and_match_bellperson() {
     );
 }
 
+/// Asserts `result` is an error whose message or one of its causes names `want`.
 fn refused(result: Result<impl std::fmt::Debug, Error>, want: &str) {
     let text = match result {
         Ok(v) => panic!("accepted ({v:?}); wanted an error naming {want:?}"),
-        Err(e) => e.to_string(),
+        Err(e) => {
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            text
+        }
     };
     assert!(text.contains(want), "error {text:?} does not name {want:?}");
 }
@@ -426,13 +443,12 @@ fn refused(result: Result<impl std::fmt::Debug, Error>, want: &str) {
 fn bad_post_requests_are_refused_with_their_reason() {
     let f = fixture();
     let r = randomness(RANDOMNESS_SEED);
-    let key = f.params.load_proving_key(f.window).unwrap();
+    let key = Arc::new(f.params.load_proving_key(f.window).unwrap());
     let winning = winning_request();
     let all = deadline_proofs();
     let prove_window = |proofs: Vec<Vec<u8>>, randomness: &[u8; 32]| {
         let req = PostRequest::window(f.window, randomness, f.prover_id, proofs, 0)?;
-        let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
-        prove_post(&req, &key, &CircuitSynthesis::Full, &CpuBackend, &mut rng).map(|(p, _, _)| p)
+        serial_proof(&req, &key, &CircuitSynthesis::Full).map(|(p, _)| p)
     };
 
     // Counts.

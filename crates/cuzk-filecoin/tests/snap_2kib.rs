@@ -20,10 +20,9 @@ use std::sync::{Arc, OnceLock};
 use bellperson::groth16;
 use cuzk_filecoin::sample::{seal_cc_sector, update_sample_sector, SampleUpdate};
 use cuzk_filecoin::{
-    prove_update, verify_update, CircuitSynthesis, Error, ParamsDir, PrecompiledCircuit, ProofType,
-    SectorIdentity, UpdateRequest, UpdateSource, UpdateType,
+    verify_update, CircuitSynthesis, Error, ParamsDir, PrecompiledCircuit, ProofType,
+    SectorIdentity, UpdateRequest, UpdateSource, UpdateType, UPDATE_PROOF_BATCH,
 };
-use cuzk_groth16::prover::CpuBackend;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{DefaultPieceDomain, PartitionProof, SectorShape2KiB, TreeRHasher};
 use filecoin_proofs_api::RegisteredSealProof;
@@ -99,15 +98,17 @@ fn prove(request: &UpdateRequest) -> Vec<u8> {
     prove_as(request, &CircuitSynthesis::Full)
 }
 
+/// `request` proved by the serial scheduler on the CPU, its randomness drawn
+/// from `RNG_SEED` in the crates' batches.
 fn prove_as(request: &UpdateRequest, synthesis: &CircuitSynthesis) -> Vec<u8> {
     let f = fixture();
-    let key = f.params.load_proving_key(f.update_type).unwrap();
-    let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
-    let mut shapes = Vec::new();
-    let proof = prove_update(request, &key, synthesis, &CpuBackend, &mut rng, &mut |p| {
-        shapes.push(p.shape.clone())
-    })
-    .unwrap();
+    let key = Arc::new(f.params.load_proving_key(f.update_type).unwrap());
+    let source = UpdateSource::with_synthesis(request, &key, synthesis).unwrap();
+    let job = cuzk_pipeline::Job::new(Arc::new(source), Arc::clone(&key))
+        .seeded_in_batches(RNG_SEED, UPDATE_PROOF_BATCH);
+    let out = cuzk_sched_serial::prove_one(cuzk_pipeline::EngineConfig::default(), job).unwrap();
+    let shapes: Vec<_> = out.partitions.iter().map(|p| p.shape.clone()).collect();
+    let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
     assert_eq!(shapes.len(), f.update_type.partitions());
     let s = &shapes[0];
     eprintln!(
@@ -219,7 +220,7 @@ fn update_proof_is_filecoin_valid_and_matches_bellperson() {
 }
 
 #[test]
-fn the_engine_proves_an_update_as_prove_update_does() {
+fn the_pipelined_engine_proves_an_update_as_the_serial_scheduler_does() {
     let f = fixture();
     let key = Arc::new(f.params.load_proving_key(f.update_type).unwrap());
     let source = UpdateSource::new(&request(), &key).unwrap();
@@ -253,7 +254,7 @@ fn engine_proof(source: UpdateSource, key: Arc<cuzk_groth16::ProvingKey>) -> Vec
 /// Pre-compiled update: the partition circuit recorded from its blank
 /// circuit, the witness alone synthesized and a, b, c evaluated from the
 /// recording; the proof byte-identical to the full synthesis's, through
-/// `prove_update` and through the engine. A PoRep recording of the same
+/// the serial scheduler and through the pipelined engine. A PoRep recording of the same
 /// sector size (whose proof type has the update's name) is refused as
 /// another circuit.
 #[test]

@@ -165,7 +165,8 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     /// One synthesis worker, one CPU device with one worker, one epilogue
     /// worker, 4 partitions in flight, queues of 2, verification on, and a
-    /// budget of ¾ of physical memory (8 GiB if unknown).
+    /// budget of ¾ of the memory this process may use
+    /// ([`crate::host::default_memory_budget`]: cgroup-aware, 8 GiB if unknown).
     fn default() -> Self {
         EngineConfig {
             synthesis_workers: 1,
@@ -174,7 +175,7 @@ impl Default for EngineConfig {
             max_in_flight: 4,
             prover_queue: 2,
             epilogue_queue: 2,
-            memory_budget: physical_memory().map_or(8 << 30, |m| m / 4 * 3),
+            memory_budget: crate::host::default_memory_budget(),
             critical_reserve: 0,
             reserve_class: Priority::Critical,
             verify: true,
@@ -265,12 +266,4 @@ impl fmt::Debug for EngineConfig {
             .field("largest_partition", &self.largest_partition)
             .finish_non_exhaustive()
     }
-}
-
-/// `MemTotal` from /proc/meminfo, bytes.
-fn physical_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }

@@ -10,10 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use blstrs::Scalar as Fr;
-use cuzk_groth16::prover::{ProveError, StageTimings};
+use cuzk_groth16::prover::{draw_randomness, ProveError, StageTimings};
 use cuzk_groth16::verifier::{PreparedVerifyingKey, VerifyError};
 use cuzk_groth16::{Proof, ProvingKey};
 use cuzk_synth::{CircuitShape, DemoCircuit, Synthesized};
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
 
 use crate::admission::AdmissionError;
 
@@ -275,6 +277,38 @@ pub enum Randomness {
     Fresh,
     /// From `ChaCha20Rng::seed_from_u64(seed)`: reproducible proofs, for tests.
     Seeded(u64),
+    /// From `ChaCha20Rng::seed_from_u64(seed)`, drawn batch by batch: the
+    /// first `batch` partitions' r then their s, then the next batch's. The
+    /// order of a prover that proves its partitions in batches (SnapDeals'
+    /// update proofs go in batches of 10), so its seeded proofs are
+    /// reproduced byte for byte.
+    SeededInBatches {
+        /// The seed.
+        seed: u64,
+        /// Partitions per batch (at least 1).
+        batch: usize,
+    },
+}
+
+impl Randomness {
+    /// The `(r, s)` of each of `partitions` partitions, in partition order.
+    pub fn draw(self, partitions: usize) -> Vec<(Fr, Fr)> {
+        match self {
+            Randomness::Fresh => draw_randomness(partitions, &mut rand::rngs::OsRng),
+            Randomness::Seeded(seed) => {
+                draw_randomness(partitions, &mut ChaCha20Rng::seed_from_u64(seed))
+            }
+            Randomness::SeededInBatches { seed, batch } => {
+                let mut rng = ChaCha20Rng::seed_from_u64(seed);
+                let batch = batch.max(1);
+                let mut all = Vec::with_capacity(partitions);
+                for start in (0..partitions).step_by(batch) {
+                    all.extend(draw_randomness(batch.min(partitions - start), &mut rng));
+                }
+                all
+            }
+        }
+    }
 }
 
 /// A proof request: a source of partitions, the key that proves them, and
@@ -320,6 +354,13 @@ impl Job {
     /// Draws `r` and `s` from a seeded ChaCha20 (see [`Randomness`]).
     pub fn seeded(mut self, seed: u64) -> Self {
         self.randomness = Randomness::Seeded(seed);
+        self
+    }
+
+    /// Draws `r` and `s` from a seeded ChaCha20 batch by batch (see
+    /// [`Randomness::SeededInBatches`]).
+    pub fn seeded_in_batches(mut self, seed: u64, batch: usize) -> Self {
+        self.randomness = Randomness::SeededInBatches { seed, batch };
         self
     }
 
@@ -376,6 +417,11 @@ pub struct PartitionReport {
     pub verification: Verification,
     /// The backend's own stage timings (h_poly, msm_h, ...).
     pub timings: StageTimings,
+    /// How the backend ran it, when it says ([`cuzk_groth16::prover::Backend::last_run`]:
+    /// a GPU's VRAM plan, the key resident or streamed).
+    pub plan: Option<String>,
+    /// The witness's shape (constraints, inputs, aux, densities).
+    pub shape: CircuitShape,
     /// Synthesis wall time.
     pub synthesis: Duration,
 }
@@ -511,3 +557,32 @@ pub enum JobError {
 
 /// The outcome of a job.
 pub type JobResult = Result<JobOutput, JobError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batched_randomness_draws_each_batch_r_then_s() {
+        let seed = 0x5eed;
+        // 12 partitions in batches of 10: the first ten's r, their s, then
+        // the last two's r and s, all from one stream.
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let mut want = draw_randomness(10, &mut rng);
+        want.extend(draw_randomness(2, &mut rng));
+        let batched = Randomness::SeededInBatches { seed, batch: 10 }.draw(12);
+        assert_eq!(batched, want);
+        // It is not the one-batch order once there is more than one batch...
+        assert_ne!(batched, Randomness::Seeded(seed).draw(12));
+        // ...and is exactly it while one batch holds every partition.
+        assert_eq!(
+            Randomness::SeededInBatches { seed, batch: 10 }.draw(10),
+            Randomness::Seeded(seed).draw(10)
+        );
+        // A batch of 0 is taken as 1, not a hang.
+        assert_eq!(
+            Randomness::SeededInBatches { seed, batch: 0 }.draw(3),
+            Randomness::SeededInBatches { seed, batch: 1 }.draw(3)
+        );
+    }
+}

@@ -5,6 +5,7 @@ pub mod admission;
 pub mod chain;
 pub mod channel;
 pub mod config;
+pub mod host;
 pub mod intake;
 pub mod job;
 pub mod memory;

@@ -32,7 +32,7 @@ use cuzk_groth16::prover::{
 };
 use cuzk_groth16::verifier::verify_proof;
 use cuzk_groth16::{Proof, ProvingKey};
-use cuzk_synth::Synthesized;
+use cuzk_synth::{CircuitShape, Synthesized};
 
 use crate::config::{DeviceWorker, EngineConfig};
 use crate::intake::{Admitted, Reservation};
@@ -132,6 +132,10 @@ pub struct ProvedPartition {
     pub device: usize,
     /// The backend's stage timings.
     pub timings: StageTimings,
+    /// How the backend ran it ([`cuzk_groth16::prover::Backend::last_run`]).
+    pub plan: Option<String>,
+    /// The witness's shape (constraints, inputs, aux, densities).
+    pub shape: CircuitShape,
     /// Synthesis wall time.
     pub synthesis: Duration,
     /// The witness, kept for a retry when verification is on.
@@ -290,6 +294,14 @@ impl SynthesizedPartition {
                 other => other,
             }
         };
+        // How the backend ran it (the plan a GPU chose), read right after
+        // the run on this worker's own backend.
+        let plan = if backend == on.backend.name() {
+            on.backend.last_run()
+        } else {
+            ctx.fallback.last_run()
+        };
+        let shape = witness.shape();
         let (sums, timings) = match result {
             Ok(out) => out,
             Err(e) => {
@@ -319,6 +331,8 @@ impl SynthesizedPartition {
             backend,
             device: on.device,
             timings,
+            plan,
+            shape,
             synthesis,
             witness,
             public_inputs,
@@ -344,6 +358,8 @@ impl ProvedPartition {
             backend,
             device,
             timings,
+            plan,
+            shape,
             synthesis,
             witness,
             public_inputs,
@@ -382,6 +398,8 @@ impl ProvedPartition {
                         device,
                         verification,
                         timings,
+                        plan,
+                        shape,
                         synthesis,
                     },
                 );

@@ -13,17 +13,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blstrs::Scalar as Fr;
-use cuzk_groth16::prover::{check_key_shape, draw_randomness};
+use cuzk_groth16::prover::check_key_shape;
 use cuzk_groth16::verifier::PreparedVerifyingKey;
 use cuzk_groth16::{Proof, ProvingKey};
 use cuzk_synth::CircuitShape;
 use parking_lot::{Condvar, Mutex};
-use rand::SeedableRng;
-use rand_chacha::ChaCha20Rng;
 
 use crate::job::{
     Job, JobError, JobId, JobOutput, JobResult, PartitionError, PartitionReport, PartitionSource,
-    Priority, Randomness,
+    Priority,
 };
 use crate::memory::{PartitionFootprint, Provers};
 use crate::metrics::JobCounters;
@@ -97,12 +95,7 @@ impl JobState {
                 budget: memory_budget,
             });
         }
-        let randomness = match job.randomness {
-            Randomness::Fresh => draw_randomness(partitions, &mut rand::rngs::OsRng),
-            Randomness::Seeded(seed) => {
-                draw_randomness(partitions, &mut ChaCha20Rng::seed_from_u64(seed))
-            }
-        };
+        let randomness = job.randomness.draw(partitions);
         let verifying_key = match job.verifying_key {
             Some(pvk) => Some(pvk),
             None if verify => Some(Arc::new(PreparedVerifyingKey::new(&job.key.vk))),
@@ -315,6 +308,14 @@ impl JobHandle {
     /// Whether the job is resolved.
     pub fn is_finished(&self) -> bool {
         self.state.is_finished()
+    }
+
+    /// Partitions proved so far (and verified, when verification is on), and
+    /// the job's partition count: for progress bars.
+    pub fn progress(&self) -> (usize, usize) {
+        let slot = self.state.slot.lock();
+        let total = slot.outputs.len();
+        (total - slot.remaining, total)
     }
 
     /// Cancels the job: partitions not yet started are dropped, running ones

@@ -6,9 +6,36 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cuzk_pipeline::{
-    EngineConfig, Intake, Job, JobHandle, JobId, JobState, Meters, MetricsSnapshot, Provers,
-    Scheduler, StageContext, StartError, SubmitError, Timeline,
+    EngineConfig, Intake, Job, JobError, JobHandle, JobId, JobOutput, JobState, Meters,
+    MetricsSnapshot, Provers, Scheduler, StageContext, StartError, SubmitError, Timeline,
 };
+
+/// Proves one job to completion on a [`SerialScheduler`] started for it
+/// with `config`, then shuts it down: the whole engine path (the key and
+/// budget checks at submission, synthesis, prove, the epilogue's check when
+/// `config.verify`) for a caller with one job, a library call or a test.
+pub fn prove_one(config: EngineConfig, job: Job) -> Result<JobOutput, ProveOneError> {
+    let engine = SerialScheduler::start(config).map_err(ProveOneError::Start)?;
+    let handle = engine.submit(job).map_err(ProveOneError::Submit)?;
+    let out = handle.wait().map_err(ProveOneError::Job);
+    engine.shutdown();
+    out
+}
+
+/// Why [`prove_one`] returned no proofs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProveOneError {
+    /// The configuration was refused.
+    #[error("the serial scheduler refused its configuration")]
+    Start(#[source] StartError),
+    /// The job was refused at submission (key, budget, device).
+    #[error(transparent)]
+    Submit(SubmitError),
+    /// A partition failed, or the job was cancelled.
+    #[error(transparent)]
+    Job(JobError),
+}
 
 /// Every partition, one after the other, on one thread: synthesis, prove,
 /// epilogue, then the next most urgent partition.

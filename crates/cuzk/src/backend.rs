@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::Args;
 use cuzk_gpu::{BackendChoice, GpuConfig, GpuDevice, Resolved, VramBudget};
-use cuzk_groth16::prover::{Backend, CpuBackend};
+use cuzk_groth16::prover::CpuBackend;
 use cuzk_groth16::setup::FixedBase;
 use cuzk_pipeline::Device;
 
@@ -29,10 +29,11 @@ fn parse_budget(s: &str) -> Result<VramBudget, cuzk_cuda::BudgetError> {
     VramBudget::parse(s)
 }
 
-/// How many CUDA workers share a GPU when the pipeline engine proves.
+/// How many CUDA workers share a GPU when the pipelined engine proves.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct GpuWorkerArgs {
-    /// CUDA workers on the GPU when partitions go through the engine: with 2,
+    /// CUDA workers on the GPU when the pipelined engine proves (the serial
+    /// scheduler, one partition at a time, uses one): with 2,
     /// one partition's witness upload and H polynomial run beside another's
     /// MSMs (each worker has its own scratch; VRAM admission holds a partition
     /// back while both do not fit). 1 proves one partition at a time. Ignored
@@ -66,45 +67,15 @@ fn choose(args: &BackendArgs, workers: usize) -> Result<Option<GpuDevice>> {
     }
 }
 
-/// The backend `args` ask for (one CUDA worker on a GPU), announced on stderr.
-pub(crate) fn select_backend(args: &BackendArgs) -> Result<Box<dyn Backend>> {
-    Ok(match choose(args, 1)? {
-        None => Box::new(CpuBackend),
-        Some(device) => Box::new(OneWorker(Arc::clone(&device.workers()[0]))),
-    })
-}
-
-/// The pipeline engine's device for `args`: on CUDA, `workers.gpu_workers`
-/// workers sharing the GPU's arena and resident key under VRAM admission;
-/// on the CPU, the one backend as one prover. Announced on stderr.
-pub(crate) fn select_engine_device(args: &BackendArgs, workers: &GpuWorkerArgs) -> Result<Device> {
-    Ok(match choose(args, workers.gpu_workers as usize)? {
+/// The engine's device for `args`: on CUDA, `workers` workers sharing the
+/// GPU's arena and resident key under VRAM admission (the serial scheduler
+/// asks for one); on the CPU, the one backend as one prover. Announced on
+/// stderr.
+pub(crate) fn select_engine_device(args: &BackendArgs, workers: usize) -> Result<Device> {
+    Ok(match choose(args, workers)? {
         None => Device::new("cpu", Arc::new(CpuBackend), 1),
         Some(device) => device.pipeline_device(),
     })
-}
-
-/// A GPU device's one worker as a `Box<dyn Backend>`.
-struct OneWorker(Arc<cuzk_gpu::CudaBackend>);
-
-impl Backend for OneWorker {
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-    fn msm_sums(
-        &self,
-        key: &cuzk_groth16::ProvingKey,
-        witness: &cuzk_synth::Synthesized,
-        timings: &mut cuzk_groth16::prover::StageTimings,
-    ) -> Result<cuzk_groth16::prover::MsmSums, cuzk_groth16::prover::ProveError> {
-        self.0.msm_sums(key, witness, timings)
-    }
-    fn last_run(&self) -> Option<String> {
-        self.0.last_run()
-    }
-    fn host_working_set(&self, shape: &cuzk_synth::CircuitShape) -> u64 {
-        self.0.host_working_set(shape)
-    }
 }
 
 /// What the GPU side of this machine looks like, for `cuzk info`.

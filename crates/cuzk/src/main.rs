@@ -8,6 +8,7 @@
 mod backend;
 mod commands;
 mod output;
+mod run;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

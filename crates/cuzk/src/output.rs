@@ -11,13 +11,6 @@ use cuzk_filecoin::{Circuit, ParamsDir};
 use cuzk_groth16::prover::StageTimings;
 use cuzk_groth16::ProvingKey;
 use indicatif::{ProgressBar, ProgressStyle};
-use rand::SeedableRng;
-use rand_chacha::ChaCha20Rng;
-
-/// The proof randomness: seeded when asked for (reproducible proofs), else from the OS.
-pub(crate) fn rng_from(seed: Option<u64>) -> ChaCha20Rng {
-    seed.map_or_else(ChaCha20Rng::from_entropy, ChaCha20Rng::seed_from_u64)
-}
 
 /// The timing lines a command prints at the end: stage, time, what it did.
 pub(crate) type Stages = Vec<(String, Duration, String)>;
@@ -63,8 +56,8 @@ pub(crate) fn stage_list(timings: &StageTimings) -> String {
 }
 
 /// Prints one line per proved partition of a job ("{label}partition k/n:
-/// synthesis, proving stages (backend: stages; verification)") and returns
-/// the synthesis and proving time summed over them.
+/// synthesis, proving stages (backend: stages; verification; plan)") and
+/// returns the synthesis and proving time summed over them.
 pub(crate) fn report_partitions(
     label: &str,
     partitions: &[cuzk_pipeline::PartitionReport],
@@ -74,8 +67,12 @@ pub(crate) fn report_partitions(
         let busy = p.timings.total();
         synthesis += p.synthesis;
         proving += busy;
+        let plan = p
+            .plan
+            .as_deref()
+            .map_or_else(String::new, |plan| format!("; {plan}"));
         eprintln!(
-            "{label}partition {}/{}: synthesis {}, proving stages {} ({}: {}; {:?})",
+            "{label}partition {}/{}: synthesis {}, proving stages {} ({}: {}; {:?}{plan})",
             k + 1,
             partitions.len(),
             secs(p.synthesis),
@@ -106,14 +103,4 @@ pub(crate) fn peak_rss() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
-}
-
-/// How an engine device proves, for reports: its backend's name and, when it
-/// has several workers, how many (`cuda:0 ×2`).
-pub(crate) fn prover_name(device: &cuzk_pipeline::Device) -> String {
-    let name = device.backends.first().map_or("none", |b| b.name());
-    match device.backends.len() {
-        1 => name.to_string(),
-        n => format!("{name} ×{n}"),
-    }
 }

@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16;
 use blstrs::{Bls12, Scalar as Fr};
-use cuzk_groth16::prover::{prove_with, Backend};
 use cuzk_groth16::ProvingKey;
 use cuzk_pipeline::{PartitionSource, SourceError};
 use cuzk_synth::precompiled::Witness;
@@ -42,7 +41,6 @@ use filecoin_proofs::{
     FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType,
 };
 use filecoin_proofs_api::{PublicReplicaInfo, RegisteredPoStProof, SectorId};
-use rand_core::RngCore;
 use storage_proofs_core::api_version::ApiVersion;
 use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_core::multi_proof::MultiProof;
@@ -54,7 +52,7 @@ use storage_proofs_post::fallback::{
 use crate::engine::{shape_from_key, Synthesis};
 use crate::precompile::CircuitSynthesis;
 use crate::proof_type::{sector_size_label, with_sector_shape};
-use crate::{Error, PartitionReport, ProofType, WitnessSource};
+use crate::{Error, ProofType, WitnessSource};
 
 mod native;
 mod source;
@@ -385,48 +383,6 @@ impl std::fmt::Display for PostPrep {
             self.circuit.as_secs_f64()
         )
     }
-}
-
-/// Proves `request` on this thread: builds and synthesizes its circuit (as
-/// `synthesis` says), checks the public inputs against the verifier's,
-/// proves it with `key` on `backend` (r then s drawn from `rng`,
-/// bellperson's order). Returns
-/// the 192-byte proof and what it cost (the report's synthesis includes
-/// building the circuit, which [`PostPrep`] splits). This does not verify:
-/// call [`verify_post`].
-pub fn prove_post(
-    request: &PostRequest,
-    key: &ProvingKey,
-    synthesis: &CircuitSynthesis,
-    backend: &dyn Backend,
-    rng: &mut dyn RngCore,
-) -> Result<(Vec<u8>, PartitionReport, PostPrep), Error> {
-    let start = Instant::now();
-    let source = PostSource::with_synthesis(request, key, synthesis)?;
-    let witness = source.synthesize(0).map_err(|e| Error::Filecoin {
-        context: "synthesizing the PoSt circuit",
-        message: e.message,
-    })?;
-    let synthesis = start.elapsed();
-    let randomness = cuzk_groth16::prover::draw_randomness(1, rng);
-    let start = Instant::now();
-    let proved =
-        prove_with(backend, key, &witness, randomness[0].0, randomness[0].1).map_err(|source| {
-            Error::Prove {
-                partition: 0,
-                source,
-            }
-        })?;
-    let report = PartitionReport {
-        partition: 0,
-        of: 1,
-        synthesis,
-        proving: start.elapsed(),
-        timings: proved.timings,
-        shape: witness.shape(),
-        backend: proved.backend,
-    };
-    Ok((proved.proof.to_bytes().to_vec(), report, source.prep()))
 }
 
 /// The witness of `request`'s circuit alone (inputs with ONE first, aux),

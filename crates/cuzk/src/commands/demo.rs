@@ -7,10 +7,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use rand::SeedableRng;
-use rand_chacha::ChaCha20Rng;
 
-use crate::backend::{select_backend, BackendArgs};
+use crate::backend::{select_engine_device, BackendArgs};
 use crate::commands::prove::{check_share, load_key, prove_partitions, write_outputs, CircuitArgs};
 use crate::commands::setup::setup;
 use crate::commands::verify::verify_files;
@@ -41,7 +39,8 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
     };
     let (partitions, dir) = (args.partitions, &args.dir);
     check_share(circuit.sha_share)?;
-    let backend = select_backend(&args.backend)?;
+    let device = select_engine_device(&args.backend, 1)?;
+    let backend = crate::run::prover_name(&device);
     let key_path = dir.join(format!(
         "demo-2^{}-sha{}.params",
         circuit.log_size,
@@ -52,7 +51,7 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
         circuit.log_size,
         circuit.sha_share * 100.0,
         partitions,
-        backend.name()
+        backend
     );
     let setup_time = if key_path.exists() {
         println!("key: {} (cached)", key_path.display());
@@ -65,9 +64,8 @@ pub(crate) fn run(args: DemoArgs) -> Result<()> {
     let t = Instant::now();
     let key = load_key(&key_path)?;
     let load = t.elapsed();
-    let mut rng = ChaCha20Rng::from_entropy();
     let t = Instant::now();
-    let report = prove_partitions(backend.as_ref(), &key, circuit, 1, partitions, &mut rng)?;
+    let report = prove_partitions(device, key, circuit, 1, partitions, None)?;
     let prove_all = t.elapsed();
     let proofs = dir.join("demo.proofs");
     let inputs = dir.join("demo.inputs.json");

@@ -2,11 +2,12 @@
 //! JSON or Curio's wrapper), proves each partition, verifies every proof
 //! with the Filecoin crates, and only then writes what `seal_commit_phase2`
 //! returns: 192 bytes per partition for an interactive type; for a
-//! non-interactive one (13 or 126 partitions, always through the engine),
-//! the SnarkPack aggregate of the partition proofs, made by filecoin-proofs'
-//! own aggregation. Several C1s of one proof type go through the pipeline
-//! engine as jobs submitted back to back, which is how the steady state is
-//! measured.
+//! non-interactive one (13 or 126 partitions, always through the pipelined
+//! engine), the SnarkPack aggregate of the partition proofs, made by
+//! filecoin-proofs' own aggregation. Every C1 is a job of a scheduler
+//! ([`crate::run`]): the serial one for one interactive C1 and one synthesis
+//! worker, the pipelined engine otherwise; several C1s of one proof type are
+//! submitted back to back, which is how the steady state is measured.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,20 +16,15 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    check_c1, parse_c1, prove_partitions_with, seal_proof, verify, C1Input, ParamsDir, PorepSource,
-    PorepSynthesis, ProofType, SectorIdentity, SynthesisMode, Verified,
+    check_c1, parse_c1, seal_proof, verify, C1Input, ParamsDir, PorepSource, PorepSynthesis,
+    ProofType, SectorIdentity, SynthesisMode, Verified,
 };
-use cuzk_groth16::prover::Backend;
 use cuzk_groth16::ProvingKey;
-use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler, Stage, Timeline};
-use cuzk_sched::Engine;
-use indicatif::{ProgressBar, ProgressStyle};
+use cuzk_pipeline::{Device, Job, PartitionSource};
 
-use crate::backend::{select_backend, select_engine_device, BackendArgs, GpuWorkerArgs};
-use crate::output::{
-    peak_rss, prover_name, read_key, report_partitions, rng_from, secs, spinner, stage_list,
-    write_atomically, Stages,
-};
+use crate::backend::{select_engine_device, BackendArgs, GpuWorkerArgs};
+use crate::output::{peak_rss, read_key, secs, write_atomically, Stages};
+use crate::run::{run_jobs, RunSettings, Schedule};
 
 #[derive(Args, Debug)]
 pub(crate) struct PorepC2Args {
@@ -68,11 +64,12 @@ pub(crate) struct PorepC2Args {
     /// Seed of the proof randomness (r, s); random when absent.
     #[arg(long)]
     rng_seed: Option<u64>,
-    /// Partitions synthesized at once. 1 (with one --c1): one after another on
-    /// this thread, each proved as soon as it is synthesized. More: the
-    /// partitions go through cuzk's pipeline engine, which synthesizes up to
-    /// this many at once within --host-budget while the backend proves the
-    /// ones that are ready. The same seed gives the same proof either way.
+    /// Partitions synthesized at once. 1 (with one interactive --c1): the
+    /// serial scheduler, each partition synthesized, then proved, then the
+    /// next. More (or several --c1, or a non-interactive type): cuzk's
+    /// pipelined engine, which synthesizes up to this many at once within
+    /// --host-budget while the device proves the ones that are ready. The
+    /// same seed gives the same proof either way.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     synthesis_workers: u64,
     /// Host memory the engine may hold in synthesized partitions (a 32 GiB
@@ -204,28 +201,27 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
     ));
 
     // A non-interactive sector's many partitions always go through the
-    // engine: several in flight within the host budget, each witness
-    // released as soon as its partition is proved.
-    let proofs = if args.synthesis_workers > 1 || sectors.len() > 1 || pt.is_non_interactive() {
-        let device = select_engine_device(&args.backend, &args.gpu_workers)?;
-        let key = read_key(&params, pt, &mut stages)?;
-        let synthesis = synthesis_mode(&args, pt, &params, &key, &mut stages);
-        through_engine(&sectors, key, &synthesis, device, &args, &mut stages)?
+    // pipelined engine: several in flight within the host budget, each
+    // witness released as soon as its partition is proved.
+    let schedule = if pt.is_non_interactive() {
+        Schedule::Pipelined {
+            synthesis_workers: args.synthesis_workers as usize,
+        }
     } else {
-        let backend = select_backend(&args.backend)?;
-        let key = read_key(&params, pt, &mut stages)?;
-        let synthesis = synthesis_mode(&args, pt, &params, &key, &mut stages);
-        let proof = one_after_another(
-            &sectors[0].c1,
-            &key,
-            &synthesis,
-            backend.as_ref(),
-            &args,
-            &mut stages,
-        )?;
-        drop(key);
-        vec![proof]
+        Schedule::for_workers(args.synthesis_workers as usize, sectors.len())
     };
+    let device = select_engine_device(&args.backend, gpu_workers(schedule, &args))?;
+    let key = read_key(&params, pt, &mut stages)?;
+    let synthesis = synthesis_mode(&args, pt, &params, &key, &mut stages);
+    let proofs = prove_sectors(
+        &sectors,
+        key,
+        &synthesis,
+        device,
+        schedule,
+        &args,
+        &mut stages,
+    )?;
 
     // What seal_commit_phase2 returns: for a non-interactive type, the
     // SnarkPack aggregate of each sector's partition proofs.
@@ -376,207 +372,62 @@ fn synthesis_mode(
     synthesis
 }
 
-/// Each partition synthesized (rayon inside), then proved, in order.
-fn one_after_another(
-    c1: &C1Input,
-    key: &ProvingKey,
-    how: &PorepSynthesis,
-    backend: &dyn Backend,
-    args: &PorepC2Args,
-    stages: &mut Stages,
-) -> Result<Vec<u8>> {
-    let pt = c1.proof_type;
-    let bar = ProgressBar::new(pt.partitions() as u64).with_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} partitions [{elapsed}] {msg}")
-            .expect("static template"),
-    );
-    bar.set_message("synthesizing and proving");
-    let mut synthesis = Duration::ZERO;
-    let mut proving = Duration::ZERO;
-    let mut shape = String::new();
-    let mut backend_name = "";
-    let mut rng = rng_from(args.rng_seed);
-    let proof = prove_partitions_with(c1, key, how, backend, &mut rng, &mut |p| {
-        synthesis += p.synthesis;
-        proving += p.proving;
-        backend_name = p.backend;
-        shape = format!(
-            "{} constraints, {} inputs, {} aux per partition",
-            p.shape.num_constraints, p.shape.num_inputs, p.shape.num_aux
-        );
-        bar.inc(1);
-        let plan = backend
-            .last_run()
-            .map_or_else(String::new, |how| format!("; {how}"));
-        bar.suspend(|| {
-            eprintln!(
-                "partition {}/{}: synthesis {}, proving {} ({}: {}{plan})",
-                p.partition + 1,
-                p.of,
-                secs(p.synthesis),
-                secs(p.proving),
-                p.backend,
-                stage_list(&p.timings)
-            )
-        });
-    })?;
-    bar.finish_and_clear();
-    stages.push(("synthesis".into(), synthesis, shape));
-    stages.push(("proving".into(), proving, backend_name.to_string()));
-    Ok(proof)
-}
-
-/// The host memory the engine may fill with partitions: `--host-budget`,
-/// else 3/4 of RAM less the proving key, which stays in memory meanwhile.
-fn host_budget(args: &PorepC2Args, key: &ProvingKey) -> (u64, String) {
-    if let Some(b) = args.host_budget {
-        return (b, "--host-budget".into());
+/// The serial scheduler proves one partition at a time: one GPU worker then
+/// has the device to itself.
+fn gpu_workers(schedule: Schedule, args: &PorepC2Args) -> usize {
+    match schedule {
+        Schedule::Serial => 1,
+        Schedule::Pipelined { .. } => args.gpu_workers.gpu_workers as usize,
     }
-    let three_quarters = EngineConfig::default().memory_budget;
-    let key_bytes = key.summary().file_len;
-    (
-        three_quarters.saturating_sub(key_bytes),
-        format!(
-            "3/4 of RAM ({}) less the proving key ({})",
-            cuzk_pipeline::memory::human(three_quarters),
-            cuzk_pipeline::memory::human(key_bytes)
-        ),
-    )
 }
 
-/// The C1s through cuzk-sched's engine, one job each, all submitted at
-/// once (so the next sector's partitions fill the pipeline while the
-/// last ones of the previous are proved): `--synthesis-workers` synthesis
-/// workers (rayon inside each), the device's `--gpu-workers` proving (one
-/// prover on the CPU), the engine's epilogue checking every partition's proof.
-fn through_engine(
+/// The C1s as jobs of the scheduler `schedule` names, one job each, all
+/// submitted at once; the engine's epilogue checks every partition's proof
+/// (unless --no-verify). Returns each sector's partition proofs.
+fn prove_sectors(
     sectors: &[Sector],
     key: ProvingKey,
     synthesis: &PorepSynthesis,
     device: Device,
+    schedule: Schedule,
     args: &PorepC2Args,
     stages: &mut Stages,
 ) -> Result<Vec<Vec<u8>>> {
-    let workers = args.synthesis_workers as usize;
     let sources = sectors
         .iter()
         .map(|s| PorepSource::with_synthesis(&s.c1, &key, synthesis))
         .collect::<Result<Vec<_>, _>>()?;
     let shape = sources[0].shape();
-    let (budget, why) = host_budget(args, &key);
+    let key_bytes = key.summary().file_len;
     let key = Arc::new(key);
-    let prover = prover_name(&device);
-    let provers = device.backends.len().max(1);
-    let timeline = Arc::new(Timeline::recording());
-    let engine = Engine::start(EngineConfig {
-        synthesis_workers: workers,
-        devices: vec![device],
-        max_in_flight: workers + 1,
-        memory_budget: budget,
-        verify: !args.no_verify,
-        largest_partition: Some(shape.clone()),
-        timeline: Arc::clone(&timeline),
-        ..EngineConfig::default()
-    })
-    .with_context(|| format!("starting the engine (host budget: {why})"))?;
-    eprintln!(
-        "engine: {workers} synthesis workers, host budget {} ({why})",
-        cuzk_pipeline::memory::human(budget)
-    );
-    let s = spinner(format!(
-        "{} sector(s) of {} partition(s) through the engine, {workers} synthesis workers",
-        sectors.len(),
-        sectors[0].c1.proof_type.partitions()
-    ));
-    let t = Instant::now();
-    let mut handles = Vec::new();
-    for (i, source) in sources.into_iter().enumerate() {
-        let mut job = Job::new(Arc::new(source), Arc::clone(&key))
-            .with_label(sectors[i].path.display().to_string());
-        if let Some(seed) = args.rng_seed {
-            job = job.seeded(seed.wrapping_add(i as u64));
-        }
-        handles.push(engine.submit(job).context("submitting the job")?);
-    }
-    let outs = handles
+    let jobs = sources
         .into_iter()
-        .map(|h| h.wait())
-        .collect::<Result<Vec<_>, _>>();
-    let wall = t.elapsed();
-    s.finish_and_clear();
-    engine.shutdown();
-    let outs = outs.context("proving through the engine")?;
-
-    let pt: ProofType = sectors[0].c1.proof_type;
-    let (mut synthesis, mut gpu) = (Duration::ZERO, Duration::ZERO);
-    for (j, out) in outs.iter().enumerate() {
-        let (s, g) = report_partitions(&format!("sector {j} "), &out.partitions);
-        synthesis += s;
-        gpu += g;
-    }
-    stages.push((
-        "synthesis".into(),
-        synthesis,
-        format!(
-            "summed over partitions; {} constraints (at most), {} inputs, {} aux per partition",
-            shape.num_constraints, shape.num_inputs, shape.num_aux
-        ),
-    ));
-    stages.push(("proving".into(), gpu, format!("summed stages, {prover}")));
-    for (j, out) in outs.iter().enumerate() {
-        stages.push((
-            format!("proof {j}"),
-            out.latency,
-            format!(
-                "from submission to verified proof, {} partitions",
-                pt.partitions()
-            ),
-        ));
-    }
-    if outs.len() > 1 {
-        let last = outs.iter().map(|o| o.latency).max().unwrap_or_default();
-        let first = outs.iter().map(|o| o.latency).min().unwrap_or_default();
-        stages.push((
-            "steady state".into(),
-            (last - first) / (outs.len() as u32 - 1),
-            "per proof: (last completion - first completion) / (proofs - 1)".into(),
-        ));
-    }
-    // Partitions through the provers in steady state: every worker's first
-    // one carries the key's upload (a long-running daemon pays it once).
-    if let Some(rate) = timeline.stage_rate(Stage::Prove, provers) {
-        stages.push((
-            "per partition".into(),
-            rate,
-            format!(
-                "steady state, from the TIMELINE: (last proved - proved #{}) / partitions after it \
-                 (each prover's first partition is warm-up)",
-                provers
-            ),
-        ));
-    }
-    // With several GPU workers the prove intervals overlap: busy is the
-    // time at least one partition was being proved.
-    let prove_busy = timeline.stage_covered(Stage::Prove);
-    stages.push((
-        "pipeline".into(),
-        wall,
-        format!(
-            "synthesis and proving overlapped, {workers} synthesis workers; prover busy {:.0}% \
-             (of the wall time, from the TIMELINE)",
-            100.0 * prove_busy.as_secs_f64() / wall.as_secs_f64().max(1e-9)
-        ),
-    ));
+        .zip(sectors)
+        .enumerate()
+        .map(|(i, (source, sector))| {
+            let job = Job::new(Arc::new(source), Arc::clone(&key))
+                .with_label(sector.path.display().to_string());
+            match args.rng_seed {
+                Some(seed) => job.seeded(seed.wrapping_add(i as u64)),
+                None => job,
+            }
+        })
+        .collect();
+    let settings = RunSettings {
+        schedule,
+        host_budget: args.host_budget,
+        verify: !args.no_verify,
+        what: "partitions",
+    };
+    let run = run_jobs(device, jobs, &shape, key_bytes, &settings)?;
+    run.report(stages);
     if let Some(path) = &args.timeline {
-        write_atomically(path, timeline.json_lines().as_bytes())?;
+        write_atomically(path, run.timeline.json_lines().as_bytes())?;
         stages.push((
             "timeline".into(),
             Duration::ZERO,
             path.display().to_string(),
         ));
     }
-    Ok(outs
-        .iter()
-        .map(|o| o.proofs.iter().flat_map(|p| p.to_bytes()).collect())
-        .collect())
+    Ok(run.proof_bytes())
 }

@@ -1,25 +1,27 @@
 //! What `cuzk winning-post` and `cuzk window-post` share: the request read
 //! from files (bincode vanilla proofs, as Curio packs them), the key from
-//! the parameter cache under its official name, the proof made on this
-//! thread, verified with the Filecoin crates, and written atomically only
-//! then, with one timing line per stage (porep-c2's conventions).
+//! the parameter cache under its official name, the proof made by the
+//! serial scheduler (one partition), verified with the Filecoin crates, and
+//! written atomically only then, with one timing line per stage (porep-c2's
+//! conventions).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    prove_post, verify_post, Circuit, CircuitSynthesis, ParamsDir, PostKind, PostRequest, PostType,
+    verify_post, Circuit, CircuitSynthesis, ParamsDir, PostKind, PostRequest, PostSource, PostType,
     PostVerified, SectorIdentity,
 };
 use cuzk_groth16::ProvingKey;
+use cuzk_pipeline::{Job, PartitionSource};
 
-use crate::backend::{select_backend, BackendArgs};
+use crate::backend::{select_engine_device, BackendArgs};
 use crate::commands::porep_c2::parse_actor;
-use crate::output::{
-    peak_rss, read_key, rng_from, secs, spinner, stage_list, write_atomically, Stages,
-};
+use crate::output::{peak_rss, read_key, secs, write_atomically, Stages};
+use crate::run::{run_jobs, RunSettings, Schedule};
 
 #[derive(Args, Debug)]
 pub(crate) struct PostArgs {
@@ -213,33 +215,29 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
         "key files present and whole".into(),
     ));
 
-    let backend = select_backend(&args.backend)?;
+    let device = select_engine_device(&args.backend, 1)?;
     let key = read_key(&params, post_type, &mut stages)?;
     let synthesis = args.synthesis.open(post_type, &params, &key, &mut stages);
-
-    let s = spinner("synthesizing and proving".into());
-    let mut rng = rng_from(args.rng_seed);
-    let (proof, report, prep) = prove_post(&request, &key, &synthesis, backend.as_ref(), &mut rng)?;
-    s.finish_and_clear();
-    drop(key);
-    let shape = &report.shape;
+    let source = Arc::new(PostSource::with_synthesis(&request, &key, &synthesis)?);
+    let shape = source.shape();
+    let key_bytes = key.summary().file_len;
+    let mut job = Job::new(Arc::clone(&source) as _, Arc::new(key));
+    if let Some(seed) = args.rng_seed {
+        job = job.seeded(seed);
+    }
+    let settings = RunSettings {
+        schedule: Schedule::Serial,
+        host_budget: None,
+        verify: !args.no_verify,
+        what: "partitions",
+    };
+    let run = run_jobs(device, vec![job], &shape, key_bytes, &settings)?;
+    // Building the circuit (decoding and checking the vanilla proofs) is
+    // part of the source's construction, before the engine's synthesis.
+    let prep = source.prep();
     stages.push(("circuit".into(), prep.total(), prep.to_string()));
-    stages.push((
-        "synthesis".into(),
-        report.synthesis.saturating_sub(prep.total()),
-        format!(
-            "{} constraints, {} inputs, {} aux ({})",
-            shape.num_constraints,
-            shape.num_inputs,
-            shape.num_aux,
-            synthesis.name()
-        ),
-    ));
-    stages.push((
-        "proving".into(),
-        report.proving,
-        format!("{}: {}", report.backend, stage_list(&report.timings)),
-    ));
+    run.report(&mut stages);
+    let proof = run.proof_bytes().remove(0);
 
     if args.no_verify {
         stages.push((

@@ -1,22 +1,23 @@
-//! `cuzk prove`: partitions of a demo circuit proved on a backend, written as
-//! concatenated 192-byte proofs with their public inputs as JSON.
+//! `cuzk prove`: partitions of a demo circuit proved through the serial
+//! scheduler, written as concatenated 192-byte proofs with their public
+//! inputs as JSON.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use cuzk_field::{Fr, PrimeField};
 use cuzk_groth16::encoding::PointCheck;
 use cuzk_groth16::proof::proofs_to_bytes;
-use cuzk_groth16::prover::{check_key_shape, prove_with, Backend, StageTimings};
+use cuzk_groth16::prover::check_key_shape;
 use cuzk_groth16::ProvingKey;
-use cuzk_synth::{synthesize, DemoCircuit, Synthesized};
-use indicatif::{ProgressBar, ProgressStyle};
-use rand_core::RngCore;
+use cuzk_pipeline::{DemoSource, Device, Job, JobOutput, PartitionSource};
+use cuzk_synth::DemoCircuit;
 
-use crate::backend::{select_backend, BackendArgs};
-use crate::output::{rng_from, secs, spinner, stage_list, write_atomically};
+use crate::backend::{select_engine_device, BackendArgs};
+use crate::output::{secs, spinner, stage_list, write_atomically};
+use crate::run::{run_jobs, RunSettings, Schedule};
 
 #[derive(Args, Debug, Clone, Copy)]
 pub(crate) struct CircuitArgs {
@@ -55,16 +56,15 @@ pub(crate) struct ProveArgs {
 }
 
 pub(crate) fn run(args: ProveArgs) -> Result<()> {
-    let backend = select_backend(&args.backend)?;
+    let device = select_engine_device(&args.backend, 1)?;
     let key = load_key(&args.key)?;
-    let mut rng = rng_from(args.rng_seed);
     let report = prove_partitions(
-        backend.as_ref(),
-        &key,
+        device,
+        key,
         args.circuit,
         args.seed,
         args.partitions,
-        &mut rng,
+        args.rng_seed,
     )?;
     let inputs_out = args
         .inputs_out
@@ -90,18 +90,10 @@ pub(crate) fn load_key(path: &Path) -> Result<ProvingKey> {
     Ok(key)
 }
 
-struct PartitionReport {
-    proof: cuzk_groth16::Proof,
-    inputs: Vec<Fr>,
-    synthesis: Duration,
-    timings: StageTimings,
-    /// Wall time of proving (after synthesis).
-    wall: Duration,
-    backend: &'static str,
-}
-
+/// The proofs of a run and the public inputs of each partition.
 pub(crate) struct ProveReport {
-    partitions: Vec<PartitionReport>,
+    output: JobOutput,
+    inputs: Vec<Vec<Fr>>,
 }
 
 impl ProveReport {
@@ -110,26 +102,29 @@ impl ProveReport {
             "{:>9} {:>8} {:>10} {:>10}  stages (device stages: CUDA-event times)",
             "partition", "backend", "synth", "prove"
         );
-        for (i, p) in self.partitions.iter().enumerate() {
+        for (i, p) in self.output.partitions.iter().enumerate() {
             println!(
                 "{:>9} {:>8} {:>10} {:>10}  {}",
                 i,
                 p.backend,
                 secs(p.synthesis),
-                secs(p.wall),
+                secs(p.timings.total()),
                 stage_list(&p.timings)
             );
         }
     }
 }
 
+/// Demo circuits `first_seed..first_seed + partitions` proved with `key` on
+/// `device` by the serial scheduler (the proofs are checked by `cuzk
+/// verify`, not here); `rng_seed` makes them reproducible.
 pub(crate) fn prove_partitions(
-    backend: &dyn Backend,
-    key: &ProvingKey,
+    device: Device,
+    key: ProvingKey,
     circuit: CircuitArgs,
     first_seed: u64,
     partitions: u64,
-    rng: &mut impl RngCore,
+    rng_seed: Option<u64>,
 ) -> Result<ProveReport> {
     check_share(circuit.sha_share)?;
     if partitions == 0 {
@@ -137,55 +132,49 @@ pub(crate) fn prove_partitions(
     }
     // The key must fit the circuit before any work: compare against the shape.
     check_key_shape(
-        key,
+        &key,
         &DemoCircuit::shape_for(circuit.log_size, circuit.sha_share),
     )
     .context("the key was not made for this circuit (check --log-size and --sha-share)")?;
-    let randomness = cuzk_groth16::prover::draw_randomness(partitions as usize, rng);
-    let bar = ProgressBar::new(partitions).with_style(
-        ProgressStyle::with_template("{spinner} partition {pos}/{len} {msg} [{elapsed}]")
-            .expect("static template"),
+    let source = DemoSource::new(
+        circuit.log_size,
+        circuit.sha_share,
+        first_seed,
+        partitions as usize,
     );
-    let mut out = Vec::new();
-    for i in 0..partitions {
-        let c = DemoCircuit::new(circuit.log_size, circuit.sha_share, first_seed + i);
-        let inputs = c.public_inputs();
-        bar.set_message("synthesizing");
-        let t = Instant::now();
-        let w: Synthesized = synthesize(c).context("synthesizing the demo circuit")?;
-        let synthesis = t.elapsed();
-        bar.set_message(format!("proving on {}", backend.name()));
-        let (r, s) = randomness[i as usize];
-        let proved = prove_with(backend, key, &w, r, s)?;
-        if let Some(how) = backend.last_run() {
-            bar.suspend(|| eprintln!("partition {i}: {how}"));
-        }
-        out.push(PartitionReport {
-            proof: proved.proof,
-            inputs,
-            synthesis,
-            timings: proved.timings,
-            wall: proved.wall,
-            backend: proved.backend,
-        });
-        bar.inc(1);
+    let inputs = (0..partitions as usize)
+        .map(|i| source.circuit(i).public_inputs())
+        .collect();
+    let shape = source.shape();
+    let key_bytes = key.summary().file_len;
+    let mut job = Job::new(Arc::new(source), Arc::new(key));
+    if let Some(seed) = rng_seed {
+        job = job.seeded(seed);
     }
-    bar.finish_and_clear();
-    Ok(ProveReport { partitions: out })
+    let settings = RunSettings {
+        schedule: Schedule::Serial,
+        host_budget: None,
+        verify: false,
+        what: "partitions",
+    };
+    let mut run = run_jobs(device, vec![job], &shape, key_bytes, &settings)?;
+    for (i, p) in run.outputs[0].partitions.iter().enumerate() {
+        if let Some(plan) = &p.plan {
+            eprintln!("partition {i}: {plan}");
+        }
+    }
+    Ok(ProveReport {
+        output: run.outputs.remove(0),
+        inputs,
+    })
 }
 
 pub(crate) fn write_outputs(report: &ProveReport, proofs: &Path, inputs: &Path) -> Result<()> {
-    let bytes = proofs_to_bytes(
-        &report
-            .partitions
-            .iter()
-            .map(|p| p.proof)
-            .collect::<Vec<_>>(),
-    );
+    let bytes = proofs_to_bytes(&report.output.proofs);
     let json: Vec<Vec<String>> = report
-        .partitions
+        .inputs
         .iter()
-        .map(|p| p.inputs.iter().map(hex_scalar).collect())
+        .map(|inputs| inputs.iter().map(hex_scalar).collect())
         .collect();
     write_atomically(proofs, &bytes)?;
     write_atomically(inputs, serde_json::to_string_pretty(&json)?.as_bytes())?;

@@ -11,21 +11,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    parse_sector_size, prove_update, verify_update, CircuitSynthesis, ParamsDir, ProofType,
-    UpdateRequest, UpdateSource, UpdateType,
+    parse_sector_size, verify_update, ParamsDir, ProofType, UpdateRequest, UpdateSource,
+    UpdateType, UPDATE_PROOF_BATCH,
 };
-use cuzk_groth16::prover::Backend;
-use cuzk_groth16::ProvingKey;
-use cuzk_pipeline::memory::human;
-use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
-use cuzk_sched::Engine;
+use cuzk_pipeline::{Job, PartitionSource};
 
-use crate::backend::{select_backend, select_engine_device, BackendArgs, GpuWorkerArgs};
+use crate::backend::{select_engine_device, BackendArgs, GpuWorkerArgs};
 use crate::commands::post::{parse_hex, vanilla_files, CircuitSynthesisArgs};
-use crate::output::{
-    peak_rss, prover_name, read_key, report_partitions, rng_from, secs, spinner, stage_list,
-    write_atomically, Stages,
-};
+use crate::output::{peak_rss, read_key, secs, write_atomically, Stages};
+use crate::run::{run_jobs, RunSettings, Schedule};
 
 #[derive(Args, Debug)]
 pub(crate) struct SnapProveArgs {
@@ -63,17 +57,17 @@ pub(crate) struct SnapProveArgs {
     /// Seed of the proof randomness (r, s); random when absent.
     #[arg(long)]
     rng_seed: Option<u64>,
-    /// Partitions synthesized at once. 1: one after another on this thread,
-    /// each proved as soon as it is synthesized, r and s drawn as the crates'
-    /// prover draws them. More: the partitions go through cuzk's pipeline
-    /// engine, which synthesizes up to this many at once within --host-budget
-    /// while the backend proves the ones that are ready (a 32 GiB update
-    /// partition is one circuit on one thread: ~81 M constraints).
+    /// Partitions synthesized at once. 1: the serial scheduler, each
+    /// partition synthesized, then proved, then the next. More: cuzk's
+    /// pipelined engine, which synthesizes up to this many at once within
+    /// --host-budget while the device proves the ones that are ready (a 32
+    /// GiB update partition is one circuit on one thread: ~81 M
+    /// constraints). Either way r and s are drawn as the crates' prover draws
+    /// them (batches of 10), so a seed gives the crates' proof.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     synthesis_workers: u64,
-    /// With --synthesis-workers: host memory the engine may hold in
-    /// synthesized partitions. Default: 3/4 of RAM less the proving key held
-    /// in memory.
+    /// Host memory the engine may hold in synthesized partitions. Default:
+    /// 3/4 of the memory (cgroup-aware) less the proving key held in memory.
     #[arg(long, value_parser = crate::commands::porep_c2::parse_size)]
     host_budget: Option<u64>,
     #[command(flatten)]
@@ -139,17 +133,30 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
         "key files present and whole".into(),
     ));
 
-    let proof = if args.synthesis_workers > 1 {
-        let device = select_engine_device(&args.backend, &args.gpu_workers)?;
-        let key = read_key(&params, update_type, &mut stages)?;
-        let synthesis = args.synthesis.open(update_type, &params, &key, &mut stages);
-        through_engine(&request, key, &synthesis, device, &args, &mut stages)?
-    } else {
-        let backend = select_backend(&args.backend)?;
-        let key = read_key(&params, update_type, &mut stages)?;
-        let synthesis = args.synthesis.open(update_type, &params, &key, &mut stages);
-        one_after_another(&request, key, &synthesis, backend, &args, &mut stages)?
+    let schedule = Schedule::for_workers(args.synthesis_workers as usize, 1);
+    let gpu_workers = match schedule {
+        Schedule::Serial => 1,
+        Schedule::Pipelined { .. } => args.gpu_workers.gpu_workers as usize,
     };
+    let device = select_engine_device(&args.backend, gpu_workers)?;
+    let key = read_key(&params, update_type, &mut stages)?;
+    let synthesis = args.synthesis.open(update_type, &params, &key, &mut stages);
+    let source = UpdateSource::with_synthesis(&request, &key, &synthesis)?;
+    let shape = source.shape();
+    let key_bytes = key.summary().file_len;
+    let mut job = Job::new(Arc::new(source), Arc::new(key)).with_label("snap-prove");
+    if let Some(seed) = args.rng_seed {
+        job = job.seeded_in_batches(seed, UPDATE_PROOF_BATCH);
+    }
+    let settings = RunSettings {
+        schedule,
+        host_budget: args.host_budget,
+        verify: !args.no_verify,
+        what: "partitions",
+    };
+    let run = run_jobs(device, vec![job], &shape, key_bytes, &settings)?;
+    run.report(&mut stages);
+    let proof = run.proof_bytes().remove(0);
 
     if args.no_verify {
         stages.push((
@@ -177,126 +184,4 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
     }
     println!("wrote {} ({} bytes)", args.out.display(), proof.len());
     Ok(())
-}
-
-/// The partitions on this thread, in order, as the crates' prover goes.
-fn one_after_another(
-    request: &UpdateRequest,
-    key: ProvingKey,
-    how: &CircuitSynthesis,
-    backend: Box<dyn Backend>,
-    args: &SnapProveArgs,
-    stages: &mut Stages,
-) -> Result<Vec<u8>> {
-    let mut synthesis = Duration::ZERO;
-    let mut proving = Duration::ZERO;
-    let mut shape = String::new();
-    let mut backend_name = "";
-    let mut rng = rng_from(args.rng_seed);
-    let s = spinner("checking the vanilla proofs, synthesizing and proving".into());
-    let proof = prove_update(request, &key, how, backend.as_ref(), &mut rng, &mut |p| {
-        synthesis += p.synthesis;
-        proving += p.proving;
-        backend_name = p.backend;
-        shape = format!(
-            "{} constraints, {} inputs, {} aux per partition",
-            p.shape.num_constraints, p.shape.num_inputs, p.shape.num_aux
-        );
-        s.suspend(|| {
-            eprintln!(
-                "partition {}/{}: synthesis {}, proving {} ({}: {})",
-                p.partition + 1,
-                p.of,
-                secs(p.synthesis),
-                secs(p.proving),
-                p.backend,
-                stage_list(&p.timings)
-            )
-        });
-    })?;
-    s.finish_and_clear();
-    stages.push(("synthesis".into(), synthesis, shape));
-    stages.push(("proving".into(), proving, backend_name.to_string()));
-    Ok(proof)
-}
-
-/// The partitions through cuzk-sched's engine as one job:
-/// `--synthesis-workers` partitions synthesized at once, proved by the
-/// device's `--gpu-workers` (one prover on the CPU), the engine's epilogue checking every
-/// partition's proof against the verifier's public inputs.
-fn through_engine(
-    request: &UpdateRequest,
-    key: ProvingKey,
-    synthesis: &CircuitSynthesis,
-    device: Device,
-    args: &SnapProveArgs,
-    stages: &mut Stages,
-) -> Result<Vec<u8>> {
-    let workers = args.synthesis_workers as usize;
-    let source = UpdateSource::with_synthesis(request, &key, synthesis)?;
-    let shape = source.shape();
-    let (budget, why) = match args.host_budget {
-        Some(b) => (b, "--host-budget".to_string()),
-        None => {
-            let three_quarters = EngineConfig::default().memory_budget;
-            let key_bytes = key.summary().file_len;
-            (
-                three_quarters.saturating_sub(key_bytes),
-                format!(
-                    "3/4 of RAM ({}) less the proving key ({})",
-                    human(three_quarters),
-                    human(key_bytes)
-                ),
-            )
-        }
-    };
-    let key = Arc::new(key);
-    let prover = prover_name(&device);
-    let engine = Engine::start(EngineConfig {
-        synthesis_workers: workers,
-        devices: vec![device],
-        max_in_flight: workers + 1,
-        memory_budget: budget,
-        verify: !args.no_verify,
-        largest_partition: Some(shape.clone()),
-        ..EngineConfig::default()
-    })
-    .with_context(|| format!("starting the engine (host budget: {why})"))?;
-    eprintln!(
-        "engine: {workers} synthesis workers, host budget {} ({why})",
-        human(budget)
-    );
-    let s = spinner(format!(
-        "{} partition(s) through the engine, {workers} synthesis workers",
-        request.update_type().partitions()
-    ));
-    let t = Instant::now();
-    let mut job = Job::new(Arc::new(source), Arc::clone(&key)).with_label("snap-prove");
-    if let Some(seed) = args.rng_seed {
-        job = job.seeded(seed);
-    }
-    let out = engine
-        .submit(job)
-        .context("submitting the job")
-        .map(|h| h.wait());
-    let wall = t.elapsed();
-    s.finish_and_clear();
-    engine.shutdown();
-    let out = out?.context("proving through the engine")?;
-    let (synthesis, busy) = report_partitions("", &out.partitions);
-    stages.push((
-        "synthesis".into(),
-        synthesis,
-        format!(
-            "summed over partitions; {} constraints, {} inputs, {} aux per partition",
-            shape.num_constraints, shape.num_inputs, shape.num_aux
-        ),
-    ));
-    stages.push(("proving".into(), busy, format!("summed stages, {prover}")));
-    stages.push((
-        "pipeline".into(),
-        wall,
-        format!("synthesis and proving overlapped, {workers} synthesis workers"),
-    ));
-    Ok(out.proofs.iter().flat_map(|p| p.to_bytes()).collect())
 }
