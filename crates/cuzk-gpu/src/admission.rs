@@ -181,6 +181,7 @@ impl VramAdmission {
         let state = Arc::clone(&self.state);
         let keys = self.keys.clone();
         let slot = self.matrices.clone();
+        let ticket_plan = plan.clone();
         Ok(AdmissionTicket::new(move || {
             let (lock, freed) = &*state;
             let mut used = lock.lock();
@@ -193,7 +194,9 @@ impl VramAdmission {
             }
             drop(used);
             freed.notify_all();
-        }))
+        })
+        // The worker runs the plan this room was reserved for.
+        .with_plan(ticket_plan))
     }
 }
 
@@ -283,6 +286,12 @@ mod tests {
         assert!(VramAdmission::split(&plan).0 > VramAdmission::split(&host).0);
         let ticket = adm.admit_witness(&shape, &w).unwrap();
         assert_eq!(adm.usage().0, VramAdmission::split(&plan).0);
+        // The plan travels on the ticket: the worker runs it, not a second one.
+        let carried = ticket
+            .plan()
+            .and_then(|p| p.downcast_ref::<VramPlan>())
+            .expect("the ticket carries its VRAM plan");
+        assert_eq!(carried, &plan);
         assert_eq!(
             adm.matrices.lock().pins.get(&deferred.id().0),
             Some(&1),

@@ -200,9 +200,10 @@ impl CudaBackend {
 
     /// Whether this worker's plans may keep H shifted (`VramPlan::h_shift`;
     /// off unless its [`GpuConfig`] says so). A worker under
-    /// `VramAdmission` must plan as the admission does: [`GpuDevice::open`](crate::GpuDevice::open)
-    /// gives both the same setting; change it only on a worker alone on its
-    /// arena (tests, benchmarks).
+    /// `VramAdmission` runs the plan the admission made (it travels on the
+    /// ticket), so this matters for a worker alone on its arena (tests,
+    /// benchmarks); [`GpuDevice::open`](crate::GpuDevice::open) gives both the
+    /// same setting.
     pub fn set_shifted_h(&self, on: bool) {
         self.shifted_h
             .store(on, std::sync::atomic::Ordering::Relaxed);
@@ -221,27 +222,27 @@ impl CudaBackend {
     pub fn arena_usage(&self) -> cuzk_arena::Usage {
         self.inner.lock().arena.usage()
     }
-}
 
-impl Backend for CudaBackend {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn msm_sums(
+    /// Proves `w` under `admitted` (the plan its admission reserved room
+    /// for), else under a plan made here from the witness's shape and the
+    /// arena (the same function admission plans with), unless a test forced
+    /// a layout. Plans before any kernel runs: a budget too small fails
+    /// here, with numbers.
+    fn prove_planned(
         &self,
         key: &ProvingKey,
         w: &Synthesized,
         t: &mut StageTimings,
+        admitted: Option<&VramPlan>,
     ) -> Result<MsmSums, ProveError> {
         let mut worker = self.inner.lock();
-        // Plan before any kernel runs: a budget too small fails here, with numbers.
         let shape = witness_shape(w);
         let budget = worker.arena.capacity();
-        let plan = match *self.forced.lock() {
-            None => VramPlan::new_with(shape, budget, &CudaFootprints, self.shifted_h())
+        let plan = match (*self.forced.lock(), admitted) {
+            (None, Some(plan)) => Ok(plan.clone()),
+            (None, None) => VramPlan::new_with(shape, budget, &CudaFootprints, self.shifted_h())
                 .map_err(GpuError::Plan),
-            Some((mode, h_poly)) => {
+            (Some((mode, h_poly)), _) => {
                 let p = VramPlan::with_layout(shape, budget, mode, h_poly, &CudaFootprints);
                 if p.fits() {
                     Ok(p)
@@ -256,6 +257,34 @@ impl Backend for CudaBackend {
         tracing::debug!(%plan, "VRAM plan");
         *self.last_plan.lock() = Some(plan.clone());
         worker.prove(&plan, key, w, t).map_err(gpu_err)
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn msm_sums(
+        &self,
+        key: &ProvingKey,
+        w: &Synthesized,
+        t: &mut StageTimings,
+    ) -> Result<MsmSums, ProveError> {
+        self.prove_planned(key, w, t, None)
+    }
+
+    /// Runs the plan the device's admission reserved room for (a
+    /// [`VramPlan`]; anything else is ignored and the worker plans), unless
+    /// a test forced a layout.
+    fn msm_sums_admitted(
+        &self,
+        key: &ProvingKey,
+        w: &Synthesized,
+        t: &mut StageTimings,
+        admitted: &(dyn std::any::Any + Send + Sync),
+    ) -> Result<MsmSums, ProveError> {
+        self.prove_planned(key, w, t, admitted.downcast_ref::<VramPlan>())
     }
 
     fn last_run(&self) -> Option<String> {

@@ -168,6 +168,21 @@ pub trait Backend: Send + Sync {
         timings: &mut StageTimings,
     ) -> Result<MsmSums, ProveError>;
 
+    /// [`Backend::msm_sums`] for a partition a device admitted under
+    /// `admitted`, the plan its admission reserved room for (a GPU's VRAM
+    /// plan, as `Any`): a backend that plans its own memory runs that plan
+    /// rather than making another. The default ignores it.
+    fn msm_sums_admitted(
+        &self,
+        key: &ProvingKey,
+        witness: &Synthesized,
+        timings: &mut StageTimings,
+        admitted: &(dyn std::any::Any + Send + Sync),
+    ) -> Result<MsmSums, ProveError> {
+        let _ = admitted;
+        self.msm_sums(key, witness, timings)
+    }
+
     /// How the last partition ran, when the backend has more to say than its
     /// name (e.g. the GPU's VRAM plan: resident or streamed key, peak bytes).
     fn last_run(&self) -> Option<String> {

@@ -11,6 +11,7 @@
 //! returns the regions. It never calls a device-global CUDA API (docs/facts.md,
 //! "Device memory").
 
+use std::any::Any;
 use std::sync::Arc;
 
 use cuzk_synth::CircuitShape;
@@ -34,9 +35,13 @@ impl AdmissionError {
     }
 }
 
-/// Room on a device, held while a partition runs there.
+/// Room on a device, held while a partition runs there, and the plan the
+/// room was reserved for: the backend runs that plan
+/// ([`cuzk_groth16::prover::Backend::msm_sums_admitted`]) rather than making
+/// another one.
 pub struct AdmissionTicket {
     release: Option<Box<dyn FnOnce() + Send>>,
+    plan: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl AdmissionTicket {
@@ -44,12 +49,28 @@ impl AdmissionTicket {
     pub fn new(release: impl FnOnce() + Send + 'static) -> Self {
         AdmissionTicket {
             release: Some(Box::new(release)),
+            plan: None,
         }
     }
 
     /// A ticket that holds nothing.
     pub fn free() -> Self {
-        AdmissionTicket { release: None }
+        AdmissionTicket {
+            release: None,
+            plan: None,
+        }
+    }
+
+    /// This ticket, carrying the plan its room was reserved for (the device's
+    /// own type: a GPU's VRAM plan).
+    pub fn with_plan(mut self, plan: impl Any + Send + Sync) -> Self {
+        self.plan = Some(Box::new(plan));
+        self
+    }
+
+    /// The plan the room was reserved for, if the admission made one.
+    pub fn plan(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.plan.as_deref()
     }
 }
 
@@ -65,6 +86,7 @@ impl std::fmt::Debug for AdmissionTicket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AdmissionTicket")
             .field("holds", &self.release.is_some())
+            .field("plan", &self.plan.is_some())
             .finish()
     }
 }

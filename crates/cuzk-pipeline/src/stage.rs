@@ -34,6 +34,7 @@ use cuzk_groth16::verifier::verify_proof;
 use cuzk_groth16::{Proof, ProvingKey};
 use cuzk_synth::{CircuitShape, Synthesized};
 
+use crate::admission::AdmissionTicket;
 use crate::config::{DeviceWorker, EngineConfig};
 use crate::intake::{Admitted, Reservation};
 use crate::job::{PartitionError, PartitionReport, PartitionSource, Priority, Stage, Verification};
@@ -267,7 +268,8 @@ impl SynthesizedPartition {
         let mut grown = 0;
         let result = {
             let _busy = ctx.meters.stage(Stage::Prove).busy();
-            match prove_partition(&*on.backend, job.key(), &witness) {
+            let admitted = ticket.as_ref().and_then(AdmissionTicket::plan);
+            match prove_partition(&*on.backend, job.key(), &witness, admitted) {
                 // The device lacked memory for this partition: the partition
                 // is fine, so it is proved on the fallback (the CPU) rather
                 // than failing its job. Any other backend failure is a
@@ -289,7 +291,7 @@ impl SynthesizedPartition {
                         .saturating_sub(job.footprint().working_set);
                     reservation.grow(grown);
                     backend = fallback;
-                    prove_partition(&*ctx.fallback, job.key(), &witness)
+                    prove_partition(&*ctx.fallback, job.key(), &witness, None)
                 }
                 other => other,
             }
@@ -434,16 +436,22 @@ pub fn synthesize_partition(
 }
 
 /// Checks the witness against the key and computes its MSM sums on
-/// `backend`. A panic is caught and returned as [`PartitionError::Panic`].
+/// `backend`, under the plan its device's admission made when there is one
+/// (`admitted`, from [`AdmissionTicket::plan`]). A panic is caught and
+/// returned as [`PartitionError::Panic`].
 pub fn prove_partition(
     backend: &dyn Backend,
     key: &ProvingKey,
     witness: &Synthesized,
+    admitted: Option<&(dyn Any + Send + Sync)>,
 ) -> Result<(MsmSums, StageTimings), PartitionError> {
     catch_panic(Stage::Prove, || {
         check_key_shape(key, &witness.shape())?;
         let mut timings = StageTimings::default();
-        let sums = backend.msm_sums(key, witness, &mut timings)?;
+        let sums = match admitted {
+            Some(plan) => backend.msm_sums_admitted(key, witness, &mut timings, plan)?,
+            None => backend.msm_sums(key, witness, &mut timings)?,
+        };
         Ok((sums, timings))
     })
 }
