@@ -31,6 +31,7 @@ use crate::proof::Proof;
 
 /// Why a partition could not be proved.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProveError {
     /// The key was made for a different circuit.
     #[error(
