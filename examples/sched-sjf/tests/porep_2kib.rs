@@ -32,7 +32,11 @@ fn a_sealed_2kib_sector_is_proved_and_passes_verify_seal() {
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params_dir);
     std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.path().join("parents"));
     let params = ParamsDir::new(&params_dir);
-    assert_eq!(ParamsDir::filecoin(), params, "filecoin-proofs reads another cache");
+    assert_eq!(
+        ParamsDir::filecoin(),
+        params,
+        "filecoin-proofs reads another cache"
+    );
     let proof_type = ProofType::new(RegisteredSealProof::StackedDrg2KiBV1_1).unwrap();
     if params.check(proof_type).is_err() {
         params.generate_test_keys(proof_type, KEY_SEED).unwrap();
@@ -47,7 +51,11 @@ fn a_sealed_2kib_sector_is_proved_and_passes_verify_seal() {
 
     let key = Arc::new(params.load_proving_key(c1.proof_type).unwrap());
     let source = PorepSource::new(&c1, &key).unwrap();
-    assert_eq!(source.num_partitions(), 1, "a 2 KiB sector is one partition");
+    assert_eq!(
+        source.num_partitions(),
+        1,
+        "a 2 KiB sector is one partition"
+    );
     // One CPU device with one worker.
     let sched = ShortestJobFirst::start(EngineConfig::default()).unwrap();
     let out = sched
@@ -57,7 +65,9 @@ fn a_sealed_2kib_sector_is_proved_and_passes_verify_seal() {
         .unwrap();
     sched.shutdown();
     assert!(
-        out.partitions.iter().all(|p| p.verification == Verification::Valid),
+        out.partitions
+            .iter()
+            .all(|p| p.verification == Verification::Valid),
         "the engine verified every partition"
     );
 
