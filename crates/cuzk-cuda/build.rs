@@ -6,6 +6,10 @@
 //! a machine holds one copy of them however many executables it has, and
 //! rebuilding a fatbin recompiles no Rust.
 //!
+//! The sources are `kernels/` inside this package: in the repository a
+//! symbolic link to the root's `kernels/` (which xtask, the bundle and the
+//! docs use), in a packaged copy (`cargo package` follows the link) a real
+//! folder, so a crate from a registry records the same units and hashes.
 //! `CUZK_KERNELS_DIR` overrides the sources the hashes come from (`cargo
 //! xtask bundle` builds from a snapshot of `kernels/`), and `CUZK_FATBIN_DIR`
 //! the folder the loader falls back to (default `<target dir>/kernels`).
@@ -24,8 +28,10 @@ fn main() {
     let root = manifest_dir.join("../..");
     let kernels = match std::env::var_os("CUZK_KERNELS_DIR") {
         Some(dir) => PathBuf::from(dir),
-        None => root.join("kernels"),
+        None => manifest_dir.join("kernels"),
     };
+    // The link resolved, so that cargo watches the folder the files are in.
+    let kernels = std::fs::canonicalize(&kernels).unwrap_or(kernels);
     println!("cargo::rerun-if-env-changed=CUZK_KERNELS_DIR");
     println!("cargo::rerun-if-env-changed=CUZK_FATBIN_DIR");
     println!("cargo::rerun-if-env-changed=CARGO_TARGET_DIR");

@@ -1,4 +1,5 @@
-//! cuzk's developer tasks. Deliberately small: std, anyhow, sha2, hex.
+//! cuzk's developer tasks. Deliberately small: std, anyhow, sha2, hex, and syn + quote (already
+//! in the workspace's build graph) for the public API listing.
 //!
 //! * `cargo xtask kernels [--arch sm_90[,sm_89…]]`: compile `kernels/manifest.toml`
 //!   into one fatbin per unit in `target/kernels/` (finding nvcc, or installing the pinned
@@ -9,7 +10,9 @@
 //! * `cargo xtask bench`: the pipeline sweep (xtask/src/bench.rs).
 //! * `cargo xtask demo`: the README's main command (xtask/src/demo.rs).
 //! * `cargo xtask fixtures`: Filecoin test keys, official parameters, sample C1 (xtask/src/fixtures.rs).
+//! * `cargo xtask api`: the library crates' public API snapshots in `xtask/api/` (xtask/src/api.rs).
 
+mod api;
 mod bench;
 mod bundle;
 mod demo;
@@ -38,6 +41,8 @@ tasks:
                           Filecoin: test keys from a seed (keys), official parameter files
                           checked against their digests (fetch), a sealed sample C1 (seal),
                           synthetic C1s, PoSt and SnapDeals vanilla proofs (synth-*)
+  api [--count [ROOT]]    write each library crate's public API to xtask/api/<crate>.txt (a test
+                          compares them with the sources); --count prints item counts instead
 ";
 
 fn main() -> Result<()> {
@@ -53,6 +58,7 @@ fn main() -> Result<()> {
         "bench" => bench::run(&args[1..]),
         "demo" => demo::run(&root, &args[1..]),
         "fixtures" => fixtures::run(&root, &args[1..]),
+        "api" => api::run(&root, &args[1..]),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

@@ -13,16 +13,22 @@ use std::time::{Duration, Instant};
     human(*need)
 )]
 pub struct Exhausted {
+    /// Bytes asked for.
     pub need: u64,
+    /// The largest free block then, bytes.
     pub largest_free: u64,
+    /// Bytes in live regions then.
     pub in_use: u64,
+    /// The arena's size, bytes.
     pub capacity: u64,
+    /// Live regions then.
     pub regions: usize,
 }
 
 /// What the arena holds right now.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
+    /// The arena's size, bytes.
     pub capacity: u64,
     /// Bytes in live regions, alignment padding included.
     pub in_use: u64,
@@ -35,8 +41,11 @@ pub struct Usage {
     /// was made: GPU work of whatever stream released the region had to
     /// finish first, so waits between workers serialize them.
     pub fence_waits: u64,
+    /// See `fence_waits`.
     pub fence_wait: Duration,
+    /// The largest free block, bytes: the largest allocation that fits now.
     pub largest_free: u64,
+    /// Live regions.
     pub regions: usize,
 }
 
@@ -177,6 +186,7 @@ impl Allocator {
         self.regions -= 1;
     }
 
+    /// What the arena holds now (nothing is pending in this allocator).
     pub fn usage(&self) -> Usage {
         Usage {
             capacity: self.capacity,
@@ -190,10 +200,12 @@ impl Allocator {
         }
     }
 
+    /// The largest free block, bytes.
     pub fn largest_free(&self) -> u64 {
         self.free.values().copied().max().unwrap_or(0)
     }
 
+    /// The arena's size, bytes.
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
@@ -235,6 +247,7 @@ pub struct OrderedAllocator<F> {
 }
 
 impl<F: Fence> OrderedAllocator<F> {
+    /// An empty arena of `capacity` bytes handing out offsets aligned to `align`.
     pub fn new(capacity: u64, align: u64) -> Self {
         OrderedAllocator {
             inner: Allocator::new(capacity, align),
@@ -297,6 +310,7 @@ impl<F: Fence> OrderedAllocator<F> {
         }
     }
 
+    /// What the arena holds now, released regions awaiting their fences included.
     pub fn usage(&self) -> Usage {
         let pending: u64 = self
             .pending
@@ -311,6 +325,7 @@ impl<F: Fence> OrderedAllocator<F> {
         }
     }
 
+    /// The size a request of `bytes` occupies (at least one alignment unit).
     pub fn rounded(&self, bytes: u64) -> u64 {
         self.inner.rounded(bytes)
     }
@@ -320,6 +335,7 @@ impl<F: Fence> OrderedAllocator<F> {
         self.fence_wait
     }
 
+    /// Forgets the peak (e.g. between benchmark runs).
     pub fn reset_peak(&mut self) {
         self.inner.reset_peak();
     }

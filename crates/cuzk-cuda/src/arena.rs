@@ -43,6 +43,7 @@ pub enum VramBudget {
 
 /// Why a string is not a VRAM budget; each variant quotes it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BudgetError {
     #[error("`{0}`: expected `auto` or a size like 16GiB")]
     NotASize(String),

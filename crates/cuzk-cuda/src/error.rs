@@ -7,6 +7,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong on the GPU path.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// No usable CUDA device: no driver library, no device, or the driver
     /// refused to initialize. A normal answer on machines without a GPU.
@@ -56,6 +57,7 @@ impl Error {
 /// Why the kernel fatbins could not be loaded; each names the file and says
 /// what to run.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum KernelsProblem {
     /// No folder of the search path holds any fatbin.
     #[error("CUDA kernels not built: no fatbins in {searched}; run `cargo xtask kernels` (or set CUZK_FATBIN_DIR to the folder that has them)")]

@@ -21,6 +21,7 @@ use crate::proto::{
 
 /// What can go wrong talking to a daemon.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The address is neither `unix:PATH` nor `HOST:PORT`.
     #[error(transparent)]

@@ -9,6 +9,7 @@ use cuzk_gpu::human;
 
 /// A configuration file or value the daemon cannot use.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
     #[error("reading the configuration {}: {source}", path.display())]
@@ -37,6 +38,7 @@ pub enum ConfigError {
 
 /// The journal of accepted jobs could not be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JournalError {
     /// A file operation failed.
     #[error("journal: {context} {}: {source}", path.display())]
@@ -53,6 +55,7 @@ pub enum JournalError {
 
 /// Why a proving key could not be made ready.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SrsError {
     /// A circuit id this daemon does not know.
     #[error("unknown circuit id {id:?}: this daemon serves {known}")]
@@ -97,6 +100,7 @@ pub enum SrsError {
 
 /// Why the daemon could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DaemonError {
     /// The configuration is unusable.
     #[error(transparent)]
@@ -132,6 +136,7 @@ pub enum DaemonError {
 /// What a request is answered with when it is not served: a gRPC code and a
 /// message naming the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RequestError {
     /// The request itself is wrong (a missing field, a C1 for another sector, ...).
     #[error("{0}")]

@@ -31,7 +31,9 @@ pub struct FqLimbs(pub [u64; 6]);
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct Fq2Limbs {
+    /// The real coefficient.
     pub c0: FqLimbs,
+    /// The coefficient of `u`.
     pub c1: FqLimbs,
 }
 
@@ -39,7 +41,9 @@ pub struct Fq2Limbs {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct G1AffineLimbs {
+    /// The x coordinate.
     pub x: FqLimbs,
+    /// The y coordinate.
     pub y: FqLimbs,
 }
 
@@ -47,7 +51,9 @@ pub struct G1AffineLimbs {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct G2AffineLimbs {
+    /// The x coordinate.
     pub x: Fq2Limbs,
+    /// The y coordinate.
     pub y: Fq2Limbs,
 }
 

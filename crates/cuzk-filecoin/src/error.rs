@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// Why a C1 output could not be proved.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The input is not JSON at all.
     #[error("the C1 file is not JSON")]

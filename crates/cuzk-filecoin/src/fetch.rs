@@ -73,6 +73,7 @@ pub fn srs_manifest() -> Vec<ManifestEntry> {
 
 /// Why a file could not be fetched.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FetchError {
     #[error("downloading {name} from {url}: {message}")]
     Http {

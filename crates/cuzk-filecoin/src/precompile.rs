@@ -30,6 +30,7 @@ use crate::{Error, ParamsDir, PostType, ProofType, UpdateType};
 
 /// Why a pre-compiled circuit cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PrecompiledError {
     /// The cache file cannot be used (missing, truncated, corrupt, another
     /// version); the message names the file.

@@ -8,6 +8,7 @@ use crate::plan::PlanError;
 
 /// Why the GPU backend could not prove a partition.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GpuError {
     /// A CUDA call or kernel launch failed, or the arena ran out.
     #[error(transparent)]

@@ -64,6 +64,7 @@ pub enum PointCheck {
 
 /// The reason one encoded curve point was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum PointError {
     /// The bytes are not a well-formed encoding (see [`EncodingFault`]).
     #[error("malformed encoding: {0}")]

@@ -31,14 +31,18 @@ use crate::proof::Proof;
 
 /// Why a partition could not be proved.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProveError {
     /// The key was made for a different circuit.
     #[error(
         "proving key does not match the circuit: {what}: key has {key}, circuit needs {circuit}"
     )]
     KeyMismatch {
+        /// Which count differs.
         what: &'static str,
+        /// The key's count.
         key: usize,
+        /// The circuit's count.
         circuit: usize,
     },
     /// The key's delta is the identity (a subverted setup).
@@ -51,10 +55,12 @@ pub enum ProveError {
     /// backend's own error is the source.
     #[error("the {backend} backend failed ({failure})")]
     Backend {
+        /// The backend's name.
         backend: &'static str,
         /// What kind of failure, decided by the backend from its own error
         /// type: whether proving the partition elsewhere makes sense.
         failure: BackendFailure,
+        /// The backend's error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
@@ -109,16 +115,22 @@ impl std::fmt::Display for BackendFailure {
 /// The raw MSM sums of one partition, before randomization.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsmSums {
+    /// ΣH: the quotient polynomial against the key's `h`.
     pub h: G1Projective,
+    /// ΣL: the auxiliary assignment against `l`.
     pub l: G1Projective,
+    /// ΣA: the inputs and the A-dense auxiliary values against `a`.
     pub a: G1Projective,
+    /// ΣB₁: the B-dense inputs and auxiliary values against `b_g1`.
     pub b_g1: G1Projective,
+    /// ΣB₂: the same values against `b_g2`.
     pub b_g2: G2Projective,
 }
 
 /// Wall time of each named stage of one partition, in the order run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StageTimings {
+    /// (stage name, wall time), in the order run.
     pub stages: Vec<(&'static str, Duration)>,
 }
 
@@ -434,7 +446,9 @@ pub fn finish(key: &ProvingKey, sums: &MsmSums, r: Fr, s: Fr) -> Result<Proof, P
 /// One proved partition and where its time went.
 #[derive(Clone, Debug)]
 pub struct Proved {
+    /// The proof.
     pub proof: Proof,
+    /// The name of the backend that proved it.
     pub backend: &'static str,
     /// Each stage's time (device stages as the backend measures them: CUDA
     /// events on the GPU).

@@ -51,6 +51,7 @@ pub use fixed_base::{
 
 /// Why a key could not be generated.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SetupError {
     /// The circuit failed, or the key would be degenerate (an aux variable in
     /// no constraint: `UnconstrainedVariable`; γ or δ zero:

@@ -408,6 +408,7 @@ pub enum Verification {
 
 /// Where one partition went and how long it took.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PartitionReport {
     /// The backend that made the returned proof.
     pub backend: &'static str,
@@ -428,6 +429,7 @@ pub struct PartitionReport {
 
 /// A finished job: one proof per partition, in partition order.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct JobOutput {
     /// The job.
     pub id: JobId,
@@ -495,6 +497,7 @@ impl fmt::Display for Stage {
 
 /// Why one partition failed (and with it, its job).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PartitionError {
     /// The source could not synthesize it.
     #[error("synthesis failed")]
@@ -537,6 +540,7 @@ pub enum PartitionError {
 
 /// Why a job produced no proofs.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JobError {
     /// The job was cancelled.
     #[error("job cancelled")]

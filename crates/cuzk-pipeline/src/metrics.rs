@@ -152,6 +152,7 @@ impl Meters {
 
 /// One stage in a [`MetricsSnapshot`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct StageMetrics {
     /// Which stage.
     pub stage: Stage,
@@ -171,6 +172,7 @@ pub struct StageMetrics {
 
 /// The host-memory account.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemoryMetrics {
     /// The configured budget, bytes.
     pub budget: u64,
@@ -191,6 +193,7 @@ pub struct MemoryMetrics {
 
 /// Job outcome counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct JobCounts {
     /// Accepted.
     pub submitted: u64,
@@ -206,6 +209,7 @@ pub struct JobCounts {
 
 /// An engine's state at one moment.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct MetricsSnapshot {
     /// Since the engine started.
     pub uptime: Duration,

@@ -61,6 +61,7 @@ pub trait Scheduler: Send + Sync {
 
 /// Why an engine refused to start.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// No proving device configured.
     #[error("no proving device configured")]
@@ -107,6 +108,7 @@ pub enum StartError {
 
 /// Why a job was refused at submission.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SubmitError {
     /// The job has no partitions.
     #[error("job `{label}` has no partitions")]

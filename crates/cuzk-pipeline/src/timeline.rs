@@ -31,6 +31,7 @@ pub const TIMELINE_TARGET: &str = "cuzk::timeline";
 
 /// What happened to a partition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum EventKind {
     /// A synthesis worker started it (its memory is reserved).
     SynthesisStart,
@@ -86,6 +87,7 @@ impl fmt::Display for EventKind {
 
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TimelineEvent {
     /// Since the timeline started.
     pub at: Duration,
@@ -319,6 +321,7 @@ pub fn json_lines_layer(path: &Path) -> io::Result<JsonLinesLayer<LineWriter<Fil
 
 /// Why [`install_json_lines`] failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InstallError {
     /// The file could not be created.
     #[error("cannot create timeline file {}", path.display())]

@@ -57,6 +57,7 @@ pub trait PrefixJoin: ConstraintSystem<Fr> {
 
 /// What went wrong with one piece.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PieceFault {
     /// The piece's synthesis failed.
     #[error("its synthesis failed")]

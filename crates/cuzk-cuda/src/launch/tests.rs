@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use super::{compare_params, Declared};
 use crate::decl::DECLARED;
 
+/// The kernel sources inside this package (see build.rs).
 fn kernels_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels")
 }
 
 /// A kernel's C signature: its parameters' types, in order.

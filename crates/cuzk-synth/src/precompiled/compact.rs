@@ -145,6 +145,7 @@ pub struct ClassCounts {
 /// A [`CompactAux`] whose parts disagree: never built by pushing, only by
 /// [`CompactAux::from_parts`] from outside data.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CompactError {
     /// The code words do not cover `len` values.
     #[error("{len} values need {expected} code words, the witness has {found}")]
@@ -563,6 +564,7 @@ impl super::R1csRef<'_> {
 /// A compact witness that does not fit its recording, or whose parts
 /// disagree.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CompactWitnessError {
     /// Another shape than the recording's.
     #[error(transparent)]

@@ -20,6 +20,7 @@ use crate::Synthesized;
 
 /// A witness that does not fit the recorded circuit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum WitnessError {
     /// Wrong number of inputs.
     #[error(

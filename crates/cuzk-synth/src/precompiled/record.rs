@@ -22,6 +22,7 @@ const INPUT_TAG: u32 = 1 << 31;
 
 /// Why a recording could not be made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RecordError {
     /// The circuit's synthesis failed.
     #[error("synthesis failed while recording the circuit")]

@@ -114,6 +114,7 @@ impl fmt::Debug for CircuitId {
 
 /// Why a cache file was not written or not used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CacheError {
     /// An I/O call failed.
     #[error("cannot {op} {path}")]
