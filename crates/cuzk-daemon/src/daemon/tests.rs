@@ -41,6 +41,56 @@ fn daemon(dir: &Path) -> Arc<Daemon> {
     Daemon::new(settings(), params, engine, Vec::new(), srs, journal)
 }
 
+#[test]
+fn status_and_metrics_name_each_workers_backend_driver_and_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = ParamsDir::new(dir.path().join("params"));
+    let (device, view) = crate::server::cpu_device();
+    let engine = Engine::start(cuzk_pipeline::EngineConfig {
+        memory_budget: 1 << 30,
+        devices: vec![device],
+        ..Default::default()
+    })
+    .unwrap();
+    let srs = SrsManager::new(
+        params.clone(),
+        1 << 30,
+        None,
+        Duration::from_secs(600),
+        Duration::from_secs(1800),
+    );
+    let (journal, _) = Journal::open(&dir.path().join("state")).unwrap();
+    let d = Daemon::new(settings(), params, engine, vec![view], srs, journal);
+    let status: serde_json::Value = serde_json::from_str(&crate::metrics::status_json(&d)).unwrap();
+    let workers = status["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1, "{status}");
+    let w = &workers[0];
+    assert_eq!(
+        (&w["device"], &w["backend"], &w["driver"], &w["kernels"]),
+        (
+            &serde_json::json!("cpu-0"),
+            &serde_json::json!("cpu"),
+            &serde_json::json!("none"),
+            &serde_json::json!("none")
+        ),
+        "{w}"
+    );
+    assert!(!w["model"].as_str().unwrap().is_empty(), "{w}");
+    let text = crate::metrics::prometheus_text(&d);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cuzk_worker_info{"))
+        .unwrap_or_else(|| panic!("no cuzk_worker_info in\n{text}"));
+    assert!(
+        line.contains("device=\"cpu-0\"")
+            && line.contains("backend=\"cpu\"")
+            && line.contains("driver=\"none\"")
+            && line.contains("kernels=\"none\"")
+            && line.ends_with(" 1.0"),
+        "{line}"
+    );
+}
+
 fn accepted(job_id: &str, request_id: &str, digest: &str) -> Accepted {
     Accepted {
         job_id: job_id.into(),
