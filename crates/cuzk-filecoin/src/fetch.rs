@@ -161,7 +161,7 @@ pub enum FetchError {
     },
     #[error(
         "downloading {name} from {url}: gave up after {attempts} attempts in a row without \
-         progress ({bytes} bytes kept in {partial} for the next run): {last}",
+         progress, {bytes} bytes in (a next run resumes from {partial} when there are any): {last}",
         partial = partial.display()
     )]
     Exhausted {
@@ -312,6 +312,19 @@ impl Partial {
         Ok(())
     }
 
+    /// Closes it, removing the file when it holds nothing (a refused or
+    /// unreachable file leaves no trace); returns its path and length.
+    fn discard_if_empty(self) -> (PathBuf, u64) {
+        let Partial {
+            path, file, len, ..
+        } = self;
+        drop(file);
+        if len == 0 {
+            let _ = std::fs::remove_file(&path);
+        }
+        (path, len)
+    }
+
     fn append(&mut self, bytes: &[u8]) -> Result<(), FetchError> {
         self.file
             .write_all(bytes)
@@ -375,7 +388,10 @@ fn fetch_one(
         let before = partial.len;
         match attempt(agent, &url, e, &mut partial, progress) {
             Ok(()) => {}
-            Err(Failure::Fatal(err)) => return Err(err),
+            Err(Failure::Fatal(err)) => {
+                partial.discard_if_empty();
+                return Err(err);
+            }
             Err(Failure::StartOver(why)) => {
                 tracing::warn!("{}: {why}", e.name);
                 continue;
@@ -387,12 +403,13 @@ fn fetch_one(
                     failures + 1
                 };
                 if failures > options.retries {
+                    let partial = partial.discard_if_empty();
                     return Err(FetchError::Exhausted {
                         name: e.name.clone(),
                         url,
                         attempts: failures,
-                        bytes: partial.len,
-                        partial: partial.path.clone(),
+                        bytes: partial.1,
+                        partial: partial.0,
                         last: error,
                     });
                 }

@@ -382,6 +382,8 @@ fn an_unavailable_server_is_given_up_after_the_retries() {
     );
     assert!(err.to_string().contains("503"), "{err}");
     assert_eq!(log.lock().unwrap().len(), 3);
+    // Nothing was received: no partial file is left.
+    assert!(listing(cache.path()).is_empty());
 }
 
 #[test]
