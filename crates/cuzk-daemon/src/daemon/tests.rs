@@ -287,6 +287,45 @@ fn a_panic_in_a_job_fails_that_job_and_gives_its_slot_back() {
 }
 
 #[test]
+fn a_job_that_finished_as_the_daemon_stopped_is_delivered_not_refused() {
+    // The drain stops the daemon the moment its last running job ends: a
+    // client awaiting that job sees both at once, and must get the proof.
+    let dir = tempfile::tempdir().unwrap();
+    let d = daemon(dir.path());
+    {
+        let mut t = d.table.lock();
+        insert(
+            &mut t,
+            "job-f",
+            "porep-1000-1",
+            "d1",
+            ended(Status::Completed, false),
+        );
+        insert(&mut t, "job-q", "porep-1000-2", "d2", Phase::Accepting);
+    }
+    d.stopped.send_replace(true);
+    // Multi-threaded: delivering a result blocks in place (journal write).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Both branches are ready at every try; the answer must not depend on
+    // which one the select polls first.
+    for _ in 0..32 {
+        let r = rt
+            .block_on(d.await_job("job-f", Some(Duration::from_secs(60))))
+            .unwrap();
+        assert_eq!(r.status, Status::Completed as i32);
+    }
+    // A job that has not ended is answered "shutting down".
+    let err = rt
+        .block_on(d.await_job("job-q", Some(Duration::from_secs(60))))
+        .unwrap_err();
+    assert!(err.to_string().contains("shutting down"), "{err}");
+}
+
+#[test]
 fn restored_jobs_show_as_recovering_then_queue_or_fail_naming_why() {
     let dir = tempfile::tempdir().unwrap();
     let d = daemon(dir.path());
