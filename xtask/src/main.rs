@@ -7,6 +7,8 @@
 //!   beside it.
 //! * `cargo xtask bundle`: release GPU test and bench executables plus the fatbin
 //!   into `bundle/`, with `run.sh` to run them all on a machine without cargo.
+//! * `cargo xtask install [--prefix DIR]`: kernels, `cargo install` of `cuzk`, and the
+//!   fatbins beside it in `DIR/lib/cuzk/kernels` (xtask/src/install.rs).
 //! * `cargo xtask bench`: the pipeline sweep (xtask/src/bench.rs).
 //! * `cargo xtask demo`: the README's main command (xtask/src/demo.rs).
 //! * `cargo xtask fixtures`: Filecoin test keys, official parameters, sample C1 (xtask/src/fixtures.rs).
@@ -17,6 +19,7 @@ mod bench;
 mod bundle;
 mod demo;
 mod fixtures;
+mod install;
 mod kernels;
 mod tidy;
 
@@ -34,6 +37,9 @@ tasks:
   bundle [--arch LIST] [--force] [--exclude DIR]
                           kernels (from a snapshot of kernels/, optionally without kernels/DIR),
                           then release GPU tests and benches into bundle/ with run.sh
+  install [--prefix DIR] [--arch LIST] [--force]
+                          kernels, then `cargo install --path crates/cuzk --root DIR` (default
+                          /usr/local) and the fatbins with their stamps into DIR/lib/cuzk/kernels
   bench [ARGS]            pipeline sweep (cuzk-benches' sweep: --circuit demo|porep; --help)
   demo [ARGS]             the main job: kernels for the local GPU if there is one (else the CPU),
                           then `cuzk demo ARGS` (key, batch of proofs, verification, timings)
@@ -55,6 +61,7 @@ fn main() -> Result<()> {
     match task.as_str() {
         "kernels" => kernels::build(&root, &kernels::Options::parse(&args[1..])?).map(|_| ()),
         "bundle" => bundle::build(&root, &kernels::Options::parse(&args[1..])?),
+        "install" => install::run(&root, &args[1..]),
         "bench" => bench::run(&args[1..]),
         "demo" => demo::run(&root, &args[1..]),
         "fixtures" => fixtures::run(&root, &args[1..]),

@@ -26,6 +26,11 @@ pub enum Error {
         what: String,
         source: DriverError,
     },
+    /// The device or its driver is too old for the kernels this build
+    /// carries (a Turing card, a driver older than CUDA 13): says which, what
+    /// is needed, and what to do instead.
+    #[error("{0}")]
+    Unsupported(String),
     /// Device memory could not be had: the arena is exhausted, or the device
     /// has less free memory than the budget asks for. Says how much was asked
     /// and how much there is.
@@ -60,20 +65,20 @@ impl Error {
 #[non_exhaustive]
 pub enum KernelsProblem {
     /// No folder of the search path holds any fatbin.
-    #[error("CUDA kernels not built: no fatbins in {searched}; run `cargo xtask kernels` (or set CUZK_FATBIN_DIR to the folder that has them)")]
+    #[error("CUDA kernels not built: no fatbins in {searched}; run {} (or set proving.kernels_dir / CUZK_FATBIN_DIR to the folder that has them)", crate::kernels::REBUILD)]
     NotBuilt {
         /// The folders looked in, in order.
         searched: String,
     },
     /// The folder has fatbins, but not this unit's.
-    #[error("kernels/{unit} is not built ({} is missing): run `cargo xtask kernels`", path.display())]
+    #[error("kernels/{unit} is not built ({} is missing): run {}", path.display(), crate::kernels::REBUILD)]
     Missing {
         unit: &'static str,
         path: std::path::PathBuf,
     },
     /// The fatbin was built from other sources, or is not the one its stamp
     /// describes.
-    #[error("kernels/{unit}: {} {why}: run `cargo xtask kernels`", path.display())]
+    #[error("kernels/{unit}: {} {why}: run {}", path.display(), crate::kernels::REBUILD)]
     Stale {
         unit: &'static str,
         path: std::path::PathBuf,

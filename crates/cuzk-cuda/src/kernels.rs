@@ -5,18 +5,24 @@
 //! binaries then carries the fatbins once, and rebuilding a kernel
 //! recompiles no Rust.
 //!
-//! The folder is the first of [`search_path`] that holds any fatbin:
-//! `$CUZK_FATBIN_DIR`, then `kernels/` beside the executable's folder (a
-//! bundle's `bin/` and `kernels/`), then the folder this build was made
+//! The folder is the first of [`search_path`] that holds any fatbin: an
+//! explicit one alone when given (`$CUZK_FATBIN_DIR`, else the folder set by
+//! [`use_dir`], the daemon's `proving.kernels_dir`: a wrong setting is not
+//! hidden by a fallback); otherwise beside the executable, as an install
+//! places them (`<exe dir>/kernels`, `<exe dir>/../lib/cuzk/kernels`, a
+//! bundle's `<exe dir>/../kernels`), then the folder this build was made
 //! against (`<target dir>/kernels`). In it, every production unit must be
 //! present and current: its stamp (written by `cargo xtask kernels`) holds
 //! the hash of the sources this build was compiled with, and the fatbin's
-//! own hash. A test or benchmark unit that is missing or stale is left out
-//! (with a warning for a stale one); only the kernels it holds are then
-//! missing. Each unit becomes its own CUDA module on a device.
+//! own SHA-256, both checked; a mismatch is refused naming the file, the
+//! expected and found hashes and the command that rebuilds it (a stale
+//! folder after an upgrade never falls back to another one). A test or
+//! benchmark unit that is missing or stale is left out (with a warning for
+//! a stale one); only the kernels it holds are then missing. Each unit
+//! becomes its own CUDA module on a device.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
@@ -58,6 +64,7 @@ pub struct Kernels {
     dir: PathBuf,
     fatbins: Vec<Fatbin>,
     archs: String,
+    build: String,
 }
 
 impl Kernels {
@@ -76,7 +83,29 @@ impl Kernels {
     pub fn archs(&self) -> &str {
         &self.archs
     }
+
+    /// Which build of the kernels this is: the first 12 hex digits of the
+    /// SHA-256 over the loaded production fatbins' own hashes, in manifest
+    /// order (equal on two boxes exactly when they run the same fatbins).
+    pub fn build(&self) -> &str {
+        &self.build
+    }
 }
+
+/// The folder [`use_dir`] set, searched alone when set.
+static CONFIGURED: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Makes `dir` the only folder kernels are read from (`None`: the default
+/// search, beside the executable then the build's folder). Takes effect at
+/// the first device opened; `$CUZK_FATBIN_DIR`, when set, still wins.
+pub fn use_dir(dir: Option<PathBuf>) {
+    *CONFIGURED.lock().unwrap_or_else(|p| p.into_inner()) = dir;
+}
+
+/// The command that makes current fatbins, for error messages: the build's
+/// own and, for an installed binary, the install that places them.
+pub const REBUILD: &str =
+    "`cargo xtask kernels` in the cuzk checkout this binary was built from (or, for an installed binary, `cargo xtask install` from it again)";
 
 static LOADED: OnceLock<Kernels> = OnceLock::new();
 
@@ -98,6 +127,16 @@ pub fn available() -> bool {
 /// The architectures of the loaded fatbins, or `none` when there are none.
 pub fn archs() -> &'static str {
     load().map(|k| k.archs()).unwrap_or("none")
+}
+
+/// One line naming the loaded kernels: build, architectures and folder
+/// (`3f2a9c1b0d4e sm_80,sm_86,sm_89,sm_90,sm_120+ptx from /usr/local/lib/cuzk/kernels`),
+/// or why there are none.
+pub fn describe() -> String {
+    match load() {
+        Ok(k) => format!("{} {} from {}", k.build(), k.archs(), k.dir().display()),
+        Err(e) => format!("none ({e})"),
+    }
 }
 
 /// The units of this build that the loaded kernels lack (test and
@@ -133,18 +172,30 @@ pub(crate) fn unit_paths() -> impl Iterator<Item = &'static str> {
 
 /// The folders searched for fatbins, in order (see the module docs).
 pub fn search_path() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
+    // An explicit folder is the only one looked at: a wrong setting must
+    // not be hidden by a fallback.
     if let Some(dir) = std::env::var_os("CUZK_FATBIN_DIR").filter(|d| !d.is_empty()) {
-        // An explicit folder is the only one looked at: a wrong setting must
-        // not be hidden by a fallback.
-        dirs.push(PathBuf::from(dir));
-        return dirs;
+        return vec![PathBuf::from(dir)];
     }
-    if let Some(bin) = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(Path::to_path_buf))
-    {
+    let configured = CONFIGURED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(dir) = configured {
+        return vec![dir];
+    }
+    let exe = std::env::current_exe().ok();
+    default_search_path(exe.as_deref().and_then(Path::parent))
+}
+
+/// Beside the executable in folder `bin` (when known), then the build's
+/// folder.
+fn default_search_path(bin: Option<&Path>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(bin) = bin {
+        // Installed: `<prefix>/bin/cuzk` with `<prefix>/lib/cuzk/kernels`,
+        // or the fatbins in `kernels/` beside the binary.
+        dirs.push(bin.join("kernels"));
         if let Some(parent) = bin.parent() {
+            dirs.push(parent.join("lib/cuzk/kernels"));
+            // A bundle: `bin/` and `kernels/` side by side.
             dirs.push(parent.join("kernels"));
         }
     }
@@ -198,10 +249,16 @@ fn read(dirs: &[PathBuf]) -> Result<Kernels> {
             Err(e) => return Err(Error::Kernels(e)),
         }
     }
+    let mut build = Sha256::new();
+    for f in fatbins.iter().filter(|f| f.set == UnitSet::Production) {
+        build.update(Sha256::digest(&f.bytes));
+    }
+    let build = hex(&build.finalize())[..12].to_string();
     Ok(Kernels {
         dir: dir.clone(),
         fatbins,
         archs: archs.join(" / "),
+        build,
     })
 }
 
@@ -238,22 +295,26 @@ fn read_unit(dir: &Path, unit: &Unit) -> std::result::Result<(Vec<u8>, String), 
     })?;
     let (recorded, fatbin_hash, archs) = parse_stamp(&stamp);
     if recorded != unit.hash {
-        return Err(stale(
-            "was built from other sources than this executable (the unit or a header changed)"
-                .into(),
-        ));
+        return Err(stale(format!(
+            "was built from other sources than this executable: its stamp {} records \
+             source hash {recorded}, this executable expects {} (the unit or a header changed)",
+            stamp_path.display(),
+            unit.hash
+        )));
     }
-    let actual: String = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let actual = hex(&Sha256::digest(&bytes));
     if actual != fatbin_hash {
         return Err(stale(format!(
-            "does not match its stamp {} (two builds at once?)",
+            "does not match its stamp {}: the file's SHA-256 is {actual}, the stamp's \
+             {fatbin_hash} (damaged, or two builds at once?)",
             stamp_path.display()
         )));
     }
     Ok((bytes, archs.to_string()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// (source hash, fatbin hash, archs) of a stamp; empty strings and
@@ -339,6 +400,37 @@ mod tests {
     }
 
     #[test]
+    fn an_installed_binary_looks_beside_itself_before_the_build_folder() {
+        let dirs = default_search_path(Some(Path::new("/opt/cuzk/bin")));
+        let want: Vec<PathBuf> = [
+            "/opt/cuzk/bin/kernels",
+            "/opt/cuzk/lib/cuzk/kernels",
+            "/opt/cuzk/kernels",
+            BUILD_FATBIN_DIR,
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(dirs, want);
+    }
+
+    #[test]
+    fn the_build_id_follows_the_fatbins_bytes() {
+        let build_of = |name: &str, byte: u8| {
+            let dir = scratch(name);
+            for u in UNITS.iter().filter(|u| u.set == UnitSet::Production) {
+                write_unit(&dir, u, &[byte; 4], u.hash);
+            }
+            read(&[dir]).unwrap().build().to_string()
+        };
+        let a = build_of("build-a", 1);
+        assert_eq!(a.len(), 12);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()), "{a}");
+        assert_eq!(a, build_of("build-a2", 1));
+        assert_ne!(a, build_of("build-b", 2));
+    }
+
+    #[test]
     fn a_stale_or_tampered_production_unit_is_named() {
         let dir = scratch("stale");
         let prod: Vec<&Unit> = UNITS
@@ -350,14 +442,23 @@ mod tests {
         }
         write_unit(&dir, prod[0], b"abc", "0000");
         let err = read(std::slice::from_ref(&dir)).unwrap_err().to_string();
+        // The file, both source hashes, and what rebuilds it.
         assert!(err.contains(prod[0].unit), "{err}");
         assert!(err.contains("other sources"), "{err}");
+        assert!(
+            err.contains("source hash 0000") && err.contains(prod[0].hash),
+            "{err}"
+        );
+        assert!(err.contains("cargo xtask kernels"), "{err}");
 
         write_unit(&dir, prod[0], b"abc", prod[0].hash);
         std::fs::write(dir.join(format!("{}.fatbin", prod[1].stem)), b"abd").unwrap();
         let err = read(std::slice::from_ref(&dir)).unwrap_err().to_string();
         assert!(err.contains(prod[1].unit), "{err}");
         assert!(err.contains("does not match its stamp"), "{err}");
+        // SHA-256 of "abd" (found) and of "abc" (its stamp's).
+        assert!(err.contains(&hex(&Sha256::digest(b"abd"))), "{err}");
+        assert!(err.contains(&hex(&Sha256::digest(b"abc"))), "{err}");
 
         std::fs::remove_file(dir.join(format!("{}.fatbin", prod[1].stem))).unwrap();
         let err = read(std::slice::from_ref(&dir)).unwrap_err().to_string();

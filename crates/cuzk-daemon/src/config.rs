@@ -63,6 +63,7 @@ pub struct ListenConfig {
 pub struct ProvingConfig {
     pub params_dir: String,
     pub backend: String,
+    pub kernels_dir: String,
     pub synthesis: String,
     pub vram_budget: String,
     pub gpus: Vec<u32>,
@@ -147,6 +148,7 @@ impl Default for ProvingConfig {
         ProvingConfig {
             params_dir: String::new(),
             backend: "auto".into(),
+            kernels_dir: String::new(),
             synthesis: "auto".into(),
             vram_budget: "auto".into(),
             gpus: Vec::new(),

@@ -80,6 +80,23 @@ pub struct DeviceView {
     pub workers: usize,
     /// Whether it is in service (GPUs; a fault takes one out).
     pub health: Option<Arc<crate::health::DeviceHealth>>,
+    /// What proves on it (the start-up log, `GET /status`'s `workers`,
+    /// `cuzk_worker_info`).
+    pub build: WorkerBuild,
+}
+
+/// What a device proves with, as the start-up log, `GET /status` and the
+/// metrics name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerBuild {
+    /// "cpu" or "cuda".
+    pub backend: &'static str,
+    /// The GPU's name and architecture, or the CPU's model.
+    pub model: String,
+    /// The NVIDIA driver and the CUDA version it supports; "none" on the CPU.
+    pub driver: String,
+    /// The kernels' build id, architectures and folder; "none" on the CPU.
+    pub kernels: String,
 }
 
 /// What a GPU device reports.
@@ -99,6 +116,7 @@ impl std::fmt::Debug for DeviceView {
             .field("name", &self.name)
             .field("gpu", &self.gpu)
             .field("workers", &self.workers)
+            .field("build", &self.build)
             .finish_non_exhaustive()
     }
 }

@@ -30,12 +30,32 @@ pub fn driver_here() -> Option<String> {
         .map(str::to_string)
 }
 
+/// What the CUDA side of this build finds: the CUDA version the driver
+/// supports and the kernels this binary would load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaStack {
+    /// `cuDriverGetVersion` (13000 for 13.0), when a driver is there.
+    pub driver_cuda: Option<i32>,
+    /// [`cuzk_cuda::kernels::describe`]: build, architectures and folder,
+    /// or why there are none.
+    pub kernels: String,
+}
+
+/// This box's CUDA driver version and this binary's kernels.
+pub fn cuda_here() -> CudaStack {
+    CudaStack {
+        driver_cuda: cuzk_cuda::driver_version().ok(),
+        kernels: cuzk_cuda::kernels::describe(),
+    }
+}
+
 /// The report.
 pub fn report(
     facts: BoxFacts,
     memory_from: &str,
     gpus: &Gpus,
     driver: Option<&str>,
+    cuda: &CudaStack,
     params: &ParamsDir,
 ) -> String {
     let mut o = String::new();
@@ -44,9 +64,13 @@ pub fn report(
     let _ = writeln!(o, "  memory  {} ({memory_from})", human(facts.memory));
     let _ = writeln!(
         o,
-        "  driver  {}",
-        driver.unwrap_or("no NVIDIA kernel driver loaded")
+        "  driver  {}{}",
+        driver.unwrap_or("no NVIDIA kernel driver loaded"),
+        cuda.driver_cuda
+            .map(|v| format!(" (CUDA {}.{})", v / 1000, v % 1000 / 10))
+            .unwrap_or_default()
     );
+    let _ = writeln!(o, "  kernels {}", cuda.kernels);
     match gpus {
         Ok(list) => {
             for g in list {
@@ -60,12 +84,16 @@ pub fn report(
                     human(g.total_memory as u64),
                     g.multiprocessors
                 );
+                if let Some(Err(why)) = cuda.driver_cuda.map(|v| cuzk_cuda::supported(g, v)) {
+                    let _ = writeln!(o, "          NOT usable: {why}");
+                }
             }
         }
         Err(why) => {
             let _ = writeln!(
                 o,
-                "  GPUs    none usable: {why}; backend \"auto\" proves on the CPU"
+                "  GPUs    none usable: {why}; backend \"auto\" proves on the CPU \
+                 (unless an NVIDIA card is on the PCI bus: then it refuses to start)"
             );
         }
     }
@@ -152,8 +180,13 @@ mod tests {
             cores: 32,
         };
         let gpus: Gpus = Err("the CUDA driver library (libcuda) is not installed".into());
-        let r = report(facts, "cgroup memory limit", &gpus, None, &params);
+        let cuda = CudaStack {
+            driver_cuda: None,
+            kernels: "none (CUDA kernels not built)".into(),
+        };
+        let r = report(facts, "cgroup memory limit", &gpus, None, &cuda, &params);
         for words in [
+            "kernels none (CUDA kernels not built)",
             "cores   32",
             "memory  128.00 GiB (cgroup memory limit)",
             "none usable: the CUDA driver library",
@@ -167,5 +200,38 @@ mod tests {
         }
         // Sizes without a key are left out, except the 32 GiB ones.
         assert!(!r.contains("porep-8m"), "{r}");
+
+        // A Turing card beside an H100, under a CUDA 13.0 driver.
+        let card = |ordinal, name: &str, cc| cuzk_cuda::DeviceInfo {
+            ordinal,
+            name: name.into(),
+            compute_capability: cc,
+            total_memory: 16 << 30,
+            multiprocessors: 40,
+        };
+        let gpus: Gpus = Ok(vec![
+            card(0, "NVIDIA H100", (9, 0)),
+            card(1, "Tesla T4", (7, 5)),
+        ]);
+        let cuda = CudaStack {
+            driver_cuda: Some(13000),
+            kernels: "0123456789ab sm_90 from /opt/cuzk/lib/cuzk/kernels".into(),
+        };
+        let r = report(
+            facts,
+            "cgroup memory limit",
+            &gpus,
+            Some("580.65.06"),
+            &cuda,
+            &params,
+        );
+        assert!(r.contains("driver  580.65.06 (CUDA 13.0)"), "{r}");
+        assert!(r.contains("kernels 0123456789ab sm_90"), "{r}");
+        let not_usable: Vec<&str> = r.lines().filter(|l| l.contains("NOT usable")).collect();
+        assert_eq!(not_usable.len(), 1, "{r}");
+        assert!(
+            not_usable[0].contains("Tesla T4") && not_usable[0].contains("Turing"),
+            "{r}"
+        );
     }
 }

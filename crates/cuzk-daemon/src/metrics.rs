@@ -120,6 +120,12 @@ pub fn status_json(d: &Daemon) -> String {
         // Not in the wire's answer: jobs restored from the journal still
         // being checked again, and GPUs out of service with their fault.
         "recovering_jobs": d.counts().recovering,
+        // What proves on each device: backend, model, driver, kernel build.
+        "workers": d.devices().iter().map(|dev| serde_json::json!({
+            "device": dev.name, "backend": dev.build.backend, "model": dev.build.model,
+            "driver": dev.build.driver, "kernels": dev.build.kernels,
+            "prover_workers": dev.workers,
+        })).collect::<Vec<_>>(),
         "out_of_service": d.devices().iter().filter_map(|dev| {
             let why = dev.health.as_ref()?.out_of_service()?;
             Some(serde_json::json!({"device": dev.name, "fault": why}))
@@ -278,6 +284,23 @@ pub fn prometheus_text(d: &Daemon) -> String {
         "cuzk_request_memory_used_bytes",
         "Memory held by requests being checked (of limits.request_memory).",
         d.checking_used() as f64,
+    );
+    o.gauge(
+        "cuzk_worker_info",
+        "1 for each proving device, labelled with its backend, model, driver and kernel build.",
+        d.devices().iter().map(|dev| {
+            let b = &dev.build;
+            (
+                vec![
+                    ("device", dev.name.clone()),
+                    ("backend", b.backend.to_string()),
+                    ("model", b.model.clone()),
+                    ("driver", b.driver.clone()),
+                    ("kernels", b.kernels.clone()),
+                ],
+                1.0,
+            )
+        }),
     );
     o.gauge(
         "cuzk_device_out_of_service",

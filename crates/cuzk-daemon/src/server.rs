@@ -2,6 +2,7 @@
 //! engine, the key manager, the journal, the listeners (gRPC on each
 //! address, HTTP on the status address), and the drain on SIGTERM/SIGINT.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use cuzk_sched::Engine;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::config::{Config, ProvingConfig};
-use crate::daemon::{Daemon, DeviceView, GpuView, Settings};
+use crate::daemon::{Daemon, DeviceView, GpuView, Settings, WorkerBuild};
 use crate::error::{ConfigError, DaemonError};
 use crate::journal::Journal;
 use crate::listen::{bind_unix, ListenAddr};
@@ -20,7 +21,7 @@ use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::Service;
 use crate::srs::{DeviceKeys, EngineShare, SrsManager};
 
-fn cpu_device() -> (Device, DeviceView) {
+pub(crate) fn cpu_device() -> (Device, DeviceView) {
     let device = Device::cpu(0, 1);
     let view = DeviceView {
         name: device.name.clone(),
@@ -28,8 +29,24 @@ fn cpu_device() -> (Device, DeviceView) {
         admission: Arc::clone(&device.admission),
         workers: device.workers(),
         health: None,
+        build: WorkerBuild {
+            backend: "cpu",
+            model: crate::resources::cpu_model(),
+            driver: "none".into(),
+            kernels: "none".into(),
+        },
     };
     (device, view)
+}
+
+/// The NVIDIA driver as the start-up log and `/status` name it: the kernel
+/// module's version and the CUDA version it supports.
+fn driver_label() -> String {
+    let module = crate::doctor::driver_here().unwrap_or_else(|| "unknown".into());
+    match cuzk_cuda::driver_version() {
+        Ok(v) => format!("{module} (CUDA {}.{})", v / 1000, v % 1000 / 10),
+        Err(_) => module,
+    }
 }
 
 /// The CUDA devices of `only` (every one when empty) as engine devices;
@@ -65,6 +82,7 @@ fn cuda_devices(
             .map_err(|e| e.to_string())?;
         let health = crate::health::DeviceHealth::new(device.name.clone());
         let device = crate::health::guard(device, &health);
+        let (major, minor) = info.compute_capability;
         let view = DeviceView {
             name: device.name.clone(),
             gpu: Some(GpuView {
@@ -76,6 +94,12 @@ fn cuda_devices(
             admission: Arc::clone(&device.admission),
             workers: device.workers(),
             health: Some(health),
+            build: WorkerBuild {
+                backend: "cuda",
+                model: format!("{} (sm_{major}{minor})", info.name),
+                driver: driver_label(),
+                kernels: cuzk_cuda::kernels::describe(),
+            },
         };
         out.push((device, view));
     }
@@ -89,6 +113,9 @@ fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, Daemon
             problem: problem.to_string(),
         })
     })?;
+    cuzk_cuda::kernels::use_dir(
+        (!p.kernels_dir.is_empty()).then(|| std::path::PathBuf::from(&p.kernels_dir)),
+    );
     let devices = match p.backend.as_str() {
         "cpu" => vec![cpu_device()],
         "cuda" => {
@@ -106,18 +133,43 @@ fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, Daemon
         }
         _ => match cuda_devices(p.gpu_workers, budget, &[]) {
             Ok(gpus) if !gpus.is_empty() => gpus,
-            Ok(_) => vec![cpu_device()],
-            Err(e) => {
-                tracing::warn!("a CUDA device is present but unusable ({e}); proving on the CPU");
+            Ok(_) => {
+                let cards = crate::resources::nvidia_gpus_on_pci(Path::new(PCI_DEVICES));
+                if !cards.is_empty() {
+                    return Err(DaemonError::Backend(format!(
+                        "this box has NVIDIA GPUs on the PCI bus ({}) but CUDA sees none \
+                         (is the NVIDIA driver, R580 or newer, installed and loaded?); \
+                         set proving.backend = \"cpu\" (--backend cpu) to prove on the CPU",
+                        cards.join(", ")
+                    )));
+                }
                 vec![cpu_device()]
+            }
+            Err(e) => {
+                return Err(DaemonError::Backend(format!(
+                    "a CUDA device is present but cannot be used: {e}; set \
+                     proving.backend = \"cpu\" (--backend cpu) to prove on the CPU"
+                )))
             }
         },
     };
     for (d, v) in &devices {
-        tracing::info!(device = %d.name, workers = d.workers(), gpu = ?v.gpu, "proving device");
+        let b = &v.build;
+        tracing::info!(
+            device = %d.name,
+            backend = b.backend,
+            model = %b.model,
+            driver = %b.driver,
+            kernels = %b.kernels,
+            workers = d.workers(),
+            "proving device"
+        );
     }
     Ok(devices)
 }
+
+/// The sysfs folder of PCI devices, where a GPU shows without a driver.
+const PCI_DEVICES: &str = "/sys/bus/pci/devices";
 
 /// Refuses a configuration that preloads a key whose jobs could never run
 /// (the key and one of its partitions beyond the host budget), and logs,

@@ -52,6 +52,8 @@ enum Command {
     SnapProve(commands::snap_prove::SnapProveArgs),
     /// One command end to end: key (cached), a batch of partitions, verification, timings.
     Demo(commands::demo::DemoArgs),
+    /// Ready the parameter cache for the daemon: fetch a sector size's keys, record each circuit.
+    Params(commands::params::ParamsArgs),
     /// Filecoin test data: test keys, official parameter files, sealed and synthetic C1s.
     #[command(subcommand)]
     Fixtures(commands::fixtures::Fixtures),
@@ -100,6 +102,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::WindowPost(args) => commands::window_post::run(args),
         Command::SnapProve(args) => commands::snap_prove::run(args),
         Command::Demo(args) => commands::demo::run(args),
+        Command::Params(args) => commands::params::run(args),
         Command::Fixtures(task) => commands::fixtures::run(task),
         Command::Daemon(mut args) => {
             args.rust_log = std::env::var("RUST_LOG").ok();

@@ -89,11 +89,15 @@ impl Gpu {
                 "device {ordinal} asked for, {count} present"
             )));
         }
-        let kernels = kernels::load()?;
         let ctx = CudaContext::new(ordinal)
             .cuda("cuDevicePrimaryCtxRetain", || format!("device {ordinal}"))?;
         ffi::disable_event_tracking(&ctx);
         let info = info_of(&ctx)?;
+        // Before the kernels: a card or driver that could never run them is
+        // named as such, whatever the kernel folder holds.
+        let driver = ffi::driver_version().cuda("cuDriverGetVersion", || info.to_string())?;
+        supported(&info, driver).map_err(Error::Unsupported)?;
+        let kernels = kernels::load()?;
         let mut modules = Vec::with_capacity(kernels.fatbins().len());
         for fatbin in kernels.fatbins() {
             let module = ctx
@@ -269,6 +273,45 @@ impl Gpu {
     }
 }
 
+/// The oldest compute capability the kernels are built for: `cargo xtask
+/// kernels` makes SASS for sm_80, sm_86, sm_89, sm_90 and sm_120 and PTX for
+/// sm_80, none of which a Turing (sm_75) or older card can run.
+pub const MIN_COMPUTE_CAPABILITY: (i32, i32) = (8, 0);
+
+/// The CUDA version the kernels are compiled with (xtask's pinned nvcc,
+/// 13.0), as `cuDriverGetVersion` writes it: a driver must support it,
+/// which the NVIDIA driver does from R580 on.
+pub const MIN_DRIVER_CUDA: i32 = 13000;
+
+/// Whether a device and the driver (`cuDriverGetVersion`'s number) can run
+/// this build's kernels; if not, why, by name, and what to do instead.
+pub fn supported(info: &DeviceInfo, driver: i32) -> std::result::Result<(), String> {
+    let (major, minor) = info.compute_capability;
+    if (major, minor) < MIN_COMPUTE_CAPABILITY {
+        let family = match major {
+            7 if minor >= 5 => "a Turing card (T4, RTX 20xx, Quadro RTX)",
+            7 => "a Volta card",
+            _ => "older than Ampere",
+        };
+        return Err(format!(
+            "{info} is {family}: cuzk's kernels are built for sm_80 and newer \
+             (A100, RTX 30xx and later), and sm_{major}{minor} cannot run them; prove on \
+             the CPU (backend = \"cpu\") or leave this GPU out (proving.gpus)"
+        ));
+    }
+    if driver < MIN_DRIVER_CUDA {
+        return Err(format!(
+            "{info}: the NVIDIA driver supports CUDA {}.{}, and cuzk's kernels are built with \
+             CUDA {}.{}: install driver R580 or newer",
+            driver / 1000,
+            driver % 1000 / 10,
+            MIN_DRIVER_CUDA / 1000,
+            MIN_DRIVER_CUDA % 1000 / 10
+        ));
+    }
+    Ok(())
+}
+
 /// Loads every declared kernel (`src/decl.rs`) of the units in `modules`
 /// and checks it against its declaration: the kernel must be in its unit,
 /// and where the driver reports parameter info (CUDA 12.4 and later) its
@@ -306,4 +349,38 @@ fn declared_functions(
         functions.insert(d.name, f);
     }
     Ok(functions)
+}
+
+#[cfg(test)]
+mod support_tests {
+    use super::*;
+
+    fn card(name: &str, cc: (i32, i32)) -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 1,
+            name: name.into(),
+            compute_capability: cc,
+            total_memory: 16 << 30,
+            multiprocessors: 40,
+        }
+    }
+
+    #[test]
+    fn turing_and_old_drivers_are_refused_by_name() {
+        assert_eq!(supported(&card("NVIDIA H100", (9, 0)), 13000), Ok(()));
+        assert_eq!(supported(&card("NVIDIA A100", (8, 0)), 13010), Ok(()));
+        let t4 = supported(&card("Tesla T4", (7, 5)), 13000).unwrap_err();
+        assert!(
+            t4.contains("Tesla T4") && t4.contains("Turing") && t4.contains("sm_75"),
+            "{t4}"
+        );
+        assert!(t4.contains("backend = \"cpu\""), "{t4}");
+        let v100 = supported(&card("Tesla V100", (7, 0)), 13000).unwrap_err();
+        assert!(v100.contains("Volta"), "{v100}");
+        let old = supported(&card("NVIDIA H100", (9, 0)), 12080).unwrap_err();
+        assert!(
+            old.contains("CUDA 12.8") && old.contains("CUDA 13.0") && old.contains("R580"),
+            "{old}"
+        );
+    }
 }

@@ -10,7 +10,7 @@ mod gpu;
 mod stream;
 
 pub use buffer::{DeviceBuffer, PinnedBuffer};
-pub use gpu::Gpu;
+pub use gpu::{supported, Gpu, MIN_COMPUTE_CAPABILITY, MIN_DRIVER_CUDA};
 pub use stream::{Event, Stream};
 
 use std::collections::HashMap;
@@ -59,6 +59,17 @@ impl fmt::Display for DeviceInfo {
 /// call panics inside cudarc when it cannot, so this is asked first.
 pub fn driver_present() -> bool {
     ffi::driver_library_present()
+}
+
+/// The CUDA version the driver supports, as `cuDriverGetVersion` writes it
+/// (13000 for 13.0); `Err(Error::NoDevice)` without a driver.
+pub fn driver_version() -> Result<i32> {
+    if !driver_present() {
+        return Err(Error::NoDevice(
+            "the CUDA driver library (libcuda) is not installed".into(),
+        ));
+    }
+    ffi::driver_version().cuda("cuDriverGetVersion", || "the driver".into())
 }
 
 /// The CUDA devices of this machine. No driver, no device, or a driver that

@@ -148,16 +148,22 @@ impl Daemon {
                 "the daemon is shutting down; job {job_id} stays in its journal and resumes when the daemon restarts"
             ))
         };
-        tokio::select! {
-            ended = limited => if !ended {
-                return Ok(AwaitProofResponse {
-                    job_id: job_id.into(),
-                    status: Status::Timeout as i32,
-                    ..Default::default()
-                });
-            },
-            _ = stopped.wait_for(|s| *s) => return Err(shutting_down()),
-        }
+        // The drain stops the daemon as soon as its last running job ends,
+        // so both may be ready at once: a job that finished is delivered
+        // even then (the table says which), never answered "shutting down".
+        let stopping = tokio::select! {
+            ended = limited => {
+                if !ended {
+                    return Ok(AwaitProofResponse {
+                        job_id: job_id.into(),
+                        status: Status::Timeout as i32,
+                        ..Default::default()
+                    });
+                }
+                false
+            }
+            _ = stopped.wait_for(|s| *s) => true,
+        };
         let (result, first_delivery) = {
             let mut t = self.table.lock();
             let entry = t.jobs.get_mut(job_id).ok_or_else(unknown)?;
@@ -170,6 +176,7 @@ impl Daemon {
                     (Arc::clone(result), first)
                 }
                 Phase::Interrupted => return Err(shutting_down()),
+                _ if stopping => return Err(shutting_down()),
                 other => unreachable!("a job signalled done in phase {}", other.name()),
             }
         };

@@ -41,6 +41,56 @@ fn daemon(dir: &Path) -> Arc<Daemon> {
     Daemon::new(settings(), params, engine, Vec::new(), srs, journal)
 }
 
+#[test]
+fn status_and_metrics_name_each_workers_backend_driver_and_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = ParamsDir::new(dir.path().join("params"));
+    let (device, view) = crate::server::cpu_device();
+    let engine = Engine::start(cuzk_pipeline::EngineConfig {
+        memory_budget: 1 << 30,
+        devices: vec![device],
+        ..Default::default()
+    })
+    .unwrap();
+    let srs = SrsManager::new(
+        params.clone(),
+        1 << 30,
+        None,
+        Duration::from_secs(600),
+        Duration::from_secs(1800),
+    );
+    let (journal, _) = Journal::open(&dir.path().join("state")).unwrap();
+    let d = Daemon::new(settings(), params, engine, vec![view], srs, journal);
+    let status: serde_json::Value = serde_json::from_str(&crate::metrics::status_json(&d)).unwrap();
+    let workers = status["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1, "{status}");
+    let w = &workers[0];
+    assert_eq!(
+        (&w["device"], &w["backend"], &w["driver"], &w["kernels"]),
+        (
+            &serde_json::json!("cpu-0"),
+            &serde_json::json!("cpu"),
+            &serde_json::json!("none"),
+            &serde_json::json!("none")
+        ),
+        "{w}"
+    );
+    assert!(!w["model"].as_str().unwrap().is_empty(), "{w}");
+    let text = crate::metrics::prometheus_text(&d);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cuzk_worker_info{"))
+        .unwrap_or_else(|| panic!("no cuzk_worker_info in\n{text}"));
+    assert!(
+        line.contains("device=\"cpu-0\"")
+            && line.contains("backend=\"cpu\"")
+            && line.contains("driver=\"none\"")
+            && line.contains("kernels=\"none\"")
+            && line.ends_with(" 1.0"),
+        "{line}"
+    );
+}
+
 fn accepted(job_id: &str, request_id: &str, digest: &str) -> Accepted {
     Accepted {
         job_id: job_id.into(),
@@ -234,6 +284,45 @@ fn a_panic_in_a_job_fails_that_job_and_gives_its_slot_back() {
     // A body that does not panic leaves the job alone.
     d.guarded("job-p", || {});
     assert_eq!(d.stats.job_panics.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_job_that_finished_as_the_daemon_stopped_is_delivered_not_refused() {
+    // The drain stops the daemon the moment its last running job ends: a
+    // client awaiting that job sees both at once, and must get the proof.
+    let dir = tempfile::tempdir().unwrap();
+    let d = daemon(dir.path());
+    {
+        let mut t = d.table.lock();
+        insert(
+            &mut t,
+            "job-f",
+            "porep-1000-1",
+            "d1",
+            ended(Status::Completed, false),
+        );
+        insert(&mut t, "job-q", "porep-1000-2", "d2", Phase::Accepting);
+    }
+    d.stopped.send_replace(true);
+    // Multi-threaded: delivering a result blocks in place (journal write).
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Both branches are ready at every try; the answer must not depend on
+    // which one the select polls first.
+    for _ in 0..32 {
+        let r = rt
+            .block_on(d.await_job("job-f", Some(Duration::from_secs(60))))
+            .unwrap();
+        assert_eq!(r.status, Status::Completed as i32);
+    }
+    // A job that has not ended is answered "shutting down".
+    let err = rt
+        .block_on(d.await_job("job-q", Some(Duration::from_secs(60))))
+        .unwrap_err();
+    assert!(err.to_string().contains("shutting down"), "{err}");
 }
 
 #[test]

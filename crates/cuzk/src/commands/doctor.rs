@@ -38,6 +38,7 @@ pub(crate) fn run(args: DoctorArgs) -> Result<()> {
             cuzk_daemon::resources::memory_source(),
             &gpus,
             driver.as_deref(),
+            &cuzk_daemon::doctor::cuda_here(),
             &params,
         )
     );

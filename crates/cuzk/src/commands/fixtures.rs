@@ -7,7 +7,8 @@
 //! * `keys --srs`: a test SnarkPack SRS (non-interactive PoRep, aggregates)
 //!   from a seed, in the official file format and under the official name.
 //! * `fetch`: the official parameter files of the crates' manifest, each
-//!   checked against its digest (`--srs`: the SnarkPack SRS).
+//!   checked against its digest (`--srs`: the SnarkPack SRS); a cut
+//!   download is retried and resumed where it stopped, also by the next run.
 //! * `seal`: a sector of random data sealed by filecoin-proofs (up to
 //!   512 MiB), written as its C1 output.
 //! * `synth-sector`: a synthetic CC sector's C1 output for any size, made in
@@ -35,6 +36,7 @@ use cuzk_filecoin::{
     parse_sector_size, Circuit, ParamsDir, PostType, ProofType, SectorIdentity, UpdateType,
 };
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use indicatif::{ProgressBar, ProgressStyle};
 use rand::SeedableRng;
 
 use crate::backend::select_fixed_base;
@@ -93,7 +95,10 @@ pub(crate) enum Fixtures {
         #[arg(long, default_value_t = cuzk_filecoin::aggregate::TEST_SRS_PROOFS, requires = "srs")]
         srs_proofs: usize,
     },
-    /// Download the official parameter files and check their digests.
+    /// Download the official parameter files and check their digests. A
+    /// download that fails is retried (8 times in a row without progress,
+    /// waiting 2 s doubling to 60 s) from where it stopped; one interrupted
+    /// is resumed by the next run (from `.<name>.partial` in the directory).
     Fetch {
         /// Only files for this sector size (2KiB, 8MiB, 512MiB, 32GiB, 64GiB).
         #[arg(long)]
@@ -419,11 +424,11 @@ fn synth_snap(sector_size: &str, seed: u64, out: PathBuf) -> Result<()> {
     Ok(())
 }
 
-fn dir_or_default(dir: Option<PathBuf>) -> ParamsDir {
+pub(crate) fn dir_or_default(dir: Option<PathBuf>) -> ParamsDir {
     dir.map_or_else(ParamsDir::filecoin, ParamsDir::new)
 }
 
-fn size_arg(text: &str) -> Result<u64> {
+pub(crate) fn size_arg(text: &str) -> Result<u64> {
     parse_sector_size(text)
         .with_context(|| format!("{text:?} is not a sector size (like 2KiB, 32GiB)"))
 }
@@ -620,6 +625,65 @@ fn synth_sector(
     Ok(())
 }
 
+/// Draws a download's progress: one line per file, a bar while it streams,
+/// each retry and what it resumes from.
+fn fetch_progress(files: usize) -> impl FnMut(fetch::Progress<'_>) {
+    let mut count = 0;
+    let mut bar: Option<ProgressBar> = None;
+    move |p: fetch::Progress<'_>| match p {
+        fetch::Progress::File(e) => {
+            if let Some(b) = bar.take() {
+                b.finish_and_clear();
+            }
+            count += 1;
+            eprintln!(
+                "[{count}/{files}] {} ({} bytes sector)",
+                e.name, e.sector_size
+            );
+        }
+        fetch::Progress::Hashing { entry, bytes } => {
+            eprintln!("  checking the {bytes} bytes of {} on disk", entry.name)
+        }
+        fetch::Progress::Bytes { done, total, .. } => {
+            let b = bar.get_or_insert_with(|| {
+                let b = ProgressBar::new(total.unwrap_or(0)).with_style(
+                    ProgressStyle::with_template(
+                        "  {bytes}/{total_bytes} {bar:30} {binary_bytes_per_sec} eta {eta}",
+                    )
+                    .expect("static template"),
+                );
+                b.enable_steady_tick(std::time::Duration::from_millis(500));
+                b
+            });
+            if let Some(t) = total {
+                b.set_length(t);
+            }
+            b.set_position(done);
+            if total == Some(done) {
+                if let Some(b) = bar.take() {
+                    b.finish();
+                }
+            }
+        }
+        fetch::Progress::Retry {
+            attempt,
+            from,
+            wait,
+            error,
+            ..
+        } => {
+            let line = format!(
+                "  {error}; retry {attempt} in {:.0}s from byte {from}",
+                wait.as_secs_f64()
+            );
+            match &bar {
+                Some(b) => b.println(line),
+                None => eprintln!("{line}"),
+            }
+        }
+    }
+}
+
 /// The prover id's significant bytes in hex.
 fn hex_prefix(id: &[u8; 32]) -> String {
     let len = id.iter().rposition(|&b| b != 0).map_or(1, |i| i + 1);
@@ -642,20 +706,26 @@ fn fetch_files(
     if entries.is_empty() {
         bail!("the manifest lists no file for that selection");
     }
-    let dir = dir_or_default(dir);
+    fetch_entries(&dir_or_default(dir), gateway, &entries)
+}
+
+/// Fetches `entries` into the cache `dir` from `gateway` (else IPFS_GATEWAY,
+/// else Filecoin's), drawing progress; prints what each file is now.
+pub(crate) fn fetch_entries(
+    dir: &ParamsDir,
+    gateway: Option<String>,
+    entries: &[fetch::ManifestEntry],
+) -> Result<()> {
     let gateway = gateway
         .or_else(|| std::env::var("IPFS_GATEWAY").ok())
         .unwrap_or_else(|| fetch::DEFAULT_GATEWAY.to_string());
-    let mut count = 0;
-    let results = fetch::fetch(dir.path(), &gateway, &entries, &mut |e| {
-        count += 1;
-        eprintln!(
-            "[{count}/{}] {} ({} bytes sector)",
-            entries.len(),
-            e.name,
-            e.sector_size
-        );
-    })?;
+    let results = fetch::fetch(
+        dir.path(),
+        &gateway,
+        entries,
+        &fetch::FetchOptions::default(),
+        &mut fetch_progress(entries.len()),
+    )?;
     for r in results {
         match r {
             Fetched::Present(p) => println!("present, digest ok: {}", p.display()),

@@ -8,6 +8,7 @@ pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod fixtures;
 pub(crate) mod info;
+pub(crate) mod params;
 pub(crate) mod porep_c2;
 pub(crate) mod post;
 pub(crate) mod precompile;
