@@ -1,4 +1,4 @@
-# Model of a schoolbook product of two 384-bit integers on the FP64 pipe (kernels/msm/README.md,
+# Model of a schoolbook product of two 384-bit integers on the FP64 pipe (docs/lab-notes/msm-kernel-results.md,
 # "What next" 2): 8 limbs of 48 bits held exactly as doubles, each limb product split exactly
 # into hi·2^48 + lo by two fused multiply-adds, and the column sums accumulated in doubles
 # (exact while they stay below 2^53), converted to integers once per column. Checks, with IEEE

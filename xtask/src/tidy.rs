@@ -5,7 +5,9 @@
 //! configuration; binaries read it and say so in `--help`); no source file
 //! or top-level document narrates history ("session 12", "until
 //! 2026-12-04": that belongs in docs/lab-notes/); no source file passes
-//! ~650 lines unless ARCHITECTURE.md names it with its reason.
+//! ~650 lines unless ARCHITECTURE.md names it with its reason; every
+//! relative link of the top-level docs and docs/*.md resolves; no folder
+//! of benches/results/ is named by session (`-s12`).
 
 #[cfg(test)]
 mod tests {
@@ -264,5 +266,120 @@ mod tests {
             "ARCHITECTURE.md's crate graph (left) differs from the Cargo.tomls (right); \
              update the `## Crate graph` block"
         );
+    }
+
+    /// The targets of a markdown text's inline links (`[text](target)`) and
+    /// reference definitions (`[label]: target`), outside fenced code blocks.
+    fn link_targets(text: &str) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        let mut fenced = false;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+                continue;
+            }
+            if fenced {
+                continue;
+            }
+            let mut rest = line;
+            while let Some(at) = rest.find("](") {
+                let after = &rest[at + 2..];
+                let Some(end) = after.find(')') else { break };
+                out.push((i + 1, after[..end].to_string()));
+                rest = &after[end..];
+            }
+            let trimmed = line.trim_start();
+            if trimmed.starts_with('[') {
+                if let Some(at) = trimmed.find("]: ") {
+                    out.push((i + 1, trimmed[at + 3..].to_string()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The path a link target names, relative to its document, or None for
+    /// a URL or an anchor in the same document.
+    fn relative_path(target: &str) -> Option<&str> {
+        let target = target.trim().trim_start_matches('<');
+        let target = target.split_whitespace().next()?.trim_end_matches('>');
+        if target.is_empty() || target.starts_with('#') || target.contains("://") {
+            return None;
+        }
+        if target.starts_with("mailto:") {
+            return None;
+        }
+        let path = target.split('#').next().unwrap();
+        (!path.is_empty()).then_some(path)
+    }
+
+    #[test]
+    fn relative_links_in_the_top_level_docs_resolve() {
+        let root = crate::workspace_root();
+        let mut docs: Vec<std::path::PathBuf> = ["README.md", "ARCHITECTURE.md", "BENCHMARKS.md"]
+            .iter()
+            .map(|d| root.join(d))
+            .collect();
+        for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "md") {
+                docs.push(path);
+            }
+        }
+        let mut broken = Vec::new();
+        for doc in &docs {
+            let text = std::fs::read_to_string(doc).unwrap();
+            let dir = doc.parent().unwrap();
+            for (line, target) in link_targets(&text) {
+                let Some(path) = relative_path(&target) else {
+                    continue;
+                };
+                if !dir.join(path).exists() {
+                    let rel = doc.strip_prefix(&root).unwrap().display();
+                    broken.push(format!("{rel}:{line}: {target}"));
+                }
+            }
+        }
+        assert!(
+            broken.is_empty(),
+            "links to paths that do not exist:\n{}",
+            broken.join("\n")
+        );
+        let sample = "see [a](docs/a.md#x), [b](https://x.org/y) and [c](#here)\n[d]: ../e/\n";
+        let targets: Vec<_> = link_targets(sample)
+            .into_iter()
+            .filter_map(|(_, t)| relative_path(&t).map(str::to_string))
+            .collect();
+        assert_eq!(targets, ["docs/a.md", "../e/"]);
+    }
+
+    /// `-s<digits>` at the end of a name: a session number.
+    fn has_session_suffix(name: &str) -> bool {
+        match name.rsplit_once("-s") {
+            Some((_, digits)) => !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()),
+            None => false,
+        }
+    }
+
+    #[test]
+    fn result_folders_are_named_by_what_they_measure() {
+        let root = crate::workspace_root();
+        let mut offenders = Vec::new();
+        for entry in std::fs::read_dir(root.join("benches/results")).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().to_string();
+            if entry.path().is_dir() && has_session_suffix(&name) {
+                offenders.push(name);
+            }
+        }
+        assert!(
+            offenders.is_empty(),
+            "benches/results/ folders named by session; name them by machine, date and \
+             what they measure:\n{}",
+            offenders.join("\n")
+        );
+        assert!(has_session_suffix("h200-2026-12-02-s10"));
+        assert!(!has_session_suffix("h200-2026-12-05-small-card-budgets"));
+        assert!(!has_session_suffix("h200-2026-12-04-msm-shifted-bases"));
     }
 }

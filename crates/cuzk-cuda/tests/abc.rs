@@ -7,7 +7,8 @@
 //! from the host in chunks (one row per chunk up to all rows in one), bit
 //! for bit; and bad matrices refused before any kernel.
 //!
-//! Without a CUDA device the test prints "skipped: no CUDA device" and passes.
+//! Without a CUDA device the suite reports its tests ignored and says why in
+//! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
 
 use cuzk_cuda::abc::{DeviceR1cs, HostIds, HostMatrix, StreamedR1cs};
 use cuzk_field::limbs::{fr_as_limbs, limbs_as_fr, FrLimbs};
@@ -67,7 +68,6 @@ fn host_product(m: &Csr, coeffs: &[Fr], z: &[Fr]) -> Vec<Fr> {
         .collect()
 }
 
-#[test]
 fn abc_matches_the_host_sum() {
     let Some(s) = stream() else { return };
     let mut rng = ChaCha20Rng::seed_from_u64(test_seed("abc"));
@@ -157,7 +157,6 @@ fn abc_matches_the_host_sum() {
     }
 }
 
-#[test]
 fn bad_matrices_are_refused_before_any_kernel() {
     let Some(s) = stream() else { return };
     let coeffs = fr_as_limbs(&[Fr::ONE, -Fr::ONE]).to_vec();
@@ -211,4 +210,26 @@ fn bad_matrices_are_refused_before_any_kernel() {
         .evaluate(&s, &z, &mut classes, [a, b, c], 1)
         .unwrap_err();
     assert!(err.to_string().contains("chunks of 1 terms"), "{err}");
+}
+
+// ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
+
+fn main() -> std::process::ExitCode {
+    cuzk_testkit::gpu_suite(
+        "abc",
+        &cuzk_testkit::gpu_tests![
+            abc_matches_the_host_sum,
+            bad_matrices_are_refused_before_any_kernel
+        ],
+        missing().as_deref(),
+    )
+}
+
+/// Why this suite cannot run here, or `None` where the driver reports a
+/// CUDA device, usable or not (an unusable one fails the tests).
+fn missing() -> Option<String> {
+    match cuzk_cuda::devices() {
+        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
+        _ => None,
+    }
 }

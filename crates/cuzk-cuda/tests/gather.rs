@@ -4,7 +4,8 @@
 //! multiple of 64, empty and full bitmaps, set bits beyond n (ignored), and a
 //! nonzero head offset.
 //!
-//! Without a CUDA device the test prints "skipped: no CUDA device" and passes.
+//! Without a CUDA device the suite reports its tests ignored and says why in
+//! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
 
 use cuzk_cuda::gather::BitmapGather;
 use cuzk_field::limbs::FrLimbs;
@@ -21,7 +22,6 @@ fn host_gather(values: &[FrLimbs], n: usize, bitmap: &[u64]) -> Vec<FrLimbs> {
         .collect()
 }
 
-#[test]
 fn gather_matches_the_host() {
     let Some(s) = stream() else { return };
     let mut rng = ChaCha20Rng::seed_from_u64(test_seed("gather"));
@@ -75,4 +75,23 @@ fn gather_matches_the_host() {
     let mut out = s.alloc::<FrLimbs>(2).unwrap();
     let err = g.gather(&dv, 8, &[0xff], &mut out, 0).unwrap_err();
     assert!(err.to_string().contains("8 gathered values"), "{err}");
+}
+
+// ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
+
+fn main() -> std::process::ExitCode {
+    cuzk_testkit::gpu_suite(
+        "gather",
+        &cuzk_testkit::gpu_tests![gather_matches_the_host],
+        missing().as_deref(),
+    )
+}
+
+/// Why this suite cannot run here, or `None` where the driver reports a
+/// CUDA device, usable or not (an unusable one fails the tests).
+fn missing() -> Option<String> {
+    match cuzk_cuda::devices() {
+        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
+        _ => None,
+    }
 }

@@ -1,7 +1,8 @@
 //! Device tests for the field, curve and NTT kernels: every result is
 //! compared with the CPU (blstrs, cuzk-field's NTT) on fresh random inputs
 //! (the seed is printed; set CUZK_TEST_SEED to replay), plus edge cases.
-//! Without a CUDA device each test prints "skipped: no CUDA device" and passes.
+//! Without a CUDA device the suite reports its tests ignored and says why in
+//! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
 
 use blstrs::{Fp, Fp2, G1Affine, G1Projective, G2Affine, G2Projective, Scalar as Fr};
 use cuzk_cuda::ntt::{h_finish, h_mul, h_step, ntt, ntt_with, NttConfig, NttKind};
@@ -244,17 +245,14 @@ fn check_field<F: HostField>(name: &str, n_random: usize) {
     assert_eq!(F::from_limbs(a[n - 1].limbs()), a[n - 1]);
 }
 
-#[test]
 fn field_ops_fr() {
     check_field::<Fr>("fr", 4096);
 }
 
-#[test]
 fn field_ops_fq() {
     check_field::<Fp>("fq", 4096);
 }
 
-#[test]
 fn field_ops_fq2() {
     check_field::<Fp2>("fq2", 2048);
 }
@@ -353,12 +351,10 @@ fn check_curve<G: HostCurve>(name: &str, n_random: usize) {
     }
 }
 
-#[test]
 fn curve_ops_g1() {
     check_curve::<G1Projective>("g1", 1024);
 }
 
-#[test]
 fn curve_ops_g2() {
     check_curve::<G2Projective>("g2", 512);
 }
@@ -397,7 +393,6 @@ fn gpu_ntt(stream: &Stream, kind: NttKind, v: &[Fr]) -> Vec<Fr> {
     limbs_as_fr(&out).to_vec()
 }
 
-#[test]
 fn ntt_matches_cpu_every_kind() {
     let test = "ntt_matches_cpu_every_kind";
     let Some((_gpu, stream)) = device(test) else {
@@ -427,7 +422,6 @@ fn ntt_matches_cpu_every_kind() {
     }
 }
 
-#[test]
 fn ntt_every_launch_shape_matches_cpu() {
     let test = "ntt_launch_shapes";
     let Some((_gpu, stream)) = device(test) else {
@@ -459,7 +453,6 @@ fn ntt_every_launch_shape_matches_cpu() {
 /// reversal done by the middle pass) against the plain passes on the GPU,
 /// at sizes the CPU reference would take too long for: the same input, the
 /// same shape, each fusion off.
-#[test]
 fn ntt_fused_passes_match_unfused() {
     let test = "ntt_fused";
     let Some((_gpu, stream)) = device(test) else {
@@ -506,7 +499,6 @@ fn ntt_fused_passes_match_unfused() {
     }
 }
 
-#[test]
 fn ntt_round_trips_and_spot_checks_at_large_sizes() {
     let test = "ntt_large";
     let Some((_gpu, stream)) = device(test) else {
@@ -552,7 +544,6 @@ fn ntt_round_trips_and_spot_checks_at_large_sizes() {
     }
 }
 
-#[test]
 fn h_step_and_h_pipeline_match_cpu() {
     let test = "h_pipeline";
     let Some((_gpu, stream)) = device(test) else {
@@ -612,7 +603,6 @@ fn h_step_and_h_pipeline_match_cpu() {
     }
 }
 
-#[test]
 fn wrappers_reject_bad_sizes() {
     let test = "bad_sizes";
     let Some((_gpu, stream)) = device(test) else {
@@ -637,7 +627,6 @@ fn wrappers_reject_bad_sizes() {
 /// `DeviceBuffer::into_suffix` reads the tail of a buffer in place (no
 /// copy), refuses an offset past the end, and the whole region goes back to
 /// the arena when the suffix drops.
-#[test]
 fn a_suffix_reads_the_tail_in_place() {
     const MIB: u64 = 1 << 20;
     let Some((gpu, _)) = device("a_suffix_reads_the_tail_in_place") else {
@@ -662,4 +651,36 @@ fn a_suffix_reads_the_tail_in_place() {
     let all = s.alloc::<u8>(16 << 20).expect("the whole arena again");
     assert_eq!(all.len(), 16 << 20);
     assert_eq!(arena.usage().fence_waits, 0, "{}", arena.usage());
+}
+
+// ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
+
+fn main() -> std::process::ExitCode {
+    cuzk_testkit::gpu_suite(
+        "gpu",
+        &cuzk_testkit::gpu_tests![
+            field_ops_fr,
+            field_ops_fq,
+            field_ops_fq2,
+            curve_ops_g1,
+            curve_ops_g2,
+            ntt_matches_cpu_every_kind,
+            ntt_every_launch_shape_matches_cpu,
+            ntt_fused_passes_match_unfused,
+            ntt_round_trips_and_spot_checks_at_large_sizes,
+            h_step_and_h_pipeline_match_cpu,
+            wrappers_reject_bad_sizes,
+            a_suffix_reads_the_tail_in_place
+        ],
+        missing().as_deref(),
+    )
+}
+
+/// Why this suite cannot run here, or `None` where the driver reports a
+/// CUDA device, usable or not (an unusable one fails the tests).
+fn missing() -> Option<String> {
+    match cuzk_cuda::devices() {
+        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
+        _ => None,
+    }
 }

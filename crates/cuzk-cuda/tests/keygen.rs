@@ -4,7 +4,8 @@
 //! digits at the window boundaries, runs of zeros (infinity) longer than one
 //! conversion run, and chunk boundaries.
 //!
-//! Without a CUDA device every test prints "skipped: no CUDA device" and passes.
+//! Without a CUDA device the suite reports its tests ignored and says why in
+//! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
 
 use cuzk_cuda::keygen::{FixedBaseTable, KeygenCurve, Staging, AFFINE_RUN};
 use cuzk_cuda::msm::{G1, G2};
@@ -131,26 +132,22 @@ fn check<C: HostCurve>(test: &str, w: u32, random: usize, mode: Mode) {
     }
 }
 
-#[test]
 fn g1_fixed_base_matches_cpu() {
     check::<G1>("g1 w=16", 16, 2000, Mode::Plain);
     check::<G1>("g1 w=7", 7, 300, Mode::Plain);
 }
 
-#[test]
 fn g2_fixed_base_matches_cpu() {
     check::<G2>("g2 w=13", 13, 700, Mode::Plain);
     check::<G2>("g2 w=5", 5, 100, Mode::Plain);
 }
 
-#[test]
 fn chunk_boundaries() {
     // 97 points per chunk: runs and chunks end at unrelated places.
     check::<G1>("g1 chunks of 97", 9, 400, Mode::Chunks(97));
     check::<G2>("g2 chunks of 33", 9, 100, Mode::Chunks(33));
 }
 
-#[test]
 fn staged_through_pinned_buffers() {
     // 61 points per chunk: several chunks, both staging slots, a short last one.
     check::<G1>("g1 staged, 61 per chunk", 11, 500, Mode::Staged(61));
@@ -159,7 +156,6 @@ fn staged_through_pinned_buffers() {
     check::<G1>("g1 staged, one chunk", 12, 300, Mode::Staged(1 << 12));
 }
 
-#[test]
 fn bad_tables_are_refused() {
     let Some(stream) = stream() else { return };
     let (points, windows) = table::<G1>(G1Projective::generator(), 4);
@@ -167,4 +163,29 @@ fn bad_tables_are_refused() {
     assert!(err.to_string().contains("want"), "{err}");
     let err = FixedBaseTable::<G1>::upload(&stream, &points, 4, windows - 1).unwrap_err();
     assert!(err.to_string().contains("256"), "{err}");
+}
+
+// ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
+
+fn main() -> std::process::ExitCode {
+    cuzk_testkit::gpu_suite(
+        "keygen",
+        &cuzk_testkit::gpu_tests![
+            g1_fixed_base_matches_cpu,
+            g2_fixed_base_matches_cpu,
+            chunk_boundaries,
+            staged_through_pinned_buffers,
+            bad_tables_are_refused
+        ],
+        missing().as_deref(),
+    )
+}
+
+/// Why this suite cannot run here, or `None` where the driver reports a
+/// CUDA device, usable or not (an unusable one fails the tests).
+fn missing() -> Option<String> {
+    match cuzk_cuda::devices() {
+        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
+        _ => None,
+    }
 }

@@ -4,7 +4,8 @@
 //! edge cases: n = 1, n not a power of two, zero and one scalars, all-equal
 //! scalars, r − 1, infinity among the bases, repeated bases, P and −P.
 //!
-//! Without a CUDA device every test prints "skipped: no CUDA device" and passes.
+//! Without a CUDA device the suite reports its tests ignored and says why in
+//! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
 
 use cuzk_cuda::msm::{
     copies_for, data, BatchSum, BucketSort, Classifier, Msm, MsmCurve, ShiftedBases, G1, G2,
@@ -318,7 +319,6 @@ fn indexed_suite<C: HostCurve>(name: &str) {
     );
 }
 
-#[test]
 fn msm_g1_matches_cpu() {
     msm_suite::<G1>(
         "msm_g1_matches_cpu",
@@ -327,17 +327,14 @@ fn msm_g1_matches_cpu() {
     );
 }
 
-#[test]
 fn msm_g2_matches_cpu() {
     msm_suite::<G2>("msm_g2_matches_cpu", &[1, 2, 257, 5000], &[3, 8, 12, 17]);
 }
 
-#[test]
 fn msm_g1_edge_bases() {
     bases_edge_suite::<G1>("msm_g1_edge_bases");
 }
 
-#[test]
 fn msm_g2_edge_bases() {
     bases_edge_suite::<G2>("msm_g2_edge_bases");
 }
@@ -387,22 +384,18 @@ fn per_call_window_suite<C: HostCurve>(name: &str) {
     assert_eq!(msm.plan().window_bits, held);
 }
 
-#[test]
 fn msm_g1_picks_the_window_per_call() {
     per_call_window_suite::<G1>("msm_g1_picks_the_window_per_call");
 }
 
-#[test]
 fn msm_g2_picks_the_window_per_call() {
     per_call_window_suite::<G2>("msm_g2_picks_the_window_per_call");
 }
 
-#[test]
 fn msm_g1_indexed() {
     indexed_suite::<G1>("msm_g1_indexed");
 }
 
-#[test]
 fn msm_g2_indexed() {
     indexed_suite::<G2>("msm_g2_indexed");
 }
@@ -459,7 +452,6 @@ fn compare_sorts(
 /// entries; c = 8 (32 windows, 2 passes), 16, 20 (3 passes), 22 (4 passes);
 /// windows sorted all at once and in groups of 1 and 5 (the grouping that
 /// n > 2^26 / W gets).
-#[test]
 fn radix_sort_matches_counting_sort() {
     let Some(s) = stream() else { return };
     let mut rng = rng("radix_sort_matches_counting_sort");
@@ -563,12 +555,10 @@ fn radix_msm_suite<C: HostCurve>(name: &str, n: usize) {
     check_grouped(&random, n, 20, Some(1), "random scalars");
 }
 
-#[test]
 fn msm_g1_radix_sort_matches_cpu() {
     radix_msm_suite::<G1>("msm_g1_radix_sort_matches_cpu", 40_009);
 }
 
-#[test]
 fn msm_g2_radix_sort_matches_cpu() {
     radix_msm_suite::<G2>("msm_g2_radix_sort_matches_cpu", 5003);
 }
@@ -622,12 +612,10 @@ fn batch_suite<C: HostCurve>(name: &str) {
     }
 }
 
-#[test]
 fn batch_sum_g1_matches_cpu() {
     batch_suite::<G1>("batch_sum_g1_matches_cpu");
 }
 
-#[test]
 fn batch_sum_g2_matches_cpu() {
     batch_suite::<G2>("batch_sum_g2_matches_cpu");
 }
@@ -697,12 +685,10 @@ fn variants_suite<C: HostCurve>(name: &str) {
     }
 }
 
-#[test]
 fn kernel_variants_g1_match_cpu() {
     variants_suite::<G1>("kernel_variants_g1_match_cpu");
 }
 
-#[test]
 fn kernel_variants_g2_match_cpu() {
     variants_suite::<G2>("kernel_variants_g2_match_cpu");
 }
@@ -710,7 +696,6 @@ fn kernel_variants_g2_match_cpu() {
 /// Classification against the CPU, then the prover's route: ones by batch
 /// sum, others by indexed Pippenger, zeros skipped; the total must equal the
 /// plain MSM.
-#[test]
 fn classify_and_route_matches_cpu() {
     let Some(s) = stream() else { return };
     let mut rng = rng("classify_and_route_matches_cpu");
@@ -756,7 +741,6 @@ fn classify_and_route_matches_cpu() {
 
 /// The benchmark's device-made data: chain bases equal the CPU chain, and
 /// random scalars are reduced and not all alike.
-#[test]
 fn benchmark_data_is_right() {
     let Some(s) = stream() else { return };
     let mut rng = rng("benchmark_data_is_right");
@@ -946,12 +930,49 @@ where
     }
 }
 
-#[test]
 fn msm_g1_shifted_bases_match_cpu() {
     shifted_suite::<G1>("msm_g1_shifted_bases_match_cpu", 20_011);
 }
 
-#[test]
 fn msm_g2_shifted_bases_match_cpu() {
     shifted_suite::<G2>("msm_g2_shifted_bases_match_cpu", 3001);
+}
+
+// ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
+
+fn main() -> std::process::ExitCode {
+    cuzk_testkit::gpu_suite(
+        "msm",
+        &cuzk_testkit::gpu_tests![
+            msm_g1_matches_cpu,
+            msm_g2_matches_cpu,
+            msm_g1_edge_bases,
+            msm_g2_edge_bases,
+            msm_g1_picks_the_window_per_call,
+            msm_g2_picks_the_window_per_call,
+            msm_g1_indexed,
+            msm_g2_indexed,
+            radix_sort_matches_counting_sort,
+            msm_g1_radix_sort_matches_cpu,
+            msm_g2_radix_sort_matches_cpu,
+            batch_sum_g1_matches_cpu,
+            batch_sum_g2_matches_cpu,
+            kernel_variants_g1_match_cpu,
+            kernel_variants_g2_match_cpu,
+            classify_and_route_matches_cpu,
+            benchmark_data_is_right,
+            msm_g1_shifted_bases_match_cpu,
+            msm_g2_shifted_bases_match_cpu
+        ],
+        missing().as_deref(),
+    )
+}
+
+/// Why this suite cannot run here, or `None` where the driver reports a
+/// CUDA device, usable or not (an unusable one fails the tests).
+fn missing() -> Option<String> {
+    match cuzk_cuda::devices() {
+        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
+        _ => None,
+    }
 }

@@ -7,7 +7,8 @@
 //! the worker's way, in pieces through a pinned staging buffer with the
 //! pieces that do not pay sent plainly.
 //!
-//! Without a CUDA device the test prints "skipped: no CUDA device" and passes.
+//! Without a CUDA device the suite reports its tests ignored and says why in
+//! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
 
 use cuzk_cuda::packed::{self, budget_words, expand_on_device, MONT_ONE};
 use cuzk_cuda::staging::{PackedUpload, Staging};
@@ -55,7 +56,6 @@ fn assert_same(name: &str, got: &[FrLimbs], want: &[FrLimbs]) {
     assert_eq!(first_bad, None, "{name}: first differing value");
 }
 
-#[test]
 fn packed_upload_is_the_plain_upload() {
     let Some(s) = stream() else { return };
     let mut rng = ChaCha20Rng::seed_from_u64(test_seed("packed"));
@@ -91,7 +91,6 @@ fn packed_upload_is_the_plain_upload() {
 /// buffers of 4096 words, so pieces of 4096 values): pieces packed into
 /// pinned staging, expanded at their offsets, the pieces past their budget
 /// (more than ~24% others) uploaded plainly; with and without a fill pool.
-#[test]
 fn pieces_through_staging_are_the_plain_upload() {
     let Some(s) = stream() else { return };
     let mut rng = ChaCha20Rng::seed_from_u64(test_seed("packed-pieces"));
@@ -157,7 +156,6 @@ fn note(report: &mut PackedUpload, piece: &[FrLimbs], packs: bool) {
     }
 }
 
-#[test]
 fn a_piece_beyond_its_buffers_is_refused() {
     let Some(s) = stream() else { return };
     let p = packed::pack(&[MONT_ONE, FrLimbs([3, 0, 0, 0])]);
@@ -171,4 +169,27 @@ fn a_piece_beyond_its_buffers_is_refused() {
         s.download_vec(&out).unwrap(),
         vec![MONT_ONE, FrLimbs([3, 0, 0, 0])]
     );
+}
+
+// ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
+
+fn main() -> std::process::ExitCode {
+    cuzk_testkit::gpu_suite(
+        "packed",
+        &cuzk_testkit::gpu_tests![
+            packed_upload_is_the_plain_upload,
+            pieces_through_staging_are_the_plain_upload,
+            a_piece_beyond_its_buffers_is_refused
+        ],
+        missing().as_deref(),
+    )
+}
+
+/// Why this suite cannot run here, or `None` where the driver reports a
+/// CUDA device, usable or not (an unusable one fails the tests).
+fn missing() -> Option<String> {
+    match cuzk_cuda::devices() {
+        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
+        _ => None,
+    }
 }

@@ -16,8 +16,9 @@
 //!
 //! Environment: `CUZK_GPU_C1` (the C1 file), `FIL_PROOFS_PARAMETER_CACHE`
 //! (the key's folder), `CUZK_GPU_PARTITION` (default 0), `CUZK_GPU_R1CS`
-//! (optional). Without `CUZK_GPU_C1` or a CUDA device it says why it skipped;
-//! a device that is present but unusable (stale kernels, a driver error) fails.
+//! (optional). Without `CUZK_GPU_C1` or a CUDA device the test is reported
+//! ignored and one line says why (`cuzk_testkit::gpu_suite`); a device that
+//! is present but unusable (stale kernels, a driver error) fails.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,7 +31,6 @@ use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
-#[test]
 fn a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof() {
     let Some(c1_path) = std::env::var_os("CUZK_GPU_C1") else {
         eprintln!("skipped: CUZK_GPU_C1 is not set (a C1 file and its key are needed)");
@@ -167,4 +167,26 @@ fn a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof() {
         "partition {k}: {} GPU proof(s) and the CPU proof byte-identical and valid",
         on_gpu.len()
     );
+}
+
+// ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
+
+fn main() -> std::process::ExitCode {
+    cuzk_testkit::gpu_suite(
+        "gpu_full_scale",
+        &cuzk_testkit::gpu_tests![a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof],
+        missing().as_deref(),
+    )
+}
+
+/// Why this suite cannot run here, or `None` where it has its C1 and the
+/// driver reports a CUDA device, usable or not (an unusable one fails it).
+fn missing() -> Option<String> {
+    if std::env::var_os("CUZK_GPU_C1").is_none() {
+        return Some("CUZK_GPU_C1 is not set (a C1 file and its key are needed)".into());
+    }
+    match cuzk_cuda::devices() {
+        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
+        _ => None,
+    }
 }

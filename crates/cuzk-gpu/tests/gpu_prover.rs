@@ -1,6 +1,7 @@
 //! The CUDA backend against the CPU backend: same key, same witness, same r
-//! and s ⇒ byte-identical proofs that verify. Skipped (and says so) where
-//! there is no CUDA device or no built kernels.
+//! and s ⇒ byte-identical proofs that verify. Without a CUDA device the
+//! suite reports its tests ignored and says why in one line
+//! (`cuzk_testkit::gpu_suite`); a device without usable kernels fails.
 //!
 //! Keys: the committed 2^10 fixture always (`$CUZK_FIXTURES` overrides where
 //! fixtures/ is); more sizes from
@@ -80,7 +81,6 @@ fn keys() -> Vec<(u32, PathBuf)> {
     v
 }
 
-#[test]
 fn gpu_proofs_are_byte_identical_to_cpu_proofs() {
     let Some(gpu) = backend() else { return };
     let seed = fresh_seed();
@@ -132,7 +132,6 @@ fn gpu_proofs_are_byte_identical_to_cpu_proofs() {
 /// byte-identical to the CPU's, for a fresh worker (the copies made with the
 /// key) and on a second witness (the resident copies reused); with a, b, c
 /// from the host and from the device.
-#[test]
 fn shifted_h_gives_the_cpu_proofs() {
     use cuzk_gpu::witness_shape;
     use cuzk_synth::precompiled::{record, witness, DeferredAbc};
@@ -185,7 +184,6 @@ fn gpu_name(b: &CudaBackend) -> &'static str {
     b.name()
 }
 
-#[test]
 fn key_mismatch_fails_before_any_kernel() {
     let Some(gpu) = backend() else { return };
     let key = ProvingKey::read_from_path(&keys()[0].1, PointCheck::OnCurve).unwrap();
@@ -196,7 +194,6 @@ fn key_mismatch_fails_before_any_kernel() {
 
 /// The key streamed in several chunks gives the same proof as the key
 /// resident, for every available size.
-#[test]
 fn streamed_key_gives_the_same_proofs_as_resident() {
     use cuzk_gpu::{Shape, SrsMode};
     let Some(gpu) = backend() else { return };
@@ -234,7 +231,6 @@ fn streamed_key_gives_the_same_proofs_as_resident() {
 
 /// A budget too small for one partition fails before any kernel runs, and
 /// the error says what the plan needs and what the budget has.
-#[test]
 fn too_small_a_budget_fails_with_both_numbers() {
     use cuzk_gpu::VramBudget;
     let Some(first) = backend() else { return };
@@ -264,7 +260,6 @@ fn too_small_a_budget_fails_with_both_numbers() {
 /// Workers sharing a device keep several keys resident: proving with key A,
 /// then B, then A again uploads A once, and a resident key can be evicted
 /// by name (and is uploaded again on its next use).
-#[test]
 fn shared_workers_keep_two_keys_resident() {
     let Some(first) = backend() else { return };
     drop(first);
@@ -303,7 +298,6 @@ fn shared_workers_keep_two_keys_resident() {
 /// deferred witness and from full synthesis, with z uploaded packed (the
 /// default: the demo witness is mostly bits) and plainly; fresh witnesses
 /// each run.
-#[test]
 fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
     use cuzk_gpu::{witness_shape, ZUpload};
     use cuzk_synth::precompiled::{record, witness, DeferredAbc};
@@ -401,7 +395,6 @@ fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
 /// The same with a budget that holds the key and a partition but not the
 /// matrices beside them: the plan streams the matrices from the host in
 /// chunks, nothing is made resident, and the proof is still the CPU's.
-#[test]
 fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
     use cuzk_gpu::{witness_shape, CudaFootprints, SrsMode, VramBudget, VramPlan};
     use cuzk_synth::precompiled::{record, witness, DeferredAbc};
@@ -459,7 +452,6 @@ fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
 /// (from resident or streamed matrices) or on the host, the H polynomial
 /// with a, b, c at once or lean (two vectors at a time), for a deferred
 /// witness; each run is checked to have taken the layout it was forced to.
-#[test]
 fn every_small_card_layout_gives_the_cpu_proofs() {
     use cuzk_gpu::{witness_shape, HPoly, Shape, SrsMode};
     use cuzk_synth::precompiled::{record, witness, DeferredAbc};
@@ -507,5 +499,34 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
             }
         }
         gpu.force_layout(None);
+    }
+}
+
+// ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
+
+fn main() -> std::process::ExitCode {
+    cuzk_testkit::gpu_suite(
+        "gpu_prover",
+        &cuzk_testkit::gpu_tests![
+            gpu_proofs_are_byte_identical_to_cpu_proofs,
+            shifted_h_gives_the_cpu_proofs,
+            key_mismatch_fails_before_any_kernel,
+            streamed_key_gives_the_same_proofs_as_resident,
+            too_small_a_budget_fails_with_both_numbers,
+            shared_workers_keep_two_keys_resident,
+            deferred_abc_on_the_device_gives_the_cpu_proofs,
+            deferred_abc_with_streamed_matrices_gives_the_cpu_proofs,
+            every_small_card_layout_gives_the_cpu_proofs
+        ],
+        missing().as_deref(),
+    )
+}
+
+/// Why this suite cannot run here, or `None` where the driver reports a
+/// CUDA device, usable or not (an unusable one fails the tests).
+fn missing() -> Option<String> {
+    match cuzk_cuda::devices() {
+        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
+        _ => None,
     }
 }

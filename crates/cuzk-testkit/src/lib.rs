@@ -1,6 +1,10 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
+mod gpu_suite;
+
+pub use gpu_suite::{gpu_suite, GpuTest};
+
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 

@@ -39,7 +39,7 @@ pub(super) const RADIX_TILE: usize = 256 * 16;
 /// windows go in groups of ⌊RADIX_GROUP_PAIRS / n⌋ (at least one).
 pub(super) const RADIX_GROUP_PAIRS: usize = 1 << 26;
 /// Pairs (len · windows) from which [`Msm::new`] sorts by radix. H200
-/// (2026-11-30, kernels/msm/README.md run 6): the sort took 0.24 / 0.37 ms
+/// (2026-11-30, docs/lab-notes/msm-kernel-results.md run 6): the sort took 0.24 / 0.37 ms
 /// (counting / radix) at 2^18 G1, 0.92 / 1.04 at 2^20, 20.9 / 12.5 at 2^24
 /// and 83.9 / 48.6 at 2^26: the counting sort's atomics and scattered writes
 /// cost more per pair once its cursors and entries outgrow the caches.
