@@ -8,6 +8,7 @@ mod circuit;
 pub mod counts;
 mod engine;
 mod error;
+#[cfg(feature = "fetch")]
 pub mod fetch;
 mod native;
 pub mod params;
