@@ -75,9 +75,26 @@ fn types_it_cannot_make_are_refused_naming_the_supported_ones() {
         .to_string();
     assert!(err.contains("comm_r"), "{err}");
     assert!(err.contains("StackedDrg32GiBV1_1"), "{err}");
+    // Every interactive type (V1 and V1_1 at five sizes) and the
+    // non-interactive ones up to 512 MiB (every node labelled); never the
+    // synthetic-PoRep feature, whose C1 this cannot make.
     let names = supported_names();
-    assert_eq!(names.len(), 10);
-    assert!(names.iter().all(|n| !n.contains("Feat")));
+    assert_eq!(names.len(), 13, "{names:?}");
+    assert!(
+        names.iter().all(|n| !n.contains("SyntheticPoRep")),
+        "{names:?}"
+    );
+    let non_interactive: Vec<_> = names
+        .iter()
+        .filter(|n| n.contains("NonInteractivePoRep"))
+        .collect();
+    assert_eq!(non_interactive.len(), 3, "{names:?}");
+    assert!(
+        non_interactive
+            .iter()
+            .all(|n| ["2KiB", "8MiB", "512MiB"].iter().any(|s| n.contains(s))),
+        "{names:?}"
+    );
 }
 
 /// The plain C1 JSON with `edit` applied to partition 0's challenge 1.
