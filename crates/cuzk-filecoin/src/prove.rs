@@ -108,27 +108,7 @@ pub fn verify(
         }));
     }
     match sector {
-        Some(s) => {
-            let o = &c1.output;
-            let valid = filecoin_proofs_api::seal::verify_seal(
-                c1.proof_type.registered(),
-                o.comm_r,
-                o.comm_d,
-                s.prover_id,
-                SectorId::from(s.sector_id),
-                o.ticket,
-                o.seed,
-                proof,
-            )
-            .map_err(|e| Error::filecoin("verify_seal", e))?;
-            if valid {
-                Ok(Verified::VerifySeal)
-            } else {
-                Err(Error::InvalidProof(
-                    "rejected by filecoin-proofs' verify_seal",
-                ))
-            }
-        }
+        Some(s) => verify_seal(c1, s, proof),
         None => {
             let valid = with_sector_shape!(
                 c1.proof_type.sector_size(),
@@ -148,6 +128,30 @@ pub fn verify(
     }
 }
 
+/// filecoin-proofs' `verify_seal` of `proof` for `c1`'s sector `s` (an
+/// interactive proof or a non-interactive aggregate: it tells them apart).
+fn verify_seal(c1: &C1Input, s: &SectorIdentity, proof: &[u8]) -> Result<Verified, Error> {
+    let o = &c1.output;
+    let valid = filecoin_proofs_api::seal::verify_seal(
+        c1.proof_type.registered(),
+        o.comm_r,
+        o.comm_d,
+        s.prover_id,
+        SectorId::from(s.sector_id),
+        o.ticket,
+        o.seed,
+        proof,
+    )
+    .map_err(|e| Error::filecoin("verify_seal", e))?;
+    if valid {
+        Ok(Verified::VerifySeal)
+    } else {
+        Err(Error::InvalidProof(
+            "rejected by filecoin-proofs' verify_seal",
+        ))
+    }
+}
+
 fn verify_non_interactive(
     c1: &C1Input,
     proof: &[u8],
@@ -164,25 +168,7 @@ fn verify_non_interactive(
     match sector {
         Some(s) => {
             crate::aggregate::check_aggregate(std::slice::from_ref(&this), proof)?;
-            let o = &c1.output;
-            let valid = filecoin_proofs_api::seal::verify_seal(
-                c1.proof_type.registered(),
-                o.comm_r,
-                o.comm_d,
-                s.prover_id,
-                SectorId::from(s.sector_id),
-                o.ticket,
-                o.seed,
-                proof,
-            )
-            .map_err(|e| Error::filecoin("verify_seal", e))?;
-            if valid {
-                Ok(Verified::VerifySeal)
-            } else {
-                Err(Error::InvalidProof(
-                    "rejected by filecoin-proofs' verify_seal",
-                ))
-            }
+            verify_seal(c1, s, proof)
         }
         None => {
             crate::aggregate::verify_aggregate(std::slice::from_ref(&this), proof)?;
