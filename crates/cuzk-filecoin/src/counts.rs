@@ -283,6 +283,7 @@ mod tests {
     /// witness (synthetic vanilla proofs of a full partition), constraints
     /// included.
     #[test]
+    #[cfg(feature = "fixtures")]
     fn post_counts_at_2_kib_are_the_shape_of_a_witness() {
         use crate::synthetic_post::SyntheticPost;
         use crate::{PostKind, PostRequest};

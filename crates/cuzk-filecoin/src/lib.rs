@@ -1,48 +1,51 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
-pub mod aggregate;
-mod c1;
-mod check;
 mod circuit;
 pub mod counts;
-mod engine;
 mod error;
 #[cfg(feature = "fetch")]
 pub mod fetch;
-mod native;
+mod job;
 pub mod params;
+mod porep;
 pub mod poseidon;
 mod post;
 pub mod precompile;
 mod proof_type;
-mod prove;
+#[cfg(feature = "fixtures")]
 pub mod sample;
-mod sdr;
 mod snap;
-mod synthesis;
-pub mod synthetic;
-pub mod synthetic_post;
-pub mod synthetic_snap;
+
+pub use porep::aggregate;
+/// Synthetic sectors (PoRep C1s), made from a seed (`fixtures` feature).
+#[cfg(feature = "fixtures")]
+pub use porep::synthetic;
+/// Synthetic PoSt vanilla proofs (`fixtures` feature).
+#[cfg(feature = "fixtures")]
+pub use post::synthetic as synthetic_post;
+/// Synthetic SnapDeals vanilla proofs (`fixtures` feature).
+#[cfg(feature = "fixtures")]
+pub use snap::synthetic as synthetic_snap;
 
 pub use aggregate::{aggregate, seal_proof, verify_aggregate, CommitProofs, SrsSummary};
-pub use c1::{parse_c1, C1Input, CurioSector};
-pub use check::check_c1;
 pub use circuit::Circuit;
-pub use engine::PorepSource;
 pub use error::Error;
 pub use params::{ParamsDir, TestKeys};
+pub use porep::c1::{parse_c1, C1Input, CurioSector};
+pub use porep::check::check_c1;
+pub use porep::prove::{partition_circuits, verify, Partition, SectorIdentity, Verified};
+pub use porep::source::PorepSource;
+pub use porep::synthesis::{
+    challenge_circuits, partition_compact_witness, partition_witness, synthesize_challenges,
+    synthesize_partition, witness_challenges, PorepSynthesis, SynthesisMode, WitnessSource,
+};
 pub use post::{
     post_witness, verify_post, PostKind, PostPrep, PostRequest, PostSource, PostType, PostVerified,
 };
 pub use precompile::{CircuitSynthesis, PrecompiledCircuit};
 pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};
-pub use prove::{partition_circuits, verify, Partition, SectorIdentity, Verified};
 pub use snap::{verify_update, UpdateRequest, UpdateSource, UpdateType, UPDATE_PROOF_BATCH};
-pub use synthesis::{
-    challenge_circuits, partition_compact_witness, partition_witness, synthesize_challenges,
-    synthesize_partition, witness_challenges, PorepSynthesis, SynthesisMode, WitnessSource,
-};
 
 use std::sync::Arc;
 

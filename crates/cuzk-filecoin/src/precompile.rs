@@ -25,7 +25,7 @@ use cuzk_synth::precompiled::{
 use cuzk_synth::{CircuitShape, Synthesized};
 
 use crate::circuit::{BlankUse, Circuit};
-use crate::engine::{shape_from_key, Synthesis};
+use crate::job::{shape_from_key, Synthesis};
 use crate::{Error, ParamsDir, PostType, ProofType, UpdateType};
 
 /// Why a pre-compiled circuit cannot be used.

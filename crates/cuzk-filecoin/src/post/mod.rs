@@ -49,13 +49,15 @@ use storage_proofs_post::fallback::{
     PublicSector,
 };
 
-use crate::engine::{shape_from_key, Synthesis};
+use crate::job::{shape_from_key, Synthesis};
 use crate::precompile::CircuitSynthesis;
 use crate::proof_type::{sector_size_label, with_sector_shape};
 use crate::{Error, ProofType, WitnessSource};
 
 mod native;
 mod source;
+#[cfg(feature = "fixtures")]
+pub mod synthetic;
 mod typed;
 
 use native::NativePost;

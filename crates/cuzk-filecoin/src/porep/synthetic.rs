@@ -61,8 +61,8 @@ use storage_proofs_porep::stacked::{
     ReplicaColumnProof, StackedDrg, Tau, TOTAL_PARENTS,
 };
 
+use crate::porep::sdr::{create_label, field_bytes};
 use crate::proof_type::with_sector_shape;
-use crate::sdr::{create_label, field_bytes};
 use crate::{Error, ProofType, SectorIdentity};
 
 /// What to make: a CC sector of `proof_type` for `identity`, every free

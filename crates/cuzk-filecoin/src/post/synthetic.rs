@@ -28,8 +28,8 @@ use filecoin_proofs_api::SectorId;
 use sha2::{Digest, Sha256};
 use storage_proofs_post::fallback::{Proof, SectorProof};
 
+use crate::porep::sdr::field_bytes;
 use crate::proof_type::with_sector_shape;
-use crate::sdr::field_bytes;
 use crate::synthetic::{domain_bytes, tree_arities, SparseTree};
 use crate::{Error, PostKind, PostType};
 

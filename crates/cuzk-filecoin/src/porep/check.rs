@@ -17,9 +17,9 @@ use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{generate_replica_id, ColumnProof, StackedDrg, TOTAL_PARENTS};
 
+use crate::porep::prove::{hex_prefix, sector, vanilla_proofs, Sector};
+use crate::porep::sdr::create_label;
 use crate::proof_type::with_sector_shape;
-use crate::prove::{hex_prefix, sector, vanilla_proofs, Sector};
-use crate::sdr::create_label;
 use crate::{C1Input, Error, SectorIdentity};
 
 /// Checks a parsed C1 output against itself before any proving: every

@@ -39,8 +39,8 @@ use sha2::{Digest, Sha256};
 use storage_proofs_core::merkle::MerkleProof;
 use storage_proofs_update::{phi, rho, ChallengeProof, Challenges, PartitionProof, PublicParams};
 
+use crate::porep::sdr::field_bytes;
 use crate::proof_type::with_sector_shape;
-use crate::sdr::field_bytes;
 use crate::synthetic::{domain_bytes, opening, tree_arities};
 use crate::{Error, UpdateType};
 

@@ -28,10 +28,10 @@ use filecoin_proofs::{DefaultPieceHasher, MerkleTreeTrait};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{StackedCircuit, StackedCompound};
 
-use crate::native::NativePartition;
+use crate::porep::native::NativePartition;
+use crate::porep::prove::{sector, vanilla_proofs};
 use crate::precompile::{default_cache_path, PrecompiledCircuit};
 use crate::proof_type::with_sector_shape;
-use crate::prove::{sector, vanilla_proofs};
 use crate::{C1Input, Error, ParamsDir, ProofType};
 
 /// The root namespace in which `StackedCircuit` synthesizes its first
@@ -308,7 +308,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionWork<Tree> {
 /// What the native witness of one partition reads: the sector's replica
 /// id, comm_d and comm_r, and the partition's vanilla proofs.
 fn native_partition<Tree: 'static + MerkleTreeTrait>(
-    s: &crate::prove::Sector<Tree>,
+    s: &crate::porep::prove::Sector<Tree>,
     partition: &[filecoin_proofs::VanillaSealProof<Tree>],
 ) -> Result<NativePartition<Tree>, Error> {
     let tau = s

@@ -18,6 +18,9 @@
 //! `verify_partition_proofs` does), so a wrong one is refused by name
 //! rather than proved into an invalid proof.
 
+#[cfg(feature = "fixtures")]
+pub mod synthetic;
+
 use std::sync::Mutex;
 
 use bellperson::groth16;
@@ -41,7 +44,7 @@ use storage_proofs_update::{
     PublicParams, SetupParams,
 };
 
-use crate::engine::{shape_from_key, Synthesis};
+use crate::job::{shape_from_key, Synthesis};
 use crate::precompile::CircuitSynthesis;
 use crate::proof_type::{sector_size_label, with_sector_shape};
 use crate::{Error, ProofType};

@@ -6,21 +6,16 @@
 
 use std::sync::Mutex;
 
-use bellperson::SynthesisError;
 use cuzk_field::Fr;
 use cuzk_groth16::ProvingKey;
 use cuzk_pipeline::{PartitionSource, SourceError};
 use cuzk_synth::{CircuitShape, Synthesized};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 
+use crate::job::shape_from_key;
+use crate::porep::synthesis::{partition_work, PorepSynthesis};
 use crate::proof_type::with_sector_shape;
-use crate::synthesis::{partition_work, PorepSynthesis};
 use crate::{C1Input, Error};
-
-/// One partition's synthesis, its circuit inside; given the shape to
-/// reserve room for.
-pub(crate) type Synthesis =
-    Box<dyn FnOnce(&CircuitShape) -> Result<Synthesized, SynthesisError> + Send>;
 
 /// One PoRep partition's synthesis, in whichever mode was asked for.
 type PartitionSynthesis = Box<dyn FnOnce(&CircuitShape) -> Result<Synthesized, Error> + Send>;
@@ -94,23 +89,6 @@ fn erased<Tree: 'static + MerkleTreeTrait>(
             (synthesize, inputs)
         })
         .unzip())
-}
-
-/// The shape a PoRep key proves (see [`PorepSource`]).
-pub(crate) fn shape_from_key(key: &ProvingKey) -> CircuitShape {
-    let num_inputs = key.vk.ic.len();
-    let domain = (key.h.len() + 1).next_power_of_two();
-    // The one B input is ONE; a key that disagrees fails the submission check.
-    let b_input_density = 1;
-    CircuitShape {
-        num_constraints: domain,
-        num_inputs,
-        num_aux: key.l.len(),
-        a_aux_density: key.a.len().saturating_sub(num_inputs),
-        b_input_density,
-        b_aux_density: key.b_g1.len().saturating_sub(b_input_density),
-        domain_log2: domain.trailing_zeros(),
-    }
 }
 
 impl PartitionSource for PorepSource {

@@ -34,8 +34,8 @@ use storage_proofs_core::parameter_cache::{SRS_KEY_EXT, SRS_SHARED_KEY_NAME, VER
 use storage_proofs_porep::stacked::StackedCompound;
 
 use crate::params::write_atomically;
+use crate::porep::prove::sector;
 use crate::proof_type::with_sector_shape;
-use crate::prove::sector;
 use crate::{C1Input, Error, ParamsDir, ProofType};
 
 /// Bytes of one partition's Groth16 proof.
