@@ -178,11 +178,7 @@ fn mark<'a>(bits: &mut Bits, terms: impl Iterator<Item = (&'a usize, &'a Fr)>) {
 }
 
 impl ConstraintSystem<Fr> for CountingSystem {
-    type Root = Self;
-
-    fn new() -> Self {
-        Self::default()
-    }
+    cuzk_synth::own_root_without_namespaces!(new_from_default);
 
     fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
     where
@@ -224,19 +220,6 @@ impl ConstraintSystem<Fr> for CountingSystem {
         drop(b);
         drop(c(LinearCombination::zero()));
         self.constraints += 1;
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 }
 

@@ -157,11 +157,7 @@ fn eval_terms<'a>(
 }
 
 impl ConstraintSystem<Fr> for ProvingAssignment {
-    type Root = Self;
-
-    fn new() -> Self {
-        Self::default()
-    }
+    crate::own_root_without_namespaces!(new_from_default);
 
     fn alloc<F, A, AR>(&mut self, _annotation: A, f: F) -> Result<Variable, SynthesisError>
     where
@@ -236,19 +232,6 @@ impl ConstraintSystem<Fr> for ProvingAssignment {
         self.a.push(a_value);
         self.b.push(b_value);
         self.c.push(c_value);
-    }
-
-    fn push_namespace<NR, N>(&mut self, _name_fn: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 
     fn is_extensible() -> bool {

@@ -59,3 +59,77 @@ fn synthesize_into<C: Circuit<Fr>>(
     circuit.synthesize(&mut cs)?;
     Ok(cs.finish())
 }
+
+/// The part of a `bellperson::ConstraintSystem` impl that every system here
+/// writes the same way: it is its own root, and namespaces (names for
+/// debugging) are ignored. Expands inside the impl block; with
+/// `new_from_default`, `ConstraintSystem::new` is `Default::default` too.
+///
+/// ```
+/// use bellperson::{ConstraintSystem, LinearCombination, SynthesisError, Variable};
+/// use blstrs::Scalar as Fr;
+///
+/// #[derive(Default)]
+/// struct Nothing;
+///
+/// impl ConstraintSystem<Fr> for Nothing {
+///     cuzk_synth::own_root_without_namespaces!();
+///
+///     fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+///     where
+///         F: FnOnce() -> Result<Fr, SynthesisError>,
+///         A: FnOnce() -> AR,
+///         AR: Into<String>,
+///     {
+///         Err(SynthesisError::AssignmentMissing)
+///     }
+///
+///     fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+///     where
+///         F: FnOnce() -> Result<Fr, SynthesisError>,
+///         A: FnOnce() -> AR,
+///         AR: Into<String>,
+///     {
+///         Err(SynthesisError::AssignmentMissing)
+///     }
+///
+///     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+///     where
+///         A: FnOnce() -> AR,
+///         AR: Into<String>,
+///         LA: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+///         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+///         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
+///     {
+///     }
+/// }
+///
+/// let mut cs = Nothing;
+/// assert!(cs.alloc(|| "x", || Ok(Fr::from(1u64))).is_err());
+/// ```
+#[macro_export]
+macro_rules! own_root_without_namespaces {
+    (new_from_default) => {
+        $crate::own_root_without_namespaces!();
+
+        fn new() -> Self {
+            Self::default()
+        }
+    };
+    () => {
+        type Root = Self;
+
+        fn push_namespace<NR, N>(&mut self, _name_fn: N)
+        where
+            NR: Into<String>,
+            N: FnOnce() -> NR,
+        {
+        }
+
+        fn pop_namespace(&mut self) {}
+
+        fn get_root(&mut self) -> &mut Self::Root {
+            self
+        }
+    };
+}

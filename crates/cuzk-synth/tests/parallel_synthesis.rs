@@ -12,7 +12,7 @@ use ff::Field;
 struct Sequential(ProvingAssignment);
 
 impl ConstraintSystem<Fr> for Sequential {
-    type Root = Self;
+    cuzk_synth::own_root_without_namespaces!();
 
     fn alloc<F, A, AR>(&mut self, a: A, f: F) -> Result<Variable, SynthesisError>
     where
@@ -41,19 +41,6 @@ impl ConstraintSystem<Fr> for Sequential {
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
         self.0.enforce(a, la, lb, lc)
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 }
 

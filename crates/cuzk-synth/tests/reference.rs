@@ -33,7 +33,7 @@ fn terms(lc: &LinearCombination<Fr>) -> Terms {
 }
 
 impl ConstraintSystem<Fr> for RecordingCs {
-    type Root = Self;
+    cuzk_synth::own_root_without_namespaces!();
 
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
     where
@@ -66,14 +66,6 @@ impl ConstraintSystem<Fr> for RecordingCs {
         let zero = LinearCombination::zero;
         self.constraints
             .push([terms(&a(zero())), terms(&b(zero())), terms(&c(zero()))]);
-    }
-
-    fn push_namespace<NR: Into<String>, N: FnOnce() -> NR>(&mut self, _: N) {}
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self {
-        self
     }
 }
 

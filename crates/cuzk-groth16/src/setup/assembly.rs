@@ -174,11 +174,7 @@ fn check_index(index: usize, limit: u64) -> Result<u32, SynthesisError> {
 }
 
 impl ConstraintSystem<Fr> for KeyAssembly {
-    type Root = Self;
-
-    fn new() -> Self {
-        Self::default()
-    }
+    cuzk_synth::own_root_without_namespaces!(new_from_default);
 
     fn alloc<F, A, AR>(&mut self, _annotation: A, _value: F) -> Result<Variable, SynthesisError>
     where
@@ -240,19 +236,6 @@ impl ConstraintSystem<Fr> for KeyAssembly {
             });
             terms.extend(inputs.chain(aux));
         }
-    }
-
-    fn push_namespace<NR, N>(&mut self, _name_fn: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 }
 

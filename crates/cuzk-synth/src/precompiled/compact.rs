@@ -601,11 +601,7 @@ impl CompactAssignment {
 }
 
 impl ConstraintSystem<Fr> for CompactAssignment {
-    type Root = Self;
-
-    fn new() -> Self {
-        Self::default()
-    }
+    crate::own_root_without_namespaces!(new_from_default);
 
     fn alloc<F, A, AR>(&mut self, _annotation: A, f: F) -> Result<Variable, SynthesisError>
     where
@@ -637,19 +633,6 @@ impl ConstraintSystem<Fr> for CompactAssignment {
         LB: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
-    }
-
-    fn push_namespace<NR, N>(&mut self, _name_fn: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 
     fn is_extensible() -> bool {

@@ -321,11 +321,7 @@ fn column_density(cols: &[u32], first: usize, len: usize) -> Density {
 }
 
 impl ConstraintSystem<Fr> for R1csRecorder {
-    type Root = Self;
-
-    fn new() -> Self {
-        Self::default()
-    }
+    crate::own_root_without_namespaces!(new_from_default);
 
     fn alloc<F, A, AR>(&mut self, _annotation: A, _f: F) -> Result<Variable, SynthesisError>
     where
@@ -387,19 +383,6 @@ impl ConstraintSystem<Fr> for R1csRecorder {
                 return;
             }
         }
-    }
-
-    fn push_namespace<NR, N>(&mut self, _name_fn: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 
     fn is_extensible() -> bool {
