@@ -138,22 +138,12 @@ mod tests {
         files
     }
 
-    /// Files whose one environment read is part of their contract (the
-    /// reason is the comment beside each).
-    const ENVIRONMENT_READERS: &[&str] = &[
-        // Where the kernel fatbins are, when they are not beside the binary.
-        "crates/cuzk-cuda/src/kernels.rs",
-    ];
-
     #[test]
     fn no_library_reads_or_sets_the_environment() {
         let root = crate::workspace_root();
         let mut offenders = Vec::new();
         for f in library_sources(&root) {
             let rel = f.strip_prefix(&root).unwrap().to_string_lossy().to_string();
-            if ENVIRONMENT_READERS.contains(&rel.as_str()) {
-                continue;
-            }
             let text = std::fs::read_to_string(&f).unwrap();
             for (i, line) in text.lines().enumerate() {
                 let code = line.split("//").next().unwrap_or("");

@@ -65,7 +65,7 @@ impl Error {
 #[non_exhaustive]
 pub enum KernelsProblem {
     /// No folder of the search path holds any fatbin.
-    #[error("CUDA kernels not built: no fatbins in {searched}; run {} (or set proving.kernels_dir / CUZK_FATBIN_DIR to the folder that has them)", crate::kernels::REBUILD)]
+    #[error("CUDA kernels not built: no fatbins in {searched}; run {} (or point proving.kernels_dir or $CUZK_FATBIN_DIR at the folder that has them)", crate::kernels::REBUILD)]
     NotBuilt {
         /// The folders looked in, in order.
         searched: String,

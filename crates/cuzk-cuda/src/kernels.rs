@@ -6,9 +6,10 @@
 //! recompiles no Rust.
 //!
 //! The folder is the first of [`search_path`] that holds any fatbin: an
-//! explicit one alone when given (`$CUZK_FATBIN_DIR`, else the folder set by
-//! [`use_dir`], the daemon's `proving.kernels_dir`: a wrong setting is not
-//! hidden by a fallback); otherwise beside the executable, as an install
+//! explicit one alone when given (the folder set by [`use_dir`]: the
+//! daemon's `proving.kernels_dir`, or `$CUZK_FATBIN_DIR` as the binaries
+//! read it; a wrong setting is not hidden by a fallback); otherwise beside
+//! the executable, as an install
 //! places them (`<exe dir>/kernels`, `<exe dir>/../lib/cuzk/kernels`, a
 //! bundle's `<exe dir>/../kernels`), then the folder this build was made
 //! against (`<target dir>/kernels`). In it, every production unit must be
@@ -97,7 +98,8 @@ static CONFIGURED: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// Makes `dir` the only folder kernels are read from (`None`: the default
 /// search, beside the executable then the build's folder). Takes effect at
-/// the first device opened; `$CUZK_FATBIN_DIR`, when set, still wins.
+/// the first device opened. The library reads no environment: a binary
+/// that honours `$CUZK_FATBIN_DIR` passes it here.
 pub fn use_dir(dir: Option<PathBuf>) {
     *CONFIGURED.lock().unwrap_or_else(|p| p.into_inner()) = dir;
 }
@@ -174,9 +176,6 @@ pub(crate) fn unit_paths() -> impl Iterator<Item = &'static str> {
 pub fn search_path() -> Vec<PathBuf> {
     // An explicit folder is the only one looked at: a wrong setting must
     // not be hidden by a fallback.
-    if let Some(dir) = std::env::var_os("CUZK_FATBIN_DIR").filter(|d| !d.is_empty()) {
-        return vec![PathBuf::from(dir)];
-    }
     let configured = CONFIGURED.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if let Some(dir) = configured {
         return vec![dir];

@@ -221,15 +221,6 @@ fn main() -> std::process::ExitCode {
             abc_matches_the_host_sum,
             bad_matrices_are_refused_before_any_kernel
         ],
-        missing().as_deref(),
+        cuzk_cuda::no_device().as_deref(),
     )
-}
-
-/// Why this suite cannot run here, or `None` where the driver reports a
-/// CUDA device, usable or not (an unusable one fails the tests).
-fn missing() -> Option<String> {
-    match cuzk_cuda::devices() {
-        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
-        _ => None,
-    }
 }

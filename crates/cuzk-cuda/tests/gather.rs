@@ -83,15 +83,6 @@ fn main() -> std::process::ExitCode {
     cuzk_testkit::gpu_suite(
         "gather",
         &cuzk_testkit::gpu_tests![gather_matches_the_host],
-        missing().as_deref(),
+        cuzk_cuda::no_device().as_deref(),
     )
-}
-
-/// Why this suite cannot run here, or `None` where the driver reports a
-/// CUDA device, usable or not (an unusable one fails the tests).
-fn missing() -> Option<String> {
-    match cuzk_cuda::devices() {
-        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
-        _ => None,
-    }
 }

@@ -181,15 +181,6 @@ fn main() -> std::process::ExitCode {
             pieces_through_staging_are_the_plain_upload,
             a_piece_beyond_its_buffers_is_refused
         ],
-        missing().as_deref(),
+        cuzk_cuda::no_device().as_deref(),
     )
-}
-
-/// Why this suite cannot run here, or `None` where the driver reports a
-/// CUDA device, usable or not (an unusable one fails the tests).
-fn missing() -> Option<String> {
-    match cuzk_cuda::devices() {
-        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
-        _ => None,
-    }
 }

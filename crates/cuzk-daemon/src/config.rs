@@ -153,7 +153,7 @@ impl Default for ProvingConfig {
             vram_budget: "auto".into(),
             gpus: Vec::new(),
             synthesis_workers: 0,
-            gpu_workers: 2,
+            gpu_workers: cuzk_gpu::DEFAULT_GPU_WORKERS,
             partitions_in_flight: 0,
             engine_memory_budget: 0,
             critical_reserve: 0,
@@ -349,7 +349,7 @@ impl Config {
                 ),
             });
         }
-        cuzk_cuda::VramBudget::parse(&self.proving.vram_budget).map_err(|problem| {
+        cuzk_gpu::VramBudget::parse(&self.proving.vram_budget).map_err(|problem| {
             ConfigError::Invalid {
                 key: "proving.vram_budget",
                 problem: problem.to_string(),
@@ -436,9 +436,9 @@ pub mod size {
         if text.trim() == "0" {
             return Ok(0);
         }
-        match cuzk_cuda::VramBudget::parse(text) {
-            Ok(cuzk_cuda::VramBudget::Bytes(n)) => Ok(n),
-            Ok(cuzk_cuda::VramBudget::Auto) => {
+        match cuzk_gpu::VramBudget::parse(text) {
+            Ok(cuzk_gpu::VramBudget::Bytes(n)) => Ok(n),
+            Ok(cuzk_gpu::VramBudget::Auto) => {
                 Err(format!("{text:?} is not a size here (0 takes the default)"))
             }
             Err(e) => Err(e.to_string()),

@@ -13,11 +13,11 @@ use crate::defaults::{choose, runs, BoxFacts, Known};
 use crate::srs::circuits;
 
 /// The GPUs as the report shows them: each device, or why there is none.
-pub type Gpus = Result<Vec<cuzk_cuda::DeviceInfo>, String>;
+pub type Gpus = Result<Vec<cuzk_gpu::DeviceInfo>, String>;
 
 /// This box's GPUs.
 pub fn gpus_here() -> Gpus {
-    cuzk_cuda::devices().map_err(|e| e.to_string())
+    cuzk_gpu::devices().map_err(|e| e.to_string())
 }
 
 /// The kernel driver's version (`/proc/driver/nvidia/version`), if loaded.
@@ -36,7 +36,7 @@ pub fn driver_here() -> Option<String> {
 pub struct CudaStack {
     /// `cuDriverGetVersion` (13000 for 13.0), when a driver is there.
     pub driver_cuda: Option<i32>,
-    /// [`cuzk_cuda::kernels::describe`]: build, architectures and folder,
+    /// [`cuzk_gpu::kernels::describe`]: build, architectures and folder,
     /// or why there are none.
     pub kernels: String,
 }
@@ -44,8 +44,8 @@ pub struct CudaStack {
 /// This box's CUDA driver version and this binary's kernels.
 pub fn cuda_here() -> CudaStack {
     CudaStack {
-        driver_cuda: cuzk_cuda::driver_version().ok(),
-        kernels: cuzk_cuda::kernels::describe(),
+        driver_cuda: cuzk_gpu::driver_version().ok(),
+        kernels: cuzk_gpu::kernels::describe(),
     }
 }
 
@@ -84,7 +84,7 @@ pub fn report(
                     human(g.total_memory as u64),
                     g.multiprocessors
                 );
-                if let Some(Err(why)) = cuda.driver_cuda.map(|v| cuzk_cuda::supported(g, v)) {
+                if let Some(Err(why)) = cuda.driver_cuda.map(|v| cuzk_gpu::supported(g, v)) {
                     let _ = writeln!(o, "          NOT usable: {why}");
                 }
             }
@@ -202,7 +202,7 @@ mod tests {
         assert!(!r.contains("porep-8m"), "{r}");
 
         // A Turing card beside an H100, under a CUDA 13.0 driver.
-        let card = |ordinal, name: &str, cc| cuzk_cuda::DeviceInfo {
+        let card = |ordinal, name: &str, cc| cuzk_gpu::DeviceInfo {
             ordinal,
             name: name.into(),
             compute_capability: cc,

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cuzk_cuda::VramBudget;
 use cuzk_filecoin::ParamsDir;
+use cuzk_gpu::{BackendChoice, GpuConfig, GpuDevice, ResolveError, Resolved, VramBudget};
 use cuzk_pipeline::{Device, EngineConfig, Provers, Scheduler};
 use cuzk_sched::Engine;
 use tokio::signal::unix::{signal, SignalKind};
@@ -43,97 +43,72 @@ pub(crate) fn cpu_device() -> (Device, DeviceView) {
 /// module's version and the CUDA version it supports.
 fn driver_label() -> String {
     let module = crate::doctor::driver_here().unwrap_or_else(|| "unknown".into());
-    match cuzk_cuda::driver_version() {
+    match cuzk_gpu::driver_version() {
         Ok(v) => format!("{module} (CUDA {}.{})", v / 1000, v % 1000 / 10),
         Err(_) => module,
     }
 }
 
-/// The CUDA devices of `only` (every one when empty) as engine devices;
-/// empty when there is none.
-fn cuda_devices(
-    workers: usize,
-    budget: VramBudget,
-    only: &[u32],
-) -> Result<Vec<(Device, DeviceView)>, String> {
-    let infos = match cuzk_cuda::devices() {
-        Ok(v) => v,
-        Err(cuzk_cuda::Error::NoDevice(why)) if only.is_empty() => {
-            tracing::info!("no CUDA device: {why}");
-            return Ok(Vec::new());
-        }
-        Err(e) => return Err(e.to_string()),
+/// A GPU opened by `cuzk_gpu` as an engine device (its workers under a
+/// health guard) and the daemon's view of it.
+fn gpu_device(gpu: GpuDevice) -> (Device, DeviceView) {
+    let device = gpu.pipeline_device();
+    let health = crate::health::DeviceHealth::new(device.name.clone());
+    let device = crate::health::guard(device, &health);
+    let info = gpu.info();
+    let (major, minor) = info.compute_capability;
+    let view = DeviceView {
+        name: device.name.clone(),
+        gpu: Some(GpuView {
+            ordinal: info.ordinal as u32,
+            model: info.name.clone(),
+            vram_total: info.total_memory as u64,
+            // The device's workers share one slot of resident keys: kept
+            // here so that a key leaving HOT leaves the GPU too, and the
+            // status shows it.
+            keys: gpu.resident_keys(),
+        }),
+        admission: Arc::clone(&device.admission),
+        workers: device.workers(),
+        health: Some(health),
+        build: WorkerBuild {
+            backend: "cuda",
+            model: format!("{} (sm_{major}{minor})", info.name),
+            driver: driver_label(),
+            kernels: cuzk_gpu::kernels::describe(),
+        },
     };
-    let ordinals: Vec<u32> = infos.iter().map(|i| i.ordinal as u32).collect();
-    if let Some(missing) = only.iter().find(|o| !ordinals.contains(o)) {
-        return Err(format!(
-            "proving.gpus names GPU {missing}, but this box has GPUs {ordinals:?}"
-        ));
-    }
-    let mut out = Vec::new();
-    for info in infos
-        .into_iter()
-        .filter(|i| only.is_empty() || only.contains(&(i.ordinal as u32)))
-    {
-        let gpu = cuzk_cuda::Gpu::open_with(info.ordinal, budget).map_err(|e| e.to_string())?;
-        // The device's workers share one slot of resident keys: kept here so
-        // that a key leaving HOT leaves the GPU too, and the status shows it.
-        let (device, keys) = cuzk_gpu::admission::pipeline_device_with_keys(&gpu, workers, budget)
-            .map_err(|e| e.to_string())?;
-        let health = crate::health::DeviceHealth::new(device.name.clone());
-        let device = crate::health::guard(device, &health);
-        let (major, minor) = info.compute_capability;
-        let view = DeviceView {
-            name: device.name.clone(),
-            gpu: Some(GpuView {
-                ordinal: info.ordinal as u32,
-                model: info.name.clone(),
-                vram_total: info.total_memory as u64,
-                keys,
-            }),
-            admission: Arc::clone(&device.admission),
-            workers: device.workers(),
-            health: Some(health),
-            build: WorkerBuild {
-                backend: "cuda",
-                model: format!("{} (sm_{major}{minor})", info.name),
-                driver: driver_label(),
-                kernels: cuzk_cuda::kernels::describe(),
-            },
-        };
-        out.push((device, view));
-    }
-    Ok(out)
+    (device, view)
 }
 
 fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, DaemonError> {
-    let budget = VramBudget::parse(&p.vram_budget).map_err(|problem| {
-        DaemonError::Config(ConfigError::Invalid {
-            key: "proving.vram_budget",
-            problem: problem.to_string(),
-        })
-    })?;
-    cuzk_cuda::kernels::use_dir(
-        (!p.kernels_dir.is_empty()).then(|| std::path::PathBuf::from(&p.kernels_dir)),
-    );
-    let devices = match p.backend.as_str() {
-        "cpu" => vec![cpu_device()],
-        "cuda" => {
-            let gpus =
-                cuda_devices(p.gpu_workers, budget, &p.gpus).map_err(DaemonError::Backend)?;
-            if gpus.is_empty() {
-                return Err(DaemonError::Backend(
-                    "\"cuda\" was asked for, but this machine has no CUDA device".into(),
-                ));
-            }
-            gpus
-        }
-        _ if !p.gpus.is_empty() => {
-            cuda_devices(p.gpu_workers, budget, &p.gpus).map_err(DaemonError::Backend)?
-        }
-        _ => match cuda_devices(p.gpu_workers, budget, &[]) {
-            Ok(gpus) if !gpus.is_empty() => gpus,
-            Ok(_) => {
+    let invalid = |key: &'static str, problem: String| {
+        DaemonError::Config(ConfigError::Invalid { key, problem })
+    };
+    let budget = VramBudget::parse(&p.vram_budget)
+        .map_err(|problem| invalid("proving.vram_budget", problem.to_string()))?;
+    let choice: BackendChoice = p
+        .backend
+        .parse()
+        .map_err(|problem| invalid("proving.backend", problem))?;
+    if !p.kernels_dir.is_empty() {
+        cuzk_gpu::kernels::use_dir(Some(std::path::PathBuf::from(&p.kernels_dir)));
+    }
+    let config = GpuConfig::default()
+        .with_budget(budget)
+        .with_workers(p.gpu_workers);
+    let only: Vec<usize> = p.gpus.iter().map(|&g| g as usize).collect();
+    // GPUs named in the configuration are wanted even under `auto`.
+    let choice = match choice {
+        BackendChoice::Auto if !only.is_empty() => BackendChoice::Cuda,
+        c => c,
+    };
+    let resolved = cuzk_gpu::resolve(choice, (!only.is_empty()).then_some(&only[..]), &config);
+    let devices = match resolved {
+        Ok(Resolved::Cuda(gpus)) => gpus.into_iter().map(gpu_device).collect(),
+        Ok(Resolved::Cpu { why }) => {
+            if choice == BackendChoice::Auto {
+                tracing::info!("proving on the CPU: {why}");
                 let cards = crate::resources::nvidia_gpus_on_pci(Path::new(PCI_DEVICES));
                 if !cards.is_empty() {
                     return Err(DaemonError::Backend(format!(
@@ -143,15 +118,17 @@ fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, Daemon
                         cards.join(", ")
                     )));
                 }
-                vec![cpu_device()]
             }
-            Err(e) => {
-                return Err(DaemonError::Backend(format!(
-                    "a CUDA device is present but cannot be used: {e}; set \
-                     proving.backend = \"cpu\" (--backend cpu) to prove on the CPU"
-                )))
-            }
-        },
+            vec![cpu_device()]
+        }
+        Err(e @ ResolveError::Unusable { .. }) => {
+            return Err(DaemonError::Backend(format!(
+                "a CUDA device is present but cannot be used: {e}: {}; set \
+                 proving.backend = \"cpu\" (--backend cpu) to prove on the CPU",
+                std::error::Error::source(&e).map_or(String::new(), |s| s.to_string())
+            )))
+        }
+        Err(e) => return Err(DaemonError::Backend(e.to_string())),
     };
     for (d, v) in &devices {
         let b = &v.build;

@@ -185,8 +185,5 @@ fn missing() -> Option<String> {
     if std::env::var_os("CUZK_GPU_C1").is_none() {
         return Some("CUZK_GPU_C1 is not set (a C1 file and its key are needed)".into());
     }
-    match cuzk_cuda::devices() {
-        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
-        _ => None,
-    }
+    cuzk_cuda::no_device()
 }

@@ -231,33 +231,6 @@ fn try_fit<T>(keys: &mut Keys<T>, used: u64, need: u64, key: Option<KeyShape>, r
     }
 }
 
-/// A scheduler device on GPU `gpu`: `workers` CUDA workers sharing one arena
-/// (the device's, or `budget` carved from it) and its resident keys,
-/// admitted by [`VramAdmission`] over that arena. The same as
-/// [`GpuDevice::open`](crate::GpuDevice::open) with a default configuration
-/// of that budget and worker count.
-pub fn pipeline_device(
-    gpu: &cuzk_cuda::Gpu,
-    workers: usize,
-    budget: cuzk_cuda::VramBudget,
-) -> Result<cuzk_pipeline::Device, cuzk_cuda::Error> {
-    pipeline_device_with_keys(gpu, workers, budget).map(|(device, _)| device)
-}
-
-/// [`pipeline_device`], also returning the device's resident keys (to
-/// report them, or evict one by name).
-pub fn pipeline_device_with_keys(
-    gpu: &cuzk_cuda::Gpu,
-    workers: usize,
-    budget: cuzk_cuda::VramBudget,
-) -> Result<(cuzk_pipeline::Device, SrsSlot), cuzk_cuda::Error> {
-    let config = crate::GpuConfig::default()
-        .with_budget(budget)
-        .with_workers(workers);
-    let device = crate::GpuDevice::on(gpu, &config)?;
-    Ok((device.pipeline_device(), device.resident_keys()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,14 @@ mod worker;
 
 pub use backend::CudaBackend;
 pub use cuzk_arena::human;
-pub use cuzk_cuda::VramBudget;
+/// What a program needs of the CUDA bindings beside opening a device, so
+/// that it depends on this crate alone: the devices and driver this box
+/// has, whether a card is supported, where the kernels are read from, and
+/// the VRAM budget's syntax.
+pub use cuzk_cuda::{
+    devices, driver_version, kernels, supported, BudgetError, DeviceInfo, Error as CudaError,
+    VramBudget,
+};
 pub use device::{
     resolve, BackendChoice, GpuConfig, GpuDevice, ResolveError, Resolved, DEFAULT_GPU_WORKERS,
 };

@@ -518,15 +518,6 @@ fn main() -> std::process::ExitCode {
             deferred_abc_with_streamed_matrices_gives_the_cpu_proofs,
             every_small_card_layout_gives_the_cpu_proofs
         ],
-        missing().as_deref(),
+        cuzk_cuda::no_device().as_deref(),
     )
-}
-
-/// Why this suite cannot run here, or `None` where the driver reports a
-/// CUDA device, usable or not (an unusable one fails the tests).
-fn missing() -> Option<String> {
-    match cuzk_cuda::devices() {
-        Err(cuzk_cuda::Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
-        _ => None,
-    }
 }

@@ -25,7 +25,7 @@ pub(crate) struct BackendArgs {
     pub(crate) shifted_h: bool,
 }
 
-fn parse_budget(s: &str) -> Result<VramBudget, cuzk_cuda::BudgetError> {
+fn parse_budget(s: &str) -> Result<VramBudget, cuzk_gpu::BudgetError> {
     VramBudget::parse(s)
 }
 
@@ -80,13 +80,12 @@ pub(crate) fn select_engine_device(args: &BackendArgs, workers: usize) -> Result
 
 /// What the GPU side of this machine looks like, for `cuzk info`.
 pub(crate) fn gpu_status() -> String {
-    match cuzk_cuda::devices() {
+    match cuzk_gpu::devices() {
         Err(e) => e.to_string(),
         Ok(devs) => {
-            let kernels = if cuzk_cuda::kernels::available() {
-                format!("kernels built for {}", cuzk_cuda::kernels::archs())
-            } else {
-                "kernels not built: run `cargo xtask kernels`".to_string()
+            let kernels = match cuzk_gpu::kernels::load() {
+                Ok(k) => format!("kernels built for {}", k.archs()),
+                Err(e) => format!("kernels unusable: {e}"),
             };
             let names: Vec<String> = devs.iter().map(|d| d.to_string()).collect();
             format!("{}; {kernels}", names.join("; "))

@@ -19,7 +19,9 @@ use clap::{Parser, Subcommand};
     version,
     about = "Pipelined Groth16 prover for BLS12-381 (bellperson-compatible keys and proofs)",
     long_about = "cuzk proves Groth16 circuits over BLS12-381 with keys in bellperson's .params \
-                  format and 192-byte proofs. Logs go to stderr; set RUST_LOG=debug for more."
+                  format and 192-byte proofs. Logs go to stderr; set RUST_LOG=debug for more. \
+                  The CUDA kernels are read from beside the binary (<bin>/kernels, \
+                  <bin>/../lib/cuzk/kernels) unless CUZK_FATBIN_DIR names their folder."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -69,9 +71,17 @@ enum Command {
     Doctor(commands::doctor::DoctorArgs),
 }
 
+/// The environment variable naming the CUDA kernels' folder.
+const KERNELS_VARIABLE: &str = "CUZK_FATBIN_DIR";
+
 fn main() {
     // Curio's unit runs `cuzk --config FILE`: the daemon.
     let cli = Cli::parse_from(commands::config::curio_form(std::env::args_os()));
+    // Where the CUDA kernels are, when not beside the binary (`--help` says
+    // so); the daemon's proving.kernels_dir, when set, takes its place.
+    if let Some(dir) = std::env::var_os(KERNELS_VARIABLE).filter(|d| !d.is_empty()) {
+        cuzk_gpu::kernels::use_dir(Some(dir.into()));
+    }
     // The daemon sets up its own log (log.level, --log-level, JSON).
     if !matches!(cli.command, Command::Daemon(_)) {
         tracing_subscriber::fmt()

@@ -146,9 +146,12 @@ fn devices(o: &Options, p: &Point) -> Result<Vec<Device>> {
     };
     (0..o.devices as usize)
         .map(|d| {
-            let gpu = cuzk_cuda::Gpu::open(d).with_context(|| format!("opening GPU {d}"))?;
-            cuzk_gpu::admission::pipeline_device(&gpu, p.provers, budget)
-                .with_context(|| format!("CUDA workers on GPU {d} (VRAM budget {budget})"))
+            let config = cuzk_gpu::GpuConfig::default()
+                .with_budget(budget)
+                .with_workers(p.provers);
+            let gpu = cuzk_gpu::GpuDevice::open(d, &config)
+                .with_context(|| format!("opening GPU {d} (VRAM budget {budget})"))?;
+            Ok(gpu.pipeline_device())
         })
         .collect()
 }

@@ -72,6 +72,16 @@ pub fn driver_version() -> Result<i32> {
     ffi::driver_version().cuda("cuDriverGetVersion", || "the driver".into())
 }
 
+/// Why this machine has no CUDA device at all, in words ("no CUDA device
+/// (…)"), or `None` where the driver reports one, usable or not: what a GPU
+/// test suite says when it skips (an unusable device fails it instead).
+pub fn no_device() -> Option<String> {
+    match devices() {
+        Err(Error::NoDevice(why)) => Some(format!("no CUDA device ({why})")),
+        _ => None,
+    }
+}
+
 /// The CUDA devices of this machine. No driver, no device, or a driver that
 /// fails to initialize all give `Err(Error::NoDevice(why))`, never a panic.
 pub fn devices() -> Result<Vec<DeviceInfo>> {

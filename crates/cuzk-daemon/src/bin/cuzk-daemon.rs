@@ -5,7 +5,10 @@ use clap::Parser;
 #[derive(Parser)]
 #[command(
     name = "cuzk-daemon",
-    about = "Serve Curio's cuzk.v1.ProvingEngine over gRPC"
+    about = "Serve Curio's cuzk.v1.ProvingEngine over gRPC",
+    long_about = "Serve Curio's cuzk.v1.ProvingEngine over gRPC. Logs: RUST_LOG. The CUDA kernels are \
+                  read from beside the binary unless proving.kernels_dir or CUZK_FATBIN_DIR names \
+                  their folder."
 )]
 struct Cli {
     #[command(flatten)]
@@ -14,6 +17,11 @@ struct Cli {
 
 fn main() {
     let mut args = Cli::parse().args;
+    // Where the CUDA kernels are, when not beside the binary; the
+    // configuration's proving.kernels_dir, when set, takes its place.
+    if let Some(dir) = std::env::var_os("CUZK_FATBIN_DIR").filter(|d| !d.is_empty()) {
+        cuzk_gpu::kernels::use_dir(Some(dir.into()));
+    }
     // The library reads no environment: RUST_LOG is handed to it.
     args.rust_log = std::env::var("RUST_LOG").ok();
     let point_filecoin_at =

@@ -105,9 +105,9 @@ pub(crate) struct PorepC2Args {
 }
 
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
-    match cuzk_cuda::VramBudget::parse(s).map_err(|e| e.to_string())? {
-        cuzk_cuda::VramBudget::Bytes(n) => Ok(n),
-        cuzk_cuda::VramBudget::Auto => Err("expected a size like 64GiB".into()),
+    match cuzk_gpu::VramBudget::parse(s).map_err(|e| e.to_string())? {
+        cuzk_gpu::VramBudget::Bytes(n) => Ok(n),
+        cuzk_gpu::VramBudget::Auto => Err("expected a size like 64GiB".into()),
     }
 }
 
