@@ -211,7 +211,7 @@ fn oversized_is_resource_exhausted(
 }
 
 /// Runs the daemon until SIGTERM or SIGINT, then drains and returns.
-pub async fn serve(config: Config) -> Result<(), DaemonError> {
+pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
     // A file-size limit (RLIMIT_FSIZE) answers a write beyond it with
     // SIGXFSZ (25 on Linux), whose default kills: handled, the write fails
     // with EFBIG and the journal refuses that one job as on a full disk.
