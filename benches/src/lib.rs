@@ -81,10 +81,15 @@ pub fn median_time(repeats: usize, warm_up: bool, mut f: impl FnMut()) -> Durati
 /// One row of a benchmark report.
 #[derive(Debug, Clone)]
 pub struct Row {
+    /// What was measured (e.g. "msm g1").
     pub case: String,
+    /// log2 of the input size.
     pub size_log2: u32,
+    /// cuzk's median time, milliseconds.
     pub ours_ms: f64,
+    /// What it is compared with (e.g. "bellperson").
     pub baseline: String,
+    /// The baseline's median time, milliseconds.
     pub baseline_ms: f64,
 }
 

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// The crates whose API is recorded: every library under `crates/` that is
 /// meant for a registry (cuzk-testkit is `publish = false`).
-pub fn library_crates(root: &Path) -> Result<Vec<(String, PathBuf)>> {
+pub(crate) fn library_crates(root: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(root.join("crates")).context("reading crates/")? {
         let dir = entry?.path();
@@ -44,7 +44,7 @@ pub fn library_crates(root: &Path) -> Result<Vec<(String, PathBuf)>> {
 }
 
 /// The sorted API lines of the crate whose root module is `lib`.
-pub fn crate_api(lib: &Path) -> Result<Vec<String>> {
+pub(crate) fn crate_api(lib: &Path) -> Result<Vec<String>> {
     let mut lines = BTreeSet::new();
     let walker = Walker { lines: &mut lines };
     walker.file(lib, &lib.with_file_name(""), "crate", "")?;
@@ -53,7 +53,7 @@ pub fn crate_api(lib: &Path) -> Result<Vec<String>> {
 
 /// Counts of one crate's API lines.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Everything but fields and variants.
     pub items: usize,
     pub enums: usize,
@@ -62,7 +62,7 @@ pub struct Counts {
     pub non_exhaustive_structs: usize,
 }
 
-pub fn counts(lines: &[String]) -> Counts {
+pub(crate) fn counts(lines: &[String]) -> Counts {
     let mut c = Counts::default();
     for line in lines {
         let body = strip_attrs(line);
@@ -108,7 +108,7 @@ fn strip_attrs(line: &str) -> &str {
 }
 
 /// `cargo xtask api [--count [ROOT]]`.
-pub fn run(root: &Path, args: &[String]) -> Result<()> {
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         None => write(root),
         Some("--count") => {

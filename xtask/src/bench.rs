@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 
 /// Runs `cargo run --release -p cuzk-benches --bin sweep -- ARGS` from the
 /// workspace root.
-pub fn run(args: &[String]) -> Result<()> {
+pub(crate) fn run(args: &[String]) -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("xtask lives one level below the workspace root")?;

@@ -18,7 +18,7 @@ use std::process::Command;
 /// (benches/src/bin/), in the order run.sh runs them.
 const BENCH_BINS: &[&str] = &["ntt_bench", "msm_bench", "abc_bench", "copy_overlap"];
 
-pub fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
+pub(crate) fn build(root: &Path, opts: &crate::kernels::Options) -> Result<()> {
     // Build from a snapshot of kernels/, and point cuzk-cuda's build script at
     // that snapshot and its fatbin: edits to kernels/ during the (long) build
     // then cannot leave the bundle without kernels.

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
 
-pub fn run(root: &Path, demo_args: &[String]) -> Result<()> {
+pub(crate) fn run(root: &Path, demo_args: &[String]) -> Result<()> {
     match local_gpu_arch() {
         Some(arch) => {
             println!("GPU found ({arch}): building the kernels if needed");

@@ -36,7 +36,7 @@ const TASKS: [&str; 6] = [
     "synth-snap",
 ];
 
-pub fn run(root: &Path, args: &[String]) -> Result<()> {
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some(task) if TASKS.contains(&task) => {}
         Some(other) => bail!("unknown fixtures task `{other}` (expected one of {TASKS:?})"),

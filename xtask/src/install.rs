@@ -15,9 +15,9 @@ use std::process::Command;
 use crate::kernels::source_hash;
 
 /// Where the fatbins go under the prefix (the binary is in `bin/`).
-pub const KERNELS_UNDER_PREFIX: &str = "lib/cuzk/kernels";
+pub(crate) const KERNELS_UNDER_PREFIX: &str = "lib/cuzk/kernels";
 
-pub fn run(root: &Path, args: &[String]) -> Result<()> {
+pub(crate) fn run(root: &Path, args: &[String]) -> Result<()> {
     let mut prefix = PathBuf::from("/usr/local");
     let mut rest = Vec::new();
     let mut it = args.iter();

@@ -29,7 +29,7 @@ const PINNED_WHEELS: &[&str] = &[
 ];
 
 #[derive(Debug)]
-pub struct Options {
+pub(crate) struct Options {
     /// Architectures to build SASS for (`sm_XX`).
     pub archs: Vec<String>,
     /// Whether to add PTX for the lowest architecture (full builds only).
@@ -41,7 +41,7 @@ pub struct Options {
 }
 
 impl Options {
-    pub fn parse(args: &[String]) -> Result<Self> {
+    pub(crate) fn parse(args: &[String]) -> Result<Self> {
         let mut archs: Option<String> = std::env::var("CUZK_ARCHS").ok().filter(|s| !s.is_empty());
         let mut force = false;
         let mut exclude = Vec::new();
@@ -95,7 +95,7 @@ impl Options {
 }
 
 /// Builds every unit's fatbin into `target/kernels/`; returns that folder.
-pub fn build(root: &Path, opts: &Options) -> Result<PathBuf> {
+pub(crate) fn build(root: &Path, opts: &Options) -> Result<PathBuf> {
     build_from(
         &root.join("kernels"),
         &crate::target_dir(root).join("kernels"),
@@ -112,7 +112,7 @@ pub fn build(root: &Path, opts: &Options) -> Result<PathBuf> {
 /// architectures is left alone, or copied from `reuse` (another output folder,
 /// e.g. `target/kernels` for a bundle) when it is current there. Returns
 /// `out_dir`.
-pub fn build_from(
+pub(crate) fn build_from(
     kernels: &Path,
     out_dir: &Path,
     opts: &Options,

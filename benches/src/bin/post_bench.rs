@@ -37,7 +37,7 @@ struct Args {
     /// The registered PoSt proof, by its filecoin-proofs-api name.
     #[arg(long)]
     proof_type: String,
-    /// A directory of vanilla-<i>.bin (as `cuzk fixtures synth-post` writes them).
+    /// A directory of `vanilla-<i>.bin` (as `cuzk fixtures synth-post` writes them).
     #[arg(long)]
     vanilla: PathBuf,
     /// The challenge randomness, 64 hex digits.

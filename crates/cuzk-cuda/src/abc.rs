@@ -20,7 +20,9 @@ const SPMV: &str = "prover_spmv";
 /// A matrix's coefficient ids, 16 or 32 bits wide.
 #[derive(Clone, Copy, Debug)]
 pub enum HostIds<'a> {
+    /// 16-bit ids (at most 65,536 distinct coefficients).
     U16(&'a [u16]),
+    /// 32-bit ids.
     U32(&'a [u32]),
 }
 
@@ -37,8 +39,11 @@ impl HostIds<'_> {
 /// `ids` (one per term).
 #[derive(Clone, Copy, Debug)]
 pub struct HostMatrix<'a> {
+    /// Row `r`'s terms are `row_ptr[r]..row_ptr[r + 1]` of `cols` and `ids`.
     pub row_ptr: &'a [u32],
+    /// Each term's column: the witness variable it multiplies.
     pub cols: &'a [u32],
+    /// Each term's coefficient, as an index into the coefficient table.
     pub ids: HostIds<'a>,
 }
 

@@ -46,10 +46,18 @@ pub enum VramBudget {
 #[non_exhaustive]
 pub enum BudgetError {
     #[error("`{0}`: expected `auto` or a size like 16GiB")]
+    /// Neither `auto` nor a number with a unit.
     NotASize(String),
     #[error("`{input}`: unknown unit `{unit}` (use GiB, MiB, …)")]
-    UnknownUnit { input: String, unit: String },
+    /// A number with a unit other than B, K/KiB/KB, M, G or T (binary: KB is 1,024 bytes).
+    UnknownUnit {
+        /// The budget as written.
+        input: String,
+        /// The unit that was not recognised.
+        unit: String,
+    },
     #[error("`{0}`: a budget must be more than 0 bytes")]
+    /// A budget of zero bytes.
     Zero(String),
 }
 

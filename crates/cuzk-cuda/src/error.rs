@@ -24,6 +24,7 @@ pub enum Error {
         call: &'static str,
         /// What it was doing: the kernel and sizes, or the buffer sizes.
         what: String,
+        /// The driver's error.
         source: DriverError,
     },
     /// The device or its driver is too old for the kernels this build
@@ -41,6 +42,7 @@ pub enum Error {
     BadArguments {
         /// The kernel's name (e.g. `ntt_pass`).
         kernel: &'static str,
+        /// What was wrong with the arguments.
         message: String,
     },
 }
@@ -73,21 +75,29 @@ pub enum KernelsProblem {
     /// The folder has fatbins, but not this unit's.
     #[error("kernels/{unit} is not built ({} is missing): run {}", path.display(), crate::kernels::REBUILD)]
     Missing {
+        /// The unit's path under `kernels/`.
         unit: &'static str,
+        /// The fatbin file that is missing.
         path: std::path::PathBuf,
     },
     /// The fatbin was built from other sources, or is not the one its stamp
     /// describes.
     #[error("kernels/{unit}: {} {why}: run {}", path.display(), crate::kernels::REBUILD)]
     Stale {
+        /// The unit's path under `kernels/`.
         unit: &'static str,
+        /// The fatbin file.
         path: std::path::PathBuf,
+        /// What differs (the stamp's source hash or the file's own hash).
         why: String,
     },
     #[error("reading {}", path.display())]
+    /// A fatbin or its stamp could not be read.
     Read {
+        /// The file.
         path: std::path::PathBuf,
         #[source]
+        /// The I/O error.
         source: std::io::Error,
     },
     /// A kernel's Rust declaration (`src/decl.rs`) disagrees with the

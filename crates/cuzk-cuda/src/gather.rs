@@ -39,6 +39,7 @@ impl BitmapGather {
             + 4 * crate::arena::ALIGN
     }
 
+    /// Allocates the buffers for bitmaps of up to `max_len` bits on `stream`'s device.
     pub fn new(stream: &Stream, max_len: usize) -> Result<Self> {
         let words = max_len.div_ceil(64).max(1);
         Ok(BitmapGather {

@@ -55,7 +55,9 @@ include!(concat!(env!("OUT_DIR"), "/units.rs"));
 pub struct Fatbin {
     /// The unit's path under `kernels/` (`"msm/g1.cu"`).
     pub unit: &'static str,
+    /// Which manifest lists it.
     pub set: UnitSet,
+    /// The fatbin's bytes, as the driver loads them.
     pub bytes: Vec<u8>,
 }
 

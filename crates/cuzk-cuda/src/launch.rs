@@ -270,7 +270,7 @@ macro_rules! declare_kernels {
         declare_kernels!(@items
             [$($consts)*
                 #[allow(dead_code)]
-                pub type $alias $(<$($g),+>)? = declare_kernels!(@tuple $params);
+                pub(crate) type $alias $(<$($g),+>)? = declare_kernels!(@tuple $params);
                 $(
                     $(#[$km])*
                     #[allow(non_upper_case_globals, dead_code)]

@@ -153,6 +153,7 @@ pub enum NttKind {
 }
 
 impl NttKind {
+    /// Every kind, in declaration order.
     pub const ALL: [NttKind; 4] = [
         NttKind::Forward,
         NttKind::Inverse,

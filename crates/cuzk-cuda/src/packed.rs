@@ -203,7 +203,9 @@ pub fn pack_into(values: &[FrLimbs], out: &mut [u64]) -> Option<PackedLayout> {
 /// for tests).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Packed {
+    /// Where each value's bits are in `words`.
     pub layout: PackedLayout,
+    /// The packed bits, 64 per word.
     pub words: Vec<u64>,
 }
 

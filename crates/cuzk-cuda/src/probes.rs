@@ -51,6 +51,7 @@ pub const DFMA_PER_STEP: u64 = 128;
 /// A field whose Montgomery product rate can be probed: its probe kernel
 /// for each [`ProbeProduct`], in the order of its variants.
 pub trait ProbeField: cuzk_field::limbs::DeviceRepr {
+    /// One probe kernel per [`ProbeProduct`] variant, in declaration order.
     const PROBE_KERNELS: [Kernel<Probe<Self>>; 10];
 }
 impl ProbeField for FrLimbs {

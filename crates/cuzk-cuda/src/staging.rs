@@ -29,7 +29,9 @@ pub struct Staging {
 /// anything that holds them back on the device).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StagingTimes {
+    /// Host time spent copying into the pinned buffers.
     pub fill: Duration,
+    /// Host time spent waiting for a pinned buffer's previous copy to finish.
     pub wait: Duration,
 }
 

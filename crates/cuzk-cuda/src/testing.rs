@@ -29,16 +29,23 @@ const THREADS: u32 = 64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum FieldOp {
+    /// `a + b`.
     Add = 0,
+    /// `a - b`.
     Sub = 1,
+    /// `a * b` (Montgomery).
     Mul = 2,
+    /// `a * a`.
     Sqr = 3,
+    /// `-a`.
     Neg = 4,
+    /// `a + a`.
     Dbl = 5,
     /// Canonical limbs → Montgomery form.
     ToMont = 6,
     /// Montgomery form → canonical limbs.
     FromMont = 7,
+    /// `a^-1` (0 for 0).
     Inv = 8,
     /// One if a == b, else zero.
     Eq = 9,
@@ -58,6 +65,7 @@ pub enum FieldOp {
 }
 
 impl FieldOp {
+    /// Every operation, in declaration order.
     pub const ALL: [FieldOp; 15] = [
         FieldOp::Add,
         FieldOp::Sub,
@@ -103,6 +111,7 @@ pub enum CurveOp {
 }
 
 impl CurveOp {
+    /// Every operation, in declaration order.
     pub const ALL: [CurveOp; 9] = [
         CurveOp::AddAffine,
         CurveOp::Add,
@@ -118,6 +127,7 @@ impl CurveOp {
 
 /// A field type with a test kernel.
 pub trait TestField: DeviceRepr + Default {
+    /// The elementwise test kernel for this field.
     const KERNEL: Kernel<TestFieldOp<Self>>;
 }
 impl TestField for FrLimbs {
@@ -132,7 +142,9 @@ impl TestField for Fq2Limbs {
 
 /// An affine point type with a test kernel; `Base` is its coordinate field.
 pub trait TestCurve: DeviceRepr + Default {
+    /// The field of its coordinates.
     type Base: DeviceRepr + Default;
+    /// The elementwise test kernel for this curve.
     const KERNEL: Kernel<TestCurveOp<Self, Self::Base>>;
 }
 impl TestCurve for G1AffineLimbs {

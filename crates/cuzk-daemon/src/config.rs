@@ -16,13 +16,21 @@ pub const EXAMPLE: &str = include_str!("../cuzk.example.toml");
 #[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    /// `[listen]`: where the gRPC service and the status server listen.
     pub listen: ListenConfig,
+    /// `[proving]`: the backend, the devices and the engine's workers and memory.
     pub proving: ProvingConfig,
+    /// `[limits]`: how much work and memory the daemon accepts at once.
     pub limits: LimitsConfig,
+    /// `[srs]`: the proving keys' host budget, tiers and preloads.
     pub srs: SrsConfig,
+    /// `[retention]`: how long finished jobs' results are kept.
     pub retention: RetentionConfig,
+    /// `[state]`: the journal's folder and its files' permissions.
     pub state: StateConfig,
+    /// `[shutdown]`: the grace given to running jobs on SIGTERM.
     pub shutdown: ShutdownConfig,
+    /// `[log]`: the log filter and format.
     pub log: LogConfig,
 }
 
@@ -49,11 +57,16 @@ impl Default for LogConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ListenConfig {
+    /// gRPC addresses: `unix:PATH` or `HOST:PORT`.
     pub addresses: Vec<String>,
+    /// The unix socket's permissions, octal (e.g. "0660").
     pub socket_mode: String,
+    /// The unix socket's group ("" keeps the daemon's own).
     pub socket_group: String,
+    /// The HTTP address of GET /metrics and GET /status ("" turns it off).
     pub status_address: String,
     #[serde(deserialize_with = "size::de")]
+    /// Largest gRPC message accepted or sent, bytes.
     pub max_message_bytes: u64,
 }
 
@@ -61,20 +74,33 @@ pub struct ListenConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProvingConfig {
+    /// The Filecoin parameter cache ("": `FIL_PROOFS_PARAMETER_CACHE`, else /var/tmp/filecoin-proof-parameters).
     pub params_dir: String,
+    /// "auto", "cuda" or "cpu".
     pub backend: String,
+    /// The CUDA kernels' folder ("": found beside the executable, then the build's).
     pub kernels_dir: String,
+    /// "auto", "precompiled" or "full": how jobs synthesize their circuits.
     pub synthesis: String,
+    /// Each GPU arena's device memory: "auto" or a size.
     pub vram_budget: String,
+    /// The CUDA devices to prove on, by ordinal (empty: every one).
     pub gpus: Vec<u32>,
+    /// Partitions synthesized at once (0: chosen for the box).
     pub synthesis_workers: usize,
+    /// Prover workers per GPU.
     pub gpu_workers: usize,
+    /// Partitions admitted into the engine at once (0: chosen for the box).
     pub partitions_in_flight: usize,
     #[serde(deserialize_with = "size::de")]
+    /// Host memory shared by the partitions in flight and the HOT keys, bytes (0: 3/4 of the memory).
     pub engine_memory_budget: u64,
     #[serde(deserialize_with = "size::de")]
+    /// Bytes of the engine's budget only `reserve_class` and more urgent partitions may use.
     pub critical_reserve: u64,
+    /// The least urgent class that may use `critical_reserve` ("critical" or "high").
     pub reserve_class: String,
+    /// NORMAL and LOW jobs handed to the engine at once.
     pub bulk_jobs_in_engine: usize,
 }
 
@@ -82,15 +108,22 @@ pub struct ProvingConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
+    /// Jobs accepted and not finished; beyond it submissions are refused.
     pub max_queued_jobs: usize,
     #[serde(deserialize_with = "size::de")]
+    /// Vanilla-proof bytes held for those jobs; beyond it submissions are refused.
     pub max_queued_bytes: u64,
+    /// Jobs beyond `max_queued_jobs` that only HIGH and CRITICAL jobs may take.
     pub urgent_reserved_jobs: usize,
     #[serde(deserialize_with = "size::de")]
+    /// Bytes beyond `max_queued_bytes` that only HIGH and CRITICAL jobs may take.
     pub urgent_reserved_bytes: u64,
     #[serde(deserialize_with = "size::de")]
+    /// Memory for requests being checked, bytes (0: 1/8 of the memory, at least 8 GiB).
     pub request_memory: u64,
+    /// Client connections served at once.
     pub max_connections: usize,
+    /// Calls in progress on one connection.
     pub max_streams_per_connection: usize,
 }
 
@@ -99,9 +132,13 @@ pub struct LimitsConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct SrsConfig {
     #[serde(deserialize_with = "size::de")]
+    /// Host memory HOT keys may hold, bytes (0: 1/2 of the memory).
     pub host_budget: u64,
+    /// Seconds a HOT key stays unused before it goes WARM.
     pub idle_secs: u64,
+    /// Seconds a WARM key stays unused before it goes COLD.
     pub warm_secs: u64,
+    /// Circuit ids made HOT at start.
     pub preload: Vec<String>,
 }
 
@@ -109,7 +146,9 @@ pub struct SrsConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetentionConfig {
+    /// Finished jobs kept for AwaitProof.
     pub max_results: usize,
+    /// Seconds a result stays after its first delivery.
     pub delivered_secs: u64,
 }
 
@@ -117,8 +156,11 @@ pub struct RetentionConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateConfig {
+    /// The journal's folder.
     pub dir: PathBuf,
+    /// Mode of the journal's files, octal (e.g. "0600").
     pub file_mode: String,
+    /// Group of the journal's files ("" keeps the daemon's own).
     pub group: String,
 }
 
@@ -126,6 +168,7 @@ pub struct StateConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ShutdownConfig {
+    /// Seconds running jobs get to finish after SIGTERM or SIGINT.
     pub grace_secs: u64,
 }
 

@@ -59,11 +59,15 @@ pub struct Settings {
     /// Room beyond both limits that only HIGH and CRITICAL jobs (PoSt) may
     /// take: a queue full of PoRep still takes a WindowPoSt.
     pub urgent_reserved_jobs: usize,
+    /// Bytes beyond `max_queued_bytes` that only HIGH and CRITICAL jobs may take.
     pub urgent_reserved_bytes: u64,
     /// The memory budget of requests being checked ([`checking_cost`]).
     pub request_memory: u64,
+    /// NORMAL and LOW jobs in the engine at once; the rest wait in the table.
     pub bulk_jobs_in_engine: usize,
+    /// Finished jobs kept for AwaitProof.
     pub max_results: usize,
+    /// How long a result stays after its first delivery.
     pub delivered_retention: Duration,
 }
 
@@ -102,8 +106,11 @@ pub struct WorkerBuild {
 /// What a GPU device reports.
 #[derive(Debug, Clone)]
 pub struct GpuView {
+    /// The CUDA ordinal.
     pub ordinal: u32,
+    /// The model the driver reports.
     pub model: String,
+    /// Device memory, bytes.
     pub vram_total: u64,
     /// The keys resident in its VRAM, shared by its workers (a CPU device
     /// has no `GpuView`, hence no slot: it proves from the host key).
@@ -382,10 +389,15 @@ fn is_urgent(priority: Priority) -> bool {
 /// Counters for the metrics; the per-kind ones indexed as [`KINDS`].
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// Jobs accepted, per kind.
     pub accepted: [AtomicU64; 4],
+    /// Jobs that ended with a proof, per kind.
     pub completed: [AtomicU64; 4],
+    /// Jobs that ended with an error, per kind.
     pub failed: [AtomicU64; 4],
+    /// Jobs cancelled, per kind.
     pub cancelled: [AtomicU64; 4],
+    /// Finished results dropped by retention before they were delivered.
     pub results_dropped: AtomicU64,
     /// Jobs whose thread panicked (each failed with the panic's message).
     pub job_panics: AtomicU64,
@@ -413,11 +425,15 @@ pub const LATENCY_BUCKETS: [f64; 14] = [
 /// Counts of the table, for the status and metrics (per kind, as [`KINDS`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TableCounts {
+    /// Jobs waiting, per kind.
     pub queued: [u32; 4],
     /// Of the queued: restored from the journal and being checked again.
     pub recovering: u32,
+    /// Jobs in the engine, per kind.
     pub running: [u32; 4],
+    /// Finished jobs kept for delivery.
     pub finished: u32,
+    /// Vanilla-proof bytes of the jobs not finished.
     pub unfinished_bytes: u64,
 }
 

@@ -42,10 +42,15 @@ impl BoxFacts {
 /// The settings chosen for a box.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Chosen {
+    /// Host memory of partitions and HOT keys, bytes.
     pub engine_memory_budget: u64,
+    /// Of it, what HOT keys may hold, bytes.
     pub host_budget: u64,
+    /// Partitions admitted into the engine at once.
     pub partitions_in_flight: usize,
+    /// Partitions synthesized at once.
     pub synthesis_workers: usize,
+    /// Memory for requests being checked, bytes.
     pub request_memory: u64,
 }
 
@@ -73,13 +78,18 @@ pub fn choose(b: BoxFacts) -> Chosen {
 /// files' sizes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Known {
+    /// The 32 GiB PoRep (10 partitions).
     Porep32G,
+    /// One 32 GiB WindowPoSt partition.
     WindowPost32G,
+    /// The 32 GiB WinningPoSt.
     WinningPost32G,
+    /// The 32 GiB SnapDeals update (16 partitions).
     Snap32G,
 }
 
 impl Known {
+    /// Every circuit, in declaration order.
     pub const ALL: [Known; 4] = [
         Known::Porep32G,
         Known::WindowPost32G,

@@ -14,26 +14,45 @@ pub enum ConfigError {
     /// The file could not be read.
     #[error("reading the configuration {}: {source}", path.display())]
     Read {
+        /// The configuration file.
         path: PathBuf,
         #[source]
+        /// The I/O error.
         source: std::io::Error,
     },
     /// The file is not the TOML the daemon expects (unknown key, wrong type).
     #[error("configuration {}: {source}", path.display())]
     Parse {
+        /// The configuration file.
         path: PathBuf,
         #[source]
+        /// The TOML error (it names the line and the key).
         source: toml::de::Error,
     },
     /// Curio's cuzk configuration with a value that cannot be mapped.
     #[error("configuration {} (Curio's cuzk format): {problem}", path.display())]
-    Curio { path: PathBuf, problem: String },
+    Curio {
+        /// The configuration file.
+        path: PathBuf,
+        /// The key and why its value cannot be mapped.
+        problem: String,
+    },
     /// A value is out of range.
     #[error("configuration key {key}: {problem}")]
-    Invalid { key: &'static str, problem: String },
+    Invalid {
+        /// The key, with its table (e.g. "proving.backend").
+        key: &'static str,
+        /// What is wrong with the value.
+        problem: String,
+    },
     /// A listen address that is neither `unix:PATH` nor `HOST:PORT`.
     #[error("listen address {address:?}: {problem}")]
-    Address { address: String, problem: String },
+    Address {
+        /// The address as written.
+        address: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 /// The journal of accepted jobs could not be read or written.
@@ -43,9 +62,12 @@ pub enum JournalError {
     /// A file operation failed.
     #[error("journal: {context} {}: {source}", path.display())]
     Io {
+        /// What was being done with the file.
         context: &'static str,
+        /// The file.
         path: PathBuf,
         #[source]
+        /// The I/O error.
         source: std::io::Error,
     },
     /// A record could not be encoded.
@@ -59,43 +81,67 @@ pub enum JournalError {
 pub enum SrsError {
     /// A circuit id this daemon does not know.
     #[error("unknown circuit id {id:?}: this daemon serves {known}")]
-    UnknownCircuit { id: String, known: String },
+    UnknownCircuit {
+        /// The id asked for.
+        id: String,
+        /// The ids this daemon serves, listed.
+        known: String,
+    },
     /// The key files are absent or broken.
     #[error("{circuit_id}: {source}")]
     Key {
+        /// The key's circuit id.
         circuit_id: String,
         #[source]
+        /// Why the key could not be read.
         source: Box<cuzk_filecoin::Error>,
     },
     /// The key is larger than what keys may hold of the host.
     #[error("{circuit_id}: the key needs {needed} bytes of host memory but keys may hold at most {budget} bytes (srs.host_budget, and proving.engine_memory_budget less proving.critical_reserve)")]
     TooLarge {
+        /// The key's circuit id.
         circuit_id: String,
+        /// Host bytes the parsed key needs.
         needed: u64,
+        /// Host bytes keys may hold.
         budget: u64,
     },
     /// The key, HOT, and one partition of its circuit do not fit the host
     /// budget together: a job of it could never be admitted.
     #[error("{circuit_id}: a job needs the key's {key_bytes} bytes ({}, HOT keys are lent out of the engine's host budget) plus one partition's {partition_bytes} bytes ({} = witness {witness} + working set {working_set}) = {} bytes ({}) of host memory at once, but {class} partitions may use {budget} bytes ({}) of it (proving.engine_memory_budget, less proving.critical_reserve below its class): it could never be admitted; raise proving.engine_memory_budget by at least {} bytes", human(*.key_bytes), human(*.partition_bytes), *.key_bytes + *.partition_bytes, human(*.key_bytes + *.partition_bytes), human(*.budget), (*.key_bytes + *.partition_bytes).saturating_sub(*.budget))]
     NeverFits {
+        /// The key's circuit id.
         circuit_id: String,
+        /// Host bytes of the parsed key.
         key_bytes: u64,
+        /// Host bytes of one partition (`witness` + `working_set`).
         partition_bytes: u64,
+        /// Of the partition: its witness.
         witness: u64,
+        /// Of the partition: the prover's working set.
         working_set: u64,
+        /// Host bytes the job's class may use.
         budget: u64,
+        /// The job's class ("normal", "critical", ...).
         class: &'static str,
     },
     /// Its loader thread failed while this job waited for it.
     #[error("the key could not be loaded: {source}")]
     LoadFailed {
+        /// The key's circuit id.
         circuit_id: String,
         #[source]
+        /// Why the load failed (shared by every job that waited for it).
         source: std::sync::Arc<SrsError>,
     },
     /// Jobs are proving with it.
     #[error("{circuit_id} is in use by {refs} running job(s) and cannot be evicted now")]
-    InUse { circuit_id: String, refs: u32 },
+    InUse {
+        /// The key's circuit id.
+        circuit_id: String,
+        /// Jobs proving with it.
+        refs: u32,
+    },
 }
 
 /// Why the daemon could not start or stopped with an error.
@@ -117,8 +163,10 @@ pub enum DaemonError {
     /// A listener could not be bound.
     #[error("listening on {address}: {source}")]
     Bind {
+        /// The address.
         address: String,
         #[source]
+        /// The I/O error.
         source: std::io::Error,
     },
     /// The async runtime could not start.
@@ -127,8 +175,10 @@ pub enum DaemonError {
     /// The gRPC server failed.
     #[error("gRPC server on {address}: {source}")]
     Serve {
+        /// The address.
         address: String,
         #[source]
+        /// The transport's error.
         source: tonic::transport::Error,
     },
 }

@@ -151,12 +151,10 @@ mod tests {
             Device::per_worker("cuda-0", vec![faulty as Arc<dyn Backend>]),
             &health,
         );
-        let engine = cuzk_sched::Engine::start(EngineConfig {
-            devices: vec![device],
-            memory_budget: 1 << 30,
-            ..EngineConfig::default()
-        })
-        .unwrap();
+        let mut config = EngineConfig::default();
+        config.devices = vec![device];
+        config.memory_budget = 1 << 30;
+        let engine = cuzk_sched::Engine::start(config).unwrap();
 
         let first = engine
             .submit(demo_job(10, demo_source(10, 100, 3), 1))

@@ -35,13 +35,16 @@ use crate::error::JournalError;
 /// A job's accepted record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Accepted {
+    /// The daemon's job id.
     pub job_id: String,
+    /// The client's request id.
     pub request_id: String,
     /// SHA-256 of the request's content (hex): the same request id with other
     /// content is another request.
     pub digest: String,
     /// The wire values of `ProofKind` and `Priority`.
     pub proof_kind: i32,
+    /// The wire value of `Priority`.
     pub priority: i32,
     /// Milliseconds since the Unix epoch.
     pub accepted_unix_ms: u64,
@@ -54,11 +57,17 @@ pub struct Finished {
     pub status: i32,
     /// The proof bytes, hex.
     pub proof_hex: String,
+    /// Why it failed or was cancelled ("" for a proof).
     pub error_message: String,
+    /// Time in the queue, ms.
     pub queue_wait_ms: u64,
+    /// Time loading the key, ms.
     pub srs_load_ms: u64,
+    /// Time synthesizing, ms.
     pub synthesis_ms: u64,
+    /// Time proving, ms.
     pub gpu_compute_ms: u64,
+    /// Time from acceptance to the result, ms.
     pub total_ms: u64,
     /// The device that proved it ("" if none).
     pub device: String,
@@ -87,20 +96,27 @@ pub enum Replayed {
     /// Accepted and not finished: to be proved (again); the request as it
     /// came over the wire.
     Unfinished {
+        /// Its accepted record.
         accepted: Accepted,
+        /// The request's bytes.
         request: Vec<u8>,
     },
     /// Finished and not delivered.
     Undelivered {
+        /// Its accepted record.
         accepted: Accepted,
+        /// Its result.
         result: Finished,
     },
     /// A request file whose `accepted` record was lost (a damaged journal):
     /// the daemon rebuilds the record from the request. `accepted_unix_ms` is
     /// the file's modification time.
     Recovered {
+        /// The job id the request file is named by.
         job_id: String,
+        /// The request's bytes.
         request: Vec<u8>,
+        /// The request file's modification time, ms since the Unix epoch.
         accepted_unix_ms: u64,
     },
 }
@@ -109,7 +125,9 @@ pub enum Replayed {
 /// (each already logged).
 #[derive(Debug, Default)]
 pub struct Replay {
+    /// The jobs, in acceptance order.
     pub jobs: Vec<Replayed>,
+    /// What was damaged and dropped, one line each.
     pub damage: Vec<String>,
 }
 

@@ -38,9 +38,11 @@ pub const MAX_PARTITIONS_PER_DEADLINE: u32 = 3000;
 /// A checked request of any kind.
 #[derive(Debug)]
 pub enum Request {
+    /// A PoRep C2.
     Porep(PorepRequest),
     /// WinningPoSt or one WindowPoSt partition.
     Post(PostRequest),
+    /// A SnapDeals update.
     Update(UpdateRequest),
 }
 

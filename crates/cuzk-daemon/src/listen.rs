@@ -98,6 +98,7 @@ pub fn bind_unix(
 
 /// Something connections are accepted from (a unix or TCP listener).
 pub trait Accept: Send + 'static {
+    /// A connection.
     type Io: Send + 'static;
     /// The next connection.
     fn accept(&self) -> impl std::future::Future<Output = std::io::Result<Self::Io>> + Send;

@@ -11,8 +11,11 @@ use crate::proto::SubmitProofRequest;
 /// A checked PoRep request: its C1, the sector it is for, and the proof type.
 #[derive(Debug)]
 pub struct PorepRequest {
+    /// The C1 output.
     pub c1: C1Input,
+    /// The sector (miner and number) it is for.
     pub identity: SectorIdentity,
+    /// The proof type, from the request's registered proof.
     pub proof_type: ProofType,
 }
 

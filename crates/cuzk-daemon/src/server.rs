@@ -188,7 +188,7 @@ fn oversized_is_resource_exhausted(
 }
 
 /// Runs the daemon until SIGTERM or SIGINT, then drains and returns.
-pub async fn serve(config: Config) -> Result<(), DaemonError> {
+pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
     // A file-size limit (RLIMIT_FSIZE) answers a write beyond it with
     // SIGXFSZ (25 on Linux), whose default kills: handled, the write fails
     // with EFBIG and the journal refuses that one job as on a full disk.
@@ -209,21 +209,20 @@ pub async fn serve(config: Config) -> Result<(), DaemonError> {
         "this box"
     );
     let auto = |set: usize, default: usize| if set == 0 { default } else { set };
-    let mut engine_config = EngineConfig {
-        synthesis_workers: auto(config.proving.synthesis_workers, chosen.synthesis_workers),
-        devices: devices.iter().map(|(d, _)| d.clone()).collect(),
-        // Chosen, it leaves one partition proving beside the synthesis workers.
-        max_in_flight: auto(
-            config.proving.partitions_in_flight,
-            chosen
-                .partitions_in_flight
-                .max(auto(config.proving.synthesis_workers, chosen.synthesis_workers) + 1),
-        ),
-        critical_reserve: config.proving.critical_reserve,
-        reserve_class: config.reserve_class()?,
-        verify: true,
-        ..EngineConfig::default()
-    };
+    let mut engine_config = EngineConfig::default();
+    engine_config.synthesis_workers =
+        auto(config.proving.synthesis_workers, chosen.synthesis_workers);
+    engine_config.devices = devices.iter().map(|(d, _)| d.clone()).collect();
+    // Chosen, it leaves one partition proving beside the synthesis workers.
+    engine_config.max_in_flight = auto(
+        config.proving.partitions_in_flight,
+        chosen
+            .partitions_in_flight
+            .max(auto(config.proving.synthesis_workers, chosen.synthesis_workers) + 1),
+    );
+    engine_config.critical_reserve = config.proving.critical_reserve;
+    engine_config.reserve_class = config.reserve_class()?;
+    engine_config.verify = true;
     // Keys and partitions share one host budget (3/4 of RAM by default): each
     // HOT key's bytes are lent out of the engine's budget while it is HOT, so
     // partitions get exactly what the keys do not hold right now (a 44 GiB

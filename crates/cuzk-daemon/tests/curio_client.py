@@ -35,8 +35,8 @@ OPTIONS = [
     ("grpc.default_authority", "localhost"),
 ]
 # No single call of these scenarios may take longer: a 2 KiB CPU proof is
-# ~10-20 s on an idle 2-core machine, and the last of 12 queued ones waits
-# for the other 11 (minutes when the machine is shared).
+# ~10-30 s on a 2-core machine, and the last of 5 queued ones waits for the
+# other 4 (minutes when the machine is shared).
 DEADLINE = 3000
 # RegisteredSealProof StackedDrg2KiBV1_1.
 PROOF_2KIB = 5
@@ -138,16 +138,12 @@ def code_of(call):
 
 
 def cmd_load(a, sectors):
-    """8 clients, 11 NORMAL proofs then one CRITICAL; one more beyond the queue."""
+    """4 clients, one NORMAL proof each, then one CRITICAL; one more beyond the queue."""
     s = stub(a.address)
     before = scrape(a.status_address)
-    normal = []
-    for i in range(11):
-        sec = sectors[i % len(sectors)]
-        rid = (f"porep-{sec['miner']}-{sec['sector']}" if i < len(sectors)
-               else f"ps-porep-{sec['miner']}-{sec['sector']}-{i}")
-        normal.append((rid, sec))
-    clients = [normal[i::7] for i in range(7)]
+    # One NORMAL job per sector: with one bulk job in the engine, the first
+    # runs and three wait, enough to see the CRITICAL one overtake them.
+    clients = [[(f"porep-{sec['miner']}-{sec['sector']}", sec)] for sec in sectors]
     done = []  # (time, request id, result)
     lock = threading.Lock()
 
@@ -161,9 +157,9 @@ def cmd_load(a, sectors):
     threads = [threading.Thread(target=client, args=(j,)) for j in clients]
     for t in threads:
         t.start()
-    # The CRITICAL job goes last, once the first seven are accepted.
-    wait_until(lambda: (lambda st: st["pending"] + st["in_progress"] + st["completed"] >= 7)(status(s)),
-               "7 accepted jobs")
+    # The CRITICAL job goes last, once the NORMAL ones are accepted.
+    wait_until(lambda: (lambda st: st["pending"] + st["in_progress"] + st["completed"] >= len(clients))(status(s)),
+               f"{len(clients)} accepted jobs")
     with lock:
         normal_done_at_critical = len(done)
     crit_sector = sectors[0]
@@ -180,13 +176,14 @@ def cmd_load(a, sectors):
     ct = threading.Thread(target=critical)
     ct.start()
     # Fill the queue to its limit, then one more must be refused at once.
-    wait_until(lambda: (lambda st: st["pending"] + st["in_progress"] >= 8)(status(s)), "critical accepted")
+    wait_until(lambda: (lambda st: st["pending"] + st["in_progress"] + st["completed"] >= len(clients) + 1)(status(s)),
+               "critical accepted")
     # LOW jobs until the queue is full (they wait behind every NORMAL one
     # and are cancelled below): the next submission is refused at once.
     extra = []
     sec = sectors[1]
     exhausted, exhausted_s = ("OK", ""), None
-    for n in range(13):
+    for n in range(len(clients) + 2):
         req = porep_request(sec, f"ps-porep-{sec['miner']}-{sec['sector']}-fill{n}", "LOW")
         t0 = time.monotonic()
         try:

@@ -90,6 +90,7 @@ pub struct FetchOptions {
     /// The wait before the first retry; doubled after each failure in a row,
     /// at most [`FetchOptions::max_backoff`].
     pub backoff: Duration,
+    /// The longest wait between two retries.
     pub max_backoff: Duration,
     /// A connection or a read that waits longer than this fails (and is
     /// retried).
@@ -130,22 +131,32 @@ pub enum Progress<'a> {
     /// Hashing bytes already on disk: a complete file, or a partial one
     /// about to be resumed (`bytes` long).
     Hashing {
+        /// The file's manifest entry.
         entry: &'a ManifestEntry,
+        /// Bytes already on disk, being hashed.
         bytes: u64,
     },
     /// `done` bytes of the file are on disk, of `total` when the server said.
     Bytes {
+        /// The file's manifest entry.
         entry: &'a ManifestEntry,
+        /// Bytes on disk so far.
         done: u64,
+        /// The file's length, when the server said.
         total: Option<u64>,
     },
     /// An attempt failed; the next, retry number `attempt`, asks for the
     /// bytes from `from` on after `wait`.
     Retry {
+        /// The file's manifest entry.
         entry: &'a ManifestEntry,
+        /// Failed attempts in a row so far.
         attempt: u32,
+        /// The byte the next attempt resumes from.
         from: u64,
+        /// How long it waits first.
         wait: Duration,
+        /// Why the last attempt failed.
         error: String,
     },
 }
@@ -155,9 +166,13 @@ pub enum Progress<'a> {
 #[non_exhaustive]
 pub enum FetchError {
     #[error("downloading {name} from {url}: {message}")]
+    /// The server's answer cannot be used, and retrying would not change it.
     Http {
+        /// The file's name.
         name: String,
+        /// The address it was fetched from.
         url: String,
+        /// What went wrong.
         message: String,
     },
     #[error(
@@ -165,12 +180,19 @@ pub enum FetchError {
          progress, {bytes} bytes in (a next run resumes from {partial} when there are any): {last}",
         partial = partial.display()
     )]
+    /// Every retry failed without a byte of progress.
     Exhausted {
+        /// The file's name.
         name: String,
+        /// The address it was fetched from.
         url: String,
+        /// Attempts made in a row.
         attempts: u32,
+        /// Bytes on disk when it gave up.
         bytes: u64,
+        /// The partial file a next run resumes.
         partial: PathBuf,
+        /// Why the last attempt failed.
         last: String,
     },
     #[error(
@@ -178,17 +200,26 @@ pub enum FetchError {
          (nothing was written to {dir})",
         dir = dir.display()
     )]
+    /// The downloaded file's digest is not the published one (the file is discarded).
     Digest {
+        /// The file's name.
         name: String,
+        /// The published digest.
         expected: String,
+        /// The downloaded file's digest.
         got: String,
+        /// The folder it was to go to.
         dir: PathBuf,
     },
     #[error("{context} {path}", path = path.display())]
+    /// A local file could not be read or written.
     Io {
+        /// What was being done with the file.
         context: &'static str,
+        /// The file.
         path: PathBuf,
         #[source]
+        /// The I/O error.
         source: io::Error,
     },
 }

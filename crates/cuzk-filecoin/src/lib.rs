@@ -78,11 +78,9 @@ pub fn prove_c1(
     let source = PorepSource::new(c1, &key)?;
     let mut job = Job::new(Arc::new(source), key);
     job.randomness = randomness;
-    let config = EngineConfig {
-        devices: vec![device],
-        verify: verify_proof,
-        ..EngineConfig::default()
-    };
+    let mut config = EngineConfig::default();
+    config.devices = vec![device];
+    config.verify = verify_proof;
     let out = cuzk_sched_serial::prove_one(config, job)?;
     let mut proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
     if c1.proof_type.is_non_interactive() {

@@ -53,7 +53,7 @@ pub enum PrecompiledError {
         /// The proof type asked for.
         proof_type: String,
         /// "the circuit of A, B" naming the proof types whose circuit the
-        /// file holds (PoRep, PoSt, update), or "circuit <id>" when it is
+        /// file holds (PoRep, PoSt, update), or `"circuit <id>"` when it is
         /// none of theirs.
         holds: String,
     },

@@ -163,12 +163,10 @@ fn the_pipelined_engine_proves_the_c1_as_the_serial_scheduler_does() {
     let key = std::sync::Arc::new(s.params.load_proving_key(s.c1.proof_type).unwrap());
     let source = PorepSource::new(&s.c1, &key).unwrap();
     assert_eq!(source.num_partitions(), 1);
-    let engine = cuzk_sched::Engine::start(EngineConfig {
-        synthesis_workers: 2,
-        devices: vec![Device::cpu(0, 1)],
-        ..EngineConfig::default()
-    })
-    .unwrap();
+    let mut config = EngineConfig::default();
+    config.synthesis_workers = 2;
+    config.devices = vec![Device::cpu(0, 1)];
+    let engine = cuzk_sched::Engine::start(config).unwrap();
     // Same seeded randomness, drawn in bellperson's order: the same bytes.
     let out = engine
         .submit(Job::new(std::sync::Arc::new(source), key).seeded(RNG_SEED))

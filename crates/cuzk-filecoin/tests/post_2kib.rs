@@ -338,12 +338,10 @@ fn the_pipelined_engine_proves_a_post_as_the_serial_scheduler_does() {
     let f = fixture();
     let request = window_request(1);
     let key = Arc::new(f.params.load_proving_key(f.window).unwrap());
-    let engine = cuzk_sched::Engine::start(EngineConfig {
-        synthesis_workers: 1,
-        devices: vec![Device::cpu(0, 1)],
-        ..EngineConfig::default()
-    })
-    .unwrap();
+    let mut config = EngineConfig::default();
+    config.synthesis_workers = 1;
+    config.devices = vec![Device::cpu(0, 1)];
+    let engine = cuzk_sched::Engine::start(config).unwrap();
     let source = PostSource::new(&request, &key).unwrap();
     let out = engine
         .submit(Job::new(Arc::new(source), key).seeded(RNG_SEED))

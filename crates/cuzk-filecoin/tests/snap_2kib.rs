@@ -236,12 +236,10 @@ fn the_pipelined_engine_proves_an_update_as_the_serial_scheduler_does() {
 /// order is the crates' one).
 fn engine_proof(source: UpdateSource, key: Arc<cuzk_groth16::ProvingKey>) -> Vec<u8> {
     use cuzk_pipeline::{Device, EngineConfig, Job, Scheduler};
-    let engine = cuzk_sched::Engine::start(EngineConfig {
-        synthesis_workers: 1,
-        devices: vec![Device::cpu(0, 1)],
-        ..EngineConfig::default()
-    })
-    .unwrap();
+    let mut config = EngineConfig::default();
+    config.synthesis_workers = 1;
+    config.devices = vec![Device::cpu(0, 1)];
+    let engine = cuzk_sched::Engine::start(config).unwrap();
     let out = engine
         .submit(Job::new(Arc::new(source), key).seeded(RNG_SEED))
         .unwrap()

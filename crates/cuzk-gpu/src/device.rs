@@ -204,8 +204,11 @@ impl GpuDevice {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendChoice {
     #[default]
+    /// Every usable CUDA device, else the CPU (saying why).
     Auto,
+    /// A CUDA device, or an error.
     Cuda,
+    /// The CPU backend.
     Cpu,
 }
 
@@ -244,7 +247,10 @@ impl fmt::Display for BackendChoice {
 pub enum Resolved {
     /// Prove on the CPU; `why` says so in words ("asked for", "no CUDA
     /// device: …", "a CUDA device is present but unusable: …").
-    Cpu { why: String },
+    Cpu {
+        /// Why the CPU: asked for, or what kept the GPU out.
+        why: String,
+    },
     /// Prove on these GPUs, each opened with the configuration.
     Cuda(Vec<GpuDevice>),
 }
@@ -258,12 +264,19 @@ pub enum ResolveError {
     NoDevice(String),
     /// A device was selected that this machine does not have.
     #[error("GPU {ordinal} was selected, but this machine has {count} CUDA device(s)")]
-    NoSuchDevice { ordinal: usize, count: usize },
+    NoSuchDevice {
+        /// The ordinal selected.
+        ordinal: usize,
+        /// CUDA devices this machine has.
+        count: usize,
+    },
     /// A device is there but cannot prove (stale kernels, a driver error).
     #[error("opening GPU {ordinal}")]
     Unusable {
+        /// The ordinal it was opened by.
         ordinal: usize,
         #[source]
+        /// Why the CUDA layer could not use it.
         source: cuzk_cuda::Error,
     },
 }

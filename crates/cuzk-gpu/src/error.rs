@@ -18,7 +18,12 @@ pub enum GpuError {
     Plan(#[from] PlanError),
     /// The plan mode forced by [`CudaBackend::force_mode`](crate::CudaBackend::force_mode) does not fit.
     #[error("the forced plan does not fit: {plan} (budget {})", human(*.budget))]
-    ForcedPlanDoesNotFit { plan: String, budget: u64 },
+    ForcedPlanDoesNotFit {
+        /// The forced plan, described.
+        plan: String,
+        /// The VRAM budget it had to fit, bytes.
+        budget: u64,
+    },
 }
 
 impl GpuError {

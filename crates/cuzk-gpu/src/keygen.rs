@@ -40,8 +40,10 @@ pub fn gpu_window_for(n: usize) -> u32 {
 #[non_exhaustive]
 pub enum SelectError {
     #[error("--backend cuda: no CUDA device on this machine")]
+    /// `cuda` was asked for, and the machine has no CUDA device.
     NoDevice,
     #[error("--backend {0}: the GPU cannot be used")]
+    /// The GPU that was asked for (or found by `auto`) cannot be used.
     Cuda(crate::BackendChoice, #[source] cuzk_cuda::Error),
 }
 

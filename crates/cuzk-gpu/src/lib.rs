@@ -71,6 +71,7 @@ pub enum ZUpload {
 /// as `upload_z …`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ZUploadReport {
+    /// How it went: packed pieces or every value plain.
     pub mode: ZUpload,
     /// Aux values uploaded.
     pub values: usize,

@@ -26,11 +26,17 @@ use crate::plan::{Shape, VramPlan, G1_BYTES, G2_BYTES};
 /// over shifted bases, `VramPlan::h_shift`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KeyShape {
+    /// Points of H.
     pub h: usize,
+    /// Points of L.
     pub l: usize,
+    /// Points of A in G1.
     pub a: usize,
+    /// Points of B in G1.
     pub b_g1: usize,
+    /// Points of B in G2.
     pub b_g2: usize,
+    /// Copies of H kept (1, or the shifted copies' count with the original).
     pub h_copies: u32,
 }
 

@@ -20,6 +20,7 @@ use cuzk_arena::human as format_bytes;
 /// per GPU, where each worker's backend owns its own CUDA streams while the
 /// device's admission (its VRAM arena) is shared by all of them.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Device {
     /// A name for logs and timelines ("cpu-0", "cuda-0").
     pub name: String,
@@ -95,6 +96,7 @@ impl fmt::Debug for Device {
 /// One prover worker's view of its device: its own backend, the device's
 /// shared admission.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct DeviceWorker {
     /// The device's index in the configuration.
     pub device: usize,
@@ -120,6 +122,7 @@ impl fmt::Debug for DeviceWorker {
 /// one that has no use for a knob (a serial scheduler has one thread) says so
 /// in its docs.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct EngineConfig {
     /// Synthesis workers (each synthesizes one partition at a time; rayon
     /// runs data-parallel loops inside).

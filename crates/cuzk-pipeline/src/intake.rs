@@ -57,6 +57,7 @@ pub struct Intake {
 /// Bytes of the host-memory budget kept for the most urgent classes (see the
 /// [module docs](self)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HostReserve {
     /// Bytes only `class` and more urgent classes may use (0: no reserve).
     pub bytes: u64,
@@ -119,6 +120,7 @@ impl Ord for Queued {
 
 /// A partition let through the intake, with its memory reserved.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Admitted {
     /// Its job.
     pub job: Arc<JobState>,

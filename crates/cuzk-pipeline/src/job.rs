@@ -314,6 +314,7 @@ impl Randomness {
 /// A proof request: a source of partitions, the key that proves them, and
 /// how to treat them.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct Job {
     /// The partitions.
     pub source: Arc<dyn PartitionSource>,

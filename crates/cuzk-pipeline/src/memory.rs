@@ -33,6 +33,7 @@ const FR_BYTES: u64 = 32;
 
 /// A partition's host-memory needs, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PartitionFootprint {
     /// The synthesized witness: a, b, c, the assignments, the densities.
     pub witness: u64,

@@ -45,6 +45,7 @@ use crate::timeline::{EventKind, Timeline};
 
 /// What every step needs from its engine.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct StageContext {
     /// Where events go.
     pub timeline: Arc<Timeline>,
@@ -103,6 +104,7 @@ impl std::fmt::Debug for StageContext {
 
 /// A synthesized partition on its way to a prover.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct SynthesizedPartition {
     /// Its job.
     pub job: Arc<JobState>,
@@ -120,6 +122,7 @@ pub struct SynthesizedPartition {
 
 /// A proved partition (its MSM sums) on its way to the epilogue.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct ProvedPartition {
     /// Its job.
     pub job: Arc<JobState>,

@@ -59,7 +59,7 @@ impl JobState {
     /// Checks a job and readies it for an engine: it must have partitions,
     /// its key must fit its shape (`check_key_shape`), and one partition's
     /// [`PartitionFootprint`] on the engine's `provers` must fit
-    /// `memory_budget`. Draws `r` and `s` (see [`Randomness`]) and, when
+    /// `memory_budget`. Draws `r` and `s` (see [`crate::Randomness`]) and, when
     /// `verify` is on and the job brought none, prepares the verifying key.
     pub fn prepare(
         id: JobId,

@@ -101,16 +101,14 @@ pub(crate) fn run_jobs(
     let prover = prover_name(&device);
     let provers = device.backends.len().max(1);
     let timeline = Arc::new(Timeline::recording());
-    let config = EngineConfig {
-        synthesis_workers: workers,
-        devices: vec![device],
-        max_in_flight: workers + 1,
-        memory_budget: budget,
-        verify: settings.verify,
-        largest_partition: Some(shape.clone()),
-        timeline: Arc::clone(&timeline),
-        ..EngineConfig::default()
-    };
+    let mut config = EngineConfig::default();
+    config.synthesis_workers = workers;
+    config.devices = vec![device];
+    config.max_in_flight = workers + 1;
+    config.memory_budget = budget;
+    config.verify = settings.verify;
+    config.largest_partition = Some(shape.clone());
+    config.timeline = Arc::clone(&timeline);
     eprintln!(
         "{}; host budget {} ({why}); proving on {prover}",
         settings.schedule.describe(),

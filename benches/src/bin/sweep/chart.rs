@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 /// A bar chart of proofs per hour per grid point, with each point's busy
 /// fractions (synthesis, prove, epilogue) under its bar. Labels are
 /// "s1 p2 | f4 auto": the first line the workers, the second the admission.
-pub fn svg_chart(title: &str, bars: &[(String, f64, [f64; 3])]) -> String {
+pub(crate) fn svg_chart(title: &str, bars: &[(String, f64, [f64; 3])]) -> String {
     let (left, right, top, plot_h) = (70.0, 20.0, 50.0, 300.0);
     // Wide enough for the title and the legend even with one bar.
     let width = (left + right + bars.len() as f64 * 100.0).max(880.0);

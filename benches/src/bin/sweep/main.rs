@@ -169,15 +169,13 @@ fn run_point(
     let mut runs = Vec::new();
     for repeat in 0..o.repeats as usize {
         let timeline = Arc::new(Timeline::recording());
-        let mut config = EngineConfig {
-            synthesis_workers: p.synthesis,
-            devices: devices(o, p)?,
-            max_in_flight: p.in_flight,
-            verify: !o.no_verify,
-            timeline: Arc::clone(&timeline),
-            largest_partition: Some(shape.clone()),
-            ..EngineConfig::default()
-        };
+        let mut config = EngineConfig::default();
+        config.synthesis_workers = p.synthesis;
+        config.devices = devices(o, p)?;
+        config.max_in_flight = p.in_flight;
+        config.verify = !o.no_verify;
+        config.timeline = Arc::clone(&timeline);
+        config.largest_partition = Some(shape.clone());
         // The footprint on these devices' backends (a GPU keeps its working
         // set in VRAM); `auto` leaves the key's bytes out of 3/4 of RAM.
         let footprint = Provers::of(&config).footprint(shape);

@@ -9,7 +9,7 @@ use cuzk_synth::DemoCircuit;
 
 /// Which circuit the jobs prove.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CircuitKind {
+pub(crate) enum CircuitKind {
     /// cuzk's demo circuit of 2^K constraints (`--log-size`, `--share`).
     Demo,
     /// Filecoin PoRep C2: synthetic CC sectors of `--sector-size` (or `--c1` files),
@@ -23,7 +23,7 @@ pub enum CircuitKind {
 /// values; the grid is their product, or the explicit `--points` list.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "sweep", version)]
-pub struct Options {
+pub(crate) struct Options {
     /// The circuit: the demo circuit, or Filecoin PoRep on synthetic sectors.
     #[arg(long, value_enum, default_value_t = CircuitKind::Demo)]
     pub circuit: CircuitKind,
@@ -125,7 +125,7 @@ fn triple(t: &str) -> Result<(usize, usize, usize), String> {
 
 impl Options {
     /// Parses the command line and applies `--smoke`.
-    pub fn from_args() -> Result<Options> {
+    pub(crate) fn from_args() -> Result<Options> {
         let mut o = Options::parse();
         if o.smoke {
             o.jobs = 1;
@@ -166,7 +166,7 @@ impl Options {
 
 /// A budget: `auto` (the given default), `Nx` partition footprints,
 /// `N[KiB|MiB|GiB]`, bytes.
-pub fn parse_budget(s: &str, footprint: u64, auto: u64) -> Result<u64> {
+pub(crate) fn parse_budget(s: &str, footprint: u64, auto: u64) -> Result<u64> {
     let s = s.trim();
     if s == "auto" {
         return Ok(auto);

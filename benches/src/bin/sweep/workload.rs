@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use crate::options::{CircuitKind, Options};
 
 /// One PoRep sector to prove.
-pub struct Sector {
+pub(crate) struct Sector {
     c1: C1Input,
     identity: SectorIdentity,
     /// Where it came from (a file, or "synthetic sector N").
@@ -33,7 +33,7 @@ pub struct Sector {
 }
 
 /// The circuit, its key and the jobs' inputs.
-pub enum Workload {
+pub(crate) enum Workload {
     Demo {
         log_size: u32,
         share: f64,
@@ -54,7 +54,7 @@ pub enum Workload {
 
 impl Workload {
     /// Loads (or makes) the key and the jobs' inputs.
-    pub fn load(o: &Options) -> Result<Workload> {
+    pub(crate) fn load(o: &Options) -> Result<Workload> {
         match o.circuit {
             CircuitKind::Demo => Ok(Workload::Demo {
                 log_size: o.log_size,
@@ -68,7 +68,7 @@ impl Workload {
     }
 
     /// The largest partition's shape.
-    pub fn shape(&self) -> Result<CircuitShape> {
+    pub(crate) fn shape(&self) -> Result<CircuitShape> {
         Ok(match self {
             Workload::Demo {
                 log_size, share, ..
@@ -78,14 +78,14 @@ impl Workload {
     }
 
     /// The proving key every job shares.
-    pub fn key(&self) -> &Arc<ProvingKey> {
+    pub(crate) fn key(&self) -> &Arc<ProvingKey> {
         match self {
             Workload::Demo { key, .. } | Workload::Porep { key, .. } => key,
         }
     }
 
     /// Host memory the key holds while the engine runs (what `auto` leaves out).
-    pub fn key_bytes(&self) -> u64 {
+    pub(crate) fn key_bytes(&self) -> u64 {
         match self {
             Workload::Demo { .. } => 0,
             Workload::Porep { key_file, .. } => *key_file,
@@ -93,7 +93,7 @@ impl Workload {
     }
 
     /// Partitions per job.
-    pub fn partitions(&self) -> usize {
+    pub(crate) fn partitions(&self) -> usize {
         match self {
             Workload::Demo { partitions, .. } => *partitions,
             Workload::Porep { proof_type, .. } => proof_type.partitions(),
@@ -101,7 +101,7 @@ impl Workload {
     }
 
     /// Job `job`'s source (`seed` varies the demo circuit's witness).
-    pub fn source(&self, job: usize, seed: u64) -> Result<Arc<dyn PartitionSource>> {
+    pub(crate) fn source(&self, job: usize, seed: u64) -> Result<Arc<dyn PartitionSource>> {
         Ok(match self {
             Workload::Demo {
                 log_size,
@@ -126,7 +126,7 @@ impl Workload {
 
     /// Checks job `job`'s proof beyond the engine's per-partition check:
     /// for PoRep, filecoin-proofs' `verify_seal` on the whole proof.
-    pub fn check(&self, job: usize, out: &JobOutput) -> Result<()> {
+    pub(crate) fn check(&self, job: usize, out: &JobOutput) -> Result<()> {
         let Workload::Porep { sectors, vk, .. } = self else {
             return Ok(());
         };
@@ -141,7 +141,7 @@ impl Workload {
     }
 
     /// "demo 2^14 (share 0.95)" or "PoRep StackedDrg32GiBV1_1, synthetic CC sectors".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Workload::Demo {
                 log_size, share, ..
@@ -163,7 +163,7 @@ impl Workload {
     }
 
     /// A short name for the default results folder.
-    pub fn slug(&self) -> String {
+    pub(crate) fn slug(&self) -> String {
         match self {
             Workload::Demo { log_size, .. } => format!("k{log_size}"),
             Workload::Porep { proof_type, .. } => {
@@ -173,7 +173,7 @@ impl Workload {
     }
 
     /// The circuit's part of the JSON report.
-    pub fn json(&self, shape: &CircuitShape) -> Value {
+    pub(crate) fn json(&self, shape: &CircuitShape) -> Value {
         let counts = json!({
             "constraints": shape.num_constraints,
             "inputs": shape.num_inputs,

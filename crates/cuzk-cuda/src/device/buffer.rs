@@ -29,14 +29,17 @@ impl<T: DeviceRepr> fmt::Debug for DeviceBuffer<T> {
 }
 
 impl<T: DeviceRepr> DeviceBuffer<T> {
+    /// Elements it holds.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// Its size in bytes (`len` times the element's size).
     pub fn size_bytes(&self) -> usize {
         self.len * std::mem::size_of::<T>()
     }
@@ -125,10 +128,12 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
         })
     }
 
+    /// Elements it holds.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -152,6 +152,7 @@ impl Gpu {
         }
     }
 
+    /// The device's name, capability and memory, as read when it was opened.
     pub fn info(&self) -> &DeviceInfo {
         &self.inner.info
     }

@@ -32,11 +32,15 @@ use crate::launch::{Args, DevPtr, DevPtrMut, Kernel};
 /// What a device is, for logs and for sizing work.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// The CUDA device ordinal (0 for the first device).
     pub ordinal: usize,
+    /// The model name the driver reports (e.g. "NVIDIA H100 80GB HBM3").
     pub name: String,
     /// Compute capability (major, minor), e.g. (9, 0) for an H100/H200.
     pub compute_capability: (i32, i32),
+    /// Device memory, bytes.
     pub total_memory: usize,
+    /// Streaming multiprocessors.
     pub multiprocessors: u32,
 }
 

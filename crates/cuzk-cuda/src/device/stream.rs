@@ -23,6 +23,7 @@ impl fmt::Debug for Stream {
 }
 
 impl Stream {
+    /// The device this stream runs on.
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
     }
@@ -431,6 +432,7 @@ impl Event {
             .cuda("cuEventElapsedTime", || "timing".into())
     }
 
+    /// Waits until everything queued on this stream has finished; a failed kernel's error comes back here.
     pub fn synchronize(&self) -> Result<()> {
         self.inner
             .synchronize()

@@ -101,6 +101,7 @@ impl<C: MsmCurve> fmt::Debug for BatchSum<C> {
 }
 
 impl<C: MsmCurve> BatchSum<C> {
+    /// The summer on `stream`, with the default bitmap kernel.
     pub fn new(stream: &Stream) -> Result<Self> {
         Self::with_kernel(stream, C::BITMAP_SUM)
     }
@@ -157,6 +158,7 @@ impl<C: MsmCurve> BatchSum<C> {
         self.result()
     }
 
+    /// Queues the sum of the bases whose bit is set among the first `n` of `bitmap`; [`BatchSum::result`] reads it.
     pub fn enqueue_bitmap(
         &mut self,
         bases: &DeviceBuffer<C::Affine>,
@@ -185,6 +187,7 @@ impl<C: MsmCurve> BatchSum<C> {
         self.finish()
     }
 
+    /// Queues the sum of the bases at the first `count` of `indices`; [`BatchSum::result`] reads it.
     pub fn enqueue_indices(
         &mut self,
         bases: &DeviceBuffer<C::Affine>,

@@ -18,8 +18,11 @@ const CLASSIFY_TILE: usize = 256 * 8;
 /// How many scalars of each class the last [`Classifier::classify`] found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClassCounts {
+    /// Scalars equal to 0 (their points are skipped).
     pub zeros: usize,
+    /// Scalars equal to 1 (their points are summed, not multiplied).
     pub ones: usize,
+    /// Every other scalar (the Pippenger MSM's share).
     pub others: usize,
 }
 

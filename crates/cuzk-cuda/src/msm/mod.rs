@@ -78,6 +78,7 @@ pub use shifted::ShiftedBases;
 /// Smallest and largest window sizes the kernels support (bucket keys are
 /// u32 and digits are extracted 31 bits at a time).
 pub const MIN_WINDOW_BITS: u32 = 2;
+/// Largest window size the kernels support.
 pub const MAX_WINDOW_BITS: u32 = 24;
 
 /// Most pairs one MSM takes: entries carry the point index in 31 bits.

@@ -280,6 +280,7 @@ impl<C: MsmCurve> Msm<C> {
         })
     }
 
+    /// The plan (window size, windows, buckets) this MSM was set up with.
     pub fn plan(&self) -> &MsmPlan {
         &self.plan
     }
@@ -419,7 +420,7 @@ impl<C: MsmCurve> Msm<C> {
         self.enqueue_over(bases.points(), bases.len(), scalars, indices, len)
     }
 
-    /// Σ scalars[i]·P_i over shifted bases (see [`Msm::run`]).
+    /// `Σ scalars[i]·P_i` over shifted bases (see [`Msm::run`]).
     pub fn run_shifted(
         &mut self,
         bases: &ShiftedBases<C>,

@@ -149,7 +149,7 @@ fn shape_cost(len: usize, window_bits: u32, sets: u32) -> f64 {
 }
 
 /// The shape of an MSM over shifted bases of `len` points: (window bits,
-/// bucket sets), the cheapest by [`shape_cost`] whose extra base copies
+/// bucket sets), the cheapest by `shape_cost` whose extra base copies
 /// (`copies_for` − 1 of `affine_bytes` per point: the first copy is the
 /// bases themselves) and scratch fit `budget_bytes`; `None` when no shape
 /// with at least one extra copy fits, or when none is cheaper than the plain

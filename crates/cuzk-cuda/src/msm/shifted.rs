@@ -210,6 +210,7 @@ impl<C: MsmCurve> ShiftedBases<C> {
         self.len
     }
 
+    /// Whether it holds no point.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

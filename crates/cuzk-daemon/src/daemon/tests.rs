@@ -25,11 +25,9 @@ fn settings() -> Settings {
 /// A daemon with no thread, over an empty parameter cache, its state in `dir`.
 fn daemon(dir: &Path) -> Arc<Daemon> {
     let params = ParamsDir::new(dir.join("params"));
-    let engine = Engine::start(cuzk_pipeline::EngineConfig {
-        memory_budget: 1 << 30,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut config = cuzk_pipeline::EngineConfig::default();
+    config.memory_budget = 1 << 30;
+    let engine = Engine::start(config).unwrap();
     let srs = SrsManager::new(
         params.clone(),
         1 << 30,
@@ -46,12 +44,10 @@ fn status_and_metrics_name_each_workers_backend_driver_and_kernels() {
     let dir = tempfile::tempdir().unwrap();
     let params = ParamsDir::new(dir.path().join("params"));
     let (device, view) = crate::server::cpu_device();
-    let engine = Engine::start(cuzk_pipeline::EngineConfig {
-        memory_budget: 1 << 30,
-        devices: vec![device],
-        ..Default::default()
-    })
-    .unwrap();
+    let mut config = cuzk_pipeline::EngineConfig::default();
+    config.memory_budget = 1 << 30;
+    config.devices = vec![device];
+    let engine = Engine::start(config).unwrap();
     let srs = SrsManager::new(
         params.clone(),
         1 << 30,

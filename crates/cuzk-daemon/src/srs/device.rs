@@ -29,7 +29,9 @@ pub struct DeviceKeys {
 /// A HOT key resident on a device.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResidentKey {
+    /// The device's name ("cuda-0").
     pub device: String,
+    /// The key's circuit id.
     pub circuit_id: &'static str,
     /// Device bytes of its points.
     pub vram_bytes: u64,

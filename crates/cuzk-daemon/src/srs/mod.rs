@@ -56,8 +56,11 @@ use crate::error::SrsError;
 /// A key's tier, as the wire's `SRSStatus.Tier` numbers them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Tier {
+    /// Parsed in host memory (and resident on the GPUs): ready to prove.
     Hot,
+    /// Its file mapped, not parsed.
     Warm,
+    /// On disk only.
     Cold,
 }
 
@@ -152,12 +155,15 @@ struct State {
 /// One key as `GetStatus` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SrsStatus {
+    /// The key's circuit id.
     pub circuit_id: &'static str,
+    /// Its tier.
     pub tier: Tier,
     /// Being read in by a loader thread.
     pub loading: bool,
     /// Parsed size when HOT, the file's size otherwise.
     pub size_bytes: u64,
+    /// Jobs proving with it now.
     pub ref_count: u32,
 }
 

@@ -324,7 +324,7 @@ fn check_sectors(sectors: &[CommitProofs]) -> Result<(ProofType, usize), Error> 
 
 /// Aggregates the sectors' partition proofs with filecoin-proofs'
 /// `aggregate_seal_commit_proofs` (SnarkPack v2): the same bytes, since it
-/// is the same call. Checks first (see [`check_sectors`]); filecoin-proofs
+/// is the same call. Checks first (see `check_sectors`); filecoin-proofs
 /// reads the verifying key and the SRS from its parameter cache.
 pub fn aggregate(sectors: &[CommitProofs]) -> Result<Vec<u8>, Error> {
     let (pt, _) = check_sectors(sectors)?;

@@ -48,7 +48,9 @@ use cuzk_cuda::abc::streamed_bytes;
 
 /// Bytes of one Fr scalar, one affine G1 point and one affine G2 point.
 pub const SCALAR_BYTES: u64 = 32;
+/// Bytes of one affine G1 point (uncompressed, Montgomery limbs).
 pub const G1_BYTES: u64 = 96;
+/// Bytes of one affine G2 point.
 pub const G2_BYTES: u64 = 192;
 
 /// The smallest streaming chunk the planner will consider.
@@ -88,7 +90,10 @@ pub enum SrsMode {
     Resident,
     /// Copied in per partition, `chunk` points at a time, through two staging
     /// buffers, while the previous chunk's MSM runs.
-    Streamed { chunk: usize },
+    Streamed {
+        /// Points per chunk.
+        chunk: usize,
+    },
 }
 
 impl fmt::Display for SrsMode {
@@ -105,8 +110,11 @@ impl fmt::Display for SrsMode {
 /// it goes resident), c-bit windows sharing `sets` bucket sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ShiftedH {
+    /// The MSM's window width c, bits.
     pub window_bits: u32,
+    /// Bucket sets the windows share (one set summed at a time).
     pub sets: u32,
+    /// Copies of H's points kept, the original included.
     pub copies: u32,
 }
 
@@ -125,15 +133,20 @@ pub const SHIFTED_H_WORKERS: usize = crate::DEFAULT_GPU_WORKERS;
 /// One stage's transient device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StageBytes {
+    /// The stage (e.g. "h_poly", "msm_l").
     pub name: &'static str,
+    /// Its device bytes at its peak.
     pub bytes: u64,
 }
 
 /// The plan for one shape under one budget.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VramPlan {
+    /// The VRAM budget planned under, bytes.
     pub budget: u64,
+    /// The partition and key shape planned for.
     pub shape: Shape,
+    /// Where the key's points live: resident on the device or streamed in chunks.
     pub mode: SrsMode,
     /// The key's points, all of them.
     pub srs_bytes: u64,
@@ -173,13 +186,21 @@ pub struct VramPlan {
     human(*need), human(*srs_bytes), human(*scratch_bytes), human(*stage_bytes), human(*margin), human(*budget)
 )]
 pub struct PlanError {
+    /// Bytes the smallest plan (streaming the key) needs.
     pub need: u64,
+    /// Bytes the budget has.
     pub budget: u64,
+    /// log2 of the partition's evaluation domain.
     pub log_n: u32,
+    /// The key's points, bytes.
     pub srs_bytes: u64,
+    /// One worker's scratch in that plan, bytes.
     pub scratch_bytes: u64,
+    /// The stage with the largest transient memory.
     pub stage: &'static str,
+    /// That stage's bytes.
     pub stage_bytes: u64,
+    /// The safety margin kept free, bytes.
     pub margin: u64,
 }
 
@@ -485,6 +506,7 @@ impl VramPlan {
         self.scratch_bytes + self.partition_peak
     }
 
+    /// Whether the plan's peak is within its budget.
     pub fn fits(&self) -> bool {
         self.peak() <= self.budget
     }

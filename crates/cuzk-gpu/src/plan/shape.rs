@@ -11,9 +11,13 @@ pub struct Shape {
     pub domain: usize,
     /// Points per key section.
     pub h: usize,
+    /// Points of L (one per private variable).
     pub l: usize,
+    /// Points of A in G1.
     pub a: usize,
+    /// Points of B in G1.
     pub b_g1: usize,
+    /// Points of B in G2.
     pub b_g2: usize,
     /// Aux variables of the witness (the L MSM's length).
     pub aux: usize,

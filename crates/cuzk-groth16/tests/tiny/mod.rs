@@ -16,19 +16,19 @@ use rand_core::SeedableRng;
 ///
 /// Every aux variable is constrained (bellperson refuses a key otherwise).
 #[derive(Clone, Copy)]
-pub struct Tiny {
+pub(crate) struct Tiny {
     pub x: Option<Scalar>,
     pub y: Option<Scalar>,
 }
 
-pub const CHAIN: usize = 5;
+pub(crate) const CHAIN: usize = 5;
 
 impl Tiny {
-    pub fn shape() -> Self {
+    pub(crate) fn shape() -> Self {
         Tiny { x: None, y: None }
     }
 
-    pub fn with(x: u64, y: u64) -> Self {
+    pub(crate) fn with(x: u64, y: u64) -> Self {
         Tiny {
             x: Some(Scalar::from(x)),
             y: Some(Scalar::from(y)),
@@ -36,7 +36,7 @@ impl Tiny {
     }
 
     /// The public inputs (ONE excluded) for this witness.
-    pub fn public_inputs(&self) -> Vec<Scalar> {
+    pub(crate) fn public_inputs(&self) -> Vec<Scalar> {
         let (x, y) = (self.x.unwrap(), self.y.unwrap());
         let s = (x + y).square();
         vec![x * y, s * x]
@@ -75,24 +75,28 @@ impl Circuit<Scalar> for Tiny {
     }
 }
 
-pub fn rng(seed: u64) -> ChaCha20Rng {
+pub(crate) fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
 }
 
 /// bellperson's key for [`Tiny`], from a seeded RNG.
-pub fn bellperson_params(seed: u64) -> Parameters<Bls12> {
+pub(crate) fn bellperson_params(seed: u64) -> Parameters<Bls12> {
     bp::generate_random_parameters::<Bls12, _, _>(Tiny::shape(), &mut rng(seed))
         .expect("bellperson keygen")
 }
 
-pub fn bellperson_bytes(params: &Parameters<Bls12>) -> Vec<u8> {
+pub(crate) fn bellperson_bytes(params: &Parameters<Bls12>) -> Vec<u8> {
     let mut out = Vec::new();
     params.write(&mut out).expect("write to Vec");
     out
 }
 
 /// bellperson's proof for `circuit`, from a seeded RNG.
-pub fn bellperson_proof(params: &Parameters<Bls12>, circuit: Tiny, seed: u64) -> bp::Proof<Bls12> {
+pub(crate) fn bellperson_proof(
+    params: &Parameters<Bls12>,
+    circuit: Tiny,
+    seed: u64,
+) -> bp::Proof<Bls12> {
     bp::create_random_proof(circuit, params, &mut rng(seed)).expect("bellperson prove")
 }
 
@@ -103,7 +107,7 @@ fn g2_b() -> Fp2 {
 /// A G1 point on the curve `y² = x³ + 4` but outside the prime-order
 /// subgroup: the first small x with a square right-hand side, cofactor not
 /// cleared. Returns its uncompressed bytes.
-pub fn g1_off_subgroup_uncompressed() -> [u8; 96] {
+pub(crate) fn g1_off_subgroup_uncompressed() -> [u8; 96] {
     for i in 1u64.. {
         let x = Fp::from(i);
         let rhs = x.square() * x + Fp::from(4u64);
@@ -122,7 +126,7 @@ pub fn g1_off_subgroup_uncompressed() -> [u8; 96] {
 }
 
 /// The same point, compressed.
-pub fn g1_off_subgroup_compressed() -> [u8; 48] {
+pub(crate) fn g1_off_subgroup_compressed() -> [u8; 48] {
     let p = Option::<G1Affine>::from(G1Affine::from_uncompressed_unchecked(
         &g1_off_subgroup_uncompressed(),
     ))
@@ -131,7 +135,7 @@ pub fn g1_off_subgroup_compressed() -> [u8; 48] {
 }
 
 /// A G2 point on `y² = x³ + 4(1 + u)` outside the prime-order subgroup.
-pub fn g2_off_subgroup_uncompressed() -> [u8; 192] {
+pub(crate) fn g2_off_subgroup_uncompressed() -> [u8; 192] {
     for i in 1u64.. {
         let x = Fp2::new(Fp::from(i), Fp::ONE);
         let rhs = x.square() * x + g2_b();
@@ -151,7 +155,7 @@ pub fn g2_off_subgroup_uncompressed() -> [u8; 192] {
 }
 
 /// The same point, compressed.
-pub fn g2_off_subgroup_compressed() -> [u8; 96] {
+pub(crate) fn g2_off_subgroup_compressed() -> [u8; 96] {
     let p = Option::<G2Affine>::from(G2Affine::from_uncompressed_unchecked(
         &g2_off_subgroup_uncompressed(),
     ))
@@ -160,7 +164,7 @@ pub fn g2_off_subgroup_compressed() -> [u8; 96] {
 }
 
 /// A compressed G1 encoding whose x has no y on the curve.
-pub fn g1_no_y_compressed() -> [u8; 48] {
+pub(crate) fn g1_no_y_compressed() -> [u8; 48] {
     for i in 1u64.. {
         let x = Fp::from(i);
         let rhs = x.square() * x + Fp::from(4u64);
@@ -174,7 +178,7 @@ pub fn g1_no_y_compressed() -> [u8; 48] {
 }
 
 /// The uncompressed encoding of the point at infinity (G1: 96 bytes, G2: 192).
-pub fn infinity_uncompressed(len: usize) -> Vec<u8> {
+pub(crate) fn infinity_uncompressed(len: usize) -> Vec<u8> {
     let mut out = vec![0u8; len];
     out[0] = 0x40;
     out

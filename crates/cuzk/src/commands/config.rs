@@ -15,7 +15,7 @@ pub(crate) enum ConfigCommand {
     /// Write cuzk's daemon configuration from Curio's cuzk configuration
     /// (every key mapped or, where cuzk has no such knob, noted in a comment).
     Import {
-        /// Curio's cuzk TOML (its [daemon], [memory], [gpus], [pipeline], [srs], [logging]).
+        /// Curio's cuzk TOML (its daemon, memory, gpus, pipeline, srs and logging tables).
         file: PathBuf,
         /// Where to write cuzk's; stdout when left out.
         #[arg(long)]

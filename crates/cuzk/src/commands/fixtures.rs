@@ -165,7 +165,7 @@ pub(crate) enum Fixtures {
     },
     /// Write synthetic PoSt vanilla proofs for any sector size (test data:
     /// consistent sparse trees, no replica; the proofs made from them are real):
-    /// OUT/vanilla-<i>.bin per sector, what `cuzk winning-post` / `window-post`
+    /// `OUT/vanilla-<i>.bin` per sector, what `cuzk winning-post` / `window-post`
     /// and the daemon take.
     SynthPost {
         /// The registered PoSt proof type (StackedDrgWinning32GiBV1, StackedDrgWindow32GiBV1_2, …).
@@ -184,13 +184,13 @@ pub(crate) enum Fixtures {
         /// Seed of the challenged leaves and comm_c.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// The directory to write vanilla-<i>.bin into (created).
+        /// The directory to write `vanilla-<i>.bin` into (created).
         #[arg(long, short)]
         out: PathBuf,
     },
     /// Write synthetic SnapDeals (empty-sector update) vanilla proofs for any
     /// sector size (test data: consistent trees of uniform blocks, no replica;
-    /// the proofs made from them are real): OUT/vanilla-<k>.bin per partition
+    /// the proofs made from them are real): `OUT/vanilla-<k>.bin` per partition
     /// and OUT/commitments.txt (comm_r_old, comm_r_new, comm_d_new in hex),
     /// what `cuzk snap-prove` and the daemon take.
     SynthSnap {
@@ -200,7 +200,7 @@ pub(crate) enum Fixtures {
         /// Seed of the old replica, the new data and comm_c.
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// The directory to write vanilla-<k>.bin and commitments.txt into (created).
+        /// The directory to write `vanilla-<k>.bin` and commitments.txt into (created).
         #[arg(long, short)]
         out: PathBuf,
     },

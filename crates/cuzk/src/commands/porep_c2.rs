@@ -5,7 +5,7 @@
 //! non-interactive one (13 or 126 partitions, always through the pipelined
 //! engine), the SnarkPack aggregate of the partition proofs, made by
 //! filecoin-proofs' own aggregation. Every C1 is a job of a scheduler
-//! ([`crate::run`]): the serial one for one interactive C1 and one synthesis
+//! ([`crate::run`](mod@crate::run)): the serial one for one interactive C1 and one synthesis
 //! worker, the pipelined engine otherwise; several C1s of one proof type are
 //! submitted back to back, which is how the steady state is measured.
 
