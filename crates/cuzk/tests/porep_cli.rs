@@ -349,13 +349,14 @@ fn ni_fixture() -> &'static NiFixture {
 /// filecoin-proofs' bytes and `verify_aggregate_seal_commit_proofs` (on
 /// inputs from prover and sector ids) accepts it; a changed byte is refused.
 ///
-/// Ignored in CI: 26 partitions of 2^22 rows proved on the CPU by a debug
-/// binary take longer than CI's whole budget on its 2-core machine. Run it
-/// with `cargo test --release -p cuzk --test porep_cli -- --ignored
-/// non_interactive_sectors`; the aggregation's byte identity with
+/// Ignored in CI: 26 partitions of a 2^22 domain proved on the CPU, about
+/// 63 core-seconds each in the test profile (measured on dev-2c,
+/// docs/ni-porep.md), are ≈ 14 minutes on CI's two cores, more than the
+/// budget has left. Run it with `cargo test -p cuzk --test porep_cli --
+/// --ignored non_interactive_sectors`; the aggregation's byte identity with
 /// filecoin-proofs and its refusals run in CI (`porep_2kib`).
 #[test]
-#[ignore = "26 CPU-proved partitions: longer than CI's budget; run with --ignored in release"]
+#[ignore = "26 CPU-proved 2^22 partitions, ≈ 14 min on CI's 2 cores: run with --ignored"]
 fn non_interactive_sectors_are_proved_aggregated_and_verified() {
     use filecoin_proofs_api::seal::{
         aggregate_seal_commit_proofs, get_seal_inputs, verify_aggregate_seal_commit_proofs,
