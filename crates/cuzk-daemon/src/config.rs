@@ -92,6 +92,7 @@ pub struct LimitsConfig {
     pub request_memory: u64,
     pub max_connections: usize,
     pub max_streams_per_connection: usize,
+    pub vanilla_file_dirs: Vec<PathBuf>,
 }
 
 /// `[srs]`.
@@ -173,6 +174,7 @@ impl Default for LimitsConfig {
             request_memory: 0,
             max_connections: 64,
             max_streams_per_connection: 32,
+            vanilla_file_dirs: Vec::new(),
         }
     }
 }
