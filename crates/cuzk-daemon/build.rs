@@ -4,7 +4,10 @@
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Curio's contract, and cuzk's own service beside it (same package).
-    let protos = ["proto/cuzk/v1/proving.proto", "proto/cuzk/v1/cuzk_local.proto"];
+    let protos = [
+        "proto/cuzk/v1/proving.proto",
+        "proto/cuzk/v1/cuzk_local.proto",
+    ];
     for proto in protos {
         println!("cargo:rerun-if-changed={proto}");
     }

@@ -47,7 +47,8 @@ impl LocalFiles {
     /// resolved) is under one of the folders, and no longer than `limit`
     /// bytes; `what` names the field in the refusals.
     pub fn read(&self, what: &str, path: &str, limit: u64) -> Result<Vec<u8>, RequestError> {
-        let refuse = |problem: String| RequestError::InvalidArgument(format!("{what} {path:?}: {problem}"));
+        let refuse =
+            |problem: String| RequestError::InvalidArgument(format!("{what} {path:?}: {problem}"));
         if self.dirs.is_empty() {
             return Err(RequestError::FailedPrecondition(format!(
                 "{what} {path:?}: this daemon reads no local files (limits.vanilla_file_dirs is \
@@ -182,14 +183,13 @@ pub fn to_submit(
     let pt = check_counts(req.sectors.len(), req.registered_proof, params)?;
     let mut vanilla = Vec::with_capacity(req.sectors.len());
     for (i, s) in req.sectors.into_iter().enumerate() {
-        let refuse = |problem: String| RequestError::InvalidArgument(format!("sector {i}: {problem}"));
+        let refuse =
+            |problem: String| RequestError::InvalidArgument(format!("sector {i}: {problem}"));
         let bytes = match (s.c1.is_empty(), s.c1_path.is_empty()) {
             (false, true) => s.c1,
             (true, false) => files.read(&format!("sector {i}: c1_path"), &s.c1_path, file_limit)?,
             (true, true) => return Err(refuse("neither c1 nor c1_path is set".into())),
-            (false, false) => {
-                return Err(refuse("both c1 and c1_path are set: give one".into()))
-            }
+            (false, false) => return Err(refuse("both c1 and c1_path are set: give one".into())),
         };
         let c1 = parse_c1(&bytes).map_err(|e| refuse(format!("c1: {e}")))?;
         drop(bytes);
@@ -223,7 +223,10 @@ pub fn to_submit(
 }
 
 /// Checks an aggregation job's journaled request ([`to_submit`]'s form).
-pub fn check(req: &SubmitProofRequest, params: &ParamsDir) -> Result<AggregateRequest, RequestError> {
+pub fn check(
+    req: &SubmitProofRequest,
+    params: &ParamsDir,
+) -> Result<AggregateRequest, RequestError> {
     let pt = check_counts(req.vanilla_proofs.len(), req.registered_proof, params)?;
     let sectors = req
         .vanilla_proofs

@@ -119,14 +119,14 @@ impl Daemon {
             } else {
                 match self.srs.try_acquire(request.circuit(), asked) {
                     Ok(Some(lease)) => Some(lease),
-                Ok(None) => continue,
-                Err(e) => {
-                    t.queue.remove(&key);
-                    entry.phase = Phase::Starting;
-                    // SrsError's messages carry their causes.
-                    failed.push((id, format!("the proving key: {e}")));
-                    continue;
-                }
+                    Ok(None) => continue,
+                    Err(e) => {
+                        t.queue.remove(&key);
+                        entry.phase = Phase::Starting;
+                        // SrsError's messages carry their causes.
+                        failed.push((id, format!("the proving key: {e}")));
+                        continue;
+                    }
                 }
             };
             t.queue.remove(&key);
@@ -313,8 +313,10 @@ impl Daemon {
             let finished = handle.wait_timeout(PROGRESS_EVERY);
             let (proved, total) = handle.progress();
             if proved > counted {
-                self.stats.partitions_proved[kind]
-                    .fetch_add((proved - counted) as u64, std::sync::atomic::Ordering::Relaxed);
+                self.stats.partitions_proved[kind].fetch_add(
+                    (proved - counted) as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
                 counted = proved;
             }
             if let Some(e) = self.table.lock().jobs.get_mut(&id) {
