@@ -13,10 +13,12 @@ use hyper_util::rt::TokioIo;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::listen::ListenAddr;
+use crate::proto::cuzk_proving_engine_client::CuzkProvingEngineClient;
 use crate::proto::proving_engine_client::ProvingEngineClient;
 use crate::proto::{
-    AwaitProofResponse, EvictSrsRequest, GetStatusRequest, GetStatusResponse, PreloadSrsRequest,
-    ProveRequest, SubmitProofRequest,
+    AwaitProofRequest, AwaitProofResponse, EvictSrsRequest, GetStatusRequest, GetStatusResponse,
+    PreloadSrsRequest, ProveRequest, SubmitAggregateRequest, SubmitProofFileRequest,
+    SubmitProofRequest, SubmitProofResponse,
 };
 
 /// What can go wrong talking to a daemon.
@@ -49,6 +51,8 @@ pub enum ClientError {
 #[derive(Debug, Clone)]
 pub struct Client {
     inner: ProvingEngineClient<Channel>,
+    /// cuzk's own RPCs on the same connection.
+    local: CuzkProvingEngineClient<Channel>,
 }
 
 impl Client {
@@ -78,10 +82,13 @@ impl Client {
                     .map_err(failed)?
             }
         };
+        let local = CuzkProvingEngineClient::new(channel.clone())
+            .max_decoding_message_size(64 << 20)
+            .max_encoding_message_size(usize::MAX);
         let inner = ProvingEngineClient::new(channel)
             .max_decoding_message_size(64 << 20)
             .max_encoding_message_size(usize::MAX);
-        Ok(Client { inner })
+        Ok(Client { inner, local })
     }
 
     /// `Prove`: submits and waits for the job's end (its status says how it ended).
@@ -137,6 +144,75 @@ impl Client {
             })
             .map_err(|status| ClientError::Call {
                 method: "EvictSRS",
+                status,
+            })
+    }
+
+    /// `SubmitProof`: the job id and its place in the queue.
+    pub async fn submit(
+        &mut self,
+        submit: SubmitProofRequest,
+    ) -> Result<SubmitProofResponse, ClientError> {
+        self.inner
+            .submit_proof(submit)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| ClientError::Call {
+                method: "SubmitProof",
+                status,
+            })
+    }
+
+    /// cuzk's `SubmitProofFile`: `submit` with its vanilla proof read by the
+    /// daemon from `path` on its machine (under its `limits.vanilla_file_dirs`).
+    pub async fn submit_file(
+        &mut self,
+        submit: SubmitProofRequest,
+        path: &str,
+    ) -> Result<SubmitProofResponse, ClientError> {
+        self.local
+            .submit_proof_file(SubmitProofFileRequest {
+                submit: Some(submit),
+                vanilla_proof_path: path.into(),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| ClientError::Call {
+                method: "SubmitProofFile",
+                status,
+            })
+    }
+
+    /// cuzk's `SubmitAggregate`: an aggregation job.
+    pub async fn submit_aggregate(
+        &mut self,
+        request: SubmitAggregateRequest,
+    ) -> Result<SubmitProofResponse, ClientError> {
+        self.local
+            .submit_aggregate(request)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| ClientError::Call {
+                method: "SubmitAggregate",
+                status,
+            })
+    }
+
+    /// `AwaitProof` (`timeout_ms` 0: until the job ends).
+    pub async fn await_proof(
+        &mut self,
+        job_id: &str,
+        timeout_ms: u64,
+    ) -> Result<AwaitProofResponse, ClientError> {
+        self.inner
+            .await_proof(AwaitProofRequest {
+                job_id: job_id.into(),
+                timeout_ms,
+            })
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|status| ClientError::Call {
+                method: "AwaitProof",
                 status,
             })
     }

@@ -125,6 +125,7 @@ pub struct LimitsConfig {
     pub max_connections: usize,
     /// Calls in progress on one connection.
     pub max_streams_per_connection: usize,
+    pub vanilla_file_dirs: Vec<PathBuf>,
 }
 
 /// `[srs]`.
@@ -216,6 +217,7 @@ impl Default for LimitsConfig {
             request_memory: 0,
             max_connections: 64,
             max_streams_per_connection: 32,
+            vanilla_file_dirs: Vec::new(),
         }
     }
 }

@@ -46,7 +46,7 @@ mod results;
 #[cfg(test)]
 mod tests;
 
-pub use accept::{check_envelope, MAX_REQUEST_ID_BYTES};
+pub use accept::{check_envelope, check_internal_envelope, MAX_REQUEST_ID_BYTES};
 pub use dispatch::engine_class;
 
 /// The numbers the job table keeps to.
@@ -69,6 +69,9 @@ pub struct Settings {
     pub max_results: usize,
     /// How long a result stays after its first delivery.
     pub delivered_retention: Duration,
+    /// Where cuzk's own RPCs may read vanilla proofs and C1s from
+    /// (`limits.vanilla_file_dirs`).
+    pub local_files: crate::aggregate::LocalFiles,
 }
 
 /// A proving device as the status and metrics show it.
@@ -135,7 +138,8 @@ enum Phase {
     Recovering,
     Queued(Arc<Request>),
     Starting,
-    Running(JobCanceller),
+    /// In the engine, or (`None`) an aggregation job on its own thread.
+    Running(Option<JobCanceller>),
     Finished {
         result: Arc<Finished>,
         at: Instant,
@@ -174,6 +178,8 @@ struct Entry {
     key_asked: Option<Instant>,
     /// Its circuit, once the dispatcher has taken it (for the wait log).
     circuit: Option<cuzk_filecoin::Circuit>,
+    /// Partitions proved and in all, once in the engine (`GET /status`).
+    partitions: Option<(usize, usize)>,
     done: tokio::sync::watch::Sender<bool>,
 }
 
@@ -397,6 +403,9 @@ pub struct Stats {
     pub failed: [AtomicU64; 4],
     /// Jobs cancelled, per kind.
     pub cancelled: [AtomicU64; 4],
+    /// Partitions proved, per kind (a non-interactive PoRep counts its 13
+    /// or 126 like any other kind's).
+    pub partitions_proved: [AtomicU64; 4],
     /// Finished results dropped by retention before they were delivered.
     pub results_dropped: AtomicU64,
     /// Jobs whose thread panicked (each failed with the panic's message).
@@ -435,6 +444,20 @@ pub struct TableCounts {
     pub finished: u32,
     /// Vanilla-proof bytes of the jobs not finished.
     pub unfinished_bytes: u64,
+}
+
+/// A job in the engine, as `GET /status` lists it.
+#[derive(Debug, Clone)]
+pub struct RunningJob {
+    pub job_id: String,
+    pub request_id: String,
+    pub kind: ProofKind,
+    /// The circuit's proof type name (`StackedDrg2KiBV1_2_Feat_NonInteractivePoRep`).
+    pub circuit: String,
+    /// Partitions proved so far (read every quarter second).
+    pub partitions_proved: usize,
+    /// Partitions in all (0 until the engine reports).
+    pub partitions: usize,
 }
 
 /// The daemon (see the module docs).
@@ -537,11 +560,12 @@ enum Outcome {
     Interrupted,
 }
 
-/// A job the dispatcher took from the queue, with its key leased.
+/// A job the dispatcher took from the queue, with its key leased (none
+/// for an aggregation job, which needs no proving key).
 struct Started {
     id: String,
     request: Arc<Request>,
-    lease: crate::srs::SrsLease,
+    lease: Option<crate::srs::SrsLease>,
 }
 
 impl Daemon {
@@ -637,6 +661,30 @@ impl Daemon {
             .map(|(id, e)| (id.clone(), KINDS[kind_index(e.accepted.proof_kind)]))
     }
 
+    /// The jobs in the engine, oldest first, with their partitions.
+    pub fn running_jobs(&self) -> Vec<RunningJob> {
+        let t = self.table.lock();
+        let mut jobs: Vec<(u64, RunningJob)> = t
+            .jobs
+            .iter()
+            .filter(|(_, e)| matches!(e.phase, Phase::Running(_)))
+            .map(|(id, e)| {
+                let (proved, total) = e.partitions.unwrap_or((0, 0));
+                let job = RunningJob {
+                    job_id: id.clone(),
+                    request_id: e.accepted.request_id.clone(),
+                    kind: KINDS[kind_index(e.accepted.proof_kind)],
+                    circuit: e.circuit.map_or_else(String::new, |c| c.name()),
+                    partitions_proved: proved,
+                    partitions: total,
+                };
+                (e.seq, job)
+            })
+            .collect();
+        jobs.sort_by_key(|(seq, _)| *seq);
+        jobs.into_iter().map(|(_, j)| j).collect()
+    }
+
     /// The engine's meters.
     pub fn engine_metrics(&self) -> MetricsSnapshot {
         self.engine.metrics()
@@ -665,6 +713,11 @@ impl Daemon {
     /// Since the daemon started.
     pub fn uptime(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// The parameter cache.
+    pub fn params(&self) -> &ParamsDir {
+        &self.params
     }
 
     /// The settings.

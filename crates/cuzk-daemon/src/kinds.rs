@@ -44,6 +44,9 @@ pub enum Request {
     Post(PostRequest),
     /// A SnapDeals update.
     Update(UpdateRequest),
+    /// A SnarkPack aggregate of PoRep partition proofs (cuzk's own
+    /// `SubmitAggregate`): no proving key, no engine.
+    Aggregate(crate::aggregate::AggregateRequest),
 }
 
 /// The kinds, in the wire's order, as metric labels and `GetStatus` queues use them.
@@ -82,7 +85,14 @@ impl Request {
             Request::Porep(r) => Circuit::Porep(r.proof_type),
             Request::Post(r) => Circuit::Post(r.post_type()),
             Request::Update(r) => Circuit::Update(r.update_type()),
+            Request::Aggregate(r) => Circuit::Porep(r.proof_type),
         }
+    }
+
+    /// Whether it is proved in the engine with its circuit's key (every
+    /// kind but an aggregation job).
+    pub fn needs_engine(&self) -> bool {
+        !matches!(self, Request::Aggregate(_))
     }
 
     /// The engine source that proves it with `key`, synthesized as
@@ -100,12 +110,38 @@ impl Request {
             Request::Update(r) => {
                 Box::new(UpdateSource::with_synthesis(r, key, &synthesis.circuit())?)
             }
+            Request::Aggregate(_) => {
+                return Err(cuzk_filecoin::Error::Aggregate(
+                    "an aggregation job has no partitions to prove".into(),
+                ))
+            }
         };
         Ok(TimedSource::new(inner))
     }
 
-    /// Checks `proof` with the Filecoin crates' verifier of its kind
-    /// (`verify_seal`, `verify_winning_post` / `verify_window_post`,
+    /// A non-interactive PoRep (its answer is an aggregate).
+    pub fn is_non_interactive(&self) -> bool {
+        matches!(self, Request::Porep(r) if r.proof_type.is_non_interactive())
+    }
+
+    /// What the job returns, from the engine's partition proofs (192 bytes
+    /// each, in order): those proofs, except for a non-interactive PoRep,
+    /// whose answer is what `seal_commit_phase2` returns for it, the
+    /// SnarkPack aggregate of its partition proofs (filecoin-proofs'
+    /// own aggregation, through `cuzk_filecoin::seal_proof`).
+    pub fn output(&self, partition_proofs: Vec<u8>) -> Result<Vec<u8>, cuzk_filecoin::Error> {
+        match self {
+            Request::Porep(r) if r.proof_type.is_non_interactive() => {
+                cuzk_filecoin::seal_proof(&r.c1, partition_proofs)
+            }
+            Request::Aggregate(r) => r.aggregate(),
+            _ => Ok(partition_proofs),
+        }
+    }
+
+    /// Checks `proof` (what [`Request::output`] made) with the Filecoin
+    /// crates' verifier of its kind (`verify_seal`, which checks a
+    /// non-interactive aggregate too, `verify_winning_post` / `verify_window_post`,
     /// `verify_empty_sector_update_proof`); returns how, for the log.
     pub fn verify(&self, proof: &[u8], lease: &SrsLease) -> Result<String, cuzk_filecoin::Error> {
         match self {
@@ -118,6 +154,9 @@ impl Request {
             }
             Request::Update(r) => verify_update(r, proof, &lease.filecoin_vk)
                 .map(|()| "VerifyEmptySectorUpdateProof".to_string()),
+            Request::Aggregate(r) => r
+                .verify(proof)
+                .map(|()| "VerifyAggregateSealCommitProofs".to_string()),
         }
     }
 
@@ -130,6 +169,7 @@ impl Request {
                 PostKind::Window => "verify_window_post",
             },
             Request::Update(_) => "verify_empty_sector_update_proof",
+            Request::Aggregate(_) => "verify_aggregate_seal_commit_proofs",
         }
     }
 }
@@ -140,6 +180,9 @@ pub fn check_request(
     req: &SubmitProofRequest,
     params: &ParamsDir,
 ) -> Result<Request, RequestError> {
+    if req.proof_kind == crate::aggregate::AGGREGATE_KIND {
+        return Ok(Request::Aggregate(crate::aggregate::check(req, params)?));
+    }
     let kind = ProofKind::try_from(req.proof_kind).map_err(|_| {
         RequestError::InvalidArgument(format!("unknown proof_kind {}", req.proof_kind))
     })?;
@@ -158,6 +201,16 @@ pub fn check_request(
     params
         .check(request.circuit())
         .map_err(|e| RequestError::FailedPrecondition(cuzk_pipeline::ErrorChain(&e).to_string()))?;
+    if let Request::Porep(r) = &request {
+        if r.proof_type.is_non_interactive() {
+            // The SnarkPack SRS the partition proofs will be aggregated
+            // with: there, whole and large enough, before any synthesis
+            // (its error names the file and the command that fetches it).
+            params
+                .check_srs(r.proof_type.partitions())
+                .map_err(|e| RequestError::FailedPrecondition(e.to_string()))?;
+        }
+    }
     Ok(request)
 }
 

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
+pub mod aggregate;
 pub mod cli;
 pub mod client;
 pub mod config;

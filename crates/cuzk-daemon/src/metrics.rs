@@ -120,6 +120,14 @@ pub fn status_json(d: &Daemon) -> String {
         // Not in the wire's answer: jobs restored from the journal still
         // being checked again, and GPUs out of service with their fault.
         "recovering_jobs": d.counts().recovering,
+        // Not in the wire's answer: each job in the engine, with its
+        // partitions proved and in all (a non-interactive PoRep has 13 or
+        // 126, an interactive one 1 or 10).
+        "jobs": d.running_jobs().iter().map(|j| serde_json::json!({
+            "job_id": j.job_id, "request_id": j.request_id, "proof_kind": j.kind.as_str_name(),
+            "circuit": j.circuit, "partitions_proved": j.partitions_proved,
+            "partitions": j.partitions,
+        })).collect::<Vec<_>>(),
         // What proves on each device: backend, model, driver, kernel build.
         "workers": d.devices().iter().map(|dev| serde_json::json!({
             "device": dev.name, "backend": dev.build.backend, "model": dev.build.model,
@@ -337,6 +345,11 @@ pub fn prometheus_text(d: &Daemon) -> String {
         "cuzk_proofs_cancelled",
         "Jobs cancelled by CancelProof.",
         per_kind_total(&stats.cancelled),
+    );
+    o.counter(
+        "cuzk_partitions_proved",
+        "Partitions proved in the engine, per kind of job (a non-interactive PoRep has 13 or 126).",
+        per_kind_total(&stats.partitions_proved),
     );
     o.counted(
         "cuzk_results_dropped",

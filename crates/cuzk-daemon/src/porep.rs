@@ -20,10 +20,14 @@ pub struct PorepRequest {
 }
 
 /// Checks a request as the issue lists the ways it can be wrong: no vanilla
-/// proof, a registered proof that is not an interactive PoRep type, a sector
+/// proof, a registered proof that is not a PoRep type, a sector
 /// size that contradicts it, a vanilla proof that is not the JSON it should
-/// be, a C1 of another proof type or for another sector (sector number or
-/// miner id); the caller checks the key files. Every refusal names the problem.
+/// be (for a non-interactive type: 13 or 126 partitions of 2 or 18
+/// challenges, `parse_c1`'s check), a C1 of another proof type (an
+/// interactive C1 declared non-interactive, or the reverse, named as such)
+/// or for another sector (sector number or miner id); the caller checks the
+/// key files and, for a non-interactive type, the SnarkPack SRS. Every
+/// refusal names the problem.
 pub fn check_request(req: &SubmitProofRequest) -> Result<PorepRequest, RequestError> {
     if req.vanilla_proof.is_empty() {
         return Err(RequestError::InvalidArgument(
@@ -43,8 +47,20 @@ pub fn check_request(req: &SubmitProofRequest) -> Result<PorepRequest, RequestEr
     let c1 = parse_c1(&req.vanilla_proof)
         .map_err(|e| RequestError::InvalidArgument(format!("vanilla_proof: {e}")))?;
     if c1.proof_type != proof_type {
+        // The same sector size with the other interaction: name it, since
+        // the two differ in partitions (1 or 10 against 13 or 126) and in
+        // what comes back (the partition proofs against their aggregate).
+        let declared = if c1.proof_type.sector_size() != proof_type.sector_size() {
+            String::new()
+        } else if proof_type.is_non_interactive() && !c1.proof_type.is_non_interactive() {
+            ": an interactive C1 declared non-interactive".into()
+        } else if !proof_type.is_non_interactive() && c1.proof_type.is_non_interactive() {
+            ": a non-interactive C1 declared interactive".into()
+        } else {
+            String::new()
+        };
         return Err(RequestError::InvalidArgument(format!(
-            "vanilla_proof is a C1 output of {}, but registered_proof {} is {}",
+            "vanilla_proof is a C1 output of {}, but registered_proof {} is {}{declared}",
             c1.proof_type.name(),
             req.registered_proof,
             proof_type.name()

@@ -17,6 +17,7 @@ use crate::daemon::{Daemon, DeviceView, GpuView, Settings, WorkerBuild};
 use crate::error::{ConfigError, DaemonError};
 use crate::journal::Journal;
 use crate::listen::{bind_unix, ListenAddr};
+use crate::proto::cuzk_proving_engine_server::CuzkProvingEngineServer;
 use crate::proto::proving_engine_server::ProvingEngineServer;
 use crate::service::Service;
 use crate::srs::{DeviceKeys, EngineShare, SrsManager};
@@ -300,6 +301,7 @@ pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
         bulk_jobs_in_engine: config.proving.bulk_jobs_in_engine,
         max_results: config.retention.max_results,
         delivered_retention: Duration::from_secs(config.retention.delivered_secs),
+        local_files: crate::aggregate::LocalFiles::new(config.limits.vanilla_file_dirs.clone()),
     };
     let daemon = Daemon::start(
         settings,
@@ -323,6 +325,9 @@ pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
         let service = ProvingEngineServer::new(Service::new(Arc::clone(&daemon)))
             .max_decoding_message_size(max)
             .max_encoding_message_size(max);
+        let local = CuzkProvingEngineServer::new(Service::new(Arc::clone(&daemon)))
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max);
         let mut stop = stop_rx.clone();
         let shutdown = async move {
             let _ = stop.wait_for(|s| *s).await;
@@ -337,7 +342,8 @@ pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
             .layer(tower::util::MapResponseLayer::new(
                 oversized_is_resource_exhausted,
             ))
-            .add_service(service);
+            .add_service(service)
+            .add_service(local);
         let shown = address.to_string();
         let task = match &address {
             ListenAddr::Unix(path) => {

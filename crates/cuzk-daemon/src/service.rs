@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use tonic::{Request, Response, Status};
 
-use crate::daemon::{check_envelope, Daemon};
+use crate::daemon::{check_envelope, check_internal_envelope, Daemon};
 use crate::error::RequestError;
 use crate::metrics;
+use crate::proto::cuzk_proving_engine_server::CuzkProvingEngine;
 use crate::proto::proving_engine_server::ProvingEngine;
 use crate::proto::*;
 
@@ -27,7 +28,17 @@ impl Service {
     }
 
     async fn submit(&self, req: SubmitProofRequest) -> Result<SubmitProofResponse, RequestError> {
-        let result = match check_envelope(&req) {
+        self.submit_checked(req, check_envelope).await
+    }
+
+    /// A submission whose envelope `envelope` checks (Curio's kinds, or
+    /// also the daemon's own aggregation kind).
+    async fn submit_checked(
+        &self,
+        req: SubmitProofRequest,
+        envelope: fn(&SubmitProofRequest) -> Result<Priority, RequestError>,
+    ) -> Result<SubmitProofResponse, RequestError> {
+        let result = match envelope(&req) {
             Ok(priority) => {
                 let d = Arc::clone(&self.daemon);
                 tokio::task::spawn_blocking(move || d.submit(req, priority))
@@ -152,5 +163,89 @@ fn srs_status(e: crate::error::SrsError) -> Status {
         SrsError::TooLarge { .. } | SrsError::NeverFits { .. } => {
             Status::resource_exhausted(message)
         }
+    }
+}
+
+/// cuzk's own RPCs (`proto/cuzk/v1/cuzk_local.proto`), beside Curio's
+/// contract: a C1 read from a file on this machine, and aggregation jobs.
+/// The jobs they make are the daemon's like any other (`AwaitProof`,
+/// `CancelProof`, `GetStatus`, the journal).
+#[tonic::async_trait]
+impl CuzkProvingEngine for Service {
+    async fn submit_proof_file(
+        &self,
+        request: Request<SubmitProofFileRequest>,
+    ) -> Result<Response<SubmitProofResponse>, Status> {
+        let r = request.into_inner();
+        let refused = |e: RequestError| {
+            tracing::info!(error = %e, "submission refused");
+            self.daemon.count_rejection(&e);
+            Status::from(e)
+        };
+        let mut submit = r.submit.ok_or_else(|| {
+            refused(RequestError::InvalidArgument(
+                "SubmitProofFileRequest.submit is missing: it carries the SubmitProofRequest"
+                    .into(),
+            ))
+        })?;
+        check_envelope(&submit).map_err(refused)?;
+        if submit.proof_kind != ProofKind::PorepSealCommit as i32 {
+            return Err(refused(RequestError::InvalidArgument(format!(
+                "proof_kind {}: SubmitProofFile takes a POREP_SEAL_COMMIT's C1 output (the other \
+                 kinds' vanilla proofs fit a message)",
+                submit.proof_kind
+            ))));
+        }
+        if !submit.vanilla_proof.is_empty() {
+            return Err(refused(RequestError::InvalidArgument(
+                "submit.vanilla_proof is set: SubmitProofFile reads it from vanilla_proof_path; \
+                 give one of the two"
+                    .into(),
+            )));
+        }
+        if r.vanilla_proof_path.is_empty() {
+            return Err(refused(RequestError::InvalidArgument(
+                "vanilla_proof_path is empty: the C1 output's file on the daemon's machine".into(),
+            )));
+        }
+        let d = Arc::clone(&self.daemon);
+        let path = r.vanilla_proof_path;
+        let read = tokio::task::spawn_blocking(move || {
+            let limit = d.settings().max_queued_bytes;
+            d.settings()
+                .local_files
+                .read("vanilla_proof_path", &path, limit)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("reading the file panicked: {e}")))?;
+        // The job holds the content, journaled like SubmitProof's: the same
+        // C1 inline or from a file is the same request.
+        submit.vanilla_proof = read.map_err(refused)?;
+        Ok(Response::new(self.submit(submit).await?))
+    }
+
+    async fn submit_aggregate(
+        &self,
+        request: Request<SubmitAggregateRequest>,
+    ) -> Result<Response<SubmitProofResponse>, Status> {
+        let r = request.into_inner();
+        let d = Arc::clone(&self.daemon);
+        let made = tokio::task::spawn_blocking(move || {
+            let limit = d.settings().max_queued_bytes;
+            crate::aggregate::to_submit(r, d.params(), &d.settings().local_files, limit)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("checking the request panicked: {e}")))?;
+        let submit = match made {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::info!(error = %e, "submission refused");
+                self.daemon.count_rejection(&e);
+                return Err(e.into());
+            }
+        };
+        Ok(Response::new(
+            self.submit_checked(submit, check_internal_envelope).await?,
+        ))
     }
 }

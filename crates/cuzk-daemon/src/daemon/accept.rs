@@ -86,6 +86,7 @@ impl Daemon {
                     in_bulk_slot: false,
                     key_asked: None,
                     circuit: None,
+                    partitions: None,
                     done: tokio::sync::watch::channel(finished).0,
                 },
             );
@@ -107,7 +108,7 @@ impl Daemon {
     ) -> Result<Accepted, String> {
         let req = SubmitProofRequest::decode(request)
             .map_err(|e| format!("the request file does not decode: {e}"))?;
-        let priority = check_envelope(&req).map_err(|e| e.to_string())?;
+        let priority = check_internal_envelope(&req).map_err(|e| e.to_string())?;
         let accepted = Accepted {
             job_id: job_id.to_string(),
             request_id: req.request_id.clone(),
@@ -146,9 +147,11 @@ impl Daemon {
                 })
                 .and_then(|req| {
                     let c = check_request(&req, &self.params)?;
-                    self.srs
-                        .check_fits(c.circuit(), engine_class(priority))
-                        .map_err(|e| RequestError::ResourceExhausted(e.to_string()))?;
+                    if c.needs_engine() {
+                        self.srs
+                            .check_fits(c.circuit(), engine_class(priority))
+                            .map_err(|e| RequestError::ResourceExhausted(e.to_string()))?;
+                    }
                     Ok((c, vanilla_bytes(&req)))
                 });
             drop(request);
@@ -226,9 +229,11 @@ impl Daemon {
         let checked = check_request(&req, &self.params)?;
         // A job that could never be admitted is refused now, with the
         // numbers, rather than left waiting in the engine for ever.
-        self.srs
-            .check_fits(checked.circuit(), engine_class(priority))
-            .map_err(|e| RequestError::ResourceExhausted(e.to_string()))?;
+        if checked.needs_engine() {
+            self.srs
+                .check_fits(checked.circuit(), engine_class(priority))
+                .map_err(|e| RequestError::ResourceExhausted(e.to_string()))?;
+        }
         let job_id = new_job_id();
         let accepted = Accepted {
             job_id: job_id.clone(),
@@ -277,6 +282,7 @@ impl Daemon {
                     in_bulk_slot: false,
                     key_asked: None,
                     circuit: None,
+                    partitions: None,
                     done: tokio::sync::watch::channel(false).0,
                 },
             );
@@ -348,6 +354,17 @@ pub const MAX_REQUEST_ID_BYTES: usize = 256;
 /// Checks what every submission needs whatever its kind; returns the
 /// priority (unspecified: the kind's default, [`default_priority`]).
 pub fn check_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError> {
+    check_envelope_of(req, false)
+}
+
+/// [`check_envelope`] of a request that may also be one the daemon made
+/// itself (an aggregation job, [`crate::aggregate::AGGREGATE_KIND`], a
+/// kind `SubmitProof` refuses).
+pub fn check_internal_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError> {
+    check_envelope_of(req, true)
+}
+
+fn check_envelope_of(req: &SubmitProofRequest, internal: bool) -> Result<Priority, RequestError> {
     if req.request_id.is_empty() {
         return Err(RequestError::InvalidArgument(
             "request_id is empty: it is the idempotency key (Curio sends porep-<miner>-<sector>)"
@@ -360,9 +377,14 @@ pub fn check_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError
             req.request_id.len()
         )));
     }
-    let kind = ProofKind::try_from(req.proof_kind).map_err(|_| {
-        RequestError::InvalidArgument(format!("unknown proof_kind {}", req.proof_kind))
-    })?;
+    let kind = if internal && req.proof_kind == crate::aggregate::AGGREGATE_KIND {
+        // Bulk work, as PoRep.
+        ProofKind::PorepSealCommit
+    } else {
+        ProofKind::try_from(req.proof_kind).map_err(|_| {
+            RequestError::InvalidArgument(format!("unknown proof_kind {}", req.proof_kind))
+        })?
+    };
     if kind == ProofKind::Unspecified {
         return Err(RequestError::InvalidArgument(
             "proof_kind is PROOF_KIND_UNSPECIFIED: say which proof to make".into(),

@@ -26,6 +26,9 @@ pub(super) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".into())
 }
 
+/// How often a job thread reads its job's progress in the engine.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
 impl Daemon {
     /// The dispatcher, watched: a panic in it is logged and it starts again
     /// (the table is behind a mutex that does not poison; the job it was
@@ -111,15 +114,19 @@ impl Daemon {
             };
             let request = Arc::clone(request);
             let asked = *entry.key_asked.get_or_insert_with(Instant::now);
-            let lease = match self.srs.try_acquire(request.circuit(), asked) {
-                Ok(Some(lease)) => lease,
-                Ok(None) => continue,
-                Err(e) => {
-                    t.queue.remove(&key);
-                    entry.phase = Phase::Starting;
-                    // SrsError's messages carry their causes.
-                    failed.push((id, format!("the proving key: {e}")));
-                    continue;
+            let lease = if !request.needs_engine() {
+                None
+            } else {
+                match self.srs.try_acquire(request.circuit(), asked) {
+                    Ok(Some(lease)) => Some(lease),
+                    Ok(None) => continue,
+                    Err(e) => {
+                        t.queue.remove(&key);
+                        entry.phase = Phase::Starting;
+                        // SrsError's messages carry their causes.
+                        failed.push((id, format!("the proving key: {e}")));
+                        continue;
+                    }
                 }
             };
             t.queue.remove(&key);
@@ -255,6 +262,10 @@ impl Daemon {
     /// for its proofs and records the outcome.
     pub(super) fn run_job(self: Arc<Self>, started: Started) {
         let Started { id, request, lease } = started;
+        let Some(lease) = lease else {
+            let outcome = self.run_aggregate(&id, &request);
+            return self.finish(&id, outcome);
+        };
         let source = match request.source(&lease.key, &lease.synthesis) {
             Ok(s) => s,
             Err(e) => {
@@ -284,16 +295,103 @@ impl Daemon {
         {
             let mut t = self.table.lock();
             let entry = t.jobs.get_mut(&id).expect("a started job is in the table");
-            entry.phase = Phase::Running(handle.canceller());
+            entry.phase = Phase::Running(Some(handle.canceller()));
             if entry.cancel_requested {
                 handle.cancel();
             }
         }
         tracing::info!(job = %id, engine_job = %handle.id(), class = class.as_str(), "job in the engine");
+        // Partitions proved, for `GET /status` and the metrics: every kind
+        // counts its partitions the same way (a non-interactive PoRep has
+        // 13 or 126 of them).
+        let kind = {
+            let t = self.table.lock();
+            crate::kinds::kind_index(t.jobs[&id].accepted.proof_kind)
+        };
+        let mut counted = 0;
+        loop {
+            let finished = handle.wait_timeout(PROGRESS_EVERY);
+            let (proved, total) = handle.progress();
+            if proved > counted {
+                self.stats.partitions_proved[kind].fetch_add(
+                    (proved - counted) as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
+                counted = proved;
+            }
+            if let Some(e) = self.table.lock().jobs.get_mut(&id) {
+                e.partitions = Some((proved, total));
+            }
+            if finished {
+                break;
+            }
+        }
         let result = handle.wait();
         let outcome = self.outcome(&id, result, &request, &lease, &source);
         drop(lease);
         self.finish(&id, outcome);
+    }
+
+    /// An aggregation job, on its own thread (no engine, no key): the
+    /// aggregate made, then checked with
+    /// `verify_aggregate_seal_commit_proofs` before it is kept.
+    fn run_aggregate(&self, id: &str, request: &Request) -> Outcome {
+        let Request::Aggregate(r) = request else {
+            unreachable!("only an aggregation job runs without a key");
+        };
+        let accepted_at = {
+            let mut t = self.table.lock();
+            let e = t.jobs.get_mut(id).expect("a started job is in the table");
+            // Not cancellable once started: it is one call of filecoin-proofs.
+            e.phase = Phase::Running(None);
+            e.accepted_at
+        };
+        let what = crate::aggregate::describe(r.sectors.len(), r.proof_type);
+        tracing::info!(job = %id, "aggregating {what}");
+        let started = Instant::now();
+        let failed = |message: String| {
+            tracing::error!(job = %id, error = %message, "aggregation job failed");
+            Outcome::Done(unproved(Status::Failed, message, accepted_at.elapsed()))
+        };
+        let proof = match r.aggregate() {
+            Ok(p) => p,
+            Err(e) => return failed(format!("aggregating {what}: {e}")),
+        };
+        let made = started.elapsed();
+        {
+            let t = self.table.lock();
+            if let Some(e) = t.jobs.get(id) {
+                if e.interrupted {
+                    return Outcome::Interrupted;
+                }
+                if e.cancel_requested {
+                    return Outcome::Done(unproved(
+                        Status::Cancelled,
+                        "cancelled by CancelProof".into(),
+                        accepted_at.elapsed(),
+                    ));
+                }
+            }
+        }
+        if let Err(e) = r.verify(&proof) {
+            return failed(format!(
+                "the aggregate did not pass verify_aggregate_seal_commit_proofs and is not returned: {e}"
+            ));
+        }
+        let total = accepted_at.elapsed();
+        tracing::info!(job = %id, bytes = proof.len(), aggregation_ms = millis(made),
+            total_ms = millis(total), "aggregate made and verified");
+        Outcome::Done(Finished {
+            status: Status::Completed as i32,
+            proof_hex: hex::encode(&proof),
+            error_message: String::new(),
+            queue_wait_ms: millis(started.saturating_duration_since(accepted_at)),
+            srs_load_ms: 0,
+            synthesis_ms: 0,
+            gpu_compute_ms: millis(made),
+            total_ms: millis(total),
+            device: "cpu".into(),
+        })
     }
 
     pub(super) fn outcome(
@@ -312,7 +410,26 @@ impl Daemon {
         let total = accepted_at.elapsed();
         match result {
             Ok(out) => {
-                let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+                let partition_proofs: Vec<u8> =
+                    out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+                let aggregating = Instant::now();
+                let proof = match request.output(partition_proofs) {
+                    Ok(proof) => proof,
+                    Err(e) => {
+                        tracing::error!(job = %id, error = %e, "aggregating the partition proofs failed");
+                        return Outcome::Done(unproved(
+                            Status::Failed,
+                            format!("aggregating the {} partition proofs: {e}", out.proofs.len()),
+                            accepted_at.elapsed(),
+                        ));
+                    }
+                };
+                if request.is_non_interactive() {
+                    tracing::info!(job = %id, partitions = out.proofs.len(), bytes = proof.len(),
+                        took_ms = millis(aggregating.elapsed()),
+                        "partition proofs aggregated (SnarkPack v2, filecoin-proofs' aggregate_seal_commit_proofs)");
+                }
+                let total = accepted_at.elapsed();
                 let device = out
                     .partitions
                     .first()

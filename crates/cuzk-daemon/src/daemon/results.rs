@@ -224,9 +224,15 @@ impl Daemon {
                 entry.cancel_requested = true;
                 Ok(true)
             }
-            Phase::Running(canceller) => {
+            Phase::Running(Some(canceller)) => {
                 tracing::info!(job = %job_id, "running job cancelled");
                 canceller.cancel();
+                Ok(true)
+            }
+            Phase::Running(None) => {
+                // An aggregation job: its result is dropped when the call ends.
+                tracing::info!(job = %job_id, "running aggregation job cancelled");
+                entry.cancel_requested = true;
                 Ok(true)
             }
             Phase::Finished { .. } | Phase::Interrupted => Ok(false),
@@ -271,9 +277,13 @@ impl Daemon {
             );
             for e in t.jobs.values_mut() {
                 match &e.phase {
-                    Phase::Running(c) => {
+                    Phase::Running(Some(c)) => {
                         e.interrupted = true;
                         c.cancel();
+                    }
+                    Phase::Running(None) => {
+                        e.interrupted = true;
+                        e.cancel_requested = true;
                     }
                     Phase::Starting | Phase::Accepting => {
                         e.interrupted = true;

@@ -19,6 +19,7 @@ fn settings() -> Settings {
         bulk_jobs_in_engine: 1,
         max_results: 16,
         delivered_retention: Duration::from_secs(600),
+        local_files: crate::aggregate::LocalFiles::default(),
     }
 }
 
@@ -125,6 +126,7 @@ fn insert(t: &mut Table, job_id: &str, request_id: &str, digest: &str, phase: Ph
             in_bulk_slot: false,
             key_asked: None,
             circuit: None,
+            partitions: None,
             done: tokio::sync::watch::channel(finished).0,
         },
     );
