@@ -93,7 +93,9 @@ impl LocalFiles {
 /// A checked aggregation job: its sectors' partition proofs and public inputs.
 #[derive(Debug)]
 pub struct AggregateRequest {
+    /// The sectors' one PoRep type.
     pub proof_type: ProofType,
+    /// Each sector's partition proofs and public inputs, in the request's order.
     pub sectors: Vec<CommitProofs>,
 }
 

@@ -125,6 +125,8 @@ pub struct LimitsConfig {
     pub max_connections: usize,
     /// Calls in progress on one connection.
     pub max_streams_per_connection: usize,
+    /// Folders cuzk's own RPCs may read C1 and vanilla-proof files from
+    /// (empty: every file refused).
     pub vanilla_file_dirs: Vec<PathBuf>,
 }
 

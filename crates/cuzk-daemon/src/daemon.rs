@@ -449,8 +449,11 @@ pub struct TableCounts {
 /// A job in the engine, as `GET /status` lists it.
 #[derive(Debug, Clone)]
 pub struct RunningJob {
+    /// The daemon's id of the job.
     pub job_id: String,
+    /// The client's id of the request.
     pub request_id: String,
+    /// The proof kind of the wire.
     pub kind: ProofKind,
     /// The circuit's proof type name (`StackedDrg2KiBV1_2_Feat_NonInteractivePoRep`).
     pub circuit: String,
