@@ -13,9 +13,9 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use base64::Engine as _;
 use cuzk_filecoin::sample::SampleSector;
@@ -25,6 +25,9 @@ use cuzk_filecoin::{
 };
 use rand_chacha::rand_core::SeedableRng;
 use serde_json::Value;
+
+mod common;
+use common::{serial, Daemon};
 
 const MINER: u64 = 1000;
 const SECTORS: [u64; 4] = [11, 12, 13, 14];
@@ -273,111 +276,13 @@ fn python_client(tmp: &Path, work: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// One daemon at a time: each holds the 1.1 GB key, and the machine has 2 cores.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+/// Curio's side, played by the Python client, on a test daemon.
+trait PythonClient {
+    fn client(&self, command: &str, args: &[&str]) -> Value;
+    fn client_command(&self, command: &str, args: &[&str]) -> Command;
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Daemon {
-    child: Option<Child>,
-    dir: PathBuf,
-    /// Its parameter cache (`--params-dir`).
-    params: PathBuf,
-    config: PathBuf,
-    log: PathBuf,
-    socket: PathBuf,
-    status: String,
-}
-
-impl Daemon {
-    /// A daemon on the CPU backend with `extra` TOML lines, state in `dir`.
-    fn start(name: &str, extra: &str) -> Daemon {
-        Self::start_with_params(name, extra, &fixture().params)
-    }
-
-    /// [`Daemon::start`] over the parameter cache `params`.
-    fn start_with_params(name: &str, extra: &str, params: &Path) -> Daemon {
-        let f = fixture();
-        let dir = f.work.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let socket = dir.join("cuzk.sock");
-        let status = format!("127.0.0.1:{}", free_port());
-        let config = dir.join("cuzk.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[listen]\naddresses = [\"unix:{}\"]\nstatus_address = \"{status}\"\n{extra}\n",
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let mut d = Daemon {
-            child: None,
-            dir,
-            params: params.to_owned(),
-            config,
-            log: PathBuf::new(),
-            socket,
-            status,
-        };
-        d.spawn();
-        d
-    }
-
-    fn spawn(&mut self) {
-        let n = std::fs::read_dir(&self.dir).unwrap().count();
-        self.log = self.dir.join(format!("daemon-{n}.log"));
-        let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
-            .arg("--config")
-            .arg(&self.config)
-            .arg("--params-dir")
-            .arg(&self.params)
-            .arg("--state-dir")
-            .arg(self.dir.join("state"))
-            .args(["--backend", "cpu"])
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&self.log).unwrap())
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !self.log_text().contains("cuzk daemon ready") {
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!(
-                    "the daemon exited ({status}) before it was ready:\n{}",
-                    self.log_text()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the daemon did not start:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        let mut s = String::new();
-        if let Ok(mut f) = std::fs::File::open(&self.log) {
-            let _ = f.read_to_string(&mut s);
-        }
-        s
-    }
-
-    fn address(&self) -> String {
-        format!("unix:{}", self.socket.display())
-    }
-
+impl PythonClient for Daemon {
     /// Runs a scenario of the Python client; its last stdout line, parsed.
     fn client(&self, command: &str, args: &[&str]) -> Value {
         let f = fixture();
@@ -413,38 +318,11 @@ impl Daemon {
             .env("CUZK_STUBS", &f.stubs);
         cmd
     }
-
-    fn signal(&mut self, sig: &str) {
-        let pid = self.child.as_ref().unwrap().id().to_string();
-        run_checked(Command::new("kill").args([sig, &pid]), "kill");
-    }
-
-    /// Waits for the daemon to exit (at most `limit`).
-    fn wait(&mut self, limit: Duration) -> std::process::ExitStatus {
-        let deadline = Instant::now() + limit;
-        let child = self.child.as_mut().unwrap();
-        loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                self.child = None;
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the daemon did not exit:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
 }
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+/// A daemon in the fixture's work folder `name`, over its parameter cache.
+fn start(name: &str, extra: &str) -> Daemon {
+    Daemon::start(fixture().work.join(name), &fixture().params, extra)
 }
 
 /// The proof file verifies with verify_seal for sector `sector` of MINER.
@@ -484,8 +362,7 @@ fn five_clients_five_proofs_priorities_and_backpressure() {
     let _one = serial();
     // The queue's limit is one more than the five proofs: one LOW job fills
     // it, the next is refused.
-    let d = Daemon::start(
-        "load",
+    let d = start("load",
         "[proving]\nsynthesis_workers = 1\npartitions_in_flight = 2\nbulk_jobs_in_engine = 1\n[limits]\nmax_queued_jobs = 6\n",
     );
     let r = d.client("load", &[]);
@@ -548,7 +425,7 @@ fn five_clients_five_proofs_priorities_and_backpressure() {
 #[test]
 fn kill_9_mid_proof_then_restart_delivers_the_job() {
     let _one = serial();
-    let mut d = Daemon::start("kill", "");
+    let mut d = start("kill", "");
     let rid = format!("porep-{MINER}-{}", SECTORS[2]);
     let sub = d.client(
         "submit",
@@ -605,7 +482,7 @@ fn kill_9_mid_proof_then_restart_delivers_the_job() {
 #[test]
 fn a_full_disk_refuses_the_job_and_leaves_the_journal_whole() {
     let _one = serial();
-    let mut d = Daemon::start("fsize", "");
+    let mut d = start("fsize", "");
     let pid = d.child.as_ref().unwrap().id().to_string();
     // The soft limit only ("N:"): raising a hard limit back needs
     // CAP_SYS_RESOURCE, which a container may not have.
@@ -655,7 +532,7 @@ fn a_full_disk_refuses_the_job_and_leaves_the_journal_whole() {
 #[test]
 fn a_client_that_hangs_up_mid_prove_loses_nothing() {
     let _one = serial();
-    let d = Daemon::start("disconnect", "");
+    let d = start("disconnect", "");
     let r = d.client("disconnect", &[]);
     assert_eq!(r["hung_up"][0], "DEADLINE_EXCEEDED", "{r}");
     let mid = &r["status_after_hang_up"];
@@ -672,7 +549,7 @@ fn a_client_that_hangs_up_mid_prove_loses_nothing() {
 #[test]
 fn cancel_a_queued_and_a_running_job_and_move_the_key_between_tiers() {
     let _one = serial();
-    let d = Daemon::start("cancel", "[proving]\nbulk_jobs_in_engine = 1\n");
+    let d = start("cancel", "[proving]\nbulk_jobs_in_engine = 1\n");
     let r = d.client("cancel", &[]);
     assert_eq!(r["preload"][0], false, "{r}");
     assert!(r["preload"][1].as_u64().unwrap() > 0, "{r}");
@@ -725,7 +602,7 @@ fn sigterm_finishes_the_running_job_and_exits_0() {
     // fails if the job is cancelled, the proof is not delivered, the exit
     // is not 0, or the daemon outlives its grace.
     let grace = 1200;
-    let mut d = Daemon::start("sigterm", &format!("[shutdown]\ngrace_secs = {grace}\n"));
+    let mut d = start("sigterm", &format!("[shutdown]\ngrace_secs = {grace}\n"));
     let rid = format!("porep-{MINER}-{}", SECTORS[3]);
     let sub = d.client(
         "submit",
@@ -767,7 +644,7 @@ fn bad_inputs_are_refused_by_name_and_the_daemon_keeps_serving() {
     let f = fixture();
     let largest = f.wrappers.iter().map(Vec::len).max().unwrap();
     let max = (largest * 2).max(1 << 20);
-    let d = Daemon::start("bad", &format!("max_message_bytes = {max}\n"));
+    let d = start("bad", &format!("max_message_bytes = {max}\n"));
     let r = d.client("bad", &["--max-message", &max.to_string()]);
     let codes = &r["codes"];
     let expect = [
@@ -892,10 +769,10 @@ fn winning_window_and_snap_proofs_verify_and_winning_overtakes_queued_porep() {
     let _one = serial();
     let k = kinds_fixture();
     let params_dir = precompiled_params();
-    let d = Daemon::start_with_params(
-        "kinds",
-        "[proving]\nsynthesis = \"precompiled\"\nsynthesis_workers = 1\npartitions_in_flight = 2\nbulk_jobs_in_engine = 1\n[limits]\nmax_queued_jobs = 2\n",
+    let d = Daemon::start(
+        fixture().work.join("kinds"),
         &params_dir,
+        "[proving]\nsynthesis = \"precompiled\"\nsynthesis_workers = 1\npartitions_in_flight = 2\nbulk_jobs_in_engine = 1\n[limits]\nmax_queued_jobs = 2\n",
     );
     let kinds = k.json.to_str().unwrap();
     let r = d.client("kinds", &["--kinds", kinds]);
@@ -1122,7 +999,7 @@ fn a_job_that_can_never_fit_the_host_budget_is_refused_at_once() {
 
     // Without the preload it starts, says so loudly, and refuses the job
     // (and its preload) at once, with the numbers; nothing is queued.
-    let d = Daemon::start("budget-below", &budgets(below));
+    let d = start("budget-below", &budgets(below));
     let log = d.log_text();
     assert!(
         log.contains("porep-2k") && log.contains("will be refused"),
@@ -1153,7 +1030,7 @@ fn a_job_that_can_never_fit_the_host_budget_is_refused_at_once() {
 
     // With exactly the key and one partition, the same job is proved: the
     // refusal is not stricter than the admission.
-    let d = Daemon::start("budget-exact", &budgets(need));
+    let d = start("budget-exact", &budgets(need));
     let rid = format!("porep-{MINER}-{}", SECTORS[0]);
     let r = d.client("prove", &["--request-id", &rid, "--name", "exact"]);
     check_proof(&r, SECTORS[0]);

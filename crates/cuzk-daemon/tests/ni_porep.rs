@@ -19,13 +19,14 @@
 //! target directory, shared with the other tests): one interactive CPU
 //! partition, two 2 KiB seals, key loads, a few seconds of refusals.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+mod common;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use common::{serial, Daemon};
 use cuzk_daemon::client::{Client, ClientError};
 use cuzk_daemon::proto::{
     await_proof_response::Status, AggregateSector, ProofKind, SubmitAggregateRequest,
@@ -107,19 +108,6 @@ fn fixture() -> &'static Fixture {
 }
 
 /// One daemon at a time: each holds the 2 KiB key, and the machine has 2 cores.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A parameter cache of its own: links to the shared 2 KiB key files, and
 /// the SRS as each test needs it (absent, truncated, a copy).
 fn private_params(name: &str) -> PathBuf {
@@ -136,126 +124,19 @@ fn private_params(name: &str) -> PathBuf {
     dir
 }
 
-struct Daemon {
-    child: Option<Child>,
-    dir: PathBuf,
-    params: PathBuf,
-    config: PathBuf,
-    log: PathBuf,
-    socket: PathBuf,
-    status: String,
+/// This crate's own gRPC client on a test daemon.
+trait OwnClient {
+    fn client(&self) -> (tokio::runtime::Runtime, Client);
 }
 
-impl Daemon {
-    fn start(name: &str, params: &Path, extra: &str) -> Daemon {
-        let dir = fixture().work.join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let socket = dir.join("cuzk.sock");
-        let status = format!("127.0.0.1:{}", free_port());
-        let config = dir.join("cuzk.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[listen]\naddresses = [\"unix:{}\"]\nstatus_address = \"{status}\"\n{extra}\n",
-                socket.display()
-            ),
-        )
-        .unwrap();
-        let mut d = Daemon {
-            child: None,
-            dir,
-            params: params.to_owned(),
-            config,
-            log: PathBuf::new(),
-            socket,
-            status,
-        };
-        d.spawn();
-        d
-    }
-
-    fn spawn(&mut self) {
-        let n = std::fs::read_dir(&self.dir).unwrap().count();
-        self.log = self.dir.join(format!("daemon-{n}.log"));
-        let child = Command::new(env!("CARGO_BIN_EXE_cuzk-daemon"))
-            .arg("--config")
-            .arg(&self.config)
-            .arg("--params-dir")
-            .arg(&self.params)
-            .arg("--state-dir")
-            .arg(self.dir.join("state"))
-            .args(["--backend", "cpu"])
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&self.log).unwrap())
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while !self.log_text().contains("cuzk daemon ready") {
-            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("the daemon exited ({status}):\n{}", self.log_text());
-            }
-            assert!(Instant::now() < deadline, "no start:\n{}", self.log_text());
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        let mut s = String::new();
-        if let Ok(mut f) = std::fs::File::open(&self.log) {
-            let _ = f.read_to_string(&mut s);
-        }
-        s
-    }
-
+impl OwnClient for Daemon {
     fn client(&self) -> (tokio::runtime::Runtime, Client) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        let c = rt
-            .block_on(Client::connect(&format!("unix:{}", self.socket.display())))
-            .unwrap();
+        let c = rt.block_on(Client::connect(&self.address())).unwrap();
         (rt, c)
-    }
-
-    fn kill(&mut self) {
-        let mut c = self.child.take().unwrap();
-        c.kill().unwrap();
-        c.wait().unwrap();
-    }
-
-    /// Accepted records in the journal, and request files kept.
-    fn journaled(&self) -> (usize, usize) {
-        let state = self.dir.join("state");
-        let records = std::fs::read_to_string(state.join("journal.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains("\"accepted\""))
-            .count();
-        let files = std::fs::read_dir(state.join("requests"))
-            .map(|d| d.count())
-            .unwrap_or(0);
-        (records, files)
-    }
-
-    fn http(&self, path: &str) -> String {
-        use std::io::Write;
-        let mut stream = std::net::TcpStream::connect(&self.status).unwrap();
-        write!(stream, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response.split_once("\r\n\r\n").unwrap().1.to_string()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 
@@ -315,7 +196,7 @@ fn bad_ni_and_aggregate_inputs_are_refused_before_any_work_and_nothing_is_journa
     let files = f.work.join("refusals/files");
     std::fs::create_dir_all(&files).unwrap();
     let d = Daemon::start(
-        "refusals",
+        f.work.join("refusals"),
         &params,
         &format!("[limits]\nvanilla_file_dirs = [\"{}\"]\n", files.display()),
     );
@@ -516,7 +397,7 @@ fn without_vanilla_file_dirs_no_file_is_read() {
     let _one = serial();
     let f = fixture();
     let params = private_params("no-files");
-    let d = Daemon::start("no-files", &params, "");
+    let d = Daemon::start(fixture().work.join("no-files"), &params, "");
     let (rt, mut c) = d.client();
     let path = f.work.join("no-files/c1.json");
     std::fs::write(&path, &f.ni).unwrap();
@@ -566,7 +447,10 @@ fn ni_job_daemon(name: &str) -> (Daemon, PathBuf) {
         "[proving]\nsynthesis_workers = 1\npartitions_in_flight = 2\n[limits]\nvanilla_file_dirs = [\"{}\"]\n",
         files.display()
     );
-    (Daemon::start(name, &params, &extra), files)
+    (
+        Daemon::start(fixture().work.join(name), &params, &extra),
+        files,
+    )
 }
 
 /// The NI job sent as a file: `GET /status` lists its 13 partitions;
