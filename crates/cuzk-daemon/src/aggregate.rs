@@ -161,6 +161,8 @@ fn strip(c1: &C1Input) -> Result<Vec<u8>, RequestError> {
 
 /// A stripped C1 ([`strip`]) read back.
 fn unstrip(bytes: &[u8]) -> Result<C1Input, String> {
+    // The output's type is the Filecoin crates' (only cuzk-filecoin names
+    // them): read it into the field, then take the type from it.
     let mut c1 = C1Input {
         output: serde_json::from_slice(bytes).map_err(|e| e.to_string())?,
         proof_type: ProofType::new(ProofType::ALL[0]).map_err(|e| e.to_string())?,
@@ -168,6 +170,19 @@ fn unstrip(bytes: &[u8]) -> Result<C1Input, String> {
     };
     c1.proof_type = ProofType::new(c1.output.registered_proof).map_err(|e| e.to_string())?;
     Ok(c1)
+}
+
+/// Refuses a sector whose C1 is of another type than the request's.
+fn same_type(c1: &C1Input, pt: ProofType, registered_proof: u64) -> Result<(), String> {
+    if c1.proof_type == pt {
+        return Ok(());
+    }
+    Err(format!(
+        "its C1 is {} but registered_proof {registered_proof} is {}: one aggregate holds proofs \
+         of one proof type (one sector size, one verifying key)",
+        c1.proof_type.name(),
+        pt.name()
+    ))
 }
 
 /// `SubmitAggregate`'s request as the job journaled and queued: each
@@ -195,15 +210,7 @@ pub fn to_submit(
         };
         let c1 = parse_c1(&bytes).map_err(|e| refuse(format!("c1: {e}")))?;
         drop(bytes);
-        if c1.proof_type != pt {
-            return Err(refuse(format!(
-                "its C1 is {} but registered_proof {} is {}: one aggregate holds proofs of one \
-                 proof type (one sector size, one verifying key)",
-                c1.proof_type.name(),
-                req.registered_proof,
-                pt.name()
-            )));
-        }
+        same_type(&c1, pt, req.registered_proof).map_err(refuse)?;
         CommitProofs::new(&c1, s.partition_proofs.clone()).map_err(|e| refuse(e.to_string()))?;
         vanilla.push(
             AggregateSector {
@@ -240,14 +247,7 @@ pub fn check(
             let s = AggregateSector::decode(&bytes[..])
                 .map_err(|e| refuse(format!("does not decode: {e}")))?;
             let c1 = unstrip(&s.c1).map_err(|e| refuse(format!("c1: {e}")))?;
-            if c1.proof_type != pt {
-                return Err(refuse(format!(
-                    "its C1 is {} but registered_proof {} is {}",
-                    c1.proof_type.name(),
-                    req.registered_proof,
-                    pt.name()
-                )));
-            }
+            same_type(&c1, pt, req.registered_proof).map_err(refuse)?;
             CommitProofs::new(&c1, s.partition_proofs).map_err(|e| refuse(e.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
