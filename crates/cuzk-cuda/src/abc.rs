@@ -13,6 +13,7 @@ use crate::decl::{self, ProverSpmv};
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
 use crate::launch::{DevPtr, DevPtrMut, Kernel};
+use crate::staging::Staging;
 
 /// The SpMV kernels' name in messages (`prover_spmv_u16` / `_u32`).
 const SPMV: &str = "prover_spmv";
@@ -383,58 +384,89 @@ fn check_evaluation(
 }
 
 /// Device bytes [`StreamedR1cs::evaluate`] takes from the arena for chunks
-/// of `chunk_terms` terms (and as many rows), with a table of `coeffs`.
+/// of `chunk_terms` terms (and as many rows), with a table of `coeffs`: the
+/// table and two sets of chunk buffers (one is filled while the other's
+/// chunk is evaluated).
 pub fn streamed_bytes(coeffs: usize, chunk_terms: usize) -> u64 {
     let align = crate::arena::ALIGN;
     let round = |b: u64| b.div_ceil(align) * align;
     let c = chunk_terms as u64;
-    round(coeffs as u64 * 32) + round((c + 1) * 4) + round(c * 4) + round(c * 4)
+    round(coeffs as u64 * 32) + 2 * (round((c + 1) * 4) + round(c * 4) + round(c * 4))
 }
 
 /// A circuit's matrices left on the host and streamed to the device in
 /// chunks of rows, for a device that cannot hold them beside the key: only
-/// the coefficient table is resident. Each chunk's row offsets are rebased
-/// to its first term and its products written at its first row, so the
-/// SpMV kernels are the resident path's.
+/// the coefficient table is resident. Each chunk crosses through the
+/// caller's pinned [`Staging`] on a copy stream while the previous chunk's
+/// SpMV runs on the compute stream; the fill threads rebase its row offsets
+/// to its first term and check it (offsets ordered, columns within z, ids
+/// within the table) in the same pass as the copy, before its kernel is
+/// queued. The SpMV kernels are the resident path's.
 pub struct StreamedR1cs<'a> {
     coeffs: DeviceBuffer<FrLimbs>,
+    coeff_count: usize,
     matrices: [HostMatrix<'a>; 3],
     rows: usize,
-    width: usize,
-    /// Terms of the longest row: a chunk holds at least one whole row.
-    longest_row: usize,
 }
 
 impl std::fmt::Debug for StreamedR1cs<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StreamedR1cs")
             .field("rows", &self.rows)
-            .field("longest_row", &self.longest_row)
             .finish_non_exhaustive()
     }
 }
 
+/// What the fill threads find in a chunk's row offsets, rebased: the first
+/// and last, and whether they were ordered and within the chunk's terms.
+#[derive(Clone, Copy)]
+struct Offsets {
+    first: u32,
+    last: u32,
+    ordered: bool,
+}
+
+impl Offsets {
+    fn join(a: Offsets, b: Offsets) -> Offsets {
+        Offsets {
+            first: a.first,
+            last: b.last,
+            ordered: a.ordered && b.ordered && a.last <= b.first,
+        }
+    }
+}
+
 impl<'a> StreamedR1cs<'a> {
-    /// Checks the matrices as [`DeviceR1cs::upload`] does and uploads the
-    /// coefficient table alone.
+    /// Checks what costs nothing to check (each matrix's offsets count its
+    /// rows, start at 0 and end at its term count; one id per term) and
+    /// uploads the coefficient table alone. The rest is checked chunk by
+    /// chunk as the chunks cross.
     pub fn new(stream: &Stream, coeffs: &[FrLimbs], matrices: [HostMatrix<'a>; 3]) -> Result<Self> {
         check_table(coeffs)?;
         let rows = matrices[0].row_ptr.len().saturating_sub(1);
-        let mut width = 0;
         for (name, m) in ["A", "B", "C"].iter().zip(&matrices) {
-            width = width.max(check_matrix(name, m, rows, coeffs.len())?);
+            let terms = m.cols.len();
+            ensure(SPMV, m.row_ptr.len() == rows + 1, || {
+                format!(
+                    "{name} has {} row offsets, A has {}",
+                    m.row_ptr.len(),
+                    rows + 1
+                )
+            })?;
+            ensure(SPMV, m.ids.len() == terms, || {
+                format!("{name} has {terms} columns but {} ids", m.ids.len())
+            })?;
+            let ends = m.row_ptr.first() == Some(&0)
+                && m.row_ptr.last().is_some_and(|&e| e as usize == terms);
+            ensure(SPMV, ends, || {
+                format!("{name}'s row offsets are not a CSR index over {terms} terms")
+            })?;
         }
-        let longest_row = matrices
-            .iter()
-            .flat_map(|m| m.row_ptr.windows(2).map(|w| (w[1] - w[0]) as usize))
-            .max()
-            .unwrap_or(0);
         Ok(Self {
             coeffs: stream.upload_new(coeffs)?,
+            coeff_count: coeffs.len(),
             matrices,
             rows,
-            width,
-            longest_row,
         })
     }
 
@@ -443,26 +475,35 @@ impl<'a> StreamedR1cs<'a> {
         self.rows
     }
 
-    /// Terms of the longest row (the smallest chunk that works).
+    /// Terms of the longest row (the smallest chunk that works): one pass
+    /// over the offsets.
     pub fn longest_row(&self) -> usize {
-        self.longest_row
+        self.matrices
+            .iter()
+            .flat_map(|m| {
+                m.row_ptr
+                    .windows(2)
+                    .map(|w| w[1].saturating_sub(w[0]) as usize)
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// [`DeviceR1cs::evaluate`], the matrices crossing PCIe in chunks of at
-    /// most `chunk_terms` terms and as many rows (at least one row each: a
-    /// chunk smaller than the longest row is refused).
+    /// most `chunk_terms` terms and as many rows (see
+    /// [`StreamedR1cs::evaluate_classified`]).
     pub fn evaluate(
         &self,
-        stream: &Stream,
+        io: &mut Streaming<'_>,
         z: &DeviceBuffer<FrLimbs>,
         classes: &mut DeviceBuffer<u8>,
         out: [&mut DeviceBuffer<FrLimbs>; 3],
         chunk_terms: usize,
     ) -> Result<()> {
         let lens = out.each_ref().map(|o| o.len());
-        classify(stream, z, classes, self.width, self.rows, &lens)?;
+        classify(io.compute, z, classes, 0, self.rows, &lens)?;
         for (which, o) in out.into_iter().enumerate() {
-            self.evaluate_classified(stream, z, classes, which, o, chunk_terms)?;
+            self.evaluate_classified(io, z, classes, which, o, chunk_terms)?;
         }
         Ok(())
     }
@@ -474,86 +515,216 @@ impl<'a> StreamedR1cs<'a> {
         z: &DeviceBuffer<FrLimbs>,
         classes: &mut DeviceBuffer<u8>,
     ) -> Result<()> {
-        classify(stream, z, classes, self.width, self.rows, &[])
+        classify(stream, z, classes, 0, self.rows, &[])
     }
 
-    /// [`DeviceR1cs::evaluate_classified`] for streamed matrices, in chunks
-    /// of at most `chunk_terms` terms.
+    /// [`DeviceR1cs::evaluate_classified`] for streamed matrices: chunks of
+    /// at most `chunk_terms` terms (whole rows; a row longer than that is
+    /// refused), each filled into `io`'s staging and copied on its copy
+    /// stream into one of two sets of chunk buffers while the compute
+    /// stream evaluates the other. A chunk whose offsets are out of order,
+    /// or that names a column past z or an id past the table, is refused
+    /// before its kernel is queued (rows and matrix named).
     pub fn evaluate_classified(
         &self,
-        stream: &Stream,
+        io: &mut Streaming<'_>,
         z: &DeviceBuffer<FrLimbs>,
         classes: &DeviceBuffer<u8>,
         which: usize,
         o: &mut DeviceBuffer<FrLimbs>,
         chunk_terms: usize,
     ) -> Result<()> {
-        ensure(SPMV, chunk_terms >= self.longest_row.max(1), || {
-            format!(
-                "chunks of {chunk_terms} terms for rows of up to {}",
-                self.longest_row
-            )
-        })?;
-        check_evaluation(z, classes, self.width, self.rows, which, o)?;
+        ensure(SPMV, chunk_terms > 0, || "chunks of 0 terms".to_string())?;
+        check_evaluation(z, classes, 0, self.rows, which, o)?;
+        let stream = io.compute;
         let m = &self.matrices[which];
-        let mut row_ptr = stream.alloc::<u32>(chunk_terms + 1)?;
-        let mut cols = stream.alloc::<u32>(chunk_terms)?;
-        let mut rebased = Vec::with_capacity(chunk_terms + 1);
-        let mut ids = match m.ids {
-            HostIds::U16(_) => DeviceIds::U16(stream.alloc(chunk_terms)?),
-            HostIds::U32(_) => DeviceIds::U32(stream.alloc(chunk_terms)?),
+        let name = ["A", "B", "C"][which];
+        let alloc_ids = || -> Result<DeviceIds> {
+            Ok(match m.ids {
+                HostIds::U16(_) => DeviceIds::U16(stream.alloc(chunk_terms)?),
+                HostIds::U32(_) => DeviceIds::U32(stream.alloc(chunk_terms)?),
+            })
         };
-        let mut r0 = 0;
-        while r0 < self.rows {
-            let base = m.row_ptr[r0];
-            // The last row whose end stays within the chunk, at most
-            // chunk_terms rows on.
-            let limit = (r0 + chunk_terms).min(self.rows);
-            let fit = m.row_ptr[r0 + 1..=limit]
-                .partition_point(|&end| (end - base) as usize <= chunk_terms);
-            let r1 = r0 + fit.max(1);
-            let end = m.row_ptr[r1];
-            let terms = (end - base) as usize;
-            rebased.clear();
-            rebased.extend(m.row_ptr[r0..=r1].iter().map(|&p| p - base));
-            stream.upload_at(&rebased, &mut row_ptr, 0)?;
-            let span = base as usize..end as usize;
-            stream.upload_at(&m.cols[span.clone()], &mut cols, 0)?;
-            let args = SpmvArgs {
-                row_ptr: row_ptr.arg(),
-                cols: cols.arg(),
-                rows: r1 - r0,
-                terms,
-            };
-            let at = o.arg_mut_at(r0);
-            let coeffs = &self.coeffs;
-            #[allow(unsafe_code)]
-            // SAFETY: the chunk's offsets are the matrix's (checked at new:
-            // non-decreasing, within its terms) rebased to 0, ending at
-            // `terms` <= chunk_terms, the lengths of cols and ids; columns
-            // and ids were checked at new and z's width by check_evaluation;
-            // out has >= rows values (checked), and rows r0..r1 start at `at`.
-            unsafe {
-                match (m.ids, &mut ids) {
-                    (HostIds::U16(v), DeviceIds::U16(d)) => {
-                        stream.upload_at(&v[span], d, 0)?;
-                        let k = decl::prover_spmv_u16;
-                        spmv(stream, k, d.arg(), &args, coeffs, z, classes, at)
-                    }
-                    (HostIds::U32(v), DeviceIds::U32(d)) => {
-                        stream.upload_at(&v[span], d, 0)?;
-                        let k = decl::prover_spmv_u32;
-                        spmv(stream, k, d.arg(), &args, coeffs, z, classes, at)
-                    }
-                    _ => unreachable!("the staging ids have the matrix's width"),
-                }?;
+        let mut row_ptr = [
+            stream.alloc::<u32>(chunk_terms + 1)?,
+            stream.alloc::<u32>(chunk_terms + 1)?,
+        ];
+        let mut cols = [
+            stream.alloc::<u32>(chunk_terms)?,
+            stream.alloc::<u32>(chunk_terms)?,
+        ];
+        let mut ids = [alloc_ids()?, alloc_ids()?];
+        // The copy stream writes into buffers allocated (in stream order) on
+        // the compute stream.
+        io.copy.wait(&stream.record()?)?;
+        let mut used: [Option<crate::device::Event>; 2] = [None, None];
+        let (mut r0, mut k) = (0, 0);
+        let out = (|| -> Result<()> {
+            while r0 < self.rows {
+                let slot = k % 2;
+                let base = m.row_ptr[r0];
+                // The last row whose end stays within the chunk, at most
+                // chunk_terms rows on (the offsets' order is checked below,
+                // as they cross; out of order, this finds some row).
+                let limit = (r0 + chunk_terms).min(self.rows);
+                let fit = m.row_ptr[r0 + 1..=limit]
+                    .partition_point(|&end| end.wrapping_sub(base) as usize <= chunk_terms);
+                let r1 = r0 + fit.max(1);
+                let end = m.row_ptr[r1];
+                let terms = end.wrapping_sub(base) as usize;
+                ensure(SPMV, end >= base && terms <= chunk_terms, || {
+                    format!(
+                        "chunks of {chunk_terms} terms for {name}'s row {r0} of {} terms",
+                        i64::from(end) - i64::from(base)
+                    )
+                })?;
+                if let Some(e) = &used[slot] {
+                    io.copy.wait(e)?;
+                }
+                let span = base as usize..end as usize;
+                let bound = terms as u32;
+                let offsets = io
+                    .staging
+                    .upload_fold(
+                        io.copy,
+                        &m.row_ptr[r0..=r1],
+                        &mut row_ptr[slot],
+                        0,
+                        |s: &[u32], d: &mut [u32]| {
+                            let mut ordered = true;
+                            let mut prev = 0u32;
+                            for (i, (d, &p)) in d.iter_mut().zip(s).enumerate() {
+                                let v = p.wrapping_sub(base);
+                                ordered &= v <= bound && (i == 0 || prev <= v);
+                                prev = v;
+                                *d = v;
+                            }
+                            Offsets {
+                                first: d[0],
+                                last: prev,
+                                ordered,
+                            }
+                        },
+                        Offsets::join,
+                    )?
+                    .expect("at least two offsets");
+                let widest = io
+                    .staging
+                    .upload_fold(
+                        io.copy,
+                        &m.cols[span.clone()],
+                        &mut cols[slot],
+                        0,
+                        |s: &[u32], d: &mut [u32]| {
+                            d.copy_from_slice(s);
+                            s.iter().copied().max().unwrap_or(0)
+                        },
+                        u32::max,
+                    )?
+                    .map_or(0, |c| c as usize + 1);
+                let top_id = match (m.ids, &mut ids[slot]) {
+                    (HostIds::U16(v), DeviceIds::U16(d)) => io.staging.upload_fold(
+                        io.copy,
+                        &v[span],
+                        d,
+                        0,
+                        |s: &[u16], d: &mut [u16]| {
+                            d.copy_from_slice(s);
+                            s.iter().copied().max().map_or(0, u32::from)
+                        },
+                        u32::max,
+                    )?,
+                    (HostIds::U32(v), DeviceIds::U32(d)) => io.staging.upload_fold(
+                        io.copy,
+                        &v[span],
+                        d,
+                        0,
+                        |s: &[u32], d: &mut [u32]| {
+                            d.copy_from_slice(s);
+                            s.iter().copied().max().unwrap_or(0)
+                        },
+                        u32::max,
+                    )?,
+                    _ => unreachable!("the chunk ids have the matrix's width"),
+                };
+                ensure(SPMV, offsets.ordered && offsets.last == bound, || {
+                    format!("{name}'s row offsets {r0}..={r1} are not a CSR index over their terms")
+                })?;
+                ensure(SPMV, widest <= z.len(), || {
+                    format!(
+                        "{name}'s rows {r0}..{r1} name column {} and z has {} values",
+                        widest.saturating_sub(1),
+                        z.len()
+                    )
+                })?;
+                ensure(
+                    SPMV,
+                    top_id.is_none_or(|id| (id as usize) < self.coeff_count),
+                    || {
+                        format!(
+                            "{name}'s rows {r0}..{r1} name coefficient {top_id:?} of a table of {}",
+                            self.coeff_count
+                        )
+                    },
+                )?;
+                stream.wait(&io.copy.record()?)?;
+                let args = SpmvArgs {
+                    row_ptr: row_ptr[slot].arg(),
+                    cols: cols[slot].arg(),
+                    rows: r1 - r0,
+                    terms,
+                };
+                let at = o.arg_mut_at(r0);
+                let coeffs = &self.coeffs;
+                #[allow(unsafe_code)]
+                // SAFETY: the chunk's offsets, as copied, are ordered, start
+                // at 0 and end at `terms` <= chunk_terms, the lengths of its
+                // cols and ids (checked above by the fill threads, on the
+                // bytes that crossed); its columns are below z.len() <=
+                // classes.len() and its ids below the table's length
+                // (checked likewise); out has >= rows values (checked by
+                // check_evaluation), and rows r0..r1 start at `at`.
+                unsafe {
+                    match &ids[slot] {
+                        DeviceIds::U16(d) => {
+                            let k = decl::prover_spmv_u16;
+                            spmv(stream, k, d.arg(), &args, coeffs, z, classes, at)
+                        }
+                        DeviceIds::U32(d) => {
+                            let k = decl::prover_spmv_u32;
+                            spmv(stream, k, d.arg(), &args, coeffs, z, classes, at)
+                        }
+                    }?;
+                }
+                used[slot] = Some(stream.record()?);
+                r0 = r1;
+                k += 1;
             }
-            r0 = r1;
-        }
-        // The staging buffers are reused chunk after chunk: each upload is
-        // ordered on the stream after the kernel that read the previous
-        // chunk, and the driver has taken the pageable source (`rebased`)
-        // before the call returns.
-        Ok(())
+            Ok(())
+        })();
+        // Whatever happened, the chunk buffers are freed (on the compute
+        // stream) only after every copy queued into them.
+        stream.wait(&io.copy.record()?)?;
+        out
+    }
+}
+
+/// What a streamed evaluation crosses through: the compute stream its
+/// kernels run on, a copy stream, and the pinned staging the fill threads
+/// write each chunk into.
+pub struct Streaming<'s> {
+    /// The stream the SpMV kernels (and the chunk buffers) are on.
+    pub compute: &'s Stream,
+    /// The stream the chunks' copies are on.
+    pub copy: &'s Stream,
+    /// Pinned buffers (and fill threads) the chunks cross through.
+    pub staging: &'s mut Staging,
+}
+
+impl std::fmt::Debug for Streaming<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streaming")
+            .field("staging", &self.staging)
+            .finish_non_exhaustive()
     }
 }

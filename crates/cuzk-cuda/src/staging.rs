@@ -90,7 +90,31 @@ impl Staging {
         dst: &mut DeviceBuffer<T>,
         at: usize,
     ) -> Result<()> {
+        self.upload_fold(stream, src, dst, at, |s, d| d.copy_from_slice(s), |_, _| ())?;
+        Ok(())
+    }
+
+    /// [`Staging::upload`] with the fill threads' copy written by `fill`:
+    /// `fill(s, d)` writes `d` (as long as `s`, a block of `src` in order)
+    /// and returns what it found there, and `join` folds two adjacent
+    /// blocks' findings, left then right (checks made in the same pass over
+    /// memory as the copy). `None` when `src` is empty.
+    pub fn upload_fold<S, T, R>(
+        &mut self,
+        stream: &Stream,
+        src: &[S],
+        dst: &mut DeviceBuffer<T>,
+        at: usize,
+        fill: impl Fn(&[S], &mut [T]) -> R + Sync + Send,
+        join: impl Fn(R, R) -> R + Sync + Send,
+    ) -> Result<Option<R>>
+    where
+        S: Sync,
+        T: DeviceRepr,
+        R: Send,
+    {
         let per = (self.bytes() / std::mem::size_of::<T>()).max(1);
+        let mut found: Option<R> = None;
         for (i, piece) in src.chunks(per).enumerate() {
             let k = self.next;
             self.next ^= 1;
@@ -98,15 +122,20 @@ impl Staging {
             let view = &mut self.buffers[k].values_mut::<T>()?[..piece.len()];
             self.times.wait += t.elapsed();
             let t = Instant::now();
-            on(&self.fill, || {
+            let here = on(&self.fill, || {
                 view.par_chunks_mut(1 << 14)
                     .zip(piece.par_chunks(1 << 14))
-                    .for_each(|(d, s)| d.copy_from_slice(s))
+                    .map(|(d, s)| fill(s, d))
+                    .reduce_with(&join)
             });
             self.times.fill += t.elapsed();
             stream.upload_staged(&self.buffers[k], piece.len(), dst, at + i * per)?;
+            found = match (found, here) {
+                (Some(a), Some(b)) => Some(join(a, b)),
+                (a, b) => a.or(b),
+            };
         }
-        Ok(())
+        Ok(found)
     }
 
     /// The host time of the uploads since the last call (fill and wait),

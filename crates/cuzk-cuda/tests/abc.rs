@@ -10,7 +10,8 @@
 //! Without a CUDA device the suite reports its tests ignored and says why in
 //! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
 
-use cuzk_cuda::abc::{DeviceR1cs, HostIds, HostMatrix, StreamedR1cs};
+use cuzk_cuda::abc::{DeviceR1cs, HostIds, HostMatrix, StreamedR1cs, Streaming};
+use cuzk_cuda::staging::Staging;
 use cuzk_field::limbs::{fr_as_limbs, limbs_as_fr, FrLimbs};
 use ff::Field;
 use rand::{Rng, SeedableRng};
@@ -130,9 +131,12 @@ fn abc_matches_the_host_sum() {
             assert_eq!(got[rows], pad, "{name}: the padding row was written");
         }
         // Streamed: chunk sizes from the longest row (one row per chunk at
-        // the long rows) to everything at once, against the resident run.
+        // the long rows) to everything at once, against the resident run;
+        // staging buffers of 4 KiB, so a chunk crosses in several pieces.
         let streamed =
             StreamedR1cs::new(&s, fr_as_limbs(&coeffs), [host(0), host(1), host(2)]).unwrap();
+        let copy = s.gpu().new_stream().unwrap();
+        let mut staging = Staging::new(s.gpu(), 4096, None).unwrap();
         let total = m.iter().map(|c| c.cols.len()).max().unwrap();
         for chunk in [streamed.longest_row().max(1), 1000, total.max(1)] {
             let mut chunked: Vec<_> = (0..3)
@@ -142,8 +146,13 @@ fn abc_matches_the_host_sum() {
                 let [a, b, c] = &mut chunked[..] else {
                     unreachable!()
                 };
+                let mut io = Streaming {
+                    compute: &s,
+                    copy: &copy,
+                    staging: &mut staging,
+                };
                 streamed
-                    .evaluate(&s, &dz, &mut classes, [a, b, c], chunk)
+                    .evaluate(&mut io, &dz, &mut classes, [a, b, c], chunk)
                     .unwrap();
             }
             for i in 0..3 {
@@ -193,23 +202,83 @@ fn bad_matrices_are_refused_before_any_kernel() {
     };
     let err = r1cs.evaluate(&s, &z, &mut classes, [a, b, c]).unwrap_err();
     assert!(err.to_string().contains("z has 4 values"), "{err}");
-    // Streamed: the same checks, and no chunk smaller than the longest row.
+    // Streamed: the offsets' ends checked up front; order, columns and ids
+    // chunk by chunk as they cross, before the chunk's kernel; no chunk
+    // smaller than its longest row.
     let err = StreamedR1cs::new(&s, &coeffs, [good, unordered, good]).unwrap_err();
     assert!(err.to_string().contains("B's row offsets"), "{err}");
+    let copy = s.gpu().new_stream().unwrap();
+    let mut staging = Staging::new(s.gpu(), 4096, None).unwrap();
     let two = HostMatrix {
         row_ptr: &[0, 2],
         cols: &[0, 1],
         ids: HostIds::U32(&[0, 1]),
     };
-    let streamed = StreamedR1cs::new(&s, &coeffs, [two, good, good]).unwrap();
-    assert_eq!(streamed.longest_row(), 2);
-    let [a, b, c] = &mut o[..] else {
-        unreachable!()
+    let disordered = HostMatrix {
+        row_ptr: &[0, 2, 1, 2],
+        cols: &[0, 1],
+        ids: HostIds::U32(&[0, 1]),
     };
-    let err = streamed
-        .evaluate(&s, &z, &mut classes, [a, b, c], 1)
-        .unwrap_err();
-    assert!(err.to_string().contains("chunks of 1 terms"), "{err}");
+    let three = |m: HostMatrix<'static>| {
+        let pad = HostMatrix {
+            row_ptr: &[0, 0, 0, 0],
+            cols: &[],
+            ids: HostIds::U32(&[]),
+        };
+        [m, pad, pad]
+    };
+    let cases: [([HostMatrix<'static>; 3], usize, &str); 5] = [
+        (
+            [two, good, good],
+            1,
+            "chunks of 1 terms for A's row 0 of 2 terms",
+        ),
+        (
+            [good, good, bad_id],
+            4,
+            "C's rows 0..1 name coefficient Some(5)",
+        ),
+        (
+            [good, wide, good],
+            4,
+            "B's rows 0..1 name column 9 and z has 4 values",
+        ),
+        (
+            three(disordered),
+            4,
+            "A's row offsets 0..=3 are not a CSR index",
+        ),
+        ([two, good, good], 4, ""),
+    ];
+    for (matrices, chunk, want) in cases {
+        let streamed = StreamedR1cs::new(&s, &coeffs, matrices).unwrap();
+        let rows = streamed.rows();
+        let mut o: Vec<_> = (0..3)
+            .map(|_| s.alloc::<FrLimbs>(rows.max(1)).unwrap())
+            .collect();
+        let [a, b, c] = &mut o[..] else {
+            unreachable!()
+        };
+        let mut io = Streaming {
+            compute: &s,
+            copy: &copy,
+            staging: &mut staging,
+        };
+        let got = streamed.evaluate(&mut io, &z, &mut classes, [a, b, c], chunk);
+        match want {
+            "" => got.unwrap(),
+            _ => {
+                let err = got.unwrap_err().to_string();
+                assert!(err.contains(want), "{err}");
+            }
+        }
+    }
+    assert_eq!(
+        StreamedR1cs::new(&s, &coeffs, [two, good, good])
+            .unwrap()
+            .longest_row(),
+        2
+    );
 }
 
 // ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------

@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 
 use crate::error::{gpu_err, GpuError};
 use crate::matrices::{witness_shape, MatrixSlot};
-use crate::plan::{CudaFootprints, HPoly, PlanError, Shape, SrsMode, VramPlan};
+use crate::plan::{CudaFootprints, HPoly, MatrixLayout, PlanError, Shape, SrsMode, VramPlan};
 use crate::srs::SrsSlot;
 use crate::worker::Worker;
 use crate::{GpuConfig, ZUpload, ZUploadReport, FILL_THREADS, STAGE_BYTES};
@@ -26,7 +26,7 @@ pub struct CudaBackend {
     name: &'static str,
     inner: Mutex<Worker>,
     last_plan: Mutex<Option<VramPlan>>,
-    forced: Mutex<Option<(SrsMode, HPoly)>>,
+    forced: Mutex<Option<(SrsMode, HPoly, Option<MatrixLayout>)>>,
     /// Whether plans may keep H shifted (see [`CudaBackend::set_shifted_h`]).
     shifted_h: std::sync::atomic::AtomicBool,
 }
@@ -150,13 +150,20 @@ impl CudaBackend {
     /// it fits the budget): for tests and benchmarks of streaming on a card
     /// where the key would be resident. `None` restores the planner.
     pub fn force_mode(&self, mode: Option<SrsMode>) {
-        *self.forced.lock() = mode.map(|m| (m, HPoly::Full));
+        *self.forced.lock() = mode.map(|m| (m, HPoly::Full, None));
     }
 
     /// [`CudaBackend::force_mode`] with the H polynomial's layout forced too
     /// (the lean one on a card that would hold a, b, c at once).
     pub fn force_layout(&self, layout: Option<(SrsMode, HPoly)>) {
-        *self.forced.lock() = layout;
+        *self.forced.lock() = layout.map(|(m, h)| (m, h, None));
+    }
+
+    /// [`CudaBackend::force_layout`] with the matrices' layout forced too,
+    /// for a witness whose a, b, c the device evaluates (a streamed key
+    /// beside resident matrices, a resident key beside streamed ones).
+    pub fn force_layout_with(&self, layout: Option<(SrsMode, HPoly, MatrixLayout)>) {
+        *self.forced.lock() = layout.map(|(m, h, x)| (m, h, Some(x)));
     }
 
     /// How deferred witnesses' z goes up from now on (plain unless the
@@ -242,8 +249,13 @@ impl CudaBackend {
             (None, Some(plan)) => Ok(plan.clone()),
             (None, None) => VramPlan::new_with(shape, budget, &CudaFootprints, self.shifted_h())
                 .map_err(GpuError::Plan),
-            (Some((mode, h_poly)), _) => {
-                let p = VramPlan::with_layout(shape, budget, mode, h_poly, &CudaFootprints);
+            (Some((mode, h_poly, matrices)), _) => {
+                let p = match matrices {
+                    None => VramPlan::with_layout(shape, budget, mode, h_poly, &CudaFootprints),
+                    Some(x) => {
+                        VramPlan::with_matrices(shape, budget, mode, h_poly, x, &CudaFootprints)
+                    }
+                };
                 if p.fits() {
                     Ok(p)
                 } else {

@@ -29,9 +29,9 @@ pub use device::{
 pub use error::GpuError;
 pub use matrices::{matrix_bytes, witness_shape, MatrixSlot};
 pub use plan::{
-    CudaFootprints, DeviceAbc, Footprints, HPoly, PlanError, Shape, ShiftedH, SrsMode, StageBytes,
-    VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK, SCALAR_BYTES, SHIFTED_H_WORKERS,
-    STREAM_TERMS,
+    CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, Shape, ShiftedH,
+    SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
+    SCALAR_BYTES, SHIFTED_H_WORKERS, STREAM_TERMS,
 };
 pub use resident::{KeyInUse, KeyShape};
 pub use srs::{SlotUsage, SrsSlot};

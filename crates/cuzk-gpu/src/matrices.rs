@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_cuda::abc::{device_bytes, DeviceR1cs, HostIds, HostMatrix, StreamedR1cs};
+use cuzk_cuda::abc::{device_bytes, DeviceR1cs, HostIds, HostMatrix, StreamedR1cs, Streaming};
 use cuzk_cuda::DeviceBuffer;
 use cuzk_field::limbs::{fr_as_limbs, FrLimbs};
 use cuzk_groth16::prover::StageTimings;
@@ -314,7 +314,13 @@ impl Worker {
                 AbcMatrices::Streamed(r1cs, terms) => {
                     let streamed =
                         StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
-                    streamed.evaluate(&s, &z, &mut classes, [a, b, c], *terms)?;
+                    let copy = self.copy.clone();
+                    let mut io = Streaming {
+                        compute: &s,
+                        copy: &copy,
+                        staging: &mut self.staging,
+                    };
+                    streamed.evaluate(&mut io, &z, &mut classes, [a, b, c], *terms)?;
                 }
             }
         }
@@ -353,8 +359,14 @@ impl Worker {
                 let streamed =
                     StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
                 streamed.classify(&s, &z, &mut classes)?;
-                self.lean_h(n, |_, which, out| {
-                    streamed.evaluate_classified(&s, &z, &classes, which, out, *terms)
+                let copy = self.copy.clone();
+                self.lean_h(n, |worker, which, out| {
+                    let mut io = Streaming {
+                        compute: &s,
+                        copy: &copy,
+                        staging: &mut worker.staging,
+                    };
+                    streamed.evaluate_classified(&mut io, &z, &classes, which, out, *terms)
                 })?
             }
         };

@@ -453,7 +453,7 @@ fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
 /// with a, b, c at once or lean (two vectors at a time), for a deferred
 /// witness; each run is checked to have taken the layout it was forced to.
 fn every_small_card_layout_gives_the_cpu_proofs() {
-    use cuzk_gpu::{witness_shape, HPoly, Shape, SrsMode};
+    use cuzk_gpu::{witness_shape, HPoly, MatrixLayout, Shape, SrsMode};
     use cuzk_synth::precompiled::{record, witness, DeferredAbc};
     use std::sync::Arc;
     let Some(gpu) = backend() else { return };
@@ -474,18 +474,38 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
             for h_poly in [HPoly::Full, HPoly::Lean] {
                 // The deferred witness (a, b, c on the device) and the full
                 // one (a, b, c from the host).
-                for (witness, on_device) in [(&w, true), (&full, false)] {
-                    gpu.force_layout(Some((mode, h_poly)));
+                // With the key streamed and a, b, c on the device, the
+                // matrices streamed beside it and resident beside it.
+                // (A resident key beside streamed matrices: the test above.)
+                let streamed_key = matches!(mode, SrsMode::Streamed { .. });
+                let runs = [
+                    (&w, true, MatrixLayout::Resident),
+                    (&w, true, MatrixLayout::Streamed),
+                    (&full, false, MatrixLayout::Resident),
+                ];
+                for (witness, on_device, matrices) in runs {
+                    if matrices == MatrixLayout::Streamed && !streamed_key {
+                        continue;
+                    }
+                    gpu.force_layout_with(Some((mode, h_poly, matrices)));
                     let what = format!(
                         "2^{k}, {mode}, {h_poly:?} H, a, b, c on the {}",
-                        if on_device { "device" } else { "host" }
+                        if on_device {
+                            format!("device (matrices {matrices:?})")
+                        } else {
+                            "host".to_string()
+                        }
                     );
                     let out = proved_as_on_cpu(&gpu, &key, witness, &full, &mut rng, &what);
                     let plan = gpu.last_plan().unwrap();
                     assert_eq!((plan.mode, plan.h_poly), (mode, h_poly), "{what}: {plan}");
                     assert_eq!(plan.abc_on_device(), on_device, "{what}: {plan}");
-                    if matches!(mode, SrsMode::Streamed { .. }) && on_device {
-                        assert!(plan.matrices_streamed().is_some(), "{what}: {plan}");
+                    if streamed_key && on_device {
+                        assert_eq!(
+                            plan.matrices_streamed().is_some(),
+                            matrices == MatrixLayout::Streamed,
+                            "{what}: {plan}"
+                        );
                         assert_eq!(plan.gather_len, witness_shape(witness).aux, "{what}");
                     }
                     let stages: Vec<String> = out

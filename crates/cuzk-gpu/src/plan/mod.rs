@@ -15,12 +15,12 @@
 //! When a witness leaves a, b, c to the prover (a pre-compiled circuit,
 //! cuzk-synth `DeferredAbc`), the recording's matrices are resident beside
 //! the key ([`DeviceAbc`]) and a, b, c are computed on the device from z:
-//! only z is uploaded, and its aux values stay for L, A and B. A plan that
-//! cannot hold the matrices beside a resident key streams them from the host
-//! through one chunk's staging (the `abc` stage holds it); so does a plan
-//! whose key is streamed (z then stays on the device too, and A's and B's
-//! scalars are gathered there, so no aux value crosses PCIe twice). One that
-//! cannot hold even that evaluates a, b, c on the host instead (and says so).
+//! only z is uploaded, and its aux values stay for L, A and B (with a
+//! streamed key too: A's and B's scalars are gathered there, so no aux
+//! value crosses PCIe twice). A plan that cannot hold the matrices streams
+//! them from the host through one chunk's staging (the `abc` stage holds
+//! it); one that cannot hold even that evaluates a, b, c on the host
+//! instead (and says so).
 //!
 //! The H polynomial holds a, b and c at once ([`HPoly::Full`]: 3n scalars,
 //! 12 GiB at 2^27) unless that does not fit: then [`HPoly::Lean`] folds b
@@ -30,8 +30,11 @@
 //! Plans are tried in order of speed, the first that fits wins: key
 //! resident (matrices resident, then streamed; full H, then lean; a, b, c
 //! on the host last), then key streamed in the largest power-of-two chunk
-//! down to [`PREFERRED_MIN_CHUNK`] (a, b, c on the device, full then lean;
-//! then on the host), then smaller chunks down to [`MIN_CHUNK`].
+//! down to [`PREFERRED_MIN_CHUNK`] (a, b, c on the device from resident
+//! matrices, then from streamed ones, then on the host; for each, the
+//! largest chunk first, the full H before the lean one), then smaller
+//! chunks down to [`MIN_CHUNK`]. Resident matrices come before the chunk:
+//! a smaller chunk costs less than streaming them.
 //!
 //! The worker's scratch (the G1 and G2 Pippenger scratch, the classifier, the
 //! batch sums and the NTT tables) is sized once for the longest MSM it runs:
@@ -103,6 +106,17 @@ impl fmt::Display for SrsMode {
             SrsMode::Streamed { chunk } => write!(f, "streamed SRS ({chunk} points per chunk)"),
         }
     }
+}
+
+/// Where a, b, c's matrices live when the device evaluates them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MatrixLayout {
+    /// Uploaded once, kept in the device's `MatrixSlot`, shared by every
+    /// partition of the circuit.
+    Resident,
+    /// Left on the host and copied in per partition, a chunk of rows at a
+    /// time (`STREAM_TERMS` terms).
+    Streamed,
 }
 
 /// H's MSM over shifted bases (cuzk-cuda `ShiftedBases`): H's points kept
@@ -303,24 +317,24 @@ impl VramPlan {
                 return Ok(plan);
             }
         }
-        let streamed = [
-            (streamed_matrices, HPoly::Full),
-            (streamed_matrices, HPoly::Lean),
-            (Some(on_host), HPoly::Full),
-            (Some(on_host), HPoly::Lean),
-        ];
+        // With the key streamed: resident matrices first (streaming them
+        // costs more than a smaller chunk or the lean H, docs/small-cards.md),
+        // then the largest chunk, then the full H before the lean one (the
+        // same work in a different order).
         let longest = shape.longest_msm().max(MIN_CHUNK).next_power_of_two();
         let chunks = |from: usize, down_to: usize| {
             std::iter::successors(Some(from), |c| Some(c / 2)).take_while(move |&c| c >= down_to)
         };
         let preferred = PREFERRED_MIN_CHUNK.min(longest);
         for (low, high) in [(preferred, longest), (MIN_CHUNK, preferred / 2)] {
-            for (shape, h_poly) in streamed {
+            for shape in [resident_matrices, streamed_matrices, Some(on_host)] {
                 let Some(shape) = shape else { continue };
                 for chunk in chunks(high, low) {
                     let mode = SrsMode::Streamed { chunk };
-                    if let Some(plan) = fits(Self::with_layout(shape, budget, mode, h_poly, fp)) {
-                        return Ok(plan);
+                    for h_poly in [HPoly::Full, HPoly::Lean] {
+                        if let Some(plan) = fits(Self::exact(shape, budget, mode, h_poly, fp)) {
+                            return Ok(plan);
+                        }
                     }
                 }
             }
@@ -353,7 +367,8 @@ impl VramPlan {
 
     /// The plan in a given mode and H layout, whether or not it fits. With a
     /// streamed key, a, b, c evaluated on the device read streamed matrices
-    /// (`shape`'s `stream_terms` is set if it was not).
+    /// (`shape`'s `stream_terms` is set if it was not); with a resident one,
+    /// the matrices are as `shape` says.
     pub fn with_layout(
         shape: Shape,
         budget: u64,
@@ -361,16 +376,48 @@ impl VramPlan {
         h_poly: HPoly,
         fp: &dyn Footprints,
     ) -> VramPlan {
-        let shape = match (mode, shape.device_abc) {
-            (SrsMode::Streamed { .. }, Some(d)) if d.stream_terms.is_none() => Shape {
-                device_abc: Some(DeviceAbc {
-                    stream_terms: Some(STREAM_TERMS.min(d.terms.max(1))),
-                    ..d
-                }),
-                ..shape
-            },
-            _ => shape,
+        let matrices = match (mode, shape.device_abc) {
+            (SrsMode::Streamed { .. }, _) => MatrixLayout::Streamed,
+            (SrsMode::Resident, Some(d)) if d.stream_terms.is_some() => MatrixLayout::Streamed,
+            (SrsMode::Resident, _) => MatrixLayout::Resident,
         };
+        Self::with_matrices(shape, budget, mode, h_poly, matrices, fp)
+    }
+
+    /// The plan in a given mode, H layout and (when a, b, c are evaluated on
+    /// the device) matrix layout, whether or not it fits.
+    pub fn with_matrices(
+        shape: Shape,
+        budget: u64,
+        mode: SrsMode,
+        h_poly: HPoly,
+        matrices: MatrixLayout,
+        fp: &dyn Footprints,
+    ) -> VramPlan {
+        let shape = Shape {
+            device_abc: shape.device_abc.map(|d| DeviceAbc {
+                stream_terms: match matrices {
+                    MatrixLayout::Resident => None,
+                    MatrixLayout::Streamed => {
+                        Some(d.stream_terms.unwrap_or(STREAM_TERMS.min(d.terms.max(1))))
+                    }
+                },
+                ..d
+            }),
+            ..shape
+        };
+        Self::exact(shape, budget, mode, h_poly, fp)
+    }
+
+    /// The plan for `shape` exactly as given (its matrices resident unless
+    /// its `stream_terms` is set), in `mode` and `h_poly`.
+    fn exact(
+        shape: Shape,
+        budget: u64,
+        mode: SrsMode,
+        h_poly: HPoly,
+        fp: &dyn Footprints,
+    ) -> VramPlan {
         let n = shape.domain as u64;
         let s = SCALAR_BYTES;
         let (msm_len, srs_device_bytes, chunk_bufs) = match mode {
@@ -467,13 +514,10 @@ impl VramPlan {
             mode,
             srs_bytes: shape.srs_bytes(),
             srs_device_bytes,
-            matrix_bytes: match mode {
-                SrsMode::Resident => shape
-                    .device_abc
-                    .filter(|d| d.stream_terms.is_none())
-                    .map_or(0, |d| d.matrix_bytes),
-                SrsMode::Streamed { .. } => 0,
-            },
+            matrix_bytes: shape
+                .device_abc
+                .filter(|d| d.stream_terms.is_none())
+                .map_or(0, |d| d.matrix_bytes),
             msm_len,
             scratch_bytes,
             stages,
@@ -512,12 +556,12 @@ impl VramPlan {
     }
 
     /// How many workers (each with its own scratch and one partition in
-    /// flight) fit the budget together, sharing a resident key; 1 or 0 when
-    /// streamed (each streaming worker needs its own staging).
+    /// flight) fit the budget together, sharing a resident key and resident
+    /// matrices; a streaming worker needs its own chunk buffers.
     pub fn workers_that_fit(&self) -> usize {
         let shared = match self.mode {
             SrsMode::Resident => self.srs_device_bytes + self.matrix_bytes,
-            SrsMode::Streamed { .. } => 0,
+            SrsMode::Streamed { .. } => self.matrix_bytes,
         };
         let per = match self.mode {
             SrsMode::Resident => self.worker_bytes(),
