@@ -45,6 +45,32 @@ pub enum Error {
         /// What was wrong with the arguments.
         message: String,
     },
+    /// Host memory could not be page-locked in place ([`crate::HostPin`]):
+    /// says how much, this process's locked-memory limit, and how to lift it.
+    #[error("{}", host_pin_message(*bytes, *limit, source))]
+    HostPin {
+        /// Bytes that were to be pinned.
+        bytes: u64,
+        /// The process's locked-memory limit (`ulimit -l`), `None` when
+        /// unlimited or unknown.
+        limit: Option<u64>,
+        /// The driver's refusal.
+        source: Box<Error>,
+    },
+}
+
+fn host_pin_message(bytes: u64, limit: Option<u64>, source: &Error) -> String {
+    let gib = |b: u64| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64);
+    let limit = match limit {
+        Some(l) => format!("the locked-memory limit of this process is {}", gib(l)),
+        None => "the locked-memory limit of this process is unlimited".to_string(),
+    };
+    format!(
+        "could not pin {} of host memory in place ({limit}): {source}; raise the limit \
+         (`ulimit -l unlimited`, systemd `LimitMEMLOCK=infinity`, docker `--ulimit memlock=-1`) \
+         or free host memory",
+        gib(bytes)
+    )
 }
 
 impl Error {

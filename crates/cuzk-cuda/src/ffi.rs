@@ -152,6 +152,66 @@ impl Drop for PinnedBytes {
     }
 }
 
+/// Host memory the driver has page-locked in place (`cuMemHostRegister`,
+/// portable: every context copies from it as pinned memory). Unregistered
+/// on drop.
+#[derive(Debug)]
+pub(crate) struct Registered {
+    ctx: Arc<CudaContext>,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the value only names the range; it reads or writes nothing.
+unsafe impl Send for Registered {}
+// SAFETY: as above.
+unsafe impl Sync for Registered {}
+
+impl Registered {
+    /// Page-locks `bytes` in place.
+    ///
+    /// # Safety
+    /// The memory must stay allocated, and not be written while a copy from
+    /// it may run, until this value is dropped; every context that copies
+    /// from it must be synchronized before the drop.
+    pub(crate) unsafe fn new(ctx: &Arc<CudaContext>, bytes: &[u8]) -> Result<Self, DriverError> {
+        ctx.bind_to_thread()?;
+        let ptr = bytes.as_ptr().cast_mut();
+        // SAFETY: a live host range (the caller keeps it so); PORTABLE makes
+        // it pinned for every context.
+        unsafe {
+            cudarc::driver::sys::cuMemHostRegister_v2(
+                ptr.cast(),
+                bytes.len(),
+                cudarc::driver::sys::CU_MEMHOSTREGISTER_PORTABLE,
+            )
+            .result()?
+        };
+        Ok(Registered {
+            ctx: ctx.clone(),
+            ptr,
+            len: bytes.len(),
+        })
+    }
+
+    /// Whether `bytes` lies inside the registered range.
+    pub(crate) fn holds(&self, bytes: &[u8]) -> bool {
+        let (start, end) = (self.ptr as usize, self.ptr as usize + self.len);
+        let p = bytes.as_ptr() as usize;
+        p >= start && p + bytes.len() <= end
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: registered in `new`, unregistered once; the owner
+        // synchronized every context that copied from it.
+        let r = unsafe { cudarc::driver::sys::cuMemHostUnregister(self.ptr.cast()).result() };
+        self.ctx.record_err(r);
+    }
+}
+
 /// A kernel's arguments, each stored as the bytes the kernel expects (device
 /// addresses as u64, scalars, structs by value), kept alive until the launch.
 /// Filled by `launch::Args` from a declared kernel's argument tuple.

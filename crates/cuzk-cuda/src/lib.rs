@@ -24,6 +24,6 @@ pub mod testing;
 pub use arena::{fence_wait_on_this_thread, Arena, BudgetError, VramBudget};
 pub use device::{
     devices, driver_present, driver_version, no_device, supported, DeviceBuffer, DeviceInfo, Event,
-    Gpu, PinnedBuffer, Stream, MIN_COMPUTE_CAPABILITY, MIN_DRIVER_CUDA,
+    Gpu, HostPin, PinnedBuffer, Stream, MIN_COMPUTE_CAPABILITY, MIN_DRIVER_CUDA,
 };
 pub use error::{Error, KernelsProblem, Result};

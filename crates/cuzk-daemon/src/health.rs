@@ -100,10 +100,45 @@ impl Backend for Guarded {
         witness: &Synthesized,
         timings: &mut StageTimings,
     ) -> Result<MsmSums, ProveError> {
+        self.guarded(|inner| inner.msm_sums(key, witness, timings))
+    }
+
+    /// The inner backend's, so a GPU runs the plan its admission reserved
+    /// room for.
+    fn msm_sums_admitted(
+        &self,
+        key: &ProvingKey,
+        witness: &Synthesized,
+        timings: &mut StageTimings,
+        admitted: &(dyn std::any::Any + Send + Sync),
+    ) -> Result<MsmSums, ProveError> {
+        self.guarded(|inner| inner.msm_sums_admitted(key, witness, timings, admitted))
+    }
+
+    fn prepare_key(&self, key: &Arc<ProvingKey>) -> Result<(), ProveError> {
+        self.inner.prepare_key(key)
+    }
+
+    fn last_run(&self) -> Option<String> {
+        self.inner.last_run()
+    }
+
+    fn host_working_set(&self, shape: &cuzk_synth::CircuitShape) -> u64 {
+        self.inner.host_working_set(shape)
+    }
+}
+
+impl Guarded {
+    /// `run` on the inner backend unless the device is out of service; a
+    /// device fault takes it out of service.
+    fn guarded(
+        &self,
+        run: impl FnOnce(&dyn Backend) -> Result<MsmSums, ProveError>,
+    ) -> Result<MsmSums, ProveError> {
         if let Some(why) = self.health.out_of_service() {
             return Err(self.diverted(why));
         }
-        match self.inner.msm_sums(key, witness, timings) {
+        match run(&*self.inner) {
             Err(e) if e.backend_failure() == Some(BackendFailure::Fault) => {
                 let why = cuzk_pipeline::ErrorChain(&e).to_string();
                 self.health.take_out(&why);
@@ -111,10 +146,6 @@ impl Backend for Guarded {
             }
             other => other,
         }
-    }
-
-    fn host_working_set(&self, shape: &cuzk_synth::CircuitShape) -> u64 {
-        self.inner.host_working_set(shape)
     }
 }
 

@@ -4,6 +4,8 @@
 //! sharing an arena and a resident key) and plans each partition before any
 //! kernel runs. The proving itself is `worker.rs` and `streamed.rs`.
 
+use std::sync::Arc;
+
 use cuzk_cuda::msm::BatchSum;
 use cuzk_cuda::staging::Staging;
 use cuzk_cuda::{Arena, Gpu, VramBudget};
@@ -29,6 +31,11 @@ pub struct CudaBackend {
     forced: Mutex<Option<(SrsMode, HPoly, Option<MatrixLayout>)>>,
     /// Whether plans may keep H shifted (see [`CudaBackend::set_shifted_h`]).
     shifted_h: std::sync::atomic::AtomicBool,
+    /// The device, its keys and its arena's size, outside the worker's lock
+    /// (for [`Backend::prepare_key`], which must not wait for a partition).
+    gpu: Gpu,
+    keys: SrsSlot,
+    capacity: u64,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -101,6 +108,7 @@ impl CudaBackend {
         let copy = gpu.new_stream_in(&arena)?;
         let ordinal = gpu.info().ordinal;
         let name: &'static str = Box::leak(format!("cuda:{ordinal}").into_boxed_str());
+        let (pin_gpu, pin_keys, capacity) = (gpu.clone(), srs.clone(), arena.capacity());
         let fill = rayon::ThreadPoolBuilder::new()
             .num_threads(FILL_THREADS)
             .thread_name(move |i| format!("cuzk-cuda{ordinal}-fill{i}"))
@@ -115,6 +123,7 @@ impl CudaBackend {
             name,
             inner: Mutex::new(Worker {
                 staging: Staging::new(&gpu, STAGE_BYTES, fill)?,
+                pin: None,
                 sum_g1: BatchSum::new(&stream)?,
                 sum_g2: BatchSum::new(&stream)?,
                 scratch: None,
@@ -131,6 +140,9 @@ impl CudaBackend {
             last_plan: Mutex::new(None),
             forced: Mutex::new(None),
             shifted_h: std::sync::atomic::AtomicBool::new(false),
+            gpu: pin_gpu,
+            keys: pin_keys,
+            capacity,
         })
     }
 
@@ -297,6 +309,24 @@ impl Backend for CudaBackend {
         admitted: &(dyn std::any::Any + Send + Sync),
     ) -> Result<MsmSums, ProveError> {
         self.prove_planned(key, w, t, admitted.downcast_ref::<VramPlan>())
+    }
+
+    /// Pins the key in host memory when this device streams it: its
+    /// points are more than the arena can hold beside a partition (the
+    /// plan for the key's own shape streams it), or a test forced a
+    /// streamed layout. Once per key and device slot; the pin lasts until
+    /// the key is evicted by name ([`SrsSlot::evict`]).
+    fn prepare_key(&self, key: &Arc<ProvingKey>) -> Result<(), ProveError> {
+        let forced = matches!(*self.forced.lock(), Some((SrsMode::Streamed { .. }, _, _)));
+        if !forced {
+            let shape = Shape::of_key(key);
+            let plan = VramPlan::new_with(shape, self.capacity, &CudaFootprints, false);
+            if matches!(plan, Ok(ref p) if p.mode == SrsMode::Resident) {
+                return Ok(());
+            }
+        }
+        self.keys.pin_in_host(&self.gpu, key).map_err(gpu_err)?;
+        Ok(())
     }
 
     fn last_run(&self) -> Option<String> {

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cuzk_cuda::msm::{ShiftedBases, G1};
-use cuzk_cuda::DeviceBuffer;
-use cuzk_field::limbs::{g1_as_limbs, g2_as_limbs, G1AffineLimbs, G2AffineLimbs};
+use cuzk_cuda::{DeviceBuffer, Gpu, HostPin};
+use cuzk_field::limbs::{as_bytes, g1_as_limbs, g2_as_limbs, G1AffineLimbs, G2AffineLimbs};
 use cuzk_field::G1Affine;
 use cuzk_groth16::prover::StageTimings;
 use cuzk_groth16::ProvingKey;
@@ -42,12 +42,16 @@ pub(crate) struct ResidentSrs {
 /// [`VramAdmission`](crate::admission::VramAdmission), which evicts the
 /// least recently used idle key when a partition needs the room, so a small
 /// key (a WinningPoSt's) and a 44 GiB PoRep key can both stay resident.
+///
+/// A key streamed to the device (too large to stay) is instead pinned in
+/// host memory ([`SrsSlot::pin_in_host`]) and kept pinned until it is
+/// evicted by name like a resident one.
 #[derive(Clone)]
-pub struct SrsSlot(Arc<Mutex<Keys<ResidentSrs>>>);
+pub struct SrsSlot(Arc<Mutex<Keys<ResidentSrs>>>, Arc<Mutex<Vec<HostPin>>>);
 
 impl Default for SrsSlot {
     fn default() -> Self {
-        SrsSlot(Arc::new(Mutex::new(Keys::new(1))))
+        SrsSlot(Arc::new(Mutex::new(Keys::new(1))), Arc::default())
     }
 }
 
@@ -74,7 +78,46 @@ pub struct SlotUsage {
 impl SrsSlot {
     /// A slot that keeps several keys, evicted by admission for room.
     pub fn shared() -> Self {
-        SrsSlot(Arc::new(Mutex::new(Keys::new(usize::MAX))))
+        SrsSlot(Arc::new(Mutex::new(Keys::new(usize::MAX))), Arc::default())
+    }
+
+    /// Pins `key`'s points in host memory in place (once: a key pinned
+    /// before is kept), so streamed chunks cross straight from it; returns
+    /// whether it was pinned now. A slow call for a large key (the driver
+    /// locks every page); an error names the bytes and the process's
+    /// locked-memory limit.
+    pub fn pin_in_host(&self, gpu: &Gpu, key: &Arc<ProvingKey>) -> cuzk_cuda::Result<bool> {
+        let mut pins = self.1.lock();
+        if pins.iter().any(|p| p.is_of(&**key)) {
+            return Ok(false);
+        }
+        let start = Instant::now();
+        let pin = HostPin::new(gpu, Arc::clone(key), |k: &ProvingKey| {
+            vec![
+                as_bytes(g1_as_limbs(&k.h)),
+                as_bytes(g1_as_limbs(&k.l)),
+                as_bytes(g1_as_limbs(&k.a)),
+                as_bytes(g1_as_limbs(&k.b_g1)),
+                as_bytes(g2_as_limbs(&k.b_g2)),
+            ]
+        })?;
+        tracing::info!(
+            "key pinned in host memory: {} in {:.1} s (its streamed chunks cross without staging)",
+            cuzk_arena::human(pin.bytes()),
+            start.elapsed().as_secs_f64()
+        );
+        pins.push(pin);
+        Ok(true)
+    }
+
+    /// The pin of `key`'s host memory, when it is pinned.
+    pub(crate) fn host_pin(&self, key: &ProvingKey) -> Option<HostPin> {
+        self.1.lock().iter().find(|p| p.is_of(key)).cloned()
+    }
+
+    /// Bytes of host memory pinned for streamed keys.
+    pub fn pinned_bytes(&self) -> u64 {
+        self.1.lock().iter().map(HostPin::bytes).sum()
     }
 
     /// Whether `key`'s points are resident in this slot's device memory.
@@ -85,6 +128,17 @@ impl SrsSlot {
     /// Drops `key`'s points from device memory unless a partition is using
     /// them; `Ok(false)` if they were not resident.
     pub fn evict(&self, key: &ProvingKey) -> Result<bool, KeyInUse> {
+        // A pinned key is unpinned (a partition streaming it holds its own
+        // pin until it is done).
+        let unpinned = {
+            let mut pins = self.1.lock();
+            let before = pins.len();
+            pins.retain(|p| !p.is_of(key));
+            before != pins.len()
+        };
+        if unpinned {
+            tracing::info!("key unpinned from host memory by request");
+        }
         let fp = Fingerprint::of(key);
         let out = self.0.lock().evict(&fp.0);
         if out == Ok(true) {

@@ -1,7 +1,9 @@
 //! The five MSMs with the key streamed from host memory: each section is
-//! copied in `chunk` points at a time through the worker's two pinned
-//! staging buffers, filled by its own threads while the previous chunk's MSM
-//! runs, and the chunks' sums are added on the host.
+//! copied in `chunk` points at a time while the previous chunk's MSM runs,
+//! straight from the key's memory when it is pinned in place (the device's
+//! `SrsSlot::pin_in_host`), else through the worker's two pinned staging
+//! buffers, filled by its own threads; the chunks' sums are added on the
+//! host.
 
 use std::ops::Add;
 use std::time::Instant;
@@ -38,6 +40,13 @@ impl Worker {
     ) -> cuzk_cuda::Result<MsmSums> {
         let s = self.stream.clone();
         let n = dh.len();
+        self.pin = self.srs.host_pin(key);
+        if self.pin.is_none() {
+            tracing::info!(
+                "the streamed key is not pinned in host memory: its chunks cross through \
+                 the staging buffers"
+            );
+        }
         clock.start(&s, "msm_h")?;
         let h = self.stream_g1(chunk, g1_as_limbs(&key.h), Scalars::Device(&dh), n - 1)?;
         drop(dh);
@@ -191,7 +200,7 @@ impl Worker {
         let mut uploaded: [Option<Event>; 2] = [None, None];
         let mut used: [Option<Event>; 2] = [None, None];
         let (s0, e0) = range(0);
-        self.stage_upload(&copy, &bases[s0..e0], &mut dbases[0], 0)?;
+        self.chunk_upload(&copy, &bases[s0..e0], &mut dbases[0])?;
         uploaded[0] = Some(copy.record()?);
         let mut total = None;
         for k in 0..chunks {
@@ -227,7 +236,7 @@ impl Worker {
                     copy.wait(e)?;
                 }
                 let (ns, ne) = range(k + 1);
-                self.stage_upload(&copy, &bases[ns..ne], &mut dbases[next], 0)?;
+                self.chunk_upload(&copy, &bases[ns..ne], &mut dbases[next])?;
                 uploaded[next] = Some(copy.record()?);
             }
             let (_, msm, sum) = parts(self);
@@ -235,5 +244,19 @@ impl Worker {
             total = add_opt(total, part);
         }
         Ok(total)
+    }
+
+    /// One chunk of a section's points into `dst`: straight from the key's
+    /// memory when it is pinned in place, else through the staging buffers.
+    fn chunk_upload<T: cuzk_field::limbs::DeviceRepr + Sync>(
+        &mut self,
+        copy: &cuzk_cuda::Stream,
+        src: &[T],
+        dst: &mut DeviceBuffer<T>,
+    ) -> cuzk_cuda::Result<()> {
+        match &self.pin {
+            Some(pin) if pin.holds(src) => copy.upload_from_pin(pin, src, dst, 0),
+            _ => self.stage_upload(copy, src, dst, 0),
+        }
     }
 }

@@ -13,7 +13,7 @@ use cuzk_cuda::msm::{BatchSum, Classifier, Msm, G1, G2};
 use cuzk_cuda::ntt::{h_finish, h_mul, h_step, ntt, NttKind};
 use cuzk_cuda::packed::Classed;
 use cuzk_cuda::staging::Staging;
-use cuzk_cuda::{Arena, DeviceBuffer, Event, Gpu, Stream};
+use cuzk_cuda::{Arena, DeviceBuffer, Event, Gpu, HostPin, Stream};
 use cuzk_field::limbs::{fr_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs};
 use cuzk_field::Fr;
 use cuzk_groth16::prover::{MsmSums, StageTimings};
@@ -46,6 +46,8 @@ pub(crate) struct Worker {
     /// threads (without them, the global rayon pool fills, slower beside
     /// other work).
     pub(crate) staging: Staging,
+    /// The streamed key's pin in host memory, during its MSMs.
+    pub(crate) pin: Option<HostPin>,
     pub(crate) scratch: Option<Scratch>,
     pub(crate) sum_g1: BatchSum<G1>,
     pub(crate) sum_g2: BatchSum<G2>,
@@ -267,7 +269,9 @@ impl Worker {
                 self.resident_msms(&srs, w, da, aux_on_device, &mut clock)?
             }
             (SrsMode::Streamed { chunk }, _) => {
-                self.streamed_msms(chunk, key, w, da, aux_on_device, &mut clock, t)?
+                let sums = self.streamed_msms(chunk, key, w, da, aux_on_device, &mut clock, t);
+                self.pin = None;
+                sums?
             }
             (SrsMode::Resident, None) => unreachable!("a resident plan made its key resident"),
         };

@@ -461,8 +461,10 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
     eprintln!("small-card layouts on {}; seed {seed}", gpu.device_name());
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     for (k, path) in keys() {
-        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
-            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
+        let key = Arc::new(
+            ProvingKey::read_from_path(&path, PointCheck::OnCurve)
+                .unwrap_or_else(|e| panic!("key for 2^{k}: {e}")),
+        );
         let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
         let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
         let circuit = DemoCircuit::new(k, 0.95, seed ^ 11);
@@ -473,28 +475,40 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
         for mode in [SrsMode::Resident, SrsMode::Streamed { chunk }] {
             for h_poly in [HPoly::Full, HPoly::Lean] {
                 // The deferred witness (a, b, c on the device) and the full
-                // one (a, b, c from the host).
-                // With the key streamed and a, b, c on the device, the
-                // matrices streamed beside it and resident beside it.
-                // (A resident key beside streamed matrices: the test above.)
+                // one (a, b, c from the host); with the key streamed and a,
+                // b, c on the device, the matrices resident and streamed
+                // beside it (a resident key beside streamed matrices: the
+                // test above); a streamed key crossing through the staging
+                // buffers and straight from its pin in host memory.
                 let streamed_key = matches!(mode, SrsMode::Streamed { .. });
                 let runs = [
-                    (&w, true, MatrixLayout::Resident),
-                    (&w, true, MatrixLayout::Streamed),
-                    (&full, false, MatrixLayout::Resident),
+                    (&w, true, MatrixLayout::Resident, false),
+                    (&w, true, MatrixLayout::Streamed, false),
+                    (&full, false, MatrixLayout::Resident, false),
+                    (&w, true, MatrixLayout::Resident, true),
+                    (&w, true, MatrixLayout::Streamed, true),
+                    (&full, false, MatrixLayout::Resident, true),
                 ];
-                for (witness, on_device, matrices) in runs {
-                    if matrices == MatrixLayout::Streamed && !streamed_key {
+                for (witness, on_device, matrices, pinned) in runs {
+                    if (matrices == MatrixLayout::Streamed || pinned) && !streamed_key {
                         continue;
                     }
                     gpu.force_layout_with(Some((mode, h_poly, matrices)));
+                    if pinned {
+                        gpu.prepare_key(&key).unwrap();
+                        assert!(gpu.resident_keys().pinned_bytes() > 0);
+                    } else if streamed_key {
+                        gpu.resident_keys().evict(&key).unwrap();
+                        assert_eq!(gpu.resident_keys().pinned_bytes(), 0);
+                    }
                     let what = format!(
-                        "2^{k}, {mode}, {h_poly:?} H, a, b, c on the {}",
+                        "2^{k}, {mode}, {h_poly:?} H, a, b, c on the {}, key {}",
                         if on_device {
                             format!("device (matrices {matrices:?})")
                         } else {
                             "host".to_string()
-                        }
+                        },
+                        if pinned { "pinned" } else { "staged" }
                     );
                     let out = proved_as_on_cpu(&gpu, &key, witness, &full, &mut rng, &what);
                     let plan = gpu.last_plan().unwrap();

@@ -195,6 +195,15 @@ pub trait Backend: Send + Sync {
         self.msm_sums(key, witness, timings)
     }
 
+    /// Called with the shared key before a partition of it is proved: a
+    /// backend that keeps something of the key for as long as the key lives
+    /// (a GPU that streams a key too large for its memory pins it in host
+    /// memory once) takes its hold here. The default does nothing.
+    fn prepare_key(&self, key: &std::sync::Arc<ProvingKey>) -> Result<(), ProveError> {
+        let _ = key;
+        Ok(())
+    }
+
     /// How the last partition ran, when the backend has more to say than its
     /// name (e.g. the GPU's VRAM plan: resident or streamed key, peak bytes).
     fn last_run(&self) -> Option<String> {

@@ -245,6 +245,9 @@ impl SynthesizedPartition {
             return None;
         }
         let ticket = catch_panic(Stage::Prove, || {
+            on.backend
+                .prepare_key(job.shared_key())
+                .map_err(PartitionError::from)?;
             on.admission
                 .admit_witness(job.shape(), &witness)
                 .map_err(|source| PartitionError::Admission {

@@ -149,6 +149,13 @@ impl JobState {
         &self.key
     }
 
+    /// The job's key as shared (for a backend's [`Backend::prepare_key`]).
+    ///
+    /// [`Backend::prepare_key`]: cuzk_groth16::prover::Backend::prepare_key
+    pub fn shared_key(&self) -> &Arc<ProvingKey> {
+        &self.key
+    }
+
     /// The prepared verifying key (present when verification is on).
     pub fn verifying_key(&self) -> Option<&PreparedVerifyingKey> {
         self.verifying_key.as_deref()

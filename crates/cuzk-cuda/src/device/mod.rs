@@ -7,10 +7,12 @@
 
 mod buffer;
 mod gpu;
+mod hostpin;
 mod stream;
 
 pub use buffer::{DeviceBuffer, PinnedBuffer};
 pub use gpu::{supported, Gpu, MIN_COMPUTE_CAPABILITY, MIN_DRIVER_CUDA};
+pub use hostpin::HostPin;
 pub use stream::{Event, Stream};
 
 use std::collections::HashMap;

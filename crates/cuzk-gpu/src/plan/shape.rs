@@ -71,6 +71,22 @@ impl Shape {
         }
     }
 
+    /// The shape of the partitions `key` proves, from its sections' lengths
+    /// alone (a, b, c from the host): what decides whether a device keeps
+    /// the key resident or streams it, before any witness is there.
+    pub fn of_key(key: &cuzk_groth16::ProvingKey) -> Shape {
+        Shape {
+            domain: (key.h.len() + 1).next_power_of_two(),
+            h: key.h.len(),
+            l: key.l.len(),
+            a: key.a.len(),
+            b_g1: key.b_g1.len(),
+            b_g2: key.b_g2.len(),
+            aux: key.l.len(),
+            device_abc: None,
+        }
+    }
+
     /// This shape with a, b, c evaluated on the device from resident
     /// matrices of `matrix_bytes` with a table of `coeffs` (z is the
     /// circuit's inputs and aux).

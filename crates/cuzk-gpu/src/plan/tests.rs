@@ -422,3 +422,21 @@ fn the_smallest_budget_for_a_32_gib_partition_is_found_and_below_it_refused() {
     let below = VramPlan::new(shape, lo, &CudaFootprints).unwrap_err();
     assert!(below.need > lo, "{below}");
 }
+
+/// A key's own shape (what decides, before any witness, whether a device
+/// streams the key and so pins it in host memory; the plans of such shapes
+/// are pinned above) is its circuit's: the fixture 2^10 demo key against a
+/// demo circuit's synthesized shape.
+#[test]
+fn a_keys_shape_is_its_circuits() {
+    use cuzk_groth16::encoding::PointCheck;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/demo-k10-sha95.params"
+    );
+    let key =
+        cuzk_groth16::ProvingKey::read_from_path(std::path::Path::new(path), PointCheck::OnCurve)
+            .unwrap();
+    let w = cuzk_synth::synthesize(cuzk_synth::DemoCircuit::new(10, 0.95, 3)).unwrap();
+    assert_eq!(Shape::of_key(&key), Shape::of_circuit(&w.shape()));
+}
