@@ -168,21 +168,26 @@ unsafe impl Send for Registered {}
 unsafe impl Sync for Registered {}
 
 impl Registered {
-    /// Page-locks `bytes` in place.
+    /// Page-locks the `len` bytes at `ptr` in place.
     ///
     /// # Safety
-    /// The memory must stay allocated, and not be written while a copy from
+    /// The range must be mapped, and the memory must stay allocated, and not be written while a copy from
     /// it may run, until this value is dropped; every context that copies
     /// from it must be synchronized before the drop.
-    pub(crate) unsafe fn new(ctx: &Arc<CudaContext>, bytes: &[u8]) -> Result<Self, DriverError> {
+    pub(crate) unsafe fn new(
+        ctx: &Arc<CudaContext>,
+        ptr: *const u8,
+        len: usize,
+    ) -> Result<Self, DriverError> {
         ctx.bind_to_thread()?;
-        let ptr = bytes.as_ptr().cast_mut();
-        // SAFETY: a live host range (the caller keeps it so); PORTABLE makes
-        // it pinned for every context.
+        let ptr = ptr.cast_mut();
+        // SAFETY: a live, mapped host range (the caller keeps it so); the
+        // driver only locks its pages. PORTABLE makes it pinned for every
+        // context.
         unsafe {
             cudarc::driver::sys::cuMemHostRegister_v2(
                 ptr.cast(),
-                bytes.len(),
+                len,
                 cudarc::driver::sys::CU_MEMHOSTREGISTER_PORTABLE,
             )
             .result()?
@@ -190,7 +195,7 @@ impl Registered {
         Ok(Registered {
             ctx: ctx.clone(),
             ptr,
-            len: bytes.len(),
+            len,
         })
     }
 

@@ -88,14 +88,16 @@ impl HostPin {
             .filter(|s| !s.is_empty())
             .collect();
         let bytes: u64 = slices.iter().map(|s| s.len() as u64).sum();
-        let mut registered = Vec::with_capacity(slices.len());
-        for s in &slices {
+        let pages = whole_pages(&slices);
+        let mut registered = Vec::with_capacity(pages.len());
+        for &(start, len) in &pages {
             #[allow(unsafe_code)]
-            // SAFETY: `s` is the owner's memory, and the owner is held by
-            // the `Pinned` made below (or, on an error, the ranges already
-            // registered are dropped, unregistering them, before `owner`
-            // is); no copy from them was queued yet.
-            let r = unsafe { Registered::new(&gpu.inner.ctx, s) };
+            // SAFETY: the pages hold the owner's memory (mapped: each holds
+            // part of a live slice), and the owner is held by the `Pinned`
+            // made below (or, on an error, the ranges already registered are
+            // dropped, unregistering them, before `owner` is); no copy from
+            // them was queued yet.
+            let r = unsafe { Registered::new(&gpu.inner.ctx, start as *const u8, len) };
             match r {
                 Ok(r) => registered.push(r),
                 Err(source) => {
@@ -105,7 +107,7 @@ impl HostPin {
                         limit: locked_memory_limit(),
                         source: Error::Driver {
                             call: "cuMemHostRegister",
-                            what: format!("{} bytes", s.len()),
+                            what: format!("{len} bytes at {start:#x}"),
                             source,
                         }
                         .into(),
@@ -147,6 +149,36 @@ impl HostPin {
         }
     }
 }
+
+/// The pages that hold `slices`, as (start, length), adjacent or shared
+/// ones merged: the driver locks whole pages, and two small slices (heap
+/// allocations) may share one, which it would refuse to register twice.
+/// The extra bytes are the owner's neighbours in the same pages: locked,
+/// never read or copied from.
+fn whole_pages(slices: &[&[u8]]) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(usize, usize)> = slices
+        .iter()
+        .map(|s| {
+            let start = s.as_ptr() as usize;
+            (start / PAGE * PAGE, (start + s.len()).div_ceil(PAGE) * PAGE)
+        })
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(start, end)| (start, end - start))
+        .collect()
+}
+
+/// The page size the ranges are rounded to (x86-64 and most arm64 hosts).
+const PAGE: usize = 4096;
 
 /// This process's locked-memory limit in bytes (`Max locked memory` in
 /// /proc/self/limits): `None` when unlimited or unknown.
@@ -191,5 +223,36 @@ impl Stream {
         unsafe { ffi::copy_htod(&self.inner, to, bytes) }.cuda("cuMemcpyHtoDAsync", || {
             format!("{} pinned-in-place bytes", bytes.len())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Slices that share a page, touch or overlap are one range of whole
+    /// pages; apart, they stay apart; every slice lies inside a range.
+    #[test]
+    fn slices_become_whole_merged_pages() {
+        let buf = vec![0u8; 8 * PAGE];
+        let base = (buf.as_ptr() as usize).div_ceil(PAGE) * PAGE - buf.as_ptr() as usize;
+        let b = &buf[base..base + 6 * PAGE];
+        // Two small slices in page 0, one across pages 1-2, one in page 4.
+        let slices: [&[u8]; 4] = [
+            &b[10..100],
+            &b[200..300],
+            &b[PAGE + 5..2 * PAGE + 7],
+            &b[4 * PAGE + 1..4 * PAGE + 2],
+        ];
+        let pages = whole_pages(&slices);
+        let at = b.as_ptr() as usize;
+        assert_eq!(pages, vec![(at, 3 * PAGE), (at + 4 * PAGE, PAGE)]);
+        for s in slices {
+            let p = s.as_ptr() as usize;
+            assert!(pages
+                .iter()
+                .any(|&(start, len)| p >= start && p + s.len() <= start + len));
+        }
+        assert!(whole_pages(&[]).is_empty());
     }
 }
