@@ -421,7 +421,7 @@ fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
             p.peak() - p.margin
         };
         let d = shape.device_abc.as_mut().unwrap();
-        d.stream_terms = Some(cuzk_gpu::STREAM_TERMS.min(d.terms));
+        d.stream_terms = Some(d.chunk_terms());
         let streamed_bytes = {
             let p = VramPlan::with_mode(shape, 0, SrsMode::Resident, &CudaFootprints);
             p.peak() - p.margin
@@ -533,6 +533,8 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
             }
         }
         gpu.force_layout(None);
+        // The next key starts with none pinned.
+        gpu.resident_keys().evict(&key).unwrap();
     }
 }
 

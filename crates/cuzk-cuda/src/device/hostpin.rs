@@ -7,10 +7,10 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 
-use cudarc::driver::CudaContext;
+use cudarc::driver::CudaStream;
 use cuzk_field::limbs::{as_bytes, DeviceRepr};
 
-use super::{DeviceBuffer, Gpu, Stream};
+use super::{DeviceBuffer, Event, Gpu, Stream};
 use crate::error::{DriverContext, Error, Result};
 use crate::ffi::{self, Registered};
 
@@ -18,9 +18,10 @@ use crate::ffi::{self, Registered};
 /// [`HostPin`] of the same owner (registration is process-wide in the
 /// driver: one owner is registered once, whatever device asks).
 struct Pinned {
-    /// Contexts that copied from the ranges: synchronized before they are
-    /// unregistered.
-    users: Mutex<Vec<Arc<CudaContext>>>,
+    /// Per stream that copied from the ranges, an event after its last
+    /// copy: waited for before the ranges are unregistered (no device-wide
+    /// synchronization: only those copies are waited for).
+    copies: Mutex<Vec<(Arc<CudaStream>, Event)>>,
     ranges: Vec<Registered>,
     bytes: u64,
     /// What keeps the ranges allocated and unchanged; dropped last.
@@ -29,11 +30,12 @@ struct Pinned {
 
 impl Drop for Pinned {
     fn drop(&mut self) {
-        let users = std::mem::take(&mut *self.users.lock().unwrap_or_else(|e| e.into_inner()));
-        for ctx in users {
-            // A copy from the ranges may still be queued on this context.
-            ctx.record_err(ctx.bind_to_thread());
-            ctx.record_err(ctx.synchronize());
+        let copies = std::mem::take(&mut *self.copies.lock().unwrap_or_else(|e| e.into_inner()));
+        for (_, last) in copies {
+            // A copy from the ranges may still be queued on that stream.
+            if let Err(e) = last.synchronize() {
+                tracing::warn!("waiting for the last copy from pinned host memory: {e}");
+            }
         }
         // Then `ranges` unregister, then `owner` may free the memory.
     }
@@ -116,7 +118,7 @@ impl HostPin {
             }
         }
         let p = Arc::new(Pinned {
-            users: Mutex::new(Vec::new()),
+            copies: Mutex::new(Vec::new()),
             ranges: registered,
             bytes,
             owner,
@@ -142,10 +144,16 @@ impl HostPin {
         Arc::as_ptr(&self.0.owner) as *const u8 as usize == id
     }
 
-    fn used_by(&self, ctx: &Arc<CudaContext>) {
-        let mut users = self.0.users.lock().unwrap_or_else(|e| e.into_inner());
-        if !users.iter().any(|c| Arc::ptr_eq(c, ctx)) {
-            users.push(ctx.clone());
+    /// Keeps `last` (recorded on a stream after a copy from the ranges) as
+    /// that stream's last copy.
+    fn copied(&self, stream: &Stream, last: Event) {
+        let mut copies = self.0.copies.lock().unwrap_or_else(|e| e.into_inner());
+        match copies
+            .iter_mut()
+            .find(|(s, _)| Arc::ptr_eq(s, &stream.inner))
+        {
+            Some(entry) => entry.1 = last,
+            None => copies.push((Arc::clone(&stream.inner), last)),
         }
     }
 }
@@ -212,17 +220,18 @@ impl Stream {
         if src.is_empty() {
             return Ok(());
         }
-        pin.used_by(self.inner.context());
         let to = dst.ptr + (at * std::mem::size_of::<T>()) as u64;
         let bytes = as_bytes(src);
         #[allow(unsafe_code)]
         // SAFETY: dst's live region holds the bytes from `at` (checked);
         // `src` lies in memory `pin` keeps allocated and unchanged (checked
-        // by holds), and the last pin's drop synchronizes this context
-        // (recorded by used_by) before unpinning it or letting it go.
+        // by holds), and the last pin's drop waits for the event recorded
+        // below, after this copy, before unpinning it or letting it go.
         unsafe { ffi::copy_htod(&self.inner, to, bytes) }.cuda("cuMemcpyHtoDAsync", || {
             format!("{} pinned-in-place bytes", bytes.len())
-        })
+        })?;
+        pin.copied(self, self.record()?);
+        Ok(())
     }
 }
 

@@ -290,7 +290,7 @@ impl VramPlan {
         };
         let streamed_matrices = shape.device_abc.map(|d| Shape {
             device_abc: Some(DeviceAbc {
-                stream_terms: Some(STREAM_TERMS.min(d.terms.max(1))),
+                stream_terms: Some(d.chunk_terms()),
                 ..d
             }),
             ..shape
@@ -398,9 +398,7 @@ impl VramPlan {
             device_abc: shape.device_abc.map(|d| DeviceAbc {
                 stream_terms: match matrices {
                     MatrixLayout::Resident => None,
-                    MatrixLayout::Streamed => {
-                        Some(d.stream_terms.unwrap_or(STREAM_TERMS.min(d.terms.max(1))))
-                    }
+                    MatrixLayout::Streamed => Some(d.stream_terms.unwrap_or(d.chunk_terms())),
                 },
                 ..d
             }),

@@ -45,10 +45,21 @@ pub struct DeviceAbc {
     pub stream_terms: Option<usize>,
 }
 
-/// Terms per chunk when the matrices are streamed (fewer when the largest
-/// matrix has fewer): 16 Mi terms, 192 MiB of staging (offsets, columns,
-/// ids), a few dozen chunks per 2^27 partition.
+/// Terms per chunk when the matrices are streamed (fewer for small
+/// matrices: [`DeviceAbc::chunk_terms`]): 16 Mi terms, 192 MiB of device
+/// buffers per chunk (offsets, columns, ids) and two chunks' worth, a few
+/// dozen chunks per 2^27 partition.
 pub const STREAM_TERMS: usize = 1 << 24;
+
+impl DeviceAbc {
+    /// Terms per chunk when these matrices stream: [`STREAM_TERMS`], or half
+    /// the longest matrix when that is less (two chunk buffers are made, one
+    /// filled while the other's chunk is evaluated: they stay below the
+    /// matrices' own bytes).
+    pub fn chunk_terms(&self) -> usize {
+        STREAM_TERMS.min(self.terms.div_ceil(2)).max(1)
+    }
+}
 
 impl Shape {
     /// The key counts and witness length a circuit of this shape has: the one
