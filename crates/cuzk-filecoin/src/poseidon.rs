@@ -31,8 +31,10 @@
 //! place the current node among them, and the hash of the `arity` nodes.
 //! The position bits of all levels then form the packed public inputs.
 //!
-//! `tests/native_poseidon.rs` checks both against the gadgets on random
-//! inputs, value for value.
+//! The field arithmetic is `montgomery`'s: blst_fr's own limbs, inline,
+//! each MDS row's sum of products reduced once (the values are blstrs'
+//! bit for bit). `tests/native_poseidon.rs` checks both against the
+//! gadgets on random inputs, value for value.
 
 use bellperson::SynthesisError;
 use blstrs::Scalar as Fr;
