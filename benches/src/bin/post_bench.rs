@@ -13,9 +13,12 @@
 //! (vanilla proofs from `cuzk fixtures synth-post`; `--r1cs`: the circuit's
 //! recording from `cuzk precompile`, for the pre-compiled synthesis: the
 //! witness alone, a, b, c left to the prover; `--witnesses`: the witness
-//! alone from the gadgets and natively, timed and compared). This is what `cuzk window-post`
-//! reports as its `circuit` and `synthesis` lines, measurable where the
-//! key (60.8 GB at 32 GiB) is not.
+//! alone from the gadgets and natively, timed and compared; with
+//! `--native-only` the native witness alone, `--repeat N` times). The
+//! witness lines time the witness alone (after the circuit is built): wall,
+//! user and system core-seconds, minor page faults. This is what `cuzk
+//! window-post` reports as its `circuit` and `synthesis` lines, measurable
+//! where the key (60.8 GB at 32 GiB) is not.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,7 +29,7 @@ use clap::Parser;
 use cuzk_benches::{cpu_seconds, peak_rss, reset_peak_rss};
 use cuzk_filecoin::counts::count_circuit_by_sectors;
 use cuzk_filecoin::{
-    post_witness, CircuitSynthesis, PostKind, PostRequest, PostSource, PostType,
+    post_witness_observed, CircuitSynthesis, PostKind, PostRequest, PostSource, PostType,
     PrecompiledCircuit, SectorIdentity, WitnessSource,
 };
 use cuzk_pipeline::PartitionSource;
@@ -64,6 +67,13 @@ struct Args {
     /// are checked equal.
     #[arg(long, conflicts_with_all = ["r1cs", "no_synthesis"])]
     witnesses: bool,
+    /// With `--witnesses`: the native witness alone (no gadget run, no
+    /// comparison).
+    #[arg(long, requires = "witnesses")]
+    native_only: bool,
+    /// With `--witnesses`: time each witness this many times.
+    #[arg(long, default_value_t = 1, requires = "witnesses")]
+    repeat: usize,
 }
 
 fn main() -> Result<()> {
@@ -103,6 +113,11 @@ fn main() -> Result<()> {
     };
     phase.line("read", &format!("{count} vanilla proofs, {bytes} bytes"))?;
 
+    if args.witnesses {
+        // Each witness builds its own circuit (timed apart).
+        return compare_witnesses(&request, &args, &mut phase);
+    }
+
     let counted = count_circuit_by_sectors(post_type.into())?;
     phase.line("count", "the blank circuit's shape (sizes the synthesis)")?;
 
@@ -120,10 +135,6 @@ fn main() -> Result<()> {
     phase.line("circuit", &prep.to_string())?;
     if args.no_synthesis {
         return Ok(());
-    }
-    if args.witnesses {
-        drop(source);
-        return compare_witnesses(&request, &mut phase);
     }
 
     let witness = source
@@ -150,34 +161,99 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-/// The witness from the gadgets and natively, each timed (the circuit is
-/// built again for each: its cost is printed apart), checked equal.
-fn compare_witnesses(request: &PostRequest, phase: &mut Phase) -> Result<()> {
-    *phase = Phase::start();
+/// The witness from the gadgets and natively (or natively only), each
+/// timed from the built circuit on (the circuit is built again for each:
+/// its cost is printed apart), checked equal.
+fn compare_witnesses(request: &PostRequest, args: &Args, phase: &mut Phase) -> Result<()> {
+    let sources: &[(WitnessSource, &str)] = if args.native_only {
+        &[(WitnessSource::Native, "native")]
+    } else {
+        &[
+            (WitnessSource::Gadgets, "gadgets"),
+            (WitnessSource::Native, "native"),
+        ]
+    };
     let mut witnesses = Vec::new();
-    for (source, name) in [
-        (WitnessSource::Gadgets, "gadgets"),
-        (WitnessSource::Native, "native"),
-    ] {
-        let (witness, prep) = post_witness(request, source)?;
-        let wall = phase.wall.elapsed().as_secs_f64();
-        let witness_secs = wall - prep.total().as_secs_f64();
-        phase.line(
-            name,
-            &format!(
-                "{witness_secs:.3} s of it the witness ({} inputs, {} aux), the rest building \
-                 the circuit ({prep})",
-                witness.input_assignment.len(),
-                witness.aux_assignment.len()
-            ),
-        )?;
-        witnesses.push(witness);
+    for &(source, name) in sources {
+        let mut kept = None;
+        for _ in 0..args.repeat.max(1) {
+            // The previous repeat's witness (4 GB at 32 GiB) is freed first.
+            drop(kept.take());
+            *phase = Phase::start();
+            let mut at_built = None;
+            let (witness, prep) = post_witness_observed(request, source, &mut |_| {
+                at_built = Some((Instant::now(), Usage::now()));
+            })?;
+            let (clock, usage) =
+                at_built.context("post_witness_observed never reported the built circuit")?;
+            let wall = clock.elapsed().as_secs_f64();
+            let used = Usage::now()?.since(&usage?);
+            phase.line(
+                name,
+                &format!(
+                    "witness {wall:.3} s wall, {:.2} core-s (user {:.2}, system {:.2}), {} minor \
+                     faults ({} inputs, {} aux); building the circuit before it: {prep}",
+                    used.user + used.system,
+                    used.user,
+                    used.system,
+                    used.minor_faults,
+                    witness.input_assignment.len(),
+                    witness.aux_assignment.len()
+                ),
+            )?;
+            kept = Some(witness);
+        }
+        witnesses.extend(kept);
     }
-    if witnesses[0] != witnesses[1] {
-        bail!("the native witness differs from the gadgets'");
+    if let [gadgets, native] = &witnesses[..] {
+        if gadgets != native {
+            bail!("the native witness differs from the gadgets'");
+        }
+        println!("native witness equals the gadgets'");
     }
-    println!("native witness equals the gadgets'");
     Ok(())
+}
+
+/// The process's user and system CPU seconds and minor page faults
+/// (/proc/self/stat).
+struct Usage {
+    user: f64,
+    system: f64,
+    minor_faults: u64,
+}
+
+impl Usage {
+    fn now() -> Result<Usage> {
+        let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
+        // The command name (field 2) is in parentheses and may hold spaces;
+        // after it come field 3 (state) onwards.
+        let rest = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r)
+            .context("/proc/self/stat has no command field")?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |i: usize| -> Result<u64> {
+            let text = fields
+                .get(i - 3)
+                .with_context(|| format!("/proc/self/stat has no field {i}"))?;
+            text.parse()
+                .with_context(|| format!("/proc/self/stat field {i}: {text:?}"))
+        };
+        // minflt is field 10, utime 14, stime 15 (clock ticks of 1/100 s).
+        Ok(Usage {
+            user: field(14)? as f64 / 100.0,
+            system: field(15)? as f64 / 100.0,
+            minor_faults: field(10)?,
+        })
+    }
+
+    fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            user: self.user - earlier.user,
+            system: self.system - earlier.system,
+            minor_faults: self.minor_faults - earlier.minor_faults,
+        }
+    }
 }
 
 /// One phase's clock: wall, process CPU and the peak RSS since it started.

@@ -394,11 +394,22 @@ pub fn post_witness(
     request: &PostRequest,
     source: WitnessSource,
 ) -> Result<(Witness, PostPrep), Error> {
+    post_witness_observed(request, source, &mut |_| {})
+}
+
+/// [`post_witness`], calling `built` once between building the circuit
+/// and computing its witness (a benchmark's clocks: the witness alone).
+pub fn post_witness_observed(
+    request: &PostRequest,
+    source: WitnessSource,
+    built: &mut dyn FnMut(&PostPrep),
+) -> Result<(Witness, PostPrep), Error> {
     with_sector_shape!(
         request.post_type.sector_size(),
         witness_typed,
         request,
-        source
+        source,
+        built
     )
 }
 

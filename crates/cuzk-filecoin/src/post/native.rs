@@ -18,16 +18,26 @@
 //! partition's vanilla proofs (a short WindowPoSt partition's last public
 //! sector repeated). `tests/post_2kib.rs` compares this witness with the
 //! gadgets' value for value.
+//!
+//! Each sector writes straight into its run of the aux vector. A level
+//! hash whose nodes an earlier challenge of the same sector already hashed
+//! at that level (always the top level of a tree with sub-trees: its nodes
+//! are the sub-tree roots; often the level below) repeats that hash's
+//! values instead of computing them again: the gadgets allocate the same
+//! values for the same nodes.
+
+use std::ops::Range;
 
 use bellperson::SynthesisError;
 use blstrs::Scalar as Fr;
-use cuzk_synth::precompiled::Witness;
+use cuzk_synth::native::bits::bit_value;
+use cuzk_synth::precompiled::{AuxSink, Witness};
 use ff::Field;
 use filecoin_hashers::POSEIDON_CONSTANTS_2;
 use rayon::prelude::*;
 
 use super::*;
-use crate::poseidon::{hash, inclusion_path, packed_inputs};
+use crate::poseidon::{hash, hash_nodes, inclusion_path_hashing, packed_inputs};
 
 /// A Merkle path as `MerkleProofTrait::as_options` gives it.
 type Path = Vec<(Vec<Option<Fr>>, Option<usize>)>;
@@ -91,10 +101,11 @@ impl NativePost {
             });
         };
         // Every sector has the first one's challenge count and tree shape,
-        // so the same number of aux values: each is written in place.
+        // so the same number of aux values: each writes its own run.
         let mut scratch = Vec::new();
         first.witness(&mut scratch)?;
         let per_sector = scratch.len();
+        drop(scratch);
         let mut aux_assignment = Vec::with_capacity(aux.max(per_sector * self.sectors.len()));
         aux_assignment.par_extend(rayon::iter::repeat_n(
             Fr::ZERO,
@@ -103,19 +114,15 @@ impl NativePost {
         let sector_inputs = aux_assignment
             .par_chunks_mut(per_sector.max(1))
             .zip(self.sectors.par_iter())
-            .map_init(
-                || Vec::with_capacity(per_sector),
-                |scratch, (out, sector)| {
-                    scratch.clear();
-                    let inputs = sector.witness(scratch)?;
-                    if scratch.len() != per_sector {
-                        // Sectors of unequal shape: not a circuit the crates build.
-                        return Err(SynthesisError::Unsatisfiable);
-                    }
-                    out.copy_from_slice(scratch);
-                    Ok(inputs)
-                },
-            )
+            .map(|(out, sector)| {
+                let mut run = Run { out, len: 0 };
+                let inputs = sector.witness(&mut run)?;
+                if run.len != per_sector {
+                    // Sectors of unequal shape: not a circuit the crates build.
+                    return Err(SynthesisError::Unsatisfiable);
+                }
+                Ok(inputs)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let mut input_assignment = Vec::with_capacity(inputs);
         input_assignment.push(Fr::ONE);
@@ -130,15 +137,98 @@ impl NativePost {
 impl NativeSector {
     /// `Sector::synthesize`: pushes the sector's aux values onto `aux` and
     /// returns its public inputs.
-    fn witness(&self, aux: &mut Vec<Fr>) -> Result<Vec<Fr>, SynthesisError> {
-        aux.extend([self.comm_r_last, self.comm_c, self.comm_r]);
+    fn witness<S: Repeat>(&self, aux: &mut S) -> Result<Vec<Fr>, SynthesisError> {
+        aux.push_values(&[self.comm_r_last, self.comm_c, self.comm_r]);
         let mut inputs = vec![self.comm_r];
         hash(&[self.comm_c, self.comm_r_last], &POSEIDON_CONSTANTS_2, aux);
+        // The level hashes so far: level, nodes, where their values are.
+        let mut hashed: Vec<(usize, Vec<Fr>, Range<usize>)> = Vec::new();
         for (leaf, path) in &self.challenges {
-            aux.push(*leaf);
-            let (_root, bits) = inclusion_path(*leaf, path, aux)?;
+            aux.push_value(*leaf);
+            let (_root, bits) = inclusion_path_hashing(*leaf, path, aux, |level, nodes, aux| {
+                let start = aux.len();
+                if let Some((_, _, done)) = hashed
+                    .iter()
+                    .find(|(l, n, _)| *l == level && n[..] == *nodes)
+                {
+                    aux.repeat(done.clone());
+                    return aux.last();
+                }
+                let root = hash_nodes(nodes, aux);
+                hashed.push((level, nodes.to_vec(), start..aux.len()));
+                root
+            })?;
             inputs.extend(packed_inputs(&bits));
         }
         Ok(inputs)
+    }
+}
+
+/// A sink that can push again values it holds.
+trait Repeat: AuxSink {
+    /// Pushes the values at `range` (already pushed) again, in order.
+    fn repeat(&mut self, range: Range<usize>);
+
+    /// The last value pushed (zero if none).
+    fn last(&self) -> Fr;
+}
+
+impl Repeat for Vec<Fr> {
+    fn repeat(&mut self, range: Range<usize>) {
+        self.extend_from_within(range);
+    }
+
+    fn last(&self) -> Fr {
+        self.as_slice().last().copied().unwrap_or(Fr::ZERO)
+    }
+}
+
+/// One sector's run of the aux vector, written from its start. Values past
+/// its end are counted, not written: the caller checks the count.
+struct Run<'a> {
+    out: &'a mut [Fr],
+    len: usize,
+}
+
+impl AuxSink for Run<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push_bit(&mut self, bit: bool) {
+        self.push_value(bit_value(bit));
+    }
+
+    fn push_value(&mut self, value: Fr) {
+        if let Some(slot) = self.out.get_mut(self.len) {
+            *slot = value;
+        }
+        self.len += 1;
+    }
+
+    fn push_values(&mut self, values: &[Fr]) {
+        let end = self.len + values.len();
+        if let Some(slots) = self.out.get_mut(self.len..end) {
+            slots.copy_from_slice(values);
+        }
+        self.len = end;
+    }
+}
+
+impl Repeat for Run<'_> {
+    fn repeat(&mut self, range: Range<usize>) {
+        let end = self.len + range.len();
+        if range.end <= self.len && end <= self.out.len() {
+            self.out.copy_within(range.clone(), self.len);
+        }
+        self.len = end;
+    }
+
+    fn last(&self) -> Fr {
+        self.len
+            .checked_sub(1)
+            .and_then(|i| self.out.get(i))
+            .copied()
+            .unwrap_or(Fr::ZERO)
     }
 }

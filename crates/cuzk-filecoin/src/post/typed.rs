@@ -210,8 +210,10 @@ pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
 pub(super) fn witness_typed<Tree: 'static + MerkleTreeTrait>(
     request: &PostRequest,
     source: WitnessSource,
+    on_built: &mut dyn FnMut(&PostPrep),
 ) -> Result<(Witness, PostPrep), Error> {
     let built = build::<Tree>(request)?;
+    on_built(&built.prep);
     let witness = match source {
         WitnessSource::Gadgets => cuzk_synth::precompiled::witness(built.circuit),
         WitnessSource::Native => {
