@@ -70,9 +70,9 @@ fn check_verify(proofs: &Path, inputs: &Path, ok: bool, needle: &str) {
         "--key",
         path(&key),
         "--proofs",
-        path(&proofs),
+        path(proofs),
         "--inputs",
-        path(&inputs),
+        path(inputs),
     ]);
     let out = text(&o);
     assert_eq!(o.status.success(), ok, "{out}");
