@@ -2,6 +2,8 @@
 //! 2^16..2^20, on full-width random scalars and on a PoRep-like mix
 //! (mostly 0/1 bits, a few full-width values).
 
+mod common;
+
 use blstrs::{G1Projective, G2Projective, Scalar as Fr};
 use cuzk_benches::{
     median_time, ms, random_g1, random_g2, random_scalars, report, rng, BenchArgs, Row,
@@ -52,11 +54,7 @@ fn measure<T: PartialEq + std::fmt::Debug>(
 
 fn main() {
     let args = BenchArgs::from_env();
-    let sizes: Vec<u32> = if args.smoke {
-        vec![10]
-    } else {
-        vec![16, 18, 20]
-    };
+    let sizes = common::sizes(&args, &[10], &[16, 18, 20]);
     let mut rows = Vec::new();
     for &k in &sizes {
         let n = 1usize << k;

@@ -1,6 +1,8 @@
 //! CPU NTT: cuzk-field's `Domain::ntt` against bellperson 0.27's
 //! `EvaluationDomain::fft` (ec-gpu-gen's CPU FFT), 2^16..2^22, random data.
 
+mod common;
+
 use bellperson::domain::EvaluationDomain;
 use cuzk_benches::{median_time, ms, random_scalars, report, BenchArgs, Row};
 use cuzk_field::ntt::Domain;
@@ -8,11 +10,7 @@ use ec_gpu_gen::threadpool::Worker;
 
 fn main() {
     let args = BenchArgs::from_env();
-    let sizes: Vec<u32> = if args.smoke {
-        vec![10]
-    } else {
-        (16..=22).step_by(2).collect()
-    };
+    let sizes = common::sizes(&args, &[10], &[16, 18, 20, 22]);
     let worker = Worker::new();
     let mut rows = Vec::new();
     for &k in &sizes {

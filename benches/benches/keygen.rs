@@ -7,12 +7,12 @@
 //!
 //! `cargo bench -p cuzk-benches --bench keygen [-- 2^20 --repeats 1]`
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use cuzk_benches::{ms, report, rng, BenchArgs, Row};
 use cuzk_groth16::setup::{generate_from_recording, generate_key_with, CpuFixedBase};
-use cuzk_synth::precompiled::record;
-use cuzk_synth::DemoCircuit;
 
 /// The median over `repeats` runs of `f`, and the last run's result.
 fn timed<T>(repeats: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
@@ -29,11 +29,7 @@ fn timed<T>(repeats: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
 
 fn main() {
     let args = BenchArgs::from_env();
-    let sizes: Vec<u32> = if args.smoke {
-        vec![12]
-    } else {
-        vec![16, 18, 20]
-    };
+    let sizes = common::sizes(&args, &[12], &[16, 18, 20]);
     let threads = rayon::current_num_threads();
     let mut rows = Vec::new();
     for &k in &sizes {
@@ -41,10 +37,7 @@ fn main() {
         if !args.wants(&name) {
             continue;
         }
-        let circuit = DemoCircuit::new(k, DemoCircuit::DEFAULT_SHA_SHARE, 1);
-        let started = Instant::now();
-        let r1cs = record(circuit.clone()).expect("records");
-        let record_time = started.elapsed();
+        let (circuit, r1cs, record_time) = common::recorded_demo(k);
         let (from_circuit, circuit_key) = timed(args.repeats, || {
             generate_key_with(circuit.clone(), &mut rng(k.into()), &CpuFixedBase)
                 .expect("a key from the circuit")

@@ -8,24 +8,17 @@
 //!
 //! `cargo bench -p cuzk-benches --bench precompiled [-- 2^20 --repeats 3]`
 
-use std::time::Instant;
+mod common;
 
 use cuzk_benches::{median_time, ms, report, BenchArgs, Row};
-use cuzk_synth::precompiled::{cache, record, witness, CircuitId, MappedR1cs, Witness};
-use cuzk_synth::{synthesize, DemoCircuit};
+use cuzk_synth::precompiled::{cache, witness, CircuitId, MappedR1cs, Witness};
+use cuzk_synth::synthesize;
 
 fn main() {
     let args = BenchArgs::from_env();
-    let sizes: Vec<u32> = if args.smoke {
-        vec![15]
-    } else {
-        vec![16, 18, 20, 22]
-    };
+    let sizes = common::sizes(&args, &[15], &[16, 18, 20, 22]);
     let threads = rayon::current_num_threads();
-    let one = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a one-thread pool");
+    let one = common::one_thread_pool();
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut rows = Vec::new();
     for &k in &sizes {
@@ -33,10 +26,7 @@ fn main() {
         if !args.wants(&name) {
             continue;
         }
-        let circuit = DemoCircuit::new(k, DemoCircuit::DEFAULT_SHA_SHARE, 1);
-        let started = Instant::now();
-        let r1cs = record(circuit.clone()).expect("records");
-        let record_time = started.elapsed();
+        let (circuit, r1cs, record_time) = common::recorded_demo(k);
         let stats = r1cs.as_ref().stats();
         let path = dir.path().join(format!("demo-{k}.r1cs"));
         let id = CircuitId::from_name(&format!("demo-{k}-sha95"));

@@ -3,6 +3,8 @@
 //! synthesis (bellperson's `create_random_proof` synthesizes internally).
 //! Keys are generated once by bellperson and cached under target/bench-keys.
 
+mod common;
+
 use std::path::PathBuf;
 
 use bellperson::groth16 as bp;
@@ -39,7 +41,7 @@ fn key_for(k: u32, share: f64) -> ProvingKey {
 
 fn main() {
     let args = BenchArgs::from_env();
-    let sizes: Vec<u32> = if args.smoke { vec![10] } else { vec![16, 18] };
+    let sizes = common::sizes(&args, &[10], &[16, 18]);
     let share = 0.95;
     let mut rows = Vec::new();
     for &k in &sizes {

@@ -4,21 +4,16 @@
 //!
 //! `cargo bench -p cuzk-benches --bench synthesis [-- 2^24 --repeats 3]`
 
+mod common;
+
 use cuzk_benches::{median_time, ms, report, BenchArgs, Row};
 use cuzk_synth::{synthesize, DemoCircuit};
 
 fn main() {
     let args = BenchArgs::from_env();
-    let sizes: Vec<u32> = if args.smoke {
-        vec![12]
-    } else {
-        vec![20, 22, 24]
-    };
+    let sizes = common::sizes(&args, &[12], &[20, 22, 24]);
     let threads = rayon::current_num_threads();
-    let one = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a one-thread pool");
+    let one = common::one_thread_pool();
     let mut rows = Vec::new();
     for &k in &sizes {
         let case = format!("demo 2^{k} sha 95%");

@@ -43,77 +43,67 @@ trait HostCurve: MsmCurve {
     fn sum_ref(bases: &[Self::Aff], idx: &[u32]) -> Self::Projective;
 }
 
-impl HostCurve for G1 {
-    type Aff = G1Affine;
-    fn random_point(rng: &mut ChaCha20Rng) -> G1Projective {
-        G1Projective::generator() * Fr::random(rng)
-    }
-    fn chain(p0: G1Projective, step: G1Projective, n: usize) -> Vec<G1Affine> {
-        let mut proj = Vec::with_capacity(n);
-        let mut p = p0;
-        for _ in 0..n {
-            proj.push(p);
-            p += step;
+/// [`HostCurve`] for a curve of `cuzk_cuda::msm` from its host types
+/// (blstrs' affine and projective points, the limb view, the CPU MSM and
+/// sum): G1 and G2 are the same code over other types.
+macro_rules! host_curve {
+    ($curve:ty, $aff:ty, $proj:ty, $limbs:ty, $as_limbs:path, $msm:path, $sum:path) => {
+        impl HostCurve for $curve {
+            type Aff = $aff;
+            fn random_point(rng: &mut ChaCha20Rng) -> $proj {
+                <$proj>::generator() * Fr::random(rng)
+            }
+            fn chain(p0: $proj, step: $proj, n: usize) -> Vec<$aff> {
+                let mut proj = Vec::with_capacity(n);
+                let mut p = p0;
+                for _ in 0..n {
+                    proj.push(p);
+                    p += step;
+                }
+                let mut out = vec![<$aff>::identity(); n];
+                <$proj>::batch_normalize(&proj, &mut out);
+                out
+            }
+            fn identity_aff() -> $aff {
+                <$aff>::identity()
+            }
+            fn neg_aff(p: &$aff) -> $aff {
+                -*p
+            }
+            fn limbs(points: &[$aff]) -> Vec<$limbs> {
+                $as_limbs(points).to_vec()
+            }
+            fn to_aff(p: &$proj) -> $aff {
+                p.to_affine()
+            }
+            fn msm_ref(bases: &[$aff], scalars: &[Fr]) -> $proj {
+                $msm(bases, scalars)
+            }
+            fn sum_ref(bases: &[$aff], idx: &[u32]) -> $proj {
+                $sum(bases, idx)
+            }
         }
-        let mut out = vec![G1Affine::identity(); n];
-        G1Projective::batch_normalize(&proj, &mut out);
-        out
-    }
-    fn identity_aff() -> G1Affine {
-        G1Affine::identity()
-    }
-    fn neg_aff(p: &G1Affine) -> G1Affine {
-        -*p
-    }
-    fn limbs(points: &[G1Affine]) -> Vec<G1AffineLimbs> {
-        g1_as_limbs(points).to_vec()
-    }
-    fn to_aff(p: &G1Projective) -> G1Affine {
-        p.to_affine()
-    }
-    fn msm_ref(bases: &[G1Affine], scalars: &[Fr]) -> G1Projective {
-        msm_g1(bases, scalars)
-    }
-    fn sum_ref(bases: &[G1Affine], idx: &[u32]) -> G1Projective {
-        sum_g1(bases, idx)
-    }
+    };
 }
 
-impl HostCurve for G2 {
-    type Aff = G2Affine;
-    fn random_point(rng: &mut ChaCha20Rng) -> G2Projective {
-        G2Projective::generator() * Fr::random(rng)
-    }
-    fn chain(p0: G2Projective, step: G2Projective, n: usize) -> Vec<G2Affine> {
-        let mut proj = Vec::with_capacity(n);
-        let mut p = p0;
-        for _ in 0..n {
-            proj.push(p);
-            p += step;
-        }
-        let mut out = vec![G2Affine::identity(); n];
-        G2Projective::batch_normalize(&proj, &mut out);
-        out
-    }
-    fn identity_aff() -> G2Affine {
-        G2Affine::identity()
-    }
-    fn neg_aff(p: &G2Affine) -> G2Affine {
-        -*p
-    }
-    fn limbs(points: &[G2Affine]) -> Vec<G2AffineLimbs> {
-        g2_as_limbs(points).to_vec()
-    }
-    fn to_aff(p: &G2Projective) -> G2Affine {
-        p.to_affine()
-    }
-    fn msm_ref(bases: &[G2Affine], scalars: &[Fr]) -> G2Projective {
-        msm_g2(bases, scalars)
-    }
-    fn sum_ref(bases: &[G2Affine], idx: &[u32]) -> G2Projective {
-        sum_g2(bases, idx)
-    }
-}
+host_curve!(
+    G1,
+    G1Affine,
+    G1Projective,
+    G1AffineLimbs,
+    g1_as_limbs,
+    msm_g1,
+    sum_g1
+);
+host_curve!(
+    G2,
+    G2Affine,
+    G2Projective,
+    G2AffineLimbs,
+    g2_as_limbs,
+    msm_g2,
+    sum_g2
+);
 
 /// Distinct random-looking bases: a chain from a random start by a random step.
 fn bases<C: HostCurve>(rng: &mut ChaCha20Rng, n: usize) -> Vec<C::Aff> {

@@ -326,31 +326,35 @@ pub fn prometheus_text(d: &Daemon) -> String {
         "Vanilla-proof bytes held for unfinished jobs.",
         counts.unfinished_bytes as f64,
     );
-    o.counter(
-        "cuzk_jobs_accepted",
-        "Jobs accepted by SubmitProof or Prove.",
-        per_kind_total(&stats.accepted),
-    );
-    o.counter(
-        "cuzk_proofs_completed",
-        "Proofs made, verified and kept for delivery.",
-        per_kind_total(&stats.completed),
-    );
-    o.counter(
-        "cuzk_proofs_failed",
-        "Jobs that ended without a valid proof.",
-        per_kind_total(&stats.failed),
-    );
-    o.counter(
-        "cuzk_proofs_cancelled",
-        "Jobs cancelled by CancelProof.",
-        per_kind_total(&stats.cancelled),
-    );
-    o.counter(
-        "cuzk_partitions_proved",
-        "Partitions proved in the engine, per kind of job (a non-interactive PoRep has 13 or 126).",
-        per_kind_total(&stats.partitions_proved),
-    );
+    for (name, help, per_kind) in [
+        (
+            "cuzk_jobs_accepted",
+            "Jobs accepted by SubmitProof or Prove.",
+            &stats.accepted,
+        ),
+        (
+            "cuzk_proofs_completed",
+            "Proofs made, verified and kept for delivery.",
+            &stats.completed,
+        ),
+        (
+            "cuzk_proofs_failed",
+            "Jobs that ended without a valid proof.",
+            &stats.failed,
+        ),
+        (
+            "cuzk_proofs_cancelled",
+            "Jobs cancelled by CancelProof.",
+            &stats.cancelled,
+        ),
+        (
+            "cuzk_partitions_proved",
+            "Partitions proved in the engine, per kind of job (a non-interactive PoRep has 13 or 126).",
+            &stats.partitions_proved,
+        ),
+    ] {
+        o.counter(name, help, per_kind_total(per_kind));
+    }
     o.counted(
         "cuzk_results_dropped",
         "Undelivered results dropped because retention was full.",
@@ -374,59 +378,62 @@ pub fn prometheus_text(d: &Daemon) -> String {
     );
 
     let m = d.engine_metrics();
-    let per_stage = |value: fn(&cuzk_pipeline::StageMetrics) -> f64| -> Vec<(Labels, f64)> {
-        m.stages
-            .iter()
-            .map(|s| (label("stage", s.stage.as_str()), value(s)))
-            .collect()
-    };
-    o.gauge(
-        "cuzk_stage_busy_fraction",
-        "Busy time over workers x uptime, per pipeline stage.",
-        per_stage(|s| s.busy_fraction),
-    );
-    o.gauge(
-        "cuzk_stage_queued",
-        "Partitions waiting in front of each stage.",
-        per_stage(|s| s.queued as f64),
-    );
-    o.gauge(
-        "cuzk_stage_busy_workers",
-        "Workers busy now, per stage.",
-        per_stage(|s| s.busy_workers as f64),
-    );
-    o.gauge(
-        "cuzk_stage_workers",
-        "Workers per stage.",
-        per_stage(|s| s.workers as f64),
-    );
-    o.one(
-        "cuzk_engine_memory_reserved_bytes",
-        "Host memory the engine has reserved for partitions in flight.",
-        m.memory.reserved as f64,
-    );
-    o.one(
-        "cuzk_engine_memory_budget_bytes",
-        "The host-memory budget shared by partitions and hot keys.",
-        m.memory.budget as f64,
-    );
-    o.one(
-        "cuzk_engine_memory_lent_bytes",
-        "Of that budget, lent to hot proving keys (the partitions get the rest).",
-        m.memory.lent as f64,
-    );
-    o.one(
-        "cuzk_engine_partitions_in_flight",
-        "Partitions admitted into the engine and not finished.",
-        m.memory.partitions_in_flight as f64,
-    );
+    type StageValue = fn(&cuzk_pipeline::StageMetrics) -> f64;
+    let stage_gauges: [(&str, &str, StageValue); 4] = [
+        (
+            "cuzk_stage_busy_fraction",
+            "Busy time over workers x uptime, per pipeline stage.",
+            |s| s.busy_fraction,
+        ),
+        (
+            "cuzk_stage_queued",
+            "Partitions waiting in front of each stage.",
+            |s| s.queued as f64,
+        ),
+        (
+            "cuzk_stage_busy_workers",
+            "Workers busy now, per stage.",
+            |s| s.busy_workers as f64,
+        ),
+        ("cuzk_stage_workers", "Workers per stage.", |s| {
+            s.workers as f64
+        }),
+    ];
+    for (name, help, value) in stage_gauges {
+        o.gauge(
+            name,
+            help,
+            m.stages
+                .iter()
+                .map(|s| (label("stage", s.stage.as_str()), value(s))),
+        );
+    }
+    for (name, help, value) in [
+        (
+            "cuzk_engine_memory_reserved_bytes",
+            "Host memory the engine has reserved for partitions in flight.",
+            m.memory.reserved as f64,
+        ),
+        (
+            "cuzk_engine_memory_budget_bytes",
+            "The host-memory budget shared by partitions and hot keys.",
+            m.memory.budget as f64,
+        ),
+        (
+            "cuzk_engine_memory_lent_bytes",
+            "Of that budget, lent to hot proving keys (the partitions get the rest).",
+            m.memory.lent as f64,
+        ),
+        (
+            "cuzk_engine_partitions_in_flight",
+            "Partitions admitted into the engine and not finished.",
+            m.memory.partitions_in_flight as f64,
+        ),
+    ] {
+        o.one(name, help, value);
+    }
 
     let keys = d.srs().statuses();
-    let per_key = |value: fn(&crate::srs::SrsStatus) -> f64| -> Vec<(Labels, f64)> {
-        keys.iter()
-            .map(|k| (label("circuit_id", k.circuit_id), value(k)))
-            .collect()
-    };
     o.gauge(
         "cuzk_srs_tier",
         "1 for each key's current tier.",
@@ -442,21 +449,32 @@ pub fn prometheus_text(d: &Daemon) -> String {
             })
         }),
     );
-    o.gauge(
-        "cuzk_srs_loading",
-        "1 while a key is being read in by its loader thread.",
-        per_key(|k| f64::from(u8::from(k.loading))),
-    );
-    o.gauge(
-        "cuzk_srs_size_bytes",
-        "Each key's size (parsed when hot, the file otherwise).",
-        per_key(|k| k.size_bytes as f64),
-    );
-    o.gauge(
-        "cuzk_srs_ref_count",
-        "Running jobs holding each key.",
-        per_key(|k| f64::from(k.ref_count)),
-    );
+    type KeyValue = fn(&crate::srs::SrsStatus) -> f64;
+    let key_gauges: [(&str, &str, KeyValue); 3] = [
+        (
+            "cuzk_srs_loading",
+            "1 while a key is being read in by its loader thread.",
+            |k| f64::from(u8::from(k.loading)),
+        ),
+        (
+            "cuzk_srs_size_bytes",
+            "Each key's size (parsed when hot, the file otherwise).",
+            |k| k.size_bytes as f64,
+        ),
+        (
+            "cuzk_srs_ref_count",
+            "Running jobs holding each key.",
+            |k| f64::from(k.ref_count),
+        ),
+    ];
+    for (name, help, value) in key_gauges {
+        o.gauge(
+            name,
+            help,
+            keys.iter()
+                .map(|k| (label("circuit_id", k.circuit_id), value(k))),
+        );
+    }
     o.one(
         "cuzk_srs_hot_bytes",
         "Host memory of hot keys.",
@@ -482,26 +500,32 @@ pub fn prometheus_text(d: &Daemon) -> String {
     );
 
     let gpus: Vec<_> = d.devices().iter().filter(|dev| dev.gpu.is_some()).collect();
-    o.gauge(
-        "cuzk_vram_arena_used_bytes",
-        "VRAM admitted to partitions and resident keys, per GPU.",
-        gpus.iter().map(|dev| {
-            (
-                label("device", dev.name.clone()),
-                dev.admission.usage().0 as f64,
-            )
-        }),
-    );
-    o.gauge(
-        "cuzk_vram_arena_capacity_bytes",
-        "Each GPU's VRAM arena.",
-        gpus.iter().map(|dev| {
-            (
-                label("device", dev.name.clone()),
-                dev.admission.usage().1 as f64,
-            )
-        }),
-    );
+    // The arena's (used, capacity) per GPU.
+    type ArenaValue = fn((u64, u64)) -> u64;
+    let arena_gauges: [(&str, &str, ArenaValue); 2] = [
+        (
+            "cuzk_vram_arena_used_bytes",
+            "VRAM admitted to partitions and resident keys, per GPU.",
+            |(used, _)| used,
+        ),
+        (
+            "cuzk_vram_arena_capacity_bytes",
+            "Each GPU's VRAM arena.",
+            |(_, capacity)| capacity,
+        ),
+    ];
+    for (name, help, value) in arena_gauges {
+        o.gauge(
+            name,
+            help,
+            gpus.iter().map(|dev| {
+                (
+                    label("device", dev.name.clone()),
+                    value(dev.admission.usage()) as f64,
+                )
+            }),
+        );
+    }
     o.gauge(
         "cuzk_gpu_resident_key_bytes",
         "VRAM bytes of each HOT key resident on a GPU.",

@@ -17,7 +17,6 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use base64::Engine as _;
 use cuzk_filecoin::sample::SampleSector;
 use cuzk_filecoin::{
     parse_c1, verify, verify_post, verify_update, ParamsDir, PostRequest, PostType, PostVerified,
@@ -35,8 +34,8 @@ const SECTORS: [u64; 4] = [11, 12, 13, 14];
 const REQUIREMENTS: [&str; 2] = ["grpcio-tools==1.85.1", "prometheus-client==0.26.0"];
 
 struct Fixture {
-    params: PathBuf,
-    work: PathBuf,
+    /// The shared parameter cache (2 KiB keys) and this process's work folder.
+    cache: cuzk_testkit::FilecoinCache,
     /// JSON list of {c1, miner, sector}, for the Python client.
     sectors_json: PathBuf,
     /// Curio's wrapper of each sector's C1, in `SECTORS` order.
@@ -51,17 +50,10 @@ fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let params = tmp.join("filecoin-proof-parameters");
-        let work = tempfile::tempdir().unwrap().keep();
-        // Before filecoin-proofs reads its settings (once per process).
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.join("parents"));
+        let cache = cuzk_testkit::filecoin_cache(env!("CARGO_TARGET_TMPDIR"));
         let pt = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
-        let dir = ParamsDir::new(&params);
-        if dir.check(pt).is_err() {
-            eprintln!("generating the 2 KiB test keys into {}", params.display());
-            dir.generate_test_keys(pt, 0).unwrap();
-        }
+        cache.keys([pt]);
+        let work = &cache.work;
         let seed = 0xdae_u64;
         eprintln!("sealing {} 2 KiB sectors, seed {seed:#x}", SECTORS.len());
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
@@ -79,13 +71,8 @@ fn fixture() -> &'static Fixture {
             .unwrap();
             let c1 = sample.c1.clone();
             first.get_or_insert(sample);
-            let plain = serde_json::to_vec(&c1).unwrap();
-            let wrapper = serde_json::to_vec(&serde_json::json!({
-                "SectorNum": sector,
-                "Phase1Out": base64::engine::general_purpose::STANDARD.encode(plain),
-                "SectorSize": 2048,
-            }))
-            .unwrap();
+            let wrapper =
+                cuzk_testkit::curio_wrapper(&serde_json::to_vec(&c1).unwrap(), sector, 2048);
             let path = work.join(format!("c1-{sector}.json"));
             std::fs::write(&path, &wrapper).unwrap();
             list.push(serde_json::json!({"c1": path, "miner": MINER, "sector": sector}));
@@ -93,10 +80,9 @@ fn fixture() -> &'static Fixture {
         }
         let sectors_json = work.join("sectors.json");
         std::fs::write(&sectors_json, serde_json::to_vec(&list).unwrap()).unwrap();
-        let (python, stubs) = python_client(&tmp, &work);
+        let (python, stubs) = python_client(&tmp, work);
         Fixture {
-            params,
-            work,
+            cache,
             sectors_json,
             wrappers,
             python,
@@ -131,21 +117,13 @@ fn kinds_fixture() -> &'static KindsFixture {
     F.get_or_init(|| {
         let f = fixture();
         let seal = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
-        let winning = PostType::winning_for(seal);
-        let window = PostType::window_for(seal);
+        let (winning, window) = f.cache.post_keys(seal);
         let update = UpdateType::for_seal(seal);
-        let dir = ParamsDir::new(&f.params);
-        let circuits: [cuzk_filecoin::Circuit; 3] = [winning.into(), window.into(), update.into()];
-        for c in circuits {
-            if dir.check(c).is_err() {
-                eprintln!("generating the {} test keys", c.name());
-                dir.generate_test_keys(c, 0).unwrap();
-            }
-        }
+        f.cache.keys([update]);
         let prover_id = SectorIdentity::from_actor(MINER, 0).prover_id;
         let r = randomness(0x90_57);
         let write = |name: &str, bytes: &[u8]| {
-            let path = f.work.join(name);
+            let path = f.cache.work.join(name);
             std::fs::write(&path, bytes).unwrap();
             path
         };
@@ -165,7 +143,7 @@ fn kinds_fixture() -> &'static KindsFixture {
         .unwrap();
         eprintln!("sealing and updating a 2 KiB CC sector");
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x5a4b);
-        let cc_work = f.work.join("cc-sector");
+        let cc_work = f.cache.work.join("cc-sector");
         let cc = cuzk_filecoin::sample::seal_cc_sector(
             seal,
             &cc_work,
@@ -204,7 +182,7 @@ fn kinds_fixture() -> &'static KindsFixture {
                 "vanilla": files("snap", &up.vanilla_proofs),
             },
         });
-        let path = f.work.join("kinds.json");
+        let path = f.cache.work.join("kinds.json");
         std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
         KindsFixture {
             json: path,
@@ -322,7 +300,7 @@ impl PythonClient for Daemon {
 
 /// A daemon in the fixture's work folder `name`, over its parameter cache.
 fn start(name: &str, extra: &str) -> Daemon {
-    Daemon::start(fixture().work.join(name), &fixture().params, extra)
+    Daemon::start(fixture().cache.work.join(name), &fixture().cache.dir, extra)
 }
 
 /// The proof file verifies with verify_seal for sector `sector` of MINER.
@@ -333,9 +311,7 @@ fn check_proof(result: &Value, sector: u64) {
     let c1 = parse_c1(&f.wrappers[i]).unwrap();
     let proof = std::fs::read(result["proof_file"].as_str().unwrap()).unwrap();
     assert_eq!(proof.len(), 192);
-    let vk = ParamsDir::new(&f.params)
-        .load_verifying_key(c1.proof_type)
-        .unwrap();
+    let vk = f.cache.params.load_verifying_key(c1.proof_type).unwrap();
     let id = SectorIdentity::from_actor(MINER, sector);
     assert_eq!(
         verify(&c1, &proof, &vk, Some(&id)).unwrap(),
@@ -749,9 +725,9 @@ fn proof_of(result: &Value) -> Vec<u8> {
 /// recording beside its key (`cuzk precompile`'s default place).
 fn precompiled_params() -> PathBuf {
     let f = fixture();
-    let dir = f.work.join("params-precompiled");
+    let dir = f.cache.work.join("params-precompiled");
     std::fs::create_dir_all(&dir).unwrap();
-    for entry in std::fs::read_dir(&f.params).unwrap() {
+    for entry in std::fs::read_dir(&f.cache.dir).unwrap() {
         let from = entry.unwrap().path();
         let to = dir.join(from.file_name().unwrap());
         if from.extension().is_some_and(|e| e != "r1cs") && !to.exists() {
@@ -784,7 +760,7 @@ fn winning_window_and_snap_proofs_verify_and_winning_overtakes_queued_porep() {
     let k = kinds_fixture();
     let params_dir = precompiled_params();
     let d = Daemon::start(
-        fixture().work.join("kinds"),
+        fixture().cache.work.join("kinds"),
         &params_dir,
         "[proving]\nsynthesis = \"precompiled\"\nsynthesis_workers = 1\npartitions_in_flight = 2\nbulk_jobs_in_engine = 1\n[limits]\nmax_queued_jobs = 2\n",
     );
@@ -940,9 +916,7 @@ fn key_and_partition_bytes() -> (u64, u64) {
     use cuzk_pipeline::{Device, EngineConfig, PartitionSource, Provers};
     let f = fixture();
     let c1 = parse_c1(&f.wrappers[0]).unwrap();
-    let key = ParamsDir::new(&f.params)
-        .load_proving_key(c1.proof_type)
-        .unwrap();
+    let key = f.cache.params.load_proving_key(c1.proof_type).unwrap();
     let g1 = std::mem::size_of::<blstrs::G1Affine>() as u64;
     let g2 = std::mem::size_of::<blstrs::G2Affine>() as u64;
     let g1_points = key.h.len() + key.l.len() + key.a.len() + key.b_g1.len() + key.vk.ic.len();
@@ -982,7 +956,7 @@ fn a_job_that_can_never_fit_the_host_budget_is_refused_at_once() {
     };
 
     // A configuration that preloads the key is refused at start.
-    let dir = f.work.join("budget-start");
+    let dir = f.cache.work.join("budget-start");
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("cuzk.toml");
     std::fs::write(
@@ -998,7 +972,7 @@ fn a_job_that_can_never_fit_the_host_budget_is_refused_at_once() {
         .arg("--config")
         .arg(&config)
         .arg("--params-dir")
-        .arg(&f.params)
+        .arg(&f.cache.dir)
         .arg("--state-dir")
         .arg(dir.join("state"))
         .args(["--backend", "cpu"])

@@ -32,9 +32,7 @@ use cuzk_daemon::proto::{
     await_proof_response::Status, AggregateSector, ProofKind, SubmitAggregateRequest,
     SubmitProofRequest,
 };
-use cuzk_filecoin::{
-    parse_c1, verify, CommitProofs, ParamsDir, ProofType, SectorIdentity, Verified,
-};
+use cuzk_filecoin::{parse_c1, verify, CommitProofs, ProofType, SectorIdentity, Verified};
 use rand_chacha::rand_core::SeedableRng;
 use serde_json::Value;
 
@@ -44,52 +42,32 @@ const SECTOR: u64 = 32;
 /// `RegisteredSealProof` numbers (filecoin-ffi's order).
 const V1_1_2KIB: u64 = 5;
 const NI_2KIB: u64 = 15;
-/// The test SRS (seeded), as cuzk-filecoin's tests make it in the same
-/// shared parameter cache: 65 sectors of 13 partitions, padded.
-const SRS_PROOFS: usize = 1024;
 
 struct Fixture {
     /// The shared parameter cache (2 KiB keys, the test SRS).
-    params: PathBuf,
-    work: PathBuf,
+    cache: cuzk_testkit::FilecoinCache,
     /// Curio's wrapper of the NI sector's C1, and of the interactive one's.
     ni: Vec<u8>,
     interactive: Vec<u8>,
 }
 
 fn wrapper(c1: &impl serde::Serialize, sector: u64) -> Vec<u8> {
-    let plain = serde_json::to_vec(c1).unwrap();
-    serde_json::to_vec(&serde_json::json!({
-        "SectorNum": sector,
-        "Phase1Out": base64::engine::general_purpose::STANDARD.encode(plain),
-        "SectorSize": 2048,
-    }))
-    .unwrap()
+    cuzk_testkit::curio_wrapper(&serde_json::to_vec(c1).unwrap(), sector, 2048)
 }
 
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let params = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters");
-        let work = tempfile::tempdir().unwrap().keep();
-        // Before filecoin-proofs reads its settings (once per process).
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.join("parents"));
-        let pt = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
-        let dir = ParamsDir::new(&params);
-        if dir.check(pt).is_err() {
-            eprintln!("generating the 2 KiB test keys into {}", params.display());
-            dir.generate_test_keys(pt, 0).unwrap();
-        }
-        if dir.check_srs(SRS_PROOFS).is_err() {
-            dir.generate_test_srs(0, SRS_PROOFS).unwrap();
-        }
+        let cache = cuzk_testkit::filecoin_cache(env!("CARGO_TARGET_TMPDIR"));
+        // The test SRS as cuzk-filecoin's tests make it in the same shared cache.
+        cache.keys([ProofType::from_name("StackedDrg2KiBV1_1").unwrap()]);
+        cache.srs();
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(0x35);
         let mut seal = |proof: u64, sector: u64| {
             let pt = ProofType::new(ProofType::ALL[proof as usize]).unwrap();
             let c1 = cuzk_filecoin::sample::seal_random_sector(
                 pt,
-                &work.join(format!("sector-{sector}")),
+                &cache.work.join(format!("sector-{sector}")),
                 &SectorIdentity::from_actor(MINER, sector),
                 &mut rng,
             )
@@ -99,8 +77,7 @@ fn fixture() -> &'static Fixture {
         let ni = seal(NI_2KIB, NI_SECTOR);
         let interactive = seal(V1_1_2KIB, SECTOR);
         Fixture {
-            params,
-            work,
+            cache,
             ni,
             interactive,
         }
@@ -112,15 +89,9 @@ fn fixture() -> &'static Fixture {
 /// the SRS as each test needs it (absent, truncated, a copy).
 fn private_params(name: &str) -> PathBuf {
     let f = fixture();
-    let dir = f.work.join(name).join("params");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = f.cache.work.join(name).join("params");
     let pt = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
-    for file in [pt.params_file_name().unwrap(), pt.vk_file_name().unwrap()] {
-        let link = dir.join(&file);
-        if !link.exists() {
-            std::os::unix::fs::symlink(f.params.join(&file), link).unwrap();
-        }
-    }
+    f.cache.link_keys(pt, &dir);
     dir
 }
 
@@ -193,10 +164,10 @@ fn bad_ni_and_aggregate_inputs_are_refused_before_any_work_and_nothing_is_journa
     let _one = serial();
     let f = fixture();
     let params = private_params("refusals");
-    let files = f.work.join("refusals/files");
+    let files = f.cache.work.join("refusals/files");
     std::fs::create_dir_all(&files).unwrap();
     let d = Daemon::start(
-        f.work.join("refusals"),
+        f.cache.work.join("refusals"),
         &params,
         &format!("[limits]\nvanilla_file_dirs = [\"{}\"]\n", files.display()),
     );
@@ -211,7 +182,7 @@ fn bad_ni_and_aggregate_inputs_are_refused_before_any_work_and_nothing_is_journa
         tonic::Code::FailedPrecondition,
         &["v28-fil-inner-product-v1.srs", "not found", fetch],
     );
-    let whole = std::fs::read(f.params.join("v28-fil-inner-product-v1.srs")).unwrap();
+    let whole = std::fs::read(f.cache.dir.join("v28-fil-inner-product-v1.srs")).unwrap();
     std::fs::write(&srs, &whole[..whole.len() - 100]).unwrap();
     refused(
         rt.block_on(c.submit(ni("porep-1000-31", &f.ni))),
@@ -338,7 +309,7 @@ fn bad_ni_and_aggregate_inputs_are_refused_before_any_work_and_nothing_is_journa
     );
 
     // Files: only under limits.vanilla_file_dirs, absolute, present.
-    let outside = f.work.join("refusals/c1-outside.json");
+    let outside = f.cache.work.join("refusals/c1-outside.json");
     std::fs::write(&outside, &f.ni).unwrap();
     refused(
         rt.block_on(c.submit_file(ni("porep-1000-31", &[]), outside.to_str().unwrap())),
@@ -397,9 +368,9 @@ fn without_vanilla_file_dirs_no_file_is_read() {
     let _one = serial();
     let f = fixture();
     let params = private_params("no-files");
-    let d = Daemon::start(fixture().work.join("no-files"), &params, "");
+    let d = Daemon::start(fixture().cache.work.join("no-files"), &params, "");
     let (rt, mut c) = d.client();
-    let path = f.work.join("no-files/c1.json");
+    let path = f.cache.work.join("no-files/c1.json");
     std::fs::write(&path, &f.ni).unwrap();
     refused(
         rt.block_on(c.submit_file(
@@ -437,18 +408,18 @@ fn ni_job_daemon(name: &str) -> (Daemon, PathBuf) {
     let f = fixture();
     let params = private_params(name);
     std::fs::copy(
-        f.params.join("v28-fil-inner-product-v1.srs"),
+        f.cache.dir.join("v28-fil-inner-product-v1.srs"),
         params.join("v28-fil-inner-product-v1.srs"),
     )
     .unwrap();
-    let files = f.work.join(name).join("files");
+    let files = f.cache.work.join(name).join("files");
     std::fs::create_dir_all(&files).unwrap();
     let extra = format!(
         "[proving]\nsynthesis_workers = 1\npartitions_in_flight = 2\n[limits]\nvanilla_file_dirs = [\"{}\"]\n",
         files.display()
     );
     (
-        Daemon::start(fixture().work.join(name), &params, &extra),
+        Daemon::start(fixture().cache.work.join(name), &params, &extra),
         files,
     )
 }
@@ -519,9 +490,7 @@ fn an_ni_job_is_proved_aggregated_and_verified() {
     assert_eq!(r.status, Status::Completed as i32, "{}", r.error_message);
     assert!(d.log_text().contains("partition proofs aggregated"));
     let c1 = parse_c1(&f.ni).unwrap();
-    let vk = ParamsDir::new(&f.params)
-        .load_verifying_key(c1.proof_type)
-        .unwrap();
+    let vk = f.cache.params.load_verifying_key(c1.proof_type).unwrap();
     assert_eq!(
         verify(
             &c1,

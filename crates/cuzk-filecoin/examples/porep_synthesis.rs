@@ -17,22 +17,18 @@
 //! `--skip-bellperson` measures cuzk only, `--skip-cuzk` bellperson only
 //! (either halves the peak memory; without cuzk's run no shape is printed).
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::{create_random_proof_batch, ParameterSource, VerifyingKey};
 use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 use blstrs::{Bls12, G1Affine, G2Affine, Scalar as Fr};
-use cuzk_filecoin::{parse_c1, parse_sector_size, partition_circuits, ProofType};
+use common::{measure_partition, print_machine, Args, ExampleResult, Measure};
 use cuzk_synth::{CircuitShape, ProvingAssignment};
 use ff::Field;
-use filecoin_proofs::{
-    parameters::public_params, DefaultPieceHasher, MerkleTreeTrait, SectorShape2KiB,
-    SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
-};
 use rand::SeedableRng;
-use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
 /// A constraint system that reads every unassigned value as zero, around
 /// another one. The constraints and the variables are the wrapped system's
@@ -171,22 +167,6 @@ fn bellperson_synthesis<C: Circuit<Fr> + Send>(circuit: C) -> Duration {
     }
 }
 
-fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
-    pt: ProofType,
-) -> Result<impl Circuit<Fr> + Send, cuzk_filecoin::Error> {
-    let vanilla =
-        public_params::<Tree>(&pt.config()).map_err(|e| cuzk_filecoin::Error::Unsupported {
-            proof_type: pt.name(),
-            why: format!("{e:#}"),
-        })?;
-    Ok(Blank(
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::blank_circuit(&vanilla),
-    ))
-}
-
 /// Which sides to measure.
 #[derive(Clone, Copy)]
 struct Sides {
@@ -232,76 +212,28 @@ fn run<C: Circuit<Fr> + Send>(label: &str, make: &dyn Fn() -> C, sides: Sides) {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1).cloned())
+impl Measure for Sides {
+    /// A blank circuit is synthesized through [`ZeroFill`] (its unassigned
+    /// values read as zero).
+    fn measure<C: Circuit<Fr> + Send>(&self, label: &str, make: &dyn Fn() -> C, witnessed: bool) {
+        if witnessed {
+            run(label, make, *self)
+        } else {
+            let label = format!("{label}, unassigned values as zero");
+            run(&label, &|| Blank(make()), *self)
+        }
+    }
+}
+
+fn main() -> ExampleResult {
+    let args = Args::from_env();
+    let sides = Sides {
+        cuzk: !args.has("--skip-cuzk"),
+        bellperson: !args.has("--skip-bellperson"),
     };
-    let skip = Sides {
-        cuzk: !args.iter().any(|a| a == "--skip-cuzk"),
-        bellperson: !args.iter().any(|a| a == "--skip-bellperson"),
-    };
-    if !skip.cuzk && !skip.bellperson {
+    if !sides.cuzk && !sides.bellperson {
         return Err("--skip-cuzk and --skip-bellperson leave nothing to measure".into());
     }
-    println!(
-        "machine: {} cores (rayon {}), {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        rayon::current_num_threads(),
-        std::env::consts::ARCH
-    );
-    if let Some(path) = value("--c1") {
-        let c1 = parse_c1(&std::fs::read(&path)?)?;
-        let label = format!("{} partition 0 of {path}", c1.proof_type.name());
-        macro_rules! real {
-            ($tree:ty) => {
-                run(
-                    &label,
-                    &|| {
-                        partition_circuits::<$tree>(&c1)
-                            .expect("partition circuits")
-                            .swap_remove(0)
-                            .circuit
-                    },
-                    skip,
-                )
-            };
-        }
-        match c1.proof_type.sector_size() {
-            s if s == 2 << 10 => real!(SectorShape2KiB),
-            s if s == 8 << 20 => real!(SectorShape8MiB),
-            s if s == 512 << 20 => real!(SectorShape512MiB),
-            s if s == 32 << 30 => real!(SectorShape32GiB),
-            _ => real!(SectorShape64GiB),
-        }
-        return Ok(());
-    }
-    let size_text = value("--sector-size").unwrap_or_else(|| "2KiB".into());
-    let size = parse_sector_size(&size_text).ok_or("bad --sector-size")?;
-    let proof = ProofType::ALL
-        .into_iter()
-        .find(|p| u64::from(p.sector_size()) == size && format!("{p:?}").ends_with("V1_1"))
-        .ok_or("no PoRep proof type of that sector size")?;
-    let pt = ProofType::new(proof)?;
-    let label = format!("{} blank partition, unassigned values as zero", pt.name());
-    macro_rules! blank {
-        ($tree:ty) => {{
-            blank_circuit::<$tree>(pt)?;
-            run(
-                &label,
-                &|| blank_circuit::<$tree>(pt).expect("blank circuit"),
-                skip,
-            )
-        }};
-    }
-    match size {
-        s if s == 2 << 10 => blank!(SectorShape2KiB),
-        s if s == 8 << 20 => blank!(SectorShape8MiB),
-        s if s == 512 << 20 => blank!(SectorShape512MiB),
-        s if s == 32 << 30 => blank!(SectorShape32GiB),
-        _ => blank!(SectorShape64GiB),
-    }
-    Ok(())
+    print_machine(rayon::current_num_threads());
+    measure_partition(&args, &sides)
 }

@@ -16,17 +16,13 @@
 
 use std::time::{Duration, Instant};
 
+mod common;
+
 use bellperson::Circuit;
 use blstrs::Scalar as Fr;
-use cuzk_filecoin::{parse_c1, parse_sector_size, partition_circuits, ProofType};
+use common::{measure_partition, print_machine, Args, ExampleResult, Measure};
 use cuzk_synth::precompiled::{cache, record, witness, CircuitId, MappedR1cs};
 use cuzk_synth::synthesize;
-use filecoin_proofs::{
-    parameters::public_params, DefaultPieceHasher, MerkleTreeTrait, SectorShape2KiB,
-    SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
-};
-use storage_proofs_core::compound_proof::CompoundProof;
-use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
 fn median(repeats: usize, mut f: impl FnMut()) -> Duration {
     let mut times: Vec<Duration> = (0..repeats.max(1))
@@ -120,94 +116,25 @@ fn run<C: Circuit<Fr> + Send>(label: &str, make: &dyn Fn() -> C, witnessed: bool
     );
 }
 
-fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
-    pt: ProofType,
-) -> Result<impl Circuit<Fr> + Send, cuzk_filecoin::Error> {
-    let vanilla =
-        public_params::<Tree>(&pt.config()).map_err(|e| cuzk_filecoin::Error::Unsupported {
-            proof_type: pt.name(),
-            why: format!("{e:#}"),
-        })?;
-    Ok(
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::blank_circuit(&vanilla),
-    )
+/// The recording's numbers of each circuit, and with a witness the two
+/// syntheses timed (`repeats` runs).
+struct Recording {
+    repeats: usize,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |flag: &str| {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
-    let repeats: usize = value("--repeats").map_or(Ok(3), |v| v.parse())?;
-    let threads: usize = value("--threads").map_or(Ok(0), |v| v.parse())?;
+impl Measure for Recording {
+    fn measure<C: Circuit<Fr> + Send>(&self, label: &str, make: &dyn Fn() -> C, witnessed: bool) {
+        run(label, make, witnessed, self.repeats)
+    }
+}
+
+fn main() -> ExampleResult {
+    let args = Args::from_env();
+    let repeats: usize = args.value("--repeats").map_or(Ok(3), |v| v.parse())?;
+    let threads: usize = args.value("--threads").map_or(Ok(0), |v| v.parse())?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
-    println!(
-        "machine: {} cores (rayon {}), {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        pool.current_num_threads(),
-        std::env::consts::ARCH
-    );
-    pool.install(|| {
-        if let Some(path) = value("--c1") {
-            let c1 = parse_c1(&std::fs::read(&path)?)?;
-            let label = format!("{} partition 0 of {path}", c1.proof_type.name());
-            macro_rules! real {
-                ($tree:ty) => {
-                    run(
-                        &label,
-                        &|| {
-                            partition_circuits::<$tree>(&c1)
-                                .expect("partition circuits")
-                                .swap_remove(0)
-                                .circuit
-                        },
-                        true,
-                        repeats,
-                    )
-                };
-            }
-            match c1.proof_type.sector_size() {
-                s if s == 2 << 10 => real!(SectorShape2KiB),
-                s if s == 8 << 20 => real!(SectorShape8MiB),
-                s if s == 512 << 20 => real!(SectorShape512MiB),
-                s if s == 32 << 30 => real!(SectorShape32GiB),
-                _ => real!(SectorShape64GiB),
-            }
-            return Ok(());
-        }
-        let size_text = value("--sector-size").unwrap_or_else(|| "2KiB".into());
-        let size = parse_sector_size(&size_text).ok_or("bad --sector-size")?;
-        let proof = ProofType::ALL
-            .into_iter()
-            .find(|p| u64::from(p.sector_size()) == size && format!("{p:?}").ends_with("V1_1"))
-            .ok_or("no PoRep proof type of that sector size")?;
-        let pt = ProofType::new(proof)?;
-        let label = format!("{} blank partition", pt.name());
-        macro_rules! blank {
-            ($tree:ty) => {{
-                blank_circuit::<$tree>(pt)?;
-                run(
-                    &label,
-                    &|| blank_circuit::<$tree>(pt).expect("blank circuit"),
-                    false,
-                    repeats,
-                )
-            }};
-        }
-        match size {
-            s if s == 2 << 10 => blank!(SectorShape2KiB),
-            s if s == 8 << 20 => blank!(SectorShape8MiB),
-            s if s == 512 << 20 => blank!(SectorShape512MiB),
-            s if s == 32 << 30 => blank!(SectorShape32GiB),
-            _ => blank!(SectorShape64GiB),
-        }
-        Ok(())
-    })
+    print_machine(pool.current_num_threads());
+    pool.install(|| measure_partition(&args, &Recording { repeats }))
 }

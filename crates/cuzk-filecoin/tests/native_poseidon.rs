@@ -72,20 +72,11 @@ fn check_hash<A: Arity<Fr>>(constants: &PoseidonConstants<Fr, A>, rng: &mut ChaC
 }
 
 fn assert_witness_eq(gadget: &Witness, native: &Witness, what: &str) {
-    assert_eq!(
-        gadget.input_assignment, native.input_assignment,
-        "{what}: inputs"
+    cuzk_testkit::assert_same_assignment(
+        what,
+        (&gadget.input_assignment, &gadget.aux_assignment),
+        (&native.input_assignment, &native.aux_assignment),
     );
-    assert_eq!(
-        gadget.aux_assignment.len(),
-        native.aux_assignment.len(),
-        "{what}: aux count"
-    );
-    if let Some(i) = (0..gadget.aux_assignment.len())
-        .find(|&i| gadget.aux_assignment[i] != native.aux_assignment[i])
-    {
-        panic!("{what}: aux {i} differs");
-    }
 }
 
 #[test]

@@ -16,6 +16,8 @@
 //! One sector is sealed per test process (filecoin-proofs reads its
 //! settings, the parameter cache included, once per process).
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -26,7 +28,7 @@ use cuzk_filecoin::{
     parse_c1, partition_circuits, verify, C1Input, Error, ParamsDir, PorepSource, ProofType,
     SectorIdentity, Verified,
 };
-use cuzk_pipeline::{Device, EngineConfig, Job, PartitionSource, Scheduler};
+use cuzk_pipeline::{EngineConfig, Job, PartitionSource};
 use filecoin_proofs::{DefaultPieceHasher, SectorShape2KiB};
 use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use rand::SeedableRng;
@@ -35,14 +37,13 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_porep::stacked::{StackedCompound, StackedDrg};
 
 const PROOF: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
-/// Seed of the test keys' toxic waste (what `cargo xtask fixtures keys` uses by default).
-const KEY_SEED: u64 = 0;
 const ACTOR: u64 = 1000;
 const SECTOR: u64 = 7;
-/// Proofs the test SRS aggregates: 65 sectors of 13 partitions, padded.
-const TEST_SRS_PROOFS: usize = 1024;
 
 struct Sealed {
+    /// The parameter cache (kept under the target directory between runs:
+    /// the keys are deterministic, regenerated when absent or incomplete).
+    dir: PathBuf,
     params: ParamsDir,
     c1_json: Vec<u8>,
     c1: C1Input,
@@ -51,54 +52,28 @@ struct Sealed {
     cache_files: BTreeSet<String>,
 }
 
-/// The parameter cache: kept under the target directory between runs (the
-/// keys are deterministic), regenerated when absent or incomplete.
-fn params_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters")
-}
-
 fn sealed() -> &'static Sealed {
     static SEALED: OnceLock<Sealed> = OnceLock::new();
     SEALED.get_or_init(|| {
-        let dir = params_dir();
-        let work = tempfile::tempdir().unwrap().keep();
-        // Before filecoin-proofs reads its settings (once, on first use).
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.join("parents"));
-        let params = ParamsDir::new(&dir);
-        assert_eq!(
-            ParamsDir::filecoin(),
-            params,
-            "filecoin-proofs reads another cache"
-        );
         let proof_type = ProofType::new(PROOF).unwrap();
-        if params.check(proof_type).is_err() {
-            let t = std::time::Instant::now();
-            let keys = params.generate_test_keys(proof_type, KEY_SEED).unwrap();
-            eprintln!(
-                "generated {} and {} in {:.1?}",
-                keys.params.display(),
-                keys.vk.display(),
-                t.elapsed()
-            );
-        }
-        params.check(proof_type).unwrap();
-        // The test SnarkPack SRS (seeded), for the aggregates below.
-        if params.check_srs(TEST_SRS_PROOFS).is_err() {
-            params.generate_test_srs(KEY_SEED, TEST_SRS_PROOFS).unwrap();
-        }
-        let cache_files = list(&dir);
+        // The test SnarkPack SRS (seeded) too, for the aggregates below.
+        let cache = cuzk_testkit::filecoin_cache(env!("CARGO_TARGET_TMPDIR"));
+        cache.keys([proof_type]);
+        cache.srs();
+        let cache_files = list(&cache.dir);
 
         let seed = 0x5eed_2c1d_u64;
         eprintln!("sealing a 2 KiB sector of random data, seed {seed:#x}");
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let identity = SectorIdentity::from_actor(ACTOR, SECTOR);
-        let c1 = cuzk_filecoin::sample::seal_random_sector(proof_type, &work, &identity, &mut rng)
-            .unwrap();
+        let c1 =
+            cuzk_filecoin::sample::seal_random_sector(proof_type, &cache.work, &identity, &mut rng)
+                .unwrap();
         let c1_json = serde_json::to_vec(&c1).unwrap();
         let c1 = parse_c1(&c1_json).unwrap();
         Sealed {
-            params,
+            dir: cache.dir,
+            params: cache.params,
             c1_json,
             c1,
             identity,
@@ -163,18 +138,9 @@ fn the_pipelined_engine_proves_the_c1_as_the_serial_scheduler_does() {
     let key = std::sync::Arc::new(s.params.load_proving_key(s.c1.proof_type).unwrap());
     let source = PorepSource::new(&s.c1, &key).unwrap();
     assert_eq!(source.num_partitions(), 1);
-    let mut config = EngineConfig::default();
-    config.synthesis_workers = 2;
-    config.devices = vec![Device::cpu(0, 1)];
-    let engine = cuzk_sched::Engine::start(config).unwrap();
     // Same seeded randomness, drawn in bellperson's order: the same bytes.
-    let out = engine
-        .submit(Job::new(std::sync::Arc::new(source), key).seeded(RNG_SEED))
-        .unwrap()
-        .wait()
-        .unwrap();
-    engine.shutdown();
-    let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+    let job = Job::new(std::sync::Arc::new(source), key).seeded(RNG_SEED);
+    let proof = common::engine_proof(job, 2);
     assert_eq!(proof, reference_proof(), "the engine's proof differs");
     let vk = s.params.load_verifying_key(s.c1.proof_type).unwrap();
     assert_eq!(
@@ -253,19 +219,14 @@ fn cuzk_proof_is_filecoin_valid_and_matches_bellperson() {
         .into_iter()
         .map(|p| p.circuit)
         .collect();
-    let mut rng = ChaCha20Rng::seed_from_u64(rng_seed);
-    let theirs = groth16::create_random_proof_batch(circuits, &groth_params, &mut rng).unwrap();
-    let mut their_bytes = Vec::new();
-    for p in &theirs {
-        p.write(&mut their_bytes).unwrap();
-    }
     assert_eq!(
-        proof, their_bytes,
+        proof,
+        common::bellperson_proofs(circuits, &groth_params, rng_seed),
         "cuzk and bellperson differ for the same seed"
     );
 
     // filecoin-proofs found everything it needed and made nothing itself.
-    assert_eq!(list(&params_dir()), s.cache_files);
+    assert_eq!(list(&s.dir), s.cache_files);
     let _: &groth16::VerifyingKey<Bls12> = &vk;
 }
 
@@ -341,15 +302,7 @@ fn broken_c1_is_refused_with_its_reason() {
         "partition 0 has 1 vanilla proofs (challenges), StackedDrg2KiBV1_1 has 2 per partition",
     );
     // Curio's wrapper: accepted as is; its SectorNum and SectorSize are checked.
-    let curio = |num: u64, size: u64| {
-        use base64::Engine as _;
-        serde_json::to_vec(&serde_json::json!({
-            "SectorNum": num,
-            "Phase1Out": base64::engine::general_purpose::STANDARD.encode(json),
-            "SectorSize": size,
-        }))
-        .unwrap()
-    };
+    let curio = |num: u64, size: u64| cuzk_testkit::curio_wrapper(json, num, size);
     let wrapped = parse_c1(&curio(SECTOR, 2048)).unwrap();
     assert_eq!(wrapped.sector_num(), Some(SECTOR));
     assert_eq!(wrapped.output.comm_r, s.c1.output.comm_r);

@@ -21,8 +21,9 @@
 //! deadline (two partitions of 2 sectors at 2 KiB, the second one short,
 //! padded as the crates pad it).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use bellperson::groth16;
@@ -49,8 +50,6 @@ use storage_proofs_core::compound_proof::{self, CompoundProof};
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCompound, PublicSector};
 
 const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
-/// Seed of the test keys' toxic waste (what `cuzk fixtures keys` uses by default).
-const KEY_SEED: u64 = 0;
 const ACTOR: u64 = 1000;
 const SECTOR: u64 = 7;
 /// The sector numbers of the WindowPoSt deadline (all backed by the one replica).
@@ -64,43 +63,19 @@ struct Fixture {
     window: PostType,
 }
 
-fn params_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters")
-}
-
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let dir = params_dir();
-        let work = tempfile::tempdir().unwrap().keep();
-        // Before filecoin-proofs reads its settings (once, on first use).
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.join("parents"));
-        let params = ParamsDir::new(&dir);
-        assert_eq!(ParamsDir::filecoin(), params);
         let seal = ProofType::new(SEAL).unwrap();
-        let winning = PostType::winning_for(seal);
-        let window = PostType::window_for(seal);
-        for pt in [winning, window] {
-            if params.check(pt).is_err() {
-                let t = std::time::Instant::now();
-                let keys = params.generate_test_keys(pt, KEY_SEED).unwrap();
-                eprintln!(
-                    "generated {} ({} public inputs) in {:.1?}",
-                    keys.params.display(),
-                    keys.summary.public_inputs(),
-                    t.elapsed()
-                );
-            }
-            params.check(pt).unwrap();
-        }
+        let cache = cuzk_testkit::filecoin_cache(env!("CARGO_TARGET_TMPDIR"));
+        let (winning, window) = cache.post_keys(seal);
         let seed = 0x5eed_9057_u64;
         eprintln!("sealing a 2 KiB sector of random data, seed {seed:#x}");
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let identity = SectorIdentity::from_actor(ACTOR, SECTOR);
-        let sector = seal_sample_sector(seal, &work, &identity, &mut rng).unwrap();
+        let sector = seal_sample_sector(seal, &cache.work, &identity, &mut rng).unwrap();
         Fixture {
-            params,
+            params: cache.params,
             sector,
             prover_id: identity.prover_id,
             winning,
@@ -272,9 +247,7 @@ fn bellperson_proof(request: &PostRequest) -> Vec<u8> {
     let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
     let theirs =
         groth16::create_random_proof_batch_in_priority(vec![circuit], &params, &mut rng).unwrap();
-    let mut bytes = Vec::new();
-    theirs[0].write(&mut bytes).unwrap();
-    bytes
+    common::proof_bytes(&theirs)
 }
 
 fn winning_accepts(request: &PostRequest, proof: &[u8]) -> bool {
@@ -334,22 +307,11 @@ fn winning_post_is_filecoin_valid_and_matches_bellperson() {
 
 #[test]
 fn the_pipelined_engine_proves_a_post_as_the_serial_scheduler_does() {
-    use cuzk_pipeline::{Device, Scheduler};
     let f = fixture();
     let request = window_request(1);
     let key = Arc::new(f.params.load_proving_key(f.window).unwrap());
-    let mut config = EngineConfig::default();
-    config.synthesis_workers = 1;
-    config.devices = vec![Device::cpu(0, 1)];
-    let engine = cuzk_sched::Engine::start(config).unwrap();
     let source = PostSource::new(&request, &key).unwrap();
-    let out = engine
-        .submit(Job::new(Arc::new(source), key).seeded(RNG_SEED))
-        .unwrap()
-        .wait()
-        .unwrap();
-    engine.shutdown();
-    let proof: Vec<u8> = out.proofs.iter().flat_map(|p| p.to_bytes()).collect();
+    let proof = common::engine_proof(Job::new(Arc::new(source), key).seeded(RNG_SEED), 1);
     assert_eq!(proof, prove(&request), "the engine's proof differs");
 }
 
@@ -638,7 +600,7 @@ fn precompiled_posts_are_the_full_synthesis_proofs() {
     let made = ParamsDir::new(from_recording.path())
         .generate_test_keys_from_recording(
             f.winning,
-            KEY_SEED,
+            cuzk_testkit::KEY_SEED,
             &winning_file,
             &cuzk_groth16::setup::CpuFixedBase,
         )
@@ -681,18 +643,11 @@ fn native_post_witnesses_are_the_gadgets() {
     let check = |request: &PostRequest, what: &str| {
         let (gadgets, _) = post_witness(request, WitnessSource::Gadgets).unwrap();
         let (native, _) = post_witness(request, WitnessSource::Native).unwrap();
-        assert_eq!(
-            native.input_assignment, gadgets.input_assignment,
-            "{what}: inputs"
+        cuzk_testkit::assert_same_assignment(
+            what,
+            (&native.input_assignment, &native.aux_assignment),
+            (&gadgets.input_assignment, &gadgets.aux_assignment),
         );
-        assert_eq!(
-            native.aux_assignment.len(),
-            gadgets.aux_assignment.len(),
-            "{what}: aux count"
-        );
-        let differs = (0..native.aux_assignment.len())
-            .find(|&i| native.aux_assignment[i] != gadgets.aux_assignment[i]);
-        assert_eq!(differs, None, "{what}: first aux value that differs");
     };
     check(&winning_request(), "WinningPoSt 2 KiB");
     check(&window_request(0), "WindowPoSt 2 KiB partition 0");

@@ -14,10 +14,10 @@
 //! it makes (`create_random_proof_batch`), on the circuits it builds, with
 //! the parameters it loads from the cache, and a seeded RNG.
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::{Arc, OnceLock};
 
-use bellperson::groth16;
 use cuzk_filecoin::sample::{seal_cc_sector, update_sample_sector, SampleUpdate};
 use cuzk_filecoin::{
     verify_update, CircuitSynthesis, Error, ParamsDir, PrecompiledCircuit, ProofType,
@@ -34,8 +34,6 @@ use storage_proofs_update::{
 };
 
 const SEAL: RegisteredSealProof = RegisteredSealProof::StackedDrg2KiBV1_1;
-/// Seed of the test keys' toxic waste (what `cuzk fixtures keys` uses by default).
-const KEY_SEED: u64 = 0;
 /// Seed of the proofs' r and s.
 const RNG_SEED: u64 = 20261202;
 
@@ -48,33 +46,18 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters");
-        let work = tempfile::tempdir().unwrap().keep();
-        // Before filecoin-proofs reads its settings (once, on first use).
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.join("parents"));
-        let params = ParamsDir::new(&dir);
         let seal = ProofType::new(SEAL).unwrap();
         let update_type = UpdateType::for_seal(seal);
-        if params.check(update_type).is_err() {
-            let t = std::time::Instant::now();
-            let keys = params.generate_test_keys(update_type, KEY_SEED).unwrap();
-            eprintln!(
-                "generated {} ({} public inputs) in {:.1?}",
-                keys.params.display(),
-                keys.summary.public_inputs(),
-                t.elapsed()
-            );
-        }
-        params.check(update_type).unwrap();
+        let cache = cuzk_testkit::filecoin_cache(env!("CARGO_TARGET_TMPDIR"));
+        cache.keys([update_type]);
         let seed = 0x5eed_5a4d_u64;
         eprintln!("sealing and updating a 2 KiB CC sector, seed {seed:#x}");
         let mut rng = ChaCha20Rng::seed_from_u64(seed);
         let identity = SectorIdentity::from_actor(1000, 21);
-        let sector = seal_cc_sector(seal, &work, &identity, &mut rng).unwrap();
-        let update = update_sample_sector(&sector, &work, &mut rng).unwrap();
+        let sector = seal_cc_sector(seal, &cache.work, &identity, &mut rng).unwrap();
+        let update = update_sample_sector(&sector, &cache.work, &mut rng).unwrap();
         Fixture {
-            params,
+            params: cache.params,
             update_type,
             update,
         }
@@ -179,13 +162,7 @@ fn bellperson_proof(request: &UpdateRequest) -> Vec<u8> {
         None, &PublicParams::from_sector_size(ut.sector_size())
     )
     .unwrap();
-    let mut rng = ChaCha20Rng::seed_from_u64(RNG_SEED);
-    let theirs = groth16::create_random_proof_batch(circuits, &groth_params, &mut rng).unwrap();
-    let mut bytes = Vec::new();
-    for p in &theirs {
-        p.write(&mut bytes).unwrap();
-    }
-    bytes
+    common::bellperson_proofs(circuits, &groth_params, RNG_SEED)
 }
 
 fn reference_proof() -> &'static [u8] {
@@ -235,18 +212,10 @@ fn the_pipelined_engine_proves_an_update_as_the_serial_scheduler_does() {
 /// with the proofs' RNG seed (one partition at 2 KiB: the engine's draw
 /// order is the crates' one).
 fn engine_proof(source: UpdateSource, key: Arc<cuzk_groth16::ProvingKey>) -> Vec<u8> {
-    use cuzk_pipeline::{Device, EngineConfig, Job, Scheduler};
-    let mut config = EngineConfig::default();
-    config.synthesis_workers = 1;
-    config.devices = vec![Device::cpu(0, 1)];
-    let engine = cuzk_sched::Engine::start(config).unwrap();
-    let out = engine
-        .submit(Job::new(Arc::new(source), key).seeded(RNG_SEED))
-        .unwrap()
-        .wait()
-        .unwrap();
-    engine.shutdown();
-    out.proofs.iter().flat_map(|p| p.to_bytes()).collect()
+    common::engine_proof(
+        cuzk_pipeline::Job::new(Arc::new(source), key).seeded(RNG_SEED),
+        1,
+    )
 }
 
 /// Pre-compiled update: the partition circuit recorded from its blank

@@ -33,6 +33,45 @@ fn backend() -> Option<CudaBackend> {
     }
 }
 
+/// The key of the 2^`k` demo circuit at `path`, its points checked on the
+/// curve.
+fn read_key(k: u32, path: &std::path::Path) -> ProvingKey {
+    ProvingKey::read_from_path(path, PointCheck::OnCurve)
+        .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"))
+}
+
+/// The 2^`k` demo circuit from `seed`, recorded, as the deferred a, b, c of
+/// its witnesses (any seed's: the recording holds no values).
+fn deferred_abc(k: u32, seed: u64) -> cuzk_synth::precompiled::DeferredAbc {
+    use cuzk_synth::precompiled::{record, DeferredAbc};
+    let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
+    DeferredAbc::new(r1cs.content_id(), std::sync::Arc::new(r1cs))
+}
+
+/// The 2^`k` demo circuit from `seed`, synthesized in full and as a
+/// witness whose a, b, c are left to the prover (`deferred`).
+fn full_and_deferred(
+    deferred: &cuzk_synth::precompiled::DeferredAbc,
+    k: u32,
+    seed: u64,
+) -> (Synthesized, Synthesized) {
+    let circuit = DemoCircuit::new(k, 0.95, seed);
+    let full = synthesize(circuit.clone()).unwrap();
+    let w = deferred
+        .synthesized(cuzk_synth::precompiled::witness(circuit).unwrap())
+        .unwrap();
+    (full, w)
+}
+
+/// The device's backend, a fresh seed (printed after `what`, so a failure
+/// can be replayed) and an RNG from it; `None` without a device.
+fn started(what: &str) -> Option<(CudaBackend, u64, ChaCha20Rng)> {
+    let gpu = backend()?;
+    let seed = fresh_seed();
+    eprintln!("{what} on {}; seed {seed}", gpu.device_name());
+    Some((gpu, seed, ChaCha20Rng::seed_from_u64(seed)))
+}
+
 /// A new seed per run (printed by each test, so a failure can be replayed).
 fn fresh_seed() -> u64 {
     std::time::SystemTime::now()
@@ -91,8 +130,7 @@ fn gpu_proofs_are_byte_identical_to_cpu_proofs() {
     );
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     for (k, path) in keys() {
-        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
-            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
+        let key = read_key(k, &path);
         let pvk = PreparedVerifyingKey::new(&key.vk);
         // Two witnesses per key: the second proof reuses the resident key.
         for witness_seed in [seed, seed ^ 1] {
@@ -134,8 +172,7 @@ fn gpu_proofs_are_byte_identical_to_cpu_proofs() {
 /// from the host and from the device.
 fn shifted_h_gives_the_cpu_proofs() {
     use cuzk_gpu::witness_shape;
-    use cuzk_synth::precompiled::{record, witness, DeferredAbc};
-    use std::sync::Arc;
+    use cuzk_synth::precompiled::witness;
     if backend().is_none() {
         return;
     }
@@ -143,11 +180,9 @@ fn shifted_h_gives_the_cpu_proofs() {
     eprintln!("shifted H; seed {seed}");
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     for (k, path) in keys() {
-        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
-            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
+        let key = read_key(k, &path);
         let pvk = PreparedVerifyingKey::new(&key.vk);
-        let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
-        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
+        let deferred = deferred_abc(k, seed);
         // A fresh worker per key, so its key (and H's copies) are made here.
         let gpu = backend().expect("a device");
         gpu.set_shifted_h(true);
@@ -300,19 +335,15 @@ fn shared_workers_keep_two_keys_resident() {
 /// each run.
 fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
     use cuzk_gpu::{witness_shape, ZUpload};
-    use cuzk_synth::precompiled::{record, witness, DeferredAbc};
-    use std::sync::Arc;
-    let Some(gpu) = backend() else { return };
-    let seed = fresh_seed();
-    eprintln!("deferred a, b, c on {}; seed {seed}", gpu.device_name());
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    use cuzk_synth::precompiled::witness;
+    let Some((gpu, seed, mut rng)) = started("deferred a, b, c") else {
+        return;
+    };
     let slot = gpu.resident_matrices();
     for (k, path) in keys() {
-        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
-            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
+        let key = read_key(k, &path);
         let pvk = PreparedVerifyingKey::new(&key.vk);
-        let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
-        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
+        let deferred = deferred_abc(k, seed);
         for (i, witness_seed) in [seed, seed ^ 1].into_iter().enumerate() {
             let circuit = DemoCircuit::new(k, 0.95, witness_seed);
             let inputs = circuit.public_inputs();
@@ -397,20 +428,12 @@ fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
 /// chunks, nothing is made resident, and the proof is still the CPU's.
 fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
     use cuzk_gpu::{witness_shape, CudaFootprints, SrsMode, VramBudget, VramPlan};
-    use cuzk_synth::precompiled::{record, witness, DeferredAbc};
-    use std::sync::Arc;
-    let Some(first) = backend() else { return };
-    let seed = fresh_seed();
-    eprintln!("streamed matrices on {}; seed {seed}", first.device_name());
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let Some((_first, seed, mut rng)) = started("streamed matrices") else {
+        return;
+    };
     for (k, path) in keys() {
-        let key = ProvingKey::read_from_path(&path, PointCheck::OnCurve)
-            .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"));
-        let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
-        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
-        let circuit = DemoCircuit::new(k, 0.95, seed ^ 7);
-        let full = synthesize(circuit.clone()).unwrap();
-        let w = deferred.synthesized(witness(circuit).unwrap()).unwrap();
+        let key = read_key(k, &path);
+        let (full, w) = full_and_deferred(&deferred_abc(k, seed), k, seed ^ 7);
         // A budget with room for one chunk's staging, not for the three
         // matrices: a plan's peak is its own bytes plus a margin of
         // budget / 64 + 64 MiB, so the smallest budget a plan fits is
@@ -454,22 +477,13 @@ fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
 /// witness; each run is checked to have taken the layout it was forced to.
 fn every_small_card_layout_gives_the_cpu_proofs() {
     use cuzk_gpu::{witness_shape, HPoly, MatrixLayout, Shape, SrsMode};
-    use cuzk_synth::precompiled::{record, witness, DeferredAbc};
     use std::sync::Arc;
-    let Some(gpu) = backend() else { return };
-    let seed = fresh_seed();
-    eprintln!("small-card layouts on {}; seed {seed}", gpu.device_name());
-    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let Some((gpu, seed, mut rng)) = started("small-card layouts") else {
+        return;
+    };
     for (k, path) in keys() {
-        let key = Arc::new(
-            ProvingKey::read_from_path(&path, PointCheck::OnCurve)
-                .unwrap_or_else(|e| panic!("key for 2^{k}: {e}")),
-        );
-        let r1cs = record(DemoCircuit::new(k, 0.95, seed)).unwrap();
-        let deferred = DeferredAbc::new(r1cs.content_id(), Arc::new(r1cs));
-        let circuit = DemoCircuit::new(k, 0.95, seed ^ 11);
-        let full = synthesize(circuit.clone()).unwrap();
-        let w = deferred.synthesized(witness(circuit).unwrap()).unwrap();
+        let key = Arc::new(read_key(k, &path));
+        let (full, w) = full_and_deferred(&deferred_abc(k, seed), k, seed ^ 11);
         let longest = Shape::of_circuit(&w.shape()).longest_msm();
         let chunk = (longest / 4).max(cuzk_gpu::MIN_CHUNK).next_power_of_two();
         for mode in [SrsMode::Resident, SrsMode::Streamed { chunk }] {

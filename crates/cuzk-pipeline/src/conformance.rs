@@ -66,6 +66,53 @@ fn assert_all_valid(out: &JobOutput, log_size: u32, seed: u64) {
     );
 }
 
+/// A 2^10 job of `partitions` partitions from `seed` (its proofs' seed too),
+/// submitted.
+fn submit_demo<S: Scheduler>(sched: &S, seed: u64, partitions: usize) -> JobHandle {
+    sched
+        .submit(demo_job(10, demo_source(10, seed, partitions), seed))
+        .expect("the job is accepted")
+}
+
+/// [`submit_demo`]'s job, proved (`what` names it if it fails).
+fn prove_demo<S: Scheduler>(sched: &S, seed: u64, partitions: usize, what: &str) -> JobOutput {
+    expect_ok(submit_demo(sched, seed, partitions).wait(), what)
+}
+
+/// A one-partition 2^10 job from `seed` whose synthesis is held at the gate
+/// returned; returns once a synthesis worker holds it.
+fn held_job<S: Scheduler>(sched: &S, seed: u64) -> (Arc<Gate>, JobHandle) {
+    let gate = Gate::new();
+    let job = sched
+        .submit(demo_job(
+            10,
+            Arc::new(GatedSource::new(demo_source(10, seed, 1), gate.clone(), 0)),
+            seed,
+        ))
+        .expect("the job is accepted");
+    gate.wait_held();
+    (gate, job)
+}
+
+/// `backend` with each `(seed, partition, fault)`: the fault on that
+/// partition of the 2^10 demo job from that seed.
+fn with_faults(
+    backend: Arc<FaultyBackend>,
+    faults: &[(u64, usize, BackendFault)],
+) -> Arc<FaultyBackend> {
+    for &(seed, partition, fault) in faults {
+        backend.inject(crate::testing::demo_inputs(10, seed, partition), fault);
+    }
+    backend
+}
+
+/// [`config`]`(1, 1)` with its one device proving on `backend` (`faulty-0`).
+fn faulty_config(backend: Arc<FaultyBackend>) -> EngineConfig {
+    let mut cfg = config(1, 1);
+    cfg.devices = vec![Device::new("faulty-0", backend, 1)];
+    cfg
+}
+
 fn assert_drained<S: Scheduler>(sched: &S) {
     sched.wait_idle();
     let m = sched.metrics();
@@ -149,18 +196,8 @@ pub fn seeded_jobs_match_prove_batch<S: Scheduler>() {
 /// partition is synthesized, proved and finished before the bulk job's.
 pub fn latency_jobs_overtake_bulk<S: Scheduler>() {
     let sched: S = start(config(1, 1));
-    let gate = Gate::new();
-    let blocker = sched
-        .submit(demo_job(
-            10,
-            Arc::new(GatedSource::new(demo_source(10, 1, 1), gate.clone(), 0)),
-            1,
-        ))
-        .unwrap();
-    gate.wait_held();
-    let bulk = sched
-        .submit(demo_job(10, demo_source(10, 2, 2), 2))
-        .unwrap();
+    let (gate, blocker) = held_job(&sched, 1);
+    let bulk = submit_demo(&sched, 2, 2);
     let urgent = sched
         .submit(demo_job(10, demo_source(10, 3, 1), 3).with_priority(Priority::High))
         .unwrap();
@@ -195,21 +232,9 @@ pub fn cancellation_drops_queued_and_discards_running<S: Scheduler>() {
     let sched: S = start(config(1, 1));
 
     // A queued job, cancelled while the only synthesis worker is held.
-    let gate = Gate::new();
-    let blocker = sched
-        .submit(demo_job(
-            10,
-            Arc::new(GatedSource::new(demo_source(10, 1, 1), gate.clone(), 0)),
-            1,
-        ))
-        .unwrap();
-    gate.wait_held();
-    let queued = sched
-        .submit(demo_job(10, demo_source(10, 10, 3), 10))
-        .unwrap();
-    let after = sched
-        .submit(demo_job(10, demo_source(10, 20, 1), 20))
-        .unwrap();
+    let (gate, blocker) = held_job(&sched, 1);
+    let queued = submit_demo(&sched, 10, 3);
+    let after = submit_demo(&sched, 20, 1);
     let queued_id = queued.id();
     assert!(queued.cancel());
     assert!(!queued.cancel(), "a second cancel is a no-op");
@@ -219,15 +244,7 @@ pub fn cancellation_drops_queued_and_discards_running<S: Scheduler>() {
     assert_all_valid(&expect_ok(after.wait(), "job after"), 10, 20);
 
     // A running job, cancelled while its partition is being synthesized.
-    let gate = Gate::new();
-    let running = sched
-        .submit(demo_job(
-            10,
-            Arc::new(GatedSource::new(demo_source(10, 30, 1), gate.clone(), 0)),
-            30,
-        ))
-        .unwrap();
-    gate.wait_held();
+    let (gate, running) = held_job(&sched, 30);
     let running_id = running.id();
     running.canceller().cancel();
     gate.open();
@@ -251,9 +268,7 @@ pub fn cancellation_drops_queued_and_discards_running<S: Scheduler>() {
     assert_eq!(events.last(), Some(&EventKind::Discarded), "{events:?}");
     assert!(!events.contains(&EventKind::EpilogueEnd));
 
-    let later = sched
-        .submit(demo_job(10, demo_source(10, 40, 2), 40))
-        .unwrap();
+    let later = submit_demo(&sched, 40, 2);
     assert_all_valid(&expect_ok(later.wait(), "job after cancellations"), 10, 40);
     assert_eq!(sched.metrics().jobs.cancelled, 2);
     assert_drained(&sched);
@@ -265,7 +280,13 @@ pub fn cancellation_drops_queued_and_discards_running<S: Scheduler>() {
 /// error, every other job completes with valid proofs, nothing leaks, and
 /// the engine still proves afterwards.
 pub fn faults_are_isolated_under_load<S: Scheduler>() {
-    let backend = FaultyBackend::new();
+    let backend = with_faults(
+        FaultyBackend::new(),
+        &[
+            (4000, 0, BackendFault::Error),
+            (5000, 1, BackendFault::Panic),
+        ],
+    );
     let mut cfg = config(2, 2);
     cfg.devices = vec![Device::new("faulty-0", backend.clone(), 2)];
     let sched: S = start(cfg);
@@ -273,14 +294,6 @@ pub fn faults_are_isolated_under_load<S: Scheduler>() {
     let faulty_source = |seed, fault| -> Arc<dyn PartitionSource> {
         Arc::new(FaultySource::new(demo_source(10, seed, 3), 1, fault))
     };
-    backend.inject(
-        crate::testing::demo_inputs(10, 4000, 0),
-        BackendFault::Error,
-    );
-    backend.inject(
-        crate::testing::demo_inputs(10, 5000, 1),
-        BackendFault::Panic,
-    );
     let bad: Vec<(u64, Arc<dyn PartitionSource>)> = vec![
         (1000, faulty_source(1000, SourceFault::SynthesisError)),
         (2000, faulty_source(2000, SourceFault::SynthesisPanic)),
@@ -293,9 +306,7 @@ pub fn faults_are_isolated_under_load<S: Scheduler>() {
     for (i, (seed, source)) in bad.into_iter().enumerate() {
         for j in 0..2u64 {
             let s = 10 * (i as u64) + j;
-            let h = sched
-                .submit(demo_job(10, demo_source(10, s, 2), s))
-                .unwrap();
+            let h = submit_demo(&sched, s, 2);
             good.push((s, h));
         }
         faulty.push((seed, sched.submit(demo_job(10, source, seed)).unwrap()));
@@ -363,9 +374,7 @@ pub fn faults_are_isolated_under_load<S: Scheduler>() {
     }
     assert_drained(&sched);
     assert_eq!(sched.metrics().jobs.failed, 5);
-    let after = sched
-        .submit(demo_job(10, demo_source(10, 777, 2), 777))
-        .unwrap();
+    let after = submit_demo(&sched, 777, 2);
     assert_all_valid(&expect_ok(after.wait(), "job after faults"), 10, 777);
     sched.shutdown();
 }
@@ -374,25 +383,16 @@ pub fn faults_are_isolated_under_load<S: Scheduler>() {
 /// returned valid, marked in the job's report; if the fallback's proof is
 /// invalid too, the job fails with `InvalidProof`.
 pub fn invalid_proofs_are_retried_on_the_fallback<S: Scheduler>() {
-    let backend = FaultyBackend::new();
-    backend.inject(
-        crate::testing::demo_inputs(10, 60, 1),
-        BackendFault::WrongSums,
+    let backend = with_faults(
+        FaultyBackend::new(),
+        &[
+            (60, 1, BackendFault::WrongSums),
+            (70, 0, BackendFault::WrongSums),
+        ],
     );
-    backend.inject(
-        crate::testing::demo_inputs(10, 70, 0),
-        BackendFault::WrongSums,
-    );
-    let mut cfg = config(1, 1);
-    cfg.devices = vec![Device::new("faulty-0", backend.clone(), 1)];
+    let mut cfg = faulty_config(backend.clone());
     let sched: S = start(cfg.clone());
-    let out = expect_ok(
-        sched
-            .submit(demo_job(10, demo_source(10, 60, 2), 60))
-            .unwrap()
-            .wait(),
-        "job with an invalid proof",
-    );
+    let out = prove_demo(&sched, 60, 2, "job with an invalid proof");
     assert_all_valid(&out, 10, 60);
     assert_eq!(out.retried_partitions(), vec![1]);
     assert_eq!(
@@ -409,9 +409,7 @@ pub fn invalid_proofs_are_retried_on_the_fallback<S: Scheduler>() {
     // The fallback is wrong too: the job fails, loudly.
     cfg.fallback = backend;
     let sched: S = start(cfg);
-    let err = sched
-        .submit(demo_job(10, demo_source(10, 70, 1), 70))
-        .unwrap()
+    let err = submit_demo(&sched, 70, 1)
         .wait()
         .expect_err("invalid twice");
     assert!(
@@ -434,21 +432,12 @@ pub fn invalid_proofs_are_retried_on_the_fallback<S: Scheduler>() {
 /// A partition the device has not the memory for is proved on the
 /// fallback (the CPU) and reported as proved there; the job succeeds.
 pub fn out_of_device_memory_is_proved_on_the_fallback<S: Scheduler>() {
-    let backend = FaultyBackend::new();
-    backend.inject(
-        crate::testing::demo_inputs(10, 90, 1),
-        BackendFault::OutOfDeviceMemory,
+    let backend = with_faults(
+        FaultyBackend::new(),
+        &[(90, 1, BackendFault::OutOfDeviceMemory)],
     );
-    let mut cfg = config(1, 1);
-    cfg.devices = vec![Device::new("faulty-0", backend, 1)];
-    let sched: S = start(cfg);
-    let out = expect_ok(
-        sched
-            .submit(demo_job(10, demo_source(10, 90, 2), 90))
-            .unwrap()
-            .wait(),
-        "job with a partition out of device memory",
-    );
+    let sched: S = start(faulty_config(backend));
+    let out = prove_demo(&sched, 90, 2, "job with a partition out of device memory");
     assert_all_valid(&out, 10, 90);
     assert_eq!(out.partitions[0].backend, "faulty");
     assert_eq!(out.partitions[1].backend, "cpu");
@@ -467,10 +456,9 @@ pub fn the_host_working_set_is_the_backends<S: Scheduler>() {
     let shape = demo_source(10, 0, 1).shape();
     let witness = PartitionFootprint::cpu(&shape).witness;
     let cpu = cuzk_groth16::prover::cpu_host_working_set(&shape);
-    let backend = FaultyBackend::in_vram();
-    backend.inject(
-        crate::testing::demo_inputs(10, 95, 1),
-        BackendFault::OutOfDeviceMemory,
+    let backend = with_faults(
+        FaultyBackend::in_vram(),
+        &[(95, 1, BackendFault::OutOfDeviceMemory)],
     );
     let mut cfg = config(1, 1);
     cfg.devices = vec![Device::new("in-vram-0", backend, 1)];
@@ -478,13 +466,7 @@ pub fn the_host_working_set_is_the_backends<S: Scheduler>() {
     cfg.largest_partition = Some(shape.clone());
     assert_eq!(crate::Provers::of(&cfg).footprint(&shape).total(), witness);
     let sched: S = start(cfg);
-    let out = expect_ok(
-        sched
-            .submit(demo_job(10, demo_source(10, 95, 2), 95))
-            .unwrap()
-            .wait(),
-        "job on a device with no host working set",
-    );
+    let out = prove_demo(&sched, 95, 2, "job on a device with no host working set");
     assert_all_valid(&out, 10, 95);
     assert_eq!(out.partitions[0].backend, "faulty");
     assert_eq!(out.partitions[1].backend, "cpu");
@@ -503,22 +485,11 @@ pub fn the_host_working_set_is_the_backends<S: Scheduler>() {
 /// With verification off, proofs come back unchecked (an invalid one too,
 /// as this check's own verification shows), marked `Skipped`.
 pub fn verification_can_be_turned_off<S: Scheduler>() {
-    let backend = FaultyBackend::new();
-    backend.inject(
-        crate::testing::demo_inputs(10, 80, 1),
-        BackendFault::WrongSums,
-    );
-    let mut cfg = config(1, 1);
-    cfg.devices = vec![Device::new("faulty-0", backend, 1)];
+    let backend = with_faults(FaultyBackend::new(), &[(80, 1, BackendFault::WrongSums)]);
+    let mut cfg = faulty_config(backend);
     cfg.verify = false;
     let sched: S = start(cfg);
-    let out = expect_ok(
-        sched
-            .submit(demo_job(10, demo_source(10, 80, 2), 80))
-            .unwrap()
-            .wait(),
-        "unverified job",
-    );
+    let out = prove_demo(&sched, 80, 2, "unverified job");
     assert!(out
         .partitions
         .iter()
@@ -632,12 +603,7 @@ pub fn the_memory_budget_is_never_exceeded<S: Scheduler>() {
     let handles: Vec<(u64, JobHandle)> = (0..3u64)
         .map(|i| {
             let seed = 500 + 10 * i;
-            (
-                seed,
-                sched
-                    .submit(demo_job(10, demo_source(10, seed, 2), seed))
-                    .unwrap(),
-            )
+            (seed, submit_demo(&sched, seed, 2))
         })
         .collect();
     for (seed, h) in handles {
@@ -666,9 +632,7 @@ pub fn the_memory_budget_is_never_exceeded<S: Scheduler>() {
 /// pipeline order.
 pub fn the_timeline_has_every_step_in_order<S: Scheduler>() {
     let sched: S = start(config(2, 2));
-    let a = sched
-        .submit(demo_job(10, demo_source(10, 90, 2), 90))
-        .unwrap();
+    let a = submit_demo(&sched, 90, 2);
     let b = sched
         .submit(demo_job(11, demo_source(11, 95, 1), 95).with_priority(Priority::High))
         .unwrap();
@@ -701,12 +665,7 @@ pub fn shutdown_finishes_queued_jobs<S: Scheduler>() {
     let handles: Vec<(u64, JobHandle)> = (0..3u64)
         .map(|i| {
             let seed = 900 + i;
-            (
-                seed,
-                sched
-                    .submit(demo_job(10, demo_source(10, seed, 1), seed))
-                    .unwrap(),
-            )
+            (seed, submit_demo(&sched, seed, 1))
         })
         .collect();
     sched.shutdown();

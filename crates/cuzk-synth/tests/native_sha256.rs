@@ -55,14 +55,20 @@ fn native_bit<S: AuxSink>(aux: &mut S, (kind, value): BitSpec) -> Bit {
     }
 }
 
-/// The gadget's aux vector and output bits (big-endian per word).
-fn gadget(message: &[BitSpec], state: &[WordSpec]) -> (Vec<Fr>, Vec<Boolean>) {
+/// A witness assignment holding ONE and `message`'s bits, and those bits.
+fn gadget_message(message: &[BitSpec]) -> (WitnessAssignment, Vec<Boolean>) {
     let mut cs = WitnessAssignment::new();
     cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
-    let bits: Vec<Boolean> = message
+    let bits = message
         .iter()
         .map(|&b| gadget_bit(&mut cs, b).unwrap())
         .collect();
+    (cs, bits)
+}
+
+/// The gadget's aux vector and output bits (big-endian per word).
+fn gadget(message: &[BitSpec], state: &[WordSpec]) -> (Vec<Fr>, Vec<Boolean>) {
+    let (mut cs, bits) = gadget_message(message);
     let words: Vec<UInt32> = state
         .iter()
         .map(|w| match w {
@@ -109,10 +115,7 @@ fn check(message: &[BitSpec], state: &[WordSpec]) {
         CompactAux::from_values(&expected_aux),
         "compact aux"
     );
-    assert_eq!(aux.len(), expected_aux.len(), "aux count");
-    if let Some(i) = (0..aux.len()).find(|&i| aux[i] != expected_aux[i]) {
-        panic!("aux {i} differs");
-    }
+    cuzk_testkit::assert_same_aux("compression", &aux, &expected_aux);
     for (i, (n, g)) in out.iter().zip(&expected_out).enumerate() {
         assert_eq!(Some(n.value()), g.get_value(), "output bit {i}");
         assert_eq!(n.is_constant(), g.is_constant(), "output bit {i} constness");
@@ -183,12 +186,7 @@ fn check_whole(message: &[BitSpec]) {
     use bellperson::gadgets::sha256::sha256;
     use cuzk_synth::native::bits::{alloc_le_bits, pack_le, reverse_bit_numbering};
 
-    let mut cs = WitnessAssignment::new();
-    cs.alloc_input(|| "one", || Ok(Fr::ONE)).unwrap();
-    let bits: Vec<Boolean> = message
-        .iter()
-        .map(|&b| gadget_bit(&mut cs, b).unwrap())
-        .collect();
+    let (mut cs, bits) = gadget_message(message);
     let digest = sha256(cs.namespace(|| "sha"), &bits).unwrap();
     let packed = pack_bits(cs.namespace(|| "pack"), &digest).unwrap();
     let num =
@@ -211,15 +209,7 @@ fn check_whole(message: &[BitSpec]) {
     let le = alloc_le_bits(&value, &mut aux);
     assert_eq!(alloc_le_bits(&value, &mut compact), le);
     assert_eq!(compact, CompactAux::from_values(&expected), "compact aux");
-    assert_eq!(
-        aux.len(),
-        expected.len(),
-        "aux count ({} bits)",
-        message.len()
-    );
-    if let Some(i) = (0..aux.len()).find(|&i| aux[i] != expected[i]) {
-        panic!("aux {i} differs ({} bits)", message.len());
-    }
+    cuzk_testkit::assert_same_aux(&format!("{} bits", message.len()), &aux, &expected);
     // reverse_bit_numbering: padded with a constant zero to whole bytes,
     // then each byte reversed (the padding lands first in the last byte).
     let reversed = reverse_bit_numbering(le.clone());

@@ -2,10 +2,12 @@
 //! the matrices) against full synthesis, which stays the reference: the
 //! `Synthesized` must be equal bit for bit.
 
+mod common;
+
 use bellperson::{Circuit, ConstraintSystem, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use cuzk_synth::precompiled::{record, witness, R1cs, WitnessError};
-use cuzk_synth::{synthesize, DemoCircuit, Synthesized};
+use cuzk_synth::{synthesize, DemoCircuit};
 use ff::Field;
 use proptest::prelude::*;
 
@@ -18,31 +20,8 @@ fn check<C: Circuit<Fr> + Clone>(circuit: C) -> R1cs {
     let actual = r1cs
         .synthesize(witness(circuit).expect("witness"))
         .expect("the witness fits");
-    assert_same(&actual, &expected);
+    common::assert_same(&actual, &expected);
     r1cs
-}
-
-fn assert_same(actual: &Synthesized, expected: &Synthesized) {
-    for (name, x, y) in [
-        ("a", &actual.a, &expected.a),
-        ("b", &actual.b, &expected.b),
-        ("c", &actual.c, &expected.c),
-        (
-            "inputs",
-            &actual.input_assignment,
-            &expected.input_assignment,
-        ),
-        ("aux", &actual.aux_assignment, &expected.aux_assignment),
-    ] {
-        assert_eq!(x.len(), y.len(), "{name} length");
-        if let Some(i) = (0..x.len()).find(|&i| x[i] != y[i]) {
-            panic!("{name}[{i}] differs: {:?} != {:?}", x[i], y[i]);
-        }
-    }
-    assert_eq!(actual.a_aux_density, expected.a_aux_density, "a_aux");
-    assert_eq!(actual.b_input_density, expected.b_input_density, "b_input");
-    assert_eq!(actual.b_aux_density, expected.b_aux_density, "b_aux");
-    assert!(actual == expected);
 }
 
 #[test]
@@ -78,23 +57,14 @@ fn the_native_demo_witness_equals_synthesis() {
         let circuit = DemoCircuit::new(log_size, share, 11);
         let native = circuit.native_witness();
         let gadgets = witness(circuit.clone()).unwrap();
-        assert_eq!(
-            native.input_assignment, gadgets.input_assignment,
-            "2^{log_size} inputs"
+        cuzk_testkit::assert_same_assignment(
+            &format!("2^{log_size} at {share}"),
+            (&native.input_assignment, &native.aux_assignment),
+            (&gadgets.input_assignment, &gadgets.aux_assignment),
         );
-        assert_eq!(
-            native.aux_assignment.len(),
-            gadgets.aux_assignment.len(),
-            "2^{log_size} aux count"
-        );
-        if let Some(i) = (0..native.aux_assignment.len())
-            .find(|&i| native.aux_assignment[i] != gadgets.aux_assignment[i])
-        {
-            panic!("2^{log_size} at {share}: aux {i} differs");
-        }
         if log_size <= 16 {
             let r1cs = record(circuit.clone()).unwrap();
-            assert_same(
+            common::assert_same(
                 &r1cs.synthesize(native).unwrap(),
                 &synthesize(circuit).unwrap(),
             );
@@ -109,7 +79,7 @@ fn one_recording_serves_every_seed() {
         let circuit = DemoCircuit::new(16, 0.95, seed);
         let expected = synthesize(circuit.clone()).unwrap();
         let actual = r1cs.synthesize(witness(circuit).unwrap()).unwrap();
-        assert_same(&actual, &expected);
+        common::assert_same(&actual, &expected);
     }
 }
 
@@ -345,7 +315,7 @@ proptest! {
         let sequential_witness = witness(Sequence(circuit.clone())).unwrap();
         prop_assert!(parallel_witness == sequential_witness);
         let expected = synthesize(circuit).unwrap();
-        assert_same(&parallel.synthesize(parallel_witness).unwrap(), &expected);
+        common::assert_same(&parallel.synthesize(parallel_witness).unwrap(), &expected);
     }
 }
 

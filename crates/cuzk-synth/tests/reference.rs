@@ -6,6 +6,8 @@
 //! `reference_from_ops`, which computes everything straight from a random
 //! circuit's description (merging repeated terms itself), used by proptest.
 
+mod common;
+
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar as Fr;
 use cuzk_synth::{
@@ -125,31 +127,8 @@ fn naive_synthesized(mut cs: RecordingCs) -> Synthesized {
 fn check<C: Circuit<Fr> + Clone>(circuit: C) -> Synthesized {
     let expected = naive_synthesized(record(circuit.clone()));
     let actual = synthesize(circuit).unwrap();
-    assert_same(&actual, &expected);
+    common::assert_same(&actual, &expected);
     actual
-}
-
-fn assert_same(actual: &Synthesized, expected: &Synthesized) {
-    assert_eq!(actual.shape(), expected.shape());
-    for (name, x, y) in [
-        ("a", &actual.a, &expected.a),
-        ("b", &actual.b, &expected.b),
-        ("c", &actual.c, &expected.c),
-        (
-            "inputs",
-            &actual.input_assignment,
-            &expected.input_assignment,
-        ),
-        ("aux", &actual.aux_assignment, &expected.aux_assignment),
-    ] {
-        if let Some(i) = (0..x.len()).find(|&i| x[i] != y[i]) {
-            panic!("{name}[{i}] differs: {:?} != {:?}", x[i], y[i]);
-        }
-    }
-    assert_eq!(actual.a_aux_density, expected.a_aux_density, "a_aux");
-    assert_eq!(actual.b_input_density, expected.b_input_density, "b_input");
-    assert_eq!(actual.b_aux_density, expected.b_aux_density, "b_aux");
-    assert!(actual == expected);
 }
 
 #[test]
@@ -239,7 +218,7 @@ fn extend_equals_synthesizing_in_sequence() {
         part.synthesize(&mut piece).unwrap();
         joined.extend(&piece);
     }
-    assert_same(&joined.finish(), &sequential.finish());
+    common::assert_same(&joined.finish(), &sequential.finish());
 }
 
 /// A circuit whose witness can or cannot be computed.
@@ -447,7 +426,7 @@ proptest! {
     fn random_circuits_match_reference(ops in prop::collection::vec(op(), 0..60)) {
         let expected = reference_from_ops(&ops);
         let actual = synthesize(RandomCircuit(ops.clone())).unwrap();
-        assert_same(&actual, &expected);
-        assert_same(&naive_synthesized(record(RandomCircuit(ops))), &expected);
+        common::assert_same(&actual, &expected);
+        common::assert_same(&naive_synthesized(record(RandomCircuit(ops))), &expected);
     }
 }

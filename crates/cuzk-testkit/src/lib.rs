@@ -1,8 +1,12 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
+#[cfg(feature = "filecoin")]
+mod filecoin;
 mod gpu_suite;
 
+#[cfg(feature = "filecoin")]
+pub use filecoin::{curio_wrapper, filecoin_cache, FilecoinCache, KEY_SEED, TEST_SRS_PROOFS};
 pub use gpu_suite::{gpu_suite, GpuTest};
 
 use rand_chacha::ChaCha20Rng;
@@ -43,4 +47,33 @@ pub fn test_rng(test: &str) -> ChaCha20Rng {
 /// The ChaCha20 RNG of a seed (the one every cuzk test uses).
 pub fn rng_from(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
+}
+
+/// Two assignments, each its public inputs and its auxiliary values, are
+/// the same: equal inputs, as many aux values, none that differs (else the
+/// first that does is named). `what` names the case.
+///
+/// # Panics
+///
+/// When they differ.
+pub fn assert_same_assignment<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    (inputs, aux): (&[T], &[T]),
+    (expected_inputs, expected_aux): (&[T], &[T]),
+) {
+    assert_eq!(inputs, expected_inputs, "{what}: inputs");
+    assert_same_aux(what, aux, expected_aux);
+}
+
+/// Two lists of auxiliary values are the same: as many, none that differs
+/// (else the first that does is named). `what` names the case.
+///
+/// # Panics
+///
+/// When they differ.
+pub fn assert_same_aux<T: PartialEq>(what: &str, aux: &[T], expected: &[T]) {
+    assert_eq!(aux.len(), expected.len(), "{what}: aux count");
+    if let Some(i) = (0..aux.len()).find(|&i| aux[i] != expected[i]) {
+        panic!("{what}: aux {i} differs");
+    }
 }

@@ -2,15 +2,12 @@
 //! verify, and every kind of bad input exits non-zero with a message that
 //! names the problem.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn cuzk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(args)
-        .output()
-        .expect("run cuzk")
-}
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{cuzk, path, refused};
 
 fn fixture_key() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/demo-k10-sha95.params")
@@ -33,7 +30,7 @@ fn prove_into(dir: &Path) -> (PathBuf, PathBuf) {
         "--log-size",
         "10",
         "--key",
-        key.to_str().unwrap(),
+        path(&key),
         "--partitions",
         "2",
         "--rng-seed",
@@ -41,10 +38,28 @@ fn prove_into(dir: &Path) -> (PathBuf, PathBuf) {
         "--backend",
         "cpu",
         "--out",
-        proofs.to_str().unwrap(),
+        path(&proofs),
     ]);
     assert!(o.status.success(), "{}", text(&o));
     (proofs, dir.join("p.inputs.json"))
+}
+
+/// `cuzk prove` of the 2^`log_size` circuit with `key` and `extra`
+/// arguments: it fails, names every one of `wants`, and writes nothing.
+fn prove_refused(name: &str, log_size: &str, key: &Path, extra: &[&str], wants: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.bin");
+    let mut args = vec![
+        "prove",
+        "--log-size",
+        log_size,
+        "--key",
+        path(key),
+        "--out",
+        path(&out),
+    ];
+    args.extend(extra);
+    refused(name, &cuzk(&args), &out, wants);
 }
 
 /// Runs `verify` and checks the exit status and that the output mentions `needle`.
@@ -53,11 +68,11 @@ fn check_verify(proofs: &Path, inputs: &Path, ok: bool, needle: &str) {
     let o = cuzk(&[
         "verify",
         "--key",
-        key.to_str().unwrap(),
+        path(&key),
         "--proofs",
-        proofs.to_str().unwrap(),
+        path(proofs),
         "--inputs",
-        inputs.to_str().unwrap(),
+        path(inputs),
     ]);
     let out = text(&o);
     assert_eq!(o.status.success(), ok, "{out}");
@@ -125,45 +140,17 @@ fn truncated_key_names_section_and_offset() {
     let key = std::fs::read(fixture_key()).unwrap();
     let cut = dir.path().join("cut.params");
     std::fs::write(&cut, &key[..200_000]).unwrap();
-    let o = cuzk(&[
-        "prove",
-        "--log-size",
-        "10",
-        "--key",
-        cut.to_str().unwrap(),
-        "--out",
-        dir.path().join("x.bin").to_str().unwrap(),
-    ]);
-    let out = text(&o);
-    assert!(!o.status.success());
-    assert!(
-        out.contains("section `l`") && out.contains("byte 99276"),
-        "{out}"
-    );
-    assert!(
-        !dir.path().join("x.bin").exists(),
-        "nothing may be written on failure"
-    );
+    prove_refused("cut", "10", &cut, &[], &["section `l`", "byte 99276"]);
 }
 
 #[test]
 fn key_for_another_circuit_is_refused_before_proving() {
-    let dir = tempfile::tempdir().unwrap();
-    let key = fixture_key();
-    let o = cuzk(&[
-        "prove",
-        "--log-size",
+    prove_refused(
+        "2^11",
         "11",
-        "--key",
-        key.to_str().unwrap(),
-        "--out",
-        dir.path().join("x.bin").to_str().unwrap(),
-    ]);
-    let out = text(&o);
-    assert!(!o.status.success());
-    assert!(
-        out.contains("key has 1023") && out.contains("circuit needs 2047"),
-        "{out}"
+        &fixture_key(),
+        &[],
+        &["key has 1023", "circuit needs 2047"],
     );
 }
 
@@ -173,31 +160,20 @@ fn help_and_info() {
     assert!(o.status.success());
     insta::assert_snapshot!(String::from_utf8_lossy(&o.stdout));
     let key = fixture_key();
-    let o = cuzk(&["info", "--key", key.to_str().unwrap()]);
+    let o = cuzk(&["info", "--key", path(&key)]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("b_g2"));
 }
 
 #[test]
 fn a_bad_vram_budget_is_refused_with_the_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let key = fixture_key();
-    let out_file = dir.path().join("x.bin");
     for (budget, needle) in [("16XB", "unknown unit `xb`"), ("0GiB", "more than 0 bytes")] {
-        let o = cuzk(&[
-            "prove",
-            "--log-size",
-            "10",
-            "--key",
-            key.to_str().unwrap(),
-            "--vram-budget",
+        prove_refused(
             budget,
-            "--out",
-            out_file.to_str().unwrap(),
-        ]);
-        let out = text(&o);
-        assert!(!o.status.success(), "{budget}: {out}");
-        assert!(out.contains(needle), "{budget}: {out}");
-        assert!(!out_file.exists(), "nothing written on failure");
+            "10",
+            &fixture_key(),
+            &["--vram-budget", budget],
+            &[needle],
+        );
     }
 }

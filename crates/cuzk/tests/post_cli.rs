@@ -6,13 +6,16 @@
 //! The test keys live in the cargo target's tmp directory, shared with
 //! cuzk-filecoin's tests (deterministic from seed 0, generated when absent).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 use std::sync::OnceLock;
 
+use common::{has_timing_lines, hex, path, refused};
 use cuzk_filecoin::sample::{post_vanilla_proofs, seal_sample_sector};
-use cuzk_filecoin::{ParamsDir, PostType, ProofType, SectorIdentity};
+use cuzk_filecoin::{PostType, ProofType, SectorIdentity};
 use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 
@@ -37,19 +40,10 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let params = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters");
-        let work = tempfile::tempdir().unwrap().keep();
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
-        std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.join("parents"));
         let seal = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
-        let winning = PostType::winning_for(seal);
-        let window = PostType::window_for(seal);
-        let dir = ParamsDir::new(&params);
-        for pt in [winning, window] {
-            if dir.check(pt).is_err() {
-                dir.generate_test_keys(pt, 0).unwrap();
-            }
-        }
+        let cache = cuzk_testkit::filecoin_cache(env!("CARGO_TARGET_TMPDIR"));
+        let (winning, window) = cache.post_keys(seal);
+        let (params, work) = (cache.dir, cache.work);
         let seed = 0xc11_9057_u64;
         eprintln!("sealing a 2 KiB sector, seed {seed:#x}");
         let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
@@ -91,19 +85,14 @@ fn fixture() -> &'static Fixture {
     })
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Runs `cuzk <command>` with the fixture's randomness, prover and keys
 /// (unless `args` gives them) and `args`; returns the output and where the
 /// proof was to be written.
 fn cuzk(name: &str, command: &str, args: &[&str]) -> (Output, PathBuf) {
     let f = fixture();
     let out = f.work.join(name).join("proof");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cuzk"));
-    cmd.arg(command)
-        .arg("--out")
+    let mut cmd = common::command(&[command]);
+    cmd.arg("--out")
         .arg(&out)
         .arg("--params-dir")
         .arg(&f.params)
@@ -111,51 +100,41 @@ fn cuzk(name: &str, command: &str, args: &[&str]) -> (Output, PathBuf) {
     if !args.contains(&"--randomness") {
         cmd.args(["--randomness", &hex(&f.randomness)]);
     }
-    let output = cmd
-        .args(args)
-        .env_remove("FIL_PROOFS_PARAMETER_CACHE")
-        .output()
-        .unwrap();
+    let output = cmd.args(args).output().unwrap();
     (output, out)
 }
 
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
+/// `sectors` as the verifiers take them (the one sealed replica stands for
+/// each), for `pt`.
+fn replicas(pt: PostType, sectors: &[u64]) -> BTreeMap<SectorId, PublicReplicaInfo> {
+    let comm_r = fixture().comm_r;
+    sectors
+        .iter()
+        .map(|&id| {
+            (
+                SectorId::from(id),
+                PublicReplicaInfo::new(pt.registered(), comm_r),
+            )
+        })
+        .collect()
 }
 
+/// The prover id of the miner the proofs are made for.
+fn prover() -> [u8; 32] {
+    SectorIdentity::from_actor(ACTOR, 0).prover_id
+}
+
+/// The stdout of a PoSt command that succeeded, with every timing line.
 fn succeeded(output: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    for stage in [
-        "parse",
-        "check",
-        "key",
-        "synthesis",
-        "proving",
-        "verification",
-    ] {
-        assert!(
-            stdout.lines().any(|l| l.starts_with(stage)),
-            "no {stage} timing line:\n{stdout}"
-        );
-    }
+    let stdout = common::succeeded("the PoSt command", output);
+    has_timing_lines(&stdout, &common::PROVE_STAGES);
     stdout
 }
 
 /// The command fails, names `wants` on stderr, and writes nothing.
 fn check_refused(name: &str, command: &str, args: &[&str], wants: &str) {
     let (output, out) = cuzk(name, command, args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "{name}: succeeded");
-    assert!(
-        stderr.contains(wants),
-        "{name}: stderr lacks {wants:?}:\n{stderr}"
-    );
-    assert!(!out.exists(), "{name}: wrote {}", out.display());
+    refused(name, &output, &out, &[wants]);
 }
 
 #[test]
@@ -177,17 +156,11 @@ fn winning_post_proves_and_filecoin_accepts_it() {
     assert!(stdout.contains("verify_winning_post"), "{stdout}");
     let proof = std::fs::read(&out).unwrap();
     assert_eq!(proof.len(), 192);
-    let replicas: BTreeMap<_, _> = [(
-        SectorId::from(SECTOR),
-        PublicReplicaInfo::new(f.winning.registered(), f.comm_r),
-    )]
-    .into();
-    let prover = SectorIdentity::from_actor(ACTOR, 0).prover_id;
     assert!(filecoin_proofs_api::post::verify_winning_post(
         &f.randomness,
         &proof,
-        &replicas,
-        prover
+        &replicas(f.winning, &[SECTOR]),
+        prover()
     )
     .unwrap());
 }
@@ -204,21 +177,11 @@ fn window_post_proves_a_partition_and_filecoin_accepts_it() {
     let stdout = succeeded(&output);
     assert!(stdout.contains("verify_window_post"), "{stdout}");
     let proof = std::fs::read(&out).unwrap();
-    let replicas: BTreeMap<_, _> = PARTITION
-        .iter()
-        .map(|&id| {
-            (
-                SectorId::from(id),
-                PublicReplicaInfo::new(f.window.registered(), f.comm_r),
-            )
-        })
-        .collect();
-    let prover = SectorIdentity::from_actor(ACTOR, 0).prover_id;
     assert!(filecoin_proofs_api::post::verify_window_post(
         &f.randomness,
         &[(f.window.registered(), &proof)],
-        &replicas,
-        prover
+        &replicas(f.window, &PARTITION),
+        prover()
     )
     .unwrap());
 }

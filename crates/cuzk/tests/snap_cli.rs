@@ -7,29 +7,23 @@
 //! The test key lives in the cargo target's tmp directory, shared with
 //! cuzk-filecoin's tests (deterministic from seed 0, generated when absent).
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use common::{has_timing_lines, hex, refused, succeeded, PROVE_STAGES};
 use cuzk_filecoin::sample::{seal_cc_sector, update_sample_sector};
-use cuzk_filecoin::{ParamsDir, ProofType, SectorIdentity, UpdateType};
+use cuzk_filecoin::{ProofType, SectorIdentity, UpdateType};
 use rand_chacha::rand_core::SeedableRng;
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 #[test]
 fn snap_prove_proves_an_update_and_refuses_a_bad_one() {
-    let params = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters");
-    let work = tempfile::tempdir().unwrap().keep();
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
-    std::env::set_var("FIL_PROOFS_PARENT_CACHE", work.join("parents"));
     let seal = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
     let ut = UpdateType::for_seal(seal);
-    let dir = ParamsDir::new(&params);
-    if dir.check(ut).is_err() {
-        dir.generate_test_keys(ut, 0).unwrap();
-    }
+    let cache = cuzk_testkit::filecoin_cache(env!("CARGO_TARGET_TMPDIR"));
+    cache.keys([ut]);
+    let (params, work) = (&cache.dir, &cache.work);
     let seed = 0x05a4_dc11_u64;
     eprintln!("sealing and updating a 2 KiB CC sector, seed {seed:#x}");
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
@@ -41,8 +35,7 @@ fn snap_prove_proves_an_update_and_refuses_a_bad_one() {
 
     let run = |name: &str, comm_r_new: &[u8]| -> (Output, PathBuf) {
         let out = work.join(name).join("proof");
-        let output = Command::new(env!("CARGO_BIN_EXE_cuzk"))
-            .arg("snap-prove")
+        let output = common::command(&["snap-prove"])
             .args([
                 "--sector-size",
                 "2KiB",
@@ -59,33 +52,15 @@ fn snap_prove_proves_an_update_and_refuses_a_bad_one() {
             .arg("--out")
             .arg(&out)
             .arg("--params-dir")
-            .arg(&params)
-            .env_remove("FIL_PROOFS_PARAMETER_CACHE")
+            .arg(params)
             .output()
             .unwrap();
         (output, out)
     };
 
     let (output, out) = run("good", &update.comm_r_new);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
-    for stage in [
-        "parse",
-        "check",
-        "key",
-        "synthesis",
-        "proving",
-        "verification",
-    ] {
-        assert!(
-            stdout.lines().any(|l| l.starts_with(stage)),
-            "no {stage} timing line:\n{stdout}"
-        );
-    }
+    let stdout = succeeded("snap-prove", &output);
+    has_timing_lines(&stdout, &PROVE_STAGES);
     assert!(
         stdout.contains("verify_empty_sector_update_proof"),
         "{stdout}"
@@ -105,11 +80,10 @@ fn snap_prove_proves_an_update_and_refuses_a_bad_one() {
 
     // The old comm_r as the new one: the vanilla proof does not prove that update.
     let (output, out) = run("bad", &update.comm_r_old);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
-    assert!(
-        stderr.contains("the vanilla proofs do not prove an update of comm_r_old to comm_r_new"),
-        "{stderr}"
+    refused(
+        "bad",
+        &output,
+        &out,
+        &["the vanilla proofs do not prove an update of comm_r_old to comm_r_new"],
     );
-    assert!(!out.exists());
 }

@@ -9,12 +9,15 @@
 //! The test keys live in the cargo target's tmp directory, shared with the
 //! other tests (deterministic from seed 0, generated when absent).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
-use cuzk_filecoin::{ParamsDir, PostType, ProofType, SectorIdentity};
+use common::{path, refused, succeeded, unhex32};
+use cuzk_filecoin::{PostType, ProofType, SectorIdentity};
 use filecoin_proofs_api::{PublicReplicaInfo, SectorId};
 
 /// A field element (the last byte below 0x40).
@@ -30,69 +33,48 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let params = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters");
-        let work = tempfile::tempdir().unwrap().keep();
-        // Before filecoin-proofs reads its settings (once, on first use).
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
         let seal = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
-        let winning = PostType::winning_for(seal);
-        let window = PostType::window_for(seal);
-        let dir = ParamsDir::new(&params);
-        for pt in [winning, window] {
-            if dir.check(pt).is_err() {
-                dir.generate_test_keys(pt, 0).unwrap();
-            }
-        }
+        let cache = cuzk_testkit::filecoin_cache(env!("CARGO_TARGET_TMPDIR"));
+        let (winning, window) = cache.post_keys(seal);
         Fixture {
-            params,
-            work,
+            params: cache.dir,
+            work: cache.work,
             winning,
             window,
         }
     })
 }
 
+/// `cuzk args…` with filecoin-proofs pointed at the fixture's cache.
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(args)
+    common::command(args)
         .env("FIL_PROOFS_PARAMETER_CACHE", &fixture().params)
         .output()
         .unwrap()
 }
 
-fn ok(output: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
 /// Synthetic vanilla proofs of `sectors` for `pt` into a fresh directory.
 fn synth(name: &str, pt: PostType, sectors: &str) -> PathBuf {
     let dir = fixture().work.join(name);
-    let stdout = ok(&run(&[
+    let stdout = succeeded(
         "fixtures",
-        "synth-post",
-        "--proof-type",
-        &pt.name(),
-        "--randomness",
-        RANDOMNESS,
-        "--prover-id",
-        "f01000",
-        "--sectors",
-        sectors,
-        "--seed",
-        "3",
-        "--out",
-        path(&dir),
-    ]));
+        &run(&[
+            "fixtures",
+            "synth-post",
+            "--proof-type",
+            &pt.name(),
+            "--randomness",
+            RANDOMNESS,
+            "--prover-id",
+            "f01000",
+            "--sectors",
+            sectors,
+            "--seed",
+            "3",
+            "--out",
+            path(&dir),
+        ]),
+    );
     assert!(stdout.contains("TEST DATA"), "{stdout}");
     dir
 }
@@ -118,7 +100,7 @@ fn prove(command: &str, pt: PostType, dir: &Path, extra: &[&str]) -> (String, Ve
     let name = pt.name();
     args[2] = &name;
     args.extend(extra);
-    let stdout = ok(&run(&args));
+    let stdout = succeeded(command, &run(&args));
     (stdout, std::fs::read(&out).unwrap())
 }
 
@@ -129,29 +111,17 @@ fn replicas(pt: PostType, dir: &Path) -> BTreeMap<SectorId, PublicReplicaInfo> {
         .lines()
         .map(|line| {
             let (sector, hex) = line.split_once(' ').unwrap();
-            let comm_r: Vec<u8> = (0..64)
-                .step_by(2)
-                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-                .collect();
             (
                 SectorId::from(sector.parse::<u64>().unwrap()),
-                PublicReplicaInfo::new(pt.registered(), comm_r.try_into().unwrap()),
+                PublicReplicaInfo::new(pt.registered(), unhex32(hex)),
             )
         })
         .collect()
 }
 
-fn randomness() -> [u8; 32] {
-    let bytes: Vec<u8> = (0..64)
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&RANDOMNESS[i..i + 2], 16).unwrap())
-        .collect();
-    bytes.try_into().unwrap()
-}
-
 fn window_valid(pt: PostType, dir: &Path, proof: &[u8]) -> bool {
     filecoin_proofs_api::post::verify_window_post(
-        &randomness(),
+        &unhex32(RANDOMNESS),
         &[(pt.registered(), proof)],
         &replicas(pt, dir),
         SectorIdentity::from_actor(1000, 0).prover_id,
@@ -181,13 +151,16 @@ fn a_full_synthetic_window_partition_proves_and_one_byte_changed_is_rejected() {
     // same bytes for the same --rng-seed.
     let recording = dir.join("window.r1cs");
     let name = f.window.name();
-    ok(&run(&[
+    succeeded(
         "precompile",
-        "--proof-type",
-        &name,
-        "--out",
-        path(&recording),
-    ]));
+        &run(&[
+            "precompile",
+            "--proof-type",
+            &name,
+            "--out",
+            path(&recording),
+        ]),
+    );
     let (stdout, pre) = prove(
         "window-post",
         f.window,
@@ -244,9 +217,6 @@ fn sector_lists_it_cannot_take_are_refused() {
             "--out",
             path(&dir),
         ]);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{sectors}: succeeded");
-        assert!(stderr.contains(wants), "{sectors}: {stderr}");
-        assert!(!dir.join("vanilla-0.bin").exists(), "{sectors}: wrote");
+        refused(sectors, &output, &dir.join("vanilla-0.bin"), &[wants]);
     }
 }

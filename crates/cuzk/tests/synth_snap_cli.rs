@@ -9,35 +9,24 @@
 //! The test key lives in the cargo target's tmp directory, shared with the
 //! other tests (deterministic from seed 0, generated when absent).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-use cuzk_filecoin::{ParamsDir, ProofType, UpdateType};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::{path, refused, succeeded, unhex32};
+use cuzk_filecoin::{ProofType, UpdateType};
 
 fn params() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("filecoin-proof-parameters")
 }
 
+/// `cuzk args…` with filecoin-proofs pointed at the shared cache.
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cuzk"))
-        .args(args)
+    common::command(args)
         .env("FIL_PROOFS_PARAMETER_CACHE", params())
         .output()
         .unwrap()
-}
-
-fn ok(output: &Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// The commitment `name` of `dir`/commitments.txt, as hex and as bytes.
@@ -48,60 +37,64 @@ fn commitment(dir: &Path, name: &str) -> (String, [u8; 32]) {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .unwrap_or_else(|| panic!("no {name} in {text}"))
         .to_string();
-    let bytes: Vec<u8> = (0..64)
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-        .collect();
-    (hex, bytes.try_into().unwrap())
+    let bytes = unhex32(&hex);
+    (hex, bytes)
 }
 
 #[test]
 fn a_synthetic_update_proves_and_one_byte_changed_is_rejected() {
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", params());
     let seal = ProofType::from_name("StackedDrg2KiBV1_1").unwrap();
     let ut = UpdateType::for_seal(seal);
-    let keys = ParamsDir::new(params());
-    if keys.check(ut).is_err() {
-        keys.generate_test_keys(ut, 0).unwrap();
-    }
+    cuzk_testkit::filecoin_cache(env!("CARGO_TARGET_TMPDIR")).keys([ut]);
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("snap");
-    let stdout = ok(&run(&[
+    let stdout = succeeded(
         "fixtures",
-        "synth-snap",
-        "--sector-size",
-        "2KiB",
-        "--seed",
-        "7",
-        "--out",
-        path(&dir),
-    ]));
+        &run(&[
+            "fixtures",
+            "synth-snap",
+            "--sector-size",
+            "2KiB",
+            "--seed",
+            "7",
+            "--out",
+            path(&dir),
+        ]),
+    );
     assert!(stdout.contains("TEST DATA"), "{stdout}");
     assert!(dir.join("vanilla-0.bin").exists());
     let (old_hex, old) = commitment(&dir, "comm_r_old");
     let (new_hex, new) = commitment(&dir, "comm_r_new");
     let (d_hex, d) = commitment(&dir, "comm_d_new");
+    // `snap-prove` on the CPU of synth-snap's vanilla proofs, as an update
+    // of `old` to `new`, with `extra` arguments, into `out`.
+    let snap_prove = |old: &str, new: &str, extra: &[&str], out: &Path| {
+        let mut args = vec![
+            "snap-prove",
+            "--sector-size",
+            "2KiB",
+            "--vanilla",
+            path(&dir),
+            "--comm-r-old",
+            old,
+            "--comm-r-new",
+            new,
+            "--comm-d-new",
+            &d_hex,
+            "--backend",
+            "cpu",
+            "--out",
+            path(out),
+        ];
+        args.extend(extra);
+        run(&args)
+    };
 
     let out = work.path().join("proof");
-    let stdout = ok(&run(&[
+    let stdout = succeeded(
         "snap-prove",
-        "--sector-size",
-        "2KiB",
-        "--vanilla",
-        path(&dir),
-        "--comm-r-old",
-        &old_hex,
-        "--comm-r-new",
-        &new_hex,
-        "--comm-d-new",
-        &d_hex,
-        "--backend",
-        "cpu",
-        "--rng-seed",
-        "2",
-        "--out",
-        path(&out),
-    ]));
+        &snap_prove(&old_hex, &new_hex, &["--rng-seed", "2"], &out),
+    );
     assert!(
         stdout.contains("verify_empty_sector_update_proof"),
         "{stdout}"
@@ -125,25 +118,15 @@ fn a_synthetic_update_proves_and_one_byte_changed_is_rejected() {
 
     // Through the engine (--synthesis-workers): the same verdict.
     let engine_out = work.path().join("engine-proof");
-    let stdout = ok(&run(&[
+    let stdout = succeeded(
         "snap-prove",
-        "--sector-size",
-        "2KiB",
-        "--vanilla",
-        path(&dir),
-        "--comm-r-old",
-        &old_hex,
-        "--comm-r-new",
-        &new_hex,
-        "--comm-d-new",
-        &d_hex,
-        "--backend",
-        "cpu",
-        "--synthesis-workers",
-        "2",
-        "--out",
-        path(&engine_out),
-    ]));
+        &snap_prove(
+            &old_hex,
+            &new_hex,
+            &["--synthesis-workers", "2"],
+            &engine_out,
+        ),
+    );
     assert!(stdout.contains("pipeline"), "{stdout}");
     assert!(valid(&std::fs::read(&engine_out).unwrap()));
 
@@ -151,44 +134,40 @@ fn a_synthetic_update_proves_and_one_byte_changed_is_rejected() {
     // witness alone synthesized; the same bytes for the same --rng-seed. A recording that
     // is not there: said so, synthesized in full, the same bytes again.
     let recording = work.path().join("update.r1cs");
-    let stdout = ok(&run(&[
+    let stdout = succeeded(
         "precompile",
-        "--sector-size",
-        "2KiB",
-        "--kind",
-        "update",
-        "--out",
-        path(&recording),
-    ]));
+        &run(&[
+            "precompile",
+            "--sector-size",
+            "2KiB",
+            "--kind",
+            "update",
+            "--out",
+            path(&recording),
+        ]),
+    );
     assert!(stdout.contains("checked"), "{stdout}");
     for (cache, mode) in [
         (recording.clone(), "precompiled: "),
         (work.path().join("absent.r1cs"), "not usable"),
     ] {
         let pre_out = work.path().join("pre-proof");
-        let stdout = ok(&run(&[
+        let stdout = succeeded(
             "snap-prove",
-            "--sector-size",
-            "2KiB",
-            "--vanilla",
-            path(&dir),
-            "--comm-r-old",
-            &old_hex,
-            "--comm-r-new",
-            &new_hex,
-            "--comm-d-new",
-            &d_hex,
-            "--backend",
-            "cpu",
-            "--rng-seed",
-            "2",
-            "--synthesis",
-            "precompiled",
-            "--r1cs-cache",
-            path(&cache),
-            "--out",
-            path(&pre_out),
-        ]));
+            &snap_prove(
+                &old_hex,
+                &new_hex,
+                &[
+                    "--rng-seed",
+                    "2",
+                    "--synthesis",
+                    "precompiled",
+                    "--r1cs-cache",
+                    path(&cache),
+                ],
+                &pre_out,
+            ),
+        );
         let line = stdout
             .lines()
             .find(|l| l.starts_with("synthesis mode"))
@@ -199,27 +178,13 @@ fn a_synthetic_update_proves_and_one_byte_changed_is_rejected() {
 
     // Other commitments than the ones synth-snap wrote: refused before proving, nothing written.
     let refused_out = work.path().join("refused");
-    let output = run(&[
-        "snap-prove",
-        "--sector-size",
-        "2KiB",
-        "--vanilla",
-        path(&dir),
-        "--comm-r-old",
-        &new_hex,
-        "--comm-r-new",
-        &old_hex,
-        "--comm-d-new",
-        &d_hex,
-        "--backend",
-        "cpu",
-        "--out",
-        path(&refused_out),
-    ]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success());
-    assert!(stderr.contains("do not prove an update"), "{stderr}");
-    assert!(!refused_out.exists());
+    let output = snap_prove(&new_hex, &old_hex, &[], &refused_out);
+    refused(
+        "other commitments",
+        &output,
+        &refused_out,
+        &["do not prove an update"],
+    );
 }
 
 #[test]

@@ -18,11 +18,12 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use cuzk_filecoin::aggregate::{padded_len, MAX_SECTORS};
 use cuzk_filecoin::{
-    aggregate, check_c1, parse_c1, verify_aggregate, CommitProofs, ParamsDir, SectorIdentity,
+    aggregate, check_c1, parse_c1, verify_aggregate, CommitProofs, SectorIdentity,
 };
 
 use crate::commands::porep_c2::parse_actor;
-use crate::output::{peak_rss, secs, write_atomically, Stages};
+use crate::commands::proving::{one_per_c1, parameter_cache, verification, write_and_report};
+use crate::output::Stages;
 
 #[derive(Args, Debug)]
 pub(crate) struct AggregateArgs {
@@ -53,17 +54,8 @@ pub(crate) struct AggregateArgs {
 }
 
 pub(crate) fn run(args: AggregateArgs) -> Result<()> {
-    // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use.
-    if let Some(dir) = &args.params_dir {
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
-    }
-    if args.c1.len() != args.proof.len() {
-        bail!(
-            "{} --c1 files but {} --proof files: give one --proof per --c1, in the same order",
-            args.c1.len(),
-            args.proof.len()
-        );
-    }
+    let params = parameter_cache(args.params_dir.as_deref());
+    one_per_c1(args.c1.len(), args.proof.len(), "--proof")?;
     if args.c1.len() > MAX_SECTORS {
         bail!(
             "{} sectors: an aggregate takes 1 to {MAX_SECTORS} (FIP-0092); nothing was written",
@@ -71,7 +63,6 @@ pub(crate) fn run(args: AggregateArgs) -> Result<()> {
         );
     }
     let actor = args.prover_id.as_deref().map(parse_actor).transpose()?;
-    let params = ParamsDir::filecoin();
     let mut stages: Stages = Vec::new();
 
     let t = Instant::now();
@@ -148,29 +139,10 @@ pub(crate) fn run(args: AggregateArgs) -> Result<()> {
         ),
     ));
 
-    if args.no_verify {
-        stages.push((
-            "verification".into(),
-            std::time::Duration::ZERO,
-            "skipped (--no-verify)".into(),
-        ));
-    } else {
-        let t = Instant::now();
+    verification(args.no_verify, &mut stages, || {
         verify_aggregate(&sectors, &aggregate)?;
-        stages.push((
-            "verification".into(),
-            t.elapsed(),
-            "filecoin-proofs verify_aggregate_seal_commit_proofs: valid".into(),
-        ));
-    }
+        Ok("filecoin-proofs verify_aggregate_seal_commit_proofs: valid".into())
+    })?;
 
-    write_atomically(&args.out, &aggregate)?;
-    for (stage, d, note) in &stages {
-        println!("{stage:<13} {:>10}  {note}", secs(*d));
-    }
-    if let Some(peak) = peak_rss() {
-        println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
-    }
-    println!("wrote {} ({} bytes)", args.out.display(), aggregate.len());
-    Ok(())
+    write_and_report(&args.out, &aggregate, &stages)
 }

@@ -20,6 +20,7 @@ use cuzk_daemon::proto::{
 use cuzk_filecoin::{parse_c1, PostType, ProofType};
 
 use super::porep_c2::parse_actor;
+use super::post::{PostInput, PostInputArgs};
 use crate::output::write_atomically;
 
 #[derive(Subcommand, Debug)]
@@ -48,38 +49,36 @@ pub(crate) struct PreloadArgs {
     circuit_id: String,
 }
 
+/// Where a proving call goes, where its proof is written and how long it
+/// may take (`client prove` and the PoSt calls).
 #[derive(Args, Debug)]
-pub(crate) struct PostClientArgs {
+pub(crate) struct CallArgs {
     /// The daemon's address: unix:PATH or HOST:PORT.
     #[arg(long, default_value = "127.0.0.1:9820")]
     daemon: String,
-    /// The registered PoSt proof type (StackedDrgWinning32GiBV1, StackedDrgWindow32GiBV1_2, …).
-    #[arg(long)]
-    proof_type: String,
-    /// One sector's vanilla proof (bincode FallbackPoStSectorProof); repeat per sector, in order.
-    #[arg(long, required = true)]
-    vanilla: Vec<PathBuf>,
-    /// The challenge randomness: 32 bytes in hex.
-    #[arg(long)]
-    randomness: String,
-    /// Miner actor id (f01000 or 1000).
-    #[arg(long)]
-    prover_id: String,
+    /// Where to write the proof (192 bytes per PoRep partition or PoSt), atomically.
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Give up after this many seconds (0: wait as long as it takes).
+    #[arg(long, default_value_t = 0)]
+    timeout_secs: u64,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PostClientArgs {
+    #[command(flatten)]
+    call: CallArgs,
+    #[command(flatten)]
+    input: PostInputArgs,
     /// The WindowPoSt partition index.
     #[arg(long, default_value_t = 0)]
     partition: u32,
-    /// Where to write the 192-byte proof, atomically.
-    #[arg(long, short)]
-    out: PathBuf,
     /// The request id (default: Curio's `winpost-<miner>-<randomness>` / `wdpost-…`).
     #[arg(long)]
     request_id: Option<String>,
     /// The job's priority (default: the kind's, CRITICAL or HIGH).
     #[arg(long, value_enum)]
     priority: Option<ClientPriority>,
-    /// Give up after this many seconds (0: wait as long as it takes).
-    #[arg(long, default_value_t = 0)]
-    timeout_secs: u64,
 }
 
 #[derive(Args, Debug)]
@@ -91,15 +90,11 @@ pub(crate) struct StatusArgs {
 
 #[derive(Args, Debug)]
 pub(crate) struct ProveArgs {
-    /// The daemon's address: unix:PATH or HOST:PORT.
-    #[arg(long, default_value = "127.0.0.1:9820")]
-    daemon: String,
+    #[command(flatten)]
+    call: CallArgs,
     /// The C1 output (plain JSON or Curio's wrapper; a plain one is wrapped as Curio does).
     #[arg(long)]
     c1: PathBuf,
-    /// Where to write the proof (192 bytes per partition), atomically.
-    #[arg(long, short)]
-    out: PathBuf,
     /// Miner actor id (f01000 or 1000).
     #[arg(long)]
     prover_id: String,
@@ -112,9 +107,6 @@ pub(crate) struct ProveArgs {
     /// The job's priority.
     #[arg(long, value_enum, default_value_t = ClientPriority::Normal)]
     priority: ClientPriority,
-    /// Give up after this many seconds (0: wait as long as it takes).
-    #[arg(long, default_value_t = 0)]
-    timeout_secs: u64,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -197,28 +189,20 @@ async fn prove(args: ProveArgs) -> Result<()> {
         ..SubmitProofRequest::default()
     };
 
-    send(
-        submit,
-        request_bytes,
-        args.timeout_secs,
-        &args.daemon,
-        &args.out,
-    )
-    .await
+    send(submit, request_bytes, &args.call).await
 }
 
-/// Connects to `daemon`, sends `submit` with `Prove` (waiting at most
-/// `timeout_secs`, 0 for no limit), writes the proof to `out` and prints the
-/// daemon's timings beside the call's wall time.
-async fn send(
-    submit: SubmitProofRequest,
-    request_bytes: usize,
-    timeout_secs: u64,
-    daemon: &str,
-    out: &std::path::Path,
-) -> Result<()> {
+/// Connects to the call's daemon, sends `submit` with `Prove` (waiting at
+/// most its `timeout_secs`, 0 for no limit), writes the proof to its `out`
+/// and prints the daemon's timings beside the call's wall time.
+async fn send(submit: SubmitProofRequest, request_bytes: usize, call: &CallArgs) -> Result<()> {
+    let CallArgs {
+        daemon,
+        out,
+        timeout_secs,
+    } = call;
     let mut client = Client::connect(daemon).await?;
-    let deadline = (timeout_secs > 0).then(|| Duration::from_secs(timeout_secs));
+    let deadline = (*timeout_secs > 0).then(|| Duration::from_secs(*timeout_secs));
     let request_id = submit.request_id.clone();
     eprintln!(
         "{request_id}: {} of vanilla proof to {daemon}",
@@ -262,20 +246,16 @@ async fn send(
 }
 
 async fn post(kind: ProofKind, args: PostClientArgs) -> Result<()> {
-    let post_type = PostType::from_name(&args.proof_type)?;
+    let PostInput {
+        post_type,
+        randomness,
+        actor: miner,
+        vanilla,
+    } = args.input.read()?;
     let registered = PostType::ALL
         .iter()
         .position(|p| *p == post_type.registered())
         .expect("PostType::ALL lists every registered PoSt proof");
-    let randomness = super::post::parse_hex(&args.randomness).context("--randomness")?;
-    let miner = parse_actor(&args.prover_id)?;
-    let mut vanilla = Vec::with_capacity(args.vanilla.len());
-    for path in &args.vanilla {
-        vanilla.push(
-            std::fs::read(path)
-                .with_context(|| format!("reading the vanilla proof {}", path.display()))?,
-        );
-    }
     let request_bytes = vanilla.iter().map(Vec::len).sum();
     let request_id = args.request_id.clone().unwrap_or_else(|| {
         cuzk_daemon::client::post_request_id(
@@ -300,14 +280,7 @@ async fn post(kind: ProofKind, args: PostClientArgs) -> Result<()> {
         partition_index: args.partition,
         ..SubmitProofRequest::default()
     };
-    send(
-        submit,
-        request_bytes,
-        args.timeout_secs,
-        &args.daemon,
-        &args.out,
-    )
-    .await
+    send(submit, request_bytes, &args.call).await
 }
 
 async fn preload(args: PreloadArgs) -> Result<()> {

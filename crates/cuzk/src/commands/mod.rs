@@ -1,4 +1,5 @@
-//! One module per `cuzk` subcommand: its arguments (clap) and its `run`.
+//! One module per `cuzk` subcommand: its arguments (clap) and its `run`;
+//! `proving` holds what the proving commands share.
 
 pub(crate) mod aggregate;
 pub(crate) mod circuit_info;
@@ -13,6 +14,7 @@ pub(crate) mod porep_c2;
 pub(crate) mod post;
 pub(crate) mod precompile;
 pub(crate) mod prove;
+pub(crate) mod proving;
 pub(crate) mod setup;
 pub(crate) mod snap_prove;
 pub(crate) mod verify;

@@ -23,7 +23,10 @@ use cuzk_groth16::ProvingKey;
 use cuzk_pipeline::{Device, Job, PartitionSource};
 
 use crate::backend::{select_engine_device, BackendArgs, GpuWorkerArgs};
-use crate::output::{peak_rss, read_key, secs, write_atomically, Stages};
+use crate::commands::proving::{
+    one_per_c1, parameter_cache, precompiled_note, print_stages, verification, ProofArgs,
+};
+use crate::output::{read_key, write_atomically, Stages};
 use crate::run::{run_jobs, RunSettings, Schedule};
 
 #[derive(Args, Debug)]
@@ -45,11 +48,6 @@ pub(crate) struct PorepC2Args {
     /// non-interactive type, the input of `cuzk aggregate` over several sectors.
     #[arg(long)]
     partition_proofs: Vec<PathBuf>,
-    /// Parameter cache holding v28-….params and .vk, and for non-interactive types the
-    /// SnarkPack SRS v28-fil-inner-product-v1.srs (default: FIL_PROOFS_PARAMETER_CACHE,
-    /// else /var/tmp/filecoin-proof-parameters).
-    #[arg(long)]
-    params_dir: Option<PathBuf>,
     /// Miner actor id (f01000 or 1000). With it the C1 is checked to belong to the
     /// sector and the proof is verified with filecoin-proofs' verify_seal; without,
     /// it is verified on the C1's own replica id.
@@ -58,12 +56,8 @@ pub(crate) struct PorepC2Args {
     /// Sector number (default: Curio's SectorNum; one --c1 only).
     #[arg(long)]
     sector_id: Option<u64>,
-    /// Do not verify the proof before writing it.
-    #[arg(long)]
-    no_verify: bool,
-    /// Seed of the proof randomness (r, s); random when absent.
-    #[arg(long)]
-    rng_seed: Option<u64>,
+    #[command(flatten)]
+    proof: ProofArgs,
     /// Partitions synthesized at once. 1 (with one interactive --c1): the
     /// serial scheduler, each partition synthesized, then proved, then the
     /// next. More (or several --c1, or a non-interactive type): cuzk's
@@ -126,30 +120,18 @@ struct Sector {
 }
 
 pub(crate) fn run(args: PorepC2Args) -> Result<()> {
-    // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use:
-    // set it before anything touches the crates, so verify_seal and cuzk
-    // read the same directory.
-    if let Some(dir) = &args.params_dir {
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
-    }
-    if args.c1.len() != args.out.len() {
-        bail!(
-            "{} --c1 files but {} --out files: give one --out per --c1, in the same order",
+    let params = parameter_cache(args.proof.params_dir.as_deref());
+    one_per_c1(args.c1.len(), args.out.len(), "--out")?;
+    if !args.partition_proofs.is_empty() {
+        one_per_c1(
             args.c1.len(),
-            args.out.len()
-        );
-    }
-    if !args.partition_proofs.is_empty() && args.partition_proofs.len() != args.c1.len() {
-        bail!(
-            "{} --c1 files but {} --partition-proofs files: give one per --c1, in the same order",
-            args.c1.len(),
-            args.partition_proofs.len()
-        );
+            args.partition_proofs.len(),
+            "--partition-proofs",
+        )?;
     }
     if args.c1.len() > 1 && args.sector_id.is_some() {
         bail!("--sector-id names one sector: with several --c1, each must be in Curio's wrapper");
     }
-    let params = ParamsDir::filecoin();
     let mut stages: Stages = Vec::new();
 
     let t = Instant::now();
@@ -252,14 +234,7 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
         }
     };
 
-    if args.no_verify {
-        stages.push((
-            "verification".into(),
-            Duration::ZERO,
-            "skipped (--no-verify)".into(),
-        ));
-    } else {
-        let t = Instant::now();
+    verification(args.proof.no_verify, &mut stages, || {
         let vk = params.load_verifying_key(pt)?;
         let mut how = Vec::new();
         for (s, proof) in sectors.iter().zip(&outputs) {
@@ -275,17 +250,13 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
             }
             Verified::ReplicaId => "StackedCompound::verify on the C1's replica id",
         };
-        stages.push((
-            "verification".into(),
-            t.elapsed(),
-            format!(
-                "{}: {} of {} valid",
-                valid(how[0]),
-                how.len(),
-                sectors.len()
-            ),
-        ));
-    }
+        Ok(format!(
+            "{}: {} of {} valid",
+            valid(how[0]),
+            how.len(),
+            sectors.len()
+        ))
+    })?;
 
     for (s, proof) in sectors.iter().zip(&outputs) {
         write_atomically(&s.out, proof)?;
@@ -293,12 +264,7 @@ pub(crate) fn run(args: PorepC2Args) -> Result<()> {
     for (path, proof) in args.partition_proofs.iter().zip(&proofs) {
         write_atomically(path, proof)?;
     }
-    for (stage, d, note) in &stages {
-        println!("{stage:<13} {:>10}  {note}", secs(*d));
-    }
-    if let Some(peak) = peak_rss() {
-        println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
-    }
+    print_stages(&stages);
     for (s, proof) in sectors.iter().zip(&outputs) {
         println!("wrote {} ({} bytes)", s.out.display(), proof.len());
     }
@@ -359,12 +325,7 @@ fn synthesis_mode(
         Some(key),
     );
     let note = match (&synthesis, fallback) {
-        (PorepSynthesis::Precompiled(pre), _) => format!(
-            "precompiled: {} ({}, {} constraints)",
-            pre.path().display(),
-            cuzk_pipeline::memory::human(pre.file_bytes() as u64),
-            pre.shape().num_constraints
-        ),
+        (PorepSynthesis::Precompiled(pre), _) => precompiled_note(pre),
         (_, Some(e)) => format!("parallel (the pre-compiled circuit is not usable: {e})"),
         (other, None) => other.mode().to_string(),
     };
@@ -407,7 +368,7 @@ fn prove_sectors(
         .map(|(i, (source, sector))| {
             let job = Job::new(Arc::new(source), Arc::clone(&key))
                 .with_label(sector.path.display().to_string());
-            match args.rng_seed {
+            match args.proof.rng_seed {
                 Some(seed) => job.seeded(seed.wrapping_add(i as u64)),
                 None => job,
             }
@@ -416,7 +377,7 @@ fn prove_sectors(
     let settings = RunSettings {
         schedule,
         host_budget: args.host_budget,
-        verify: !args.no_verify,
+        verify: !args.proof.no_verify,
         what: "partitions",
     };
     let run = run_jobs(device, jobs, &shape, key_bytes, &settings)?;

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -20,11 +20,16 @@ use cuzk_pipeline::{Job, PartitionSource};
 
 use crate::backend::{select_engine_device, BackendArgs};
 use crate::commands::porep_c2::parse_actor;
-use crate::output::{peak_rss, read_key, secs, write_atomically, Stages};
+use crate::commands::proving::{
+    check_key, parameter_cache, precompiled_note, verification, write_and_report, ProofArgs,
+};
+use crate::output::{read_key, Stages};
 use crate::run::{run_jobs, RunSettings, Schedule};
 
+/// What a PoSt is proved from, as `winning-post`, `window-post` and
+/// `client winning-post`/`window-post` take it.
 #[derive(Args, Debug)]
-pub(crate) struct PostArgs {
+pub(crate) struct PostInputArgs {
     /// The registered PoSt proof type (StackedDrgWinning32GiBV1, StackedDrgWindow32GiBV1_2, …).
     #[arg(long)]
     proof_type: String,
@@ -41,19 +46,38 @@ pub(crate) struct PostArgs {
     /// Miner actor id (f01000 or 1000): the prover id is its id address payload.
     #[arg(long)]
     prover_id: String,
+}
+
+/// [`PostInputArgs`] read: the files loaded, the hex and the actor parsed.
+pub(crate) struct PostInput {
+    pub(crate) post_type: PostType,
+    pub(crate) randomness: Vec<u8>,
+    /// The miner's actor id.
+    pub(crate) actor: u64,
+    /// Each sector's vanilla proof, in order.
+    pub(crate) vanilla: Vec<Vec<u8>>,
+}
+
+impl PostInputArgs {
+    pub(crate) fn read(&self) -> Result<PostInput> {
+        Ok(PostInput {
+            post_type: PostType::from_name(&self.proof_type)?,
+            randomness: parse_hex(&self.randomness).context("--randomness")?,
+            actor: parse_actor(&self.prover_id)?,
+            vanilla: read_vanilla(&self.vanilla)?,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct PostArgs {
+    #[command(flatten)]
+    input: PostInputArgs,
     /// Where to write the 192-byte proof; written atomically, and only once it has verified.
     #[arg(long, short)]
     out: PathBuf,
-    /// Parameter cache holding v28-….params and .vk (default: FIL_PROOFS_PARAMETER_CACHE,
-    /// else /var/tmp/filecoin-proof-parameters).
-    #[arg(long)]
-    params_dir: Option<PathBuf>,
-    /// Do not verify the proof before writing it.
-    #[arg(long)]
-    no_verify: bool,
-    /// Seed of the proof randomness (r, s); random when absent.
-    #[arg(long)]
-    rng_seed: Option<u64>,
+    #[command(flatten)]
+    proof: ProofArgs,
     #[command(flatten)]
     backend: BackendArgs,
     #[command(flatten)]
@@ -95,12 +119,7 @@ impl CircuitSynthesisArgs {
         let (synthesis, fallback) =
             CircuitSynthesis::precompiled(circuit, params, self.r1cs_cache.as_deref(), Some(key));
         let note = match (&synthesis, fallback) {
-            (CircuitSynthesis::Precompiled(pre), _) => format!(
-                "precompiled: {} ({}, {} constraints)",
-                pre.path().display(),
-                cuzk_pipeline::memory::human(pre.file_bytes() as u64),
-                pre.shape().num_constraints
-            ),
+            (CircuitSynthesis::Precompiled(pre), _) => precompiled_note(pre),
             (_, Some(e)) => format!("full (the pre-compiled circuit is not usable: {e})"),
             (_, None) => "full".into(),
         };
@@ -147,6 +166,17 @@ pub(crate) fn vanilla_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The contents of the vanilla proof files of `--vanilla` (see [`vanilla_files`]).
+pub(crate) fn read_vanilla(paths: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
+    vanilla_files(paths)?
+        .iter()
+        .map(|path| {
+            std::fs::read(path)
+                .with_context(|| format!("reading the vanilla proof {}", path.display()))
+        })
+        .collect()
+}
+
 /// The sector numbers, all of them up to 8, else the first three, the
 /// count and the last.
 fn sector_list(sectors: &[(u64, [u8; 32])]) -> String {
@@ -164,26 +194,17 @@ fn sector_list(sectors: &[(u64, [u8; 32])]) -> String {
 
 /// Proves one PoSt of `kind` (`partition`: the WindowPoSt partition index).
 pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()> {
-    // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use:
-    // set it before anything touches the crates, so its verifier and cuzk
-    // read the same directory.
-    if let Some(dir) = &args.params_dir {
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
-    }
-    let params = ParamsDir::filecoin();
+    let params = parameter_cache(args.proof.params_dir.as_deref());
     let mut stages: Stages = Vec::new();
 
     let t = Instant::now();
-    let post_type = PostType::from_name(&args.proof_type)?;
-    let randomness = parse_hex(&args.randomness).context("--randomness")?;
-    let prover_id = SectorIdentity::from_actor(parse_actor(&args.prover_id)?, 0).prover_id;
-    let mut vanilla = Vec::with_capacity(args.vanilla.len());
-    for path in vanilla_files(&args.vanilla)? {
-        vanilla.push(
-            std::fs::read(&path)
-                .with_context(|| format!("reading the vanilla proof {}", path.display()))?,
-        );
-    }
+    let PostInput {
+        post_type,
+        randomness,
+        actor,
+        vanilla,
+    } = args.input.read()?;
+    let prover_id = SectorIdentity::from_actor(actor, 0).prover_id;
     let bytes: usize = vanilla.iter().map(Vec::len).sum();
     let request = match kind {
         PostKind::Winning => PostRequest::winning(post_type, &randomness, prover_id, vanilla)?,
@@ -207,13 +228,7 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
         ),
     ));
 
-    let t = Instant::now();
-    params.check(post_type)?;
-    stages.push((
-        "check".into(),
-        t.elapsed(),
-        "key files present and whole".into(),
-    ));
+    check_key(&params, post_type, &mut stages)?;
 
     let device = select_engine_device(&args.backend, 1)?;
     let key = read_key(&params, post_type, &mut stages)?;
@@ -222,13 +237,13 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
     let shape = source.shape();
     let key_bytes = key.summary().file_len;
     let mut job = Job::new(Arc::clone(&source) as _, Arc::new(key));
-    if let Some(seed) = args.rng_seed {
+    if let Some(seed) = args.proof.rng_seed {
         job = job.seeded(seed);
     }
     let settings = RunSettings {
         schedule: Schedule::Serial,
         host_budget: None,
-        verify: !args.no_verify,
+        verify: !args.proof.no_verify,
         what: "partitions",
     };
     let run = run_jobs(device, vec![job], &shape, key_bytes, &settings)?;
@@ -239,41 +254,22 @@ pub(crate) fn run(kind: PostKind, args: PostArgs, partition: usize) -> Result<()
     run.report(&mut stages);
     let proof = run.proof_bytes().remove(0);
 
-    if args.no_verify {
-        stages.push((
-            "verification".into(),
-            Duration::ZERO,
-            "skipped (--no-verify)".into(),
-        ));
-    } else {
-        let t = Instant::now();
+    verification(args.proof.no_verify, &mut stages, || {
         let vk = params.load_verifying_key(post_type)?;
         let how = verify_post(&request, &proof, &vk)?;
-        stages.push((
-            "verification".into(),
-            t.elapsed(),
-            match (how, kind) {
-                (PostVerified::FilecoinApi, PostKind::Winning) => {
-                    "valid: filecoin-proofs-api verify_winning_post"
-                }
-                (PostVerified::FilecoinApi, PostKind::Window) => {
-                    "valid: filecoin-proofs-api verify_window_post on the partition's sectors"
-                }
-                (PostVerified::Compound, _) => {
-                    "valid: FallbackPoStCompound::verify (sectors not in ascending order)"
-                }
+        Ok(match (how, kind) {
+            (PostVerified::FilecoinApi, PostKind::Winning) => {
+                "valid: filecoin-proofs-api verify_winning_post"
             }
-            .into(),
-        ));
-    }
+            (PostVerified::FilecoinApi, PostKind::Window) => {
+                "valid: filecoin-proofs-api verify_window_post on the partition's sectors"
+            }
+            (PostVerified::Compound, _) => {
+                "valid: FallbackPoStCompound::verify (sectors not in ascending order)"
+            }
+        }
+        .into())
+    })?;
 
-    write_atomically(&args.out, &proof)?;
-    for (stage, d, note) in &stages {
-        println!("{stage:<13} {:>10}  {note}", secs(*d));
-    }
-    if let Some(peak) = peak_rss() {
-        println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
-    }
-    println!("wrote {} ({} bytes)", args.out.display(), proof.len());
-    Ok(())
+    write_and_report(&args.out, &proof, &stages)
 }

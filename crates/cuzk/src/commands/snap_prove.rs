@@ -6,19 +6,22 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use cuzk_filecoin::{
-    parse_sector_size, verify_update, ParamsDir, ProofType, UpdateRequest, UpdateSource,
-    UpdateType, UPDATE_PROOF_BATCH,
+    parse_sector_size, verify_update, ProofType, UpdateRequest, UpdateSource, UpdateType,
+    UPDATE_PROOF_BATCH,
 };
 use cuzk_pipeline::{Job, PartitionSource};
 
 use crate::backend::{select_engine_device, BackendArgs, GpuWorkerArgs};
-use crate::commands::post::{parse_hex, vanilla_files, CircuitSynthesisArgs};
-use crate::output::{peak_rss, read_key, secs, write_atomically, Stages};
+use crate::commands::post::{parse_hex, read_vanilla, CircuitSynthesisArgs};
+use crate::commands::proving::{
+    check_key, parameter_cache, verification, write_and_report, ProofArgs,
+};
+use crate::output::{read_key, Stages};
 use crate::run::{run_jobs, RunSettings, Schedule};
 
 #[derive(Args, Debug)]
@@ -47,16 +50,8 @@ pub(crate) struct SnapProveArgs {
     /// and only once it has verified.
     #[arg(long, short)]
     out: PathBuf,
-    /// Parameter cache holding v28-….params and .vk (default: FIL_PROOFS_PARAMETER_CACHE,
-    /// else /var/tmp/filecoin-proof-parameters).
-    #[arg(long)]
-    params_dir: Option<PathBuf>,
-    /// Do not verify the proof before writing it.
-    #[arg(long)]
-    no_verify: bool,
-    /// Seed of the proof randomness (r, s); random when absent.
-    #[arg(long)]
-    rng_seed: Option<u64>,
+    #[command(flatten)]
+    proof: ProofArgs,
     /// Partitions synthesized at once. 1: the serial scheduler, each
     /// partition synthesized, then proved, then the next. More: cuzk's
     /// pipelined engine, which synthesizes up to this many at once within
@@ -79,11 +74,7 @@ pub(crate) struct SnapProveArgs {
 }
 
 pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
-    // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, on first use.
-    if let Some(dir) = &args.params_dir {
-        std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", dir);
-    }
-    let params = ParamsDir::filecoin();
+    let params = parameter_cache(args.proof.params_dir.as_deref());
     let mut stages: Stages = Vec::new();
 
     let t = Instant::now();
@@ -100,13 +91,7 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
         .with_context(|| format!("no registered proof type has {size}-byte sectors"))?;
     let update_type = UpdateType::for_seal(seal);
     let hex = |text: &str, name: &str| parse_hex(text).with_context(|| format!("--{name}"));
-    let mut vanilla = Vec::with_capacity(args.vanilla.len());
-    for path in vanilla_files(&args.vanilla)? {
-        vanilla.push(
-            std::fs::read(&path)
-                .with_context(|| format!("reading the vanilla proof {}", path.display()))?,
-        );
-    }
+    let vanilla = read_vanilla(&args.vanilla)?;
     let bytes: usize = vanilla.iter().map(Vec::len).sum();
     let request = UpdateRequest::new(
         update_type,
@@ -125,13 +110,7 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
         ),
     ));
 
-    let t = Instant::now();
-    params.check(update_type)?;
-    stages.push((
-        "check".into(),
-        t.elapsed(),
-        "key files present and whole".into(),
-    ));
+    check_key(&params, update_type, &mut stages)?;
 
     let schedule = Schedule::for_workers(args.synthesis_workers as usize, 1);
     let gpu_workers = match schedule {
@@ -145,43 +124,24 @@ pub(crate) fn run(args: SnapProveArgs) -> Result<()> {
     let shape = source.shape();
     let key_bytes = key.summary().file_len;
     let mut job = Job::new(Arc::new(source), Arc::new(key)).with_label("snap-prove");
-    if let Some(seed) = args.rng_seed {
+    if let Some(seed) = args.proof.rng_seed {
         job = job.seeded_in_batches(seed, UPDATE_PROOF_BATCH);
     }
     let settings = RunSettings {
         schedule,
         host_budget: args.host_budget,
-        verify: !args.no_verify,
+        verify: !args.proof.no_verify,
         what: "partitions",
     };
     let run = run_jobs(device, vec![job], &shape, key_bytes, &settings)?;
     run.report(&mut stages);
     let proof = run.proof_bytes().remove(0);
 
-    if args.no_verify {
-        stages.push((
-            "verification".into(),
-            Duration::ZERO,
-            "skipped (--no-verify)".into(),
-        ));
-    } else {
-        let t = Instant::now();
+    verification(args.proof.no_verify, &mut stages, || {
         let vk = params.load_verifying_key(update_type)?;
         verify_update(&request, &proof, &vk)?;
-        stages.push((
-            "verification".into(),
-            t.elapsed(),
-            "valid: filecoin-proofs-api verify_empty_sector_update_proof".into(),
-        ));
-    }
+        Ok("valid: filecoin-proofs-api verify_empty_sector_update_proof".into())
+    })?;
 
-    write_atomically(&args.out, &proof)?;
-    for (stage, d, note) in &stages {
-        println!("{stage:<13} {:>10}  {note}", secs(*d));
-    }
-    if let Some(peak) = peak_rss() {
-        println!("peak host RSS {}", cuzk_pipeline::memory::human(peak));
-    }
-    println!("wrote {} ({} bytes)", args.out.display(), proof.len());
-    Ok(())
+    write_and_report(&args.out, &proof, &stages)
 }
