@@ -13,10 +13,10 @@
 use std::time::Instant;
 
 use clap::Parser;
-use cuzk_cuda::abc::{device_bytes, DeviceR1cs, HostIds, HostMatrix};
+use cuzk_cuda::abc::{device_bytes, DeviceR1cs};
 use cuzk_cuda::{Gpu, VramBudget};
 use cuzk_field::limbs::{fr_as_limbs, limbs_as_fr, FrLimbs};
-use cuzk_synth::precompiled::{record, CoeffIdsRef, MatrixRef};
+use cuzk_synth::precompiled::record;
 use cuzk_synth::DemoCircuit;
 
 /// The target for a, b, c of a 2^27 partition on the GPU (ms).
@@ -44,17 +44,6 @@ fn main() {
     if let Err(e) = run() {
         eprintln!("abc_bench: {e}");
         std::process::exit(1);
-    }
-}
-
-fn host_matrix<'a>(m: &MatrixRef<'a>) -> HostMatrix<'a> {
-    HostMatrix {
-        row_ptr: m.row_ptr,
-        cols: m.cols,
-        ids: match m.ids {
-            CoeffIdsRef::U16(v) => HostIds::U16(v),
-            CoeffIdsRef::U32(v) => HostIds::U32(v),
-        },
     }
 }
 
@@ -99,7 +88,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let cpu = r.synthesize(witness)?;
         let cpu_s = t.elapsed().as_secs_f64();
 
-        let matrices = [host_matrix(&r.a), host_matrix(&r.b), host_matrix(&r.c)];
+        let matrices = cuzk_gpu::host_matrices(&r);
         let bytes = device_bytes(r.coeffs.len(), &matrices);
         let t = Instant::now();
         let dev = DeviceR1cs::upload(&s, fr_as_limbs(r.coeffs), matrices)?;

@@ -45,14 +45,7 @@ fn host_matrix<'a>(m: &MatrixRef<'a>) -> HostMatrix<'a> {
 
 /// Device bytes the recording's matrices and coefficient table take.
 pub fn matrix_bytes(r1cs: &R1csRef<'_>) -> u64 {
-    device_bytes(
-        r1cs.coeffs.len(),
-        &[
-            host_matrix(&r1cs.a),
-            host_matrix(&r1cs.b),
-            host_matrix(&r1cs.c),
-        ],
-    )
+    device_bytes(r1cs.coeffs.len(), &host_matrices(r1cs))
 }
 
 /// The plan shape of a witness: its circuit's, with a, b, c on the device
@@ -212,11 +205,7 @@ impl Worker {
         let matrices = Arc::new(DeviceR1cs::upload(
             &self.stream,
             fr_as_limbs(r1cs.coeffs),
-            [
-                host_matrix(&r1cs.a),
-                host_matrix(&r1cs.b),
-                host_matrix(&r1cs.c),
-            ],
+            host_matrices(&r1cs),
         )?);
         self.stream.synchronize()?;
         t.record("r1cs_upload", start.elapsed());
@@ -378,8 +367,9 @@ impl Worker {
     }
 }
 
-/// A recording's three matrices as cuzk-cuda's streamed SpMV takes them.
-fn host_matrices<'a>(r1cs: &R1csRef<'a>) -> [HostMatrix<'a>; 3] {
+/// A recording's three matrices as cuzk-cuda's SpMV takes them (resident
+/// or streamed).
+pub fn host_matrices<'a>(r1cs: &R1csRef<'a>) -> [HostMatrix<'a>; 3] {
     [
         host_matrix(&r1cs.a),
         host_matrix(&r1cs.b),

@@ -13,12 +13,12 @@ use cuzk_cuda::{DeviceBuffer, Event};
 use cuzk_field::limbs::{
     fr_as_limbs, g1_as_limbs, g2_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs,
 };
-use cuzk_field::{Fr, Group};
+use cuzk_field::Group;
 use cuzk_groth16::prover::{dense_ab_scalars_of, MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
-use crate::worker::{add_opt, Clock, Scalars, Worker};
+use crate::worker::{add_opt, Clock, Dense, Scalars, Worker};
 
 impl Worker {
     /// The five MSMs with the key streamed. `aux_on_device`: the aux values
@@ -59,29 +59,13 @@ impl Worker {
                 let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Device(&dl), aux)?;
                 clock.stop(&s)?;
                 clock.start(&s, "msm_a")?;
-                let mut da = s.alloc::<FrLimbs>(key.a.len())?;
-                let inputs = fr_as_limbs(&w.input_assignment);
-                s.upload_at(inputs, &mut da, 0)?;
-                self.gather_aux(&dl, w.a_aux_density.as_words(), &mut da, inputs.len(), aux)?;
+                let da = self.dense_scalars(&dl, w, key.a.len(), Dense::A)?;
                 let a =
                     self.stream_g1(chunk, g1_as_limbs(&key.a), Scalars::Device(&da), da.len())?;
                 drop(da);
                 clock.stop(&s)?;
                 clock.start(&s, "msm_b_g1")?;
-                let mut db = s.alloc::<FrLimbs>(key.b_g1.len())?;
-                let b_inputs: Vec<Fr> = w
-                    .b_input_density
-                    .iter_ones()
-                    .map(|i| w.input_assignment[i])
-                    .collect();
-                s.upload_at(fr_as_limbs(&b_inputs), &mut db, 0)?;
-                self.gather_aux(
-                    &dl,
-                    w.b_aux_density.as_words(),
-                    &mut db,
-                    b_inputs.len(),
-                    aux,
-                )?;
+                let db = self.dense_scalars(&dl, w, key.b_g1.len(), Dense::B)?;
                 drop(dl);
                 let len = db.len();
                 let b_g1 =

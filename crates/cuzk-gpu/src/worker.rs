@@ -339,30 +339,14 @@ impl Worker {
         clock.stop(&s)?;
 
         clock.start(&s, "msm_a")?;
-        let mut da = s.alloc::<FrLimbs>(srs.a.len())?;
-        let inputs = fr_as_limbs(&w.input_assignment);
-        s.upload_at(inputs, &mut da, 0)?;
-        self.gather_aux(&dl, w.a_aux_density.as_words(), &mut da, inputs.len(), aux)?;
+        let da = self.dense_scalars(&dl, w, srs.a.len(), Dense::A)?;
         let a = self.split_g1("A", &srs.a, &da)?;
         drop(da);
         clock.stop(&s)?;
 
         // B in G1 and G2 share one upload and one classification.
         clock.start(&s, "msm_b_g1")?;
-        let mut db = s.alloc::<FrLimbs>(srs.b_g1.len())?;
-        let b_inputs: Vec<Fr> = w
-            .b_input_density
-            .iter_ones()
-            .map(|i| w.input_assignment[i])
-            .collect();
-        s.upload_at(fr_as_limbs(&b_inputs), &mut db, 0)?;
-        self.gather_aux(
-            &dl,
-            w.b_aux_density.as_words(),
-            &mut db,
-            b_inputs.len(),
-            aux,
-        )?;
+        let db = self.dense_scalars(&dl, w, srs.b_g1.len(), Dense::B)?;
         drop(dl);
         let scratch = self.scratch.as_mut().expect("sized above");
         let counts = scratch.classifier.classify(&db)?;
@@ -496,6 +480,32 @@ impl Worker {
         Ok(a)
     }
 
+    /// A's (`Dense::A`) or B's dense scalars on the device, `len` of them:
+    /// the inputs of the section's density, then its aux values gathered
+    /// from `dl` (in VRAM). B's serve G1 and G2.
+    pub(crate) fn dense_scalars(
+        &mut self,
+        dl: &DeviceBuffer<FrLimbs>,
+        w: &Synthesized,
+        len: usize,
+        which: Dense,
+    ) -> cuzk_cuda::Result<DeviceBuffer<FrLimbs>> {
+        let (inputs, density): (Vec<Fr>, _) = match which {
+            Dense::A => (w.input_assignment.clone(), w.a_aux_density.as_words()),
+            Dense::B => (
+                w.b_input_density
+                    .iter_ones()
+                    .map(|i| w.input_assignment[i])
+                    .collect(),
+                w.b_aux_density.as_words(),
+            ),
+        };
+        let mut d = self.stream.alloc::<FrLimbs>(len)?;
+        self.stream.upload_at(fr_as_limbs(&inputs), &mut d, 0)?;
+        self.gather_aux(dl, density, &mut d, inputs.len(), w.num_aux())?;
+        Ok(d)
+    }
+
     /// Copies `src` into `dst[at..]` on `stream` through the two pinned
     /// staging buffers: one is filled (in parallel) while the other's copy runs.
     pub(crate) fn stage_upload<T: DeviceRepr + Sync>(
@@ -507,6 +517,13 @@ impl Worker {
     ) -> cuzk_cuda::Result<()> {
         self.staging.upload(stream, src, dst, at)
     }
+}
+
+/// Which section's dense scalars ([`Worker::dense_scalars`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Dense {
+    A,
+    B,
 }
 
 /// A compact witness's aux values as cuzk-cuda's [`Classed`] sections: the

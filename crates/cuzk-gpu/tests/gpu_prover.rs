@@ -35,6 +35,15 @@ fn backend() -> Option<CudaBackend> {
 
 /// The key of the 2^`k` demo circuit at `path`, its points checked on the
 /// curve.
+/// A run's stages as "name 1.23ms, …", `digits` after the point.
+fn stage_list(stages: &[(&'static str, std::time::Duration)], digits: usize) -> String {
+    let each: Vec<String> = stages
+        .iter()
+        .map(|(n, d)| format!("{n} {:.*}ms", digits, d.as_secs_f64() * 1e3))
+        .collect();
+    each.join(", ")
+}
+
 fn read_key(k: u32, path: &std::path::Path) -> ProvingKey {
     ProvingKey::read_from_path(path, PointCheck::OnCurve)
         .unwrap_or_else(|e| panic!("key for 2^{k}: {e}"))
@@ -149,17 +158,12 @@ fn gpu_proofs_are_byte_identical_to_cpu_proofs() {
                 verify_proof(&pvk, &gpu_proof.proof, &inputs).unwrap(),
                 "2^{k}: GPU proof invalid"
             );
-            let stages: Vec<String> = gpu_proof
-                .timings
-                .stages
-                .iter()
-                .map(|(n, d)| format!("{n} {:.1}ms", d.as_secs_f64() * 1e3))
-                .collect();
+            let stages = stage_list(&gpu_proof.timings.stages, 1);
             eprintln!(
                 "2^{k}: identical; cpu {:.1} ms, gpu {:.1} ms [{}]",
                 cpu.timings.total().as_secs_f64() * 1e3,
                 gpu_proof.timings.total().as_secs_f64() * 1e3,
-                stages.join(", ")
+                stages
             );
         }
     }
@@ -406,16 +410,11 @@ fn deferred_abc_on_the_device_gives_the_cpu_proofs() {
                 "matrices uploaded once per circuit"
             );
             assert_eq!(slot.resident(), Some(*deferred.id()));
-            let stages: Vec<String> = out
-                .timings
-                .stages
-                .iter()
-                .map(|(n, d)| format!("{n} {:.2}ms", d.as_secs_f64() * 1e3))
-                .collect();
+            let stages = stage_list(&out.timings.stages, 2);
             eprintln!(
                 "2^{k}: identical; upload_z {z}; {} [{}]",
                 gpu.last_run().unwrap_or_default(),
-                stages.join(", ")
+                stages
             );
         }
     }
@@ -536,13 +535,8 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
                         );
                         assert_eq!(plan.gather_len, witness_shape(witness).aux, "{what}");
                     }
-                    let stages: Vec<String> = out
-                        .timings
-                        .stages
-                        .iter()
-                        .map(|(n, d)| format!("{n} {:.2}ms", d.as_secs_f64() * 1e3))
-                        .collect();
-                    eprintln!("{what}: identical [{}]", stages.join(", "));
+                    let stages = stage_list(&out.timings.stages, 2);
+                    eprintln!("{what}: identical [{}]", stages);
                 }
             }
         }

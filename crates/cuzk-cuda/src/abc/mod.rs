@@ -110,28 +110,35 @@ fn check_table(coeffs: &[FrLimbs]) -> Result<()> {
     })
 }
 
-/// Checks one matrix's structure (`rows` + 1 non-decreasing offsets ending
-/// at its term count, one id per term, every id within a table of
-/// `table` entries); returns its width (one past its largest column).
-fn check_matrix(name: &str, m: &HostMatrix<'_>, rows: usize, table: usize) -> Result<usize> {
-    let kernel = SPMV;
+/// The checks that cost nothing: `rows` + 1 offsets starting at 0 and
+/// ending at the term count, one id per term (and `ordered`, the caller's
+/// finding on the offsets between).
+fn check_ends(name: &str, m: &HostMatrix<'_>, rows: usize, ordered: bool) -> Result<()> {
     let terms = m.cols.len();
-    ensure(kernel, m.row_ptr.len() == rows + 1, || {
+    ensure(SPMV, m.row_ptr.len() == rows + 1, || {
         format!(
             "{name} has {} row offsets, A has {}",
             m.row_ptr.len(),
             rows + 1
         )
     })?;
-    ensure(kernel, m.ids.len() == terms, || {
+    ensure(SPMV, m.ids.len() == terms, || {
         format!("{name} has {terms} columns but {} ids", m.ids.len())
     })?;
-    let ordered = m.row_ptr.first() == Some(&0)
-        && m.row_ptr.windows(2).all(|w| w[0] <= w[1])
+    let csr = ordered
+        && m.row_ptr.first() == Some(&0)
         && m.row_ptr.last().is_some_and(|&e| e as usize == terms);
-    ensure(kernel, ordered, || {
+    ensure(SPMV, csr, || {
         format!("{name}'s row offsets are not a CSR index over {terms} terms")
-    })?;
+    })
+}
+
+/// Checks one matrix's structure (`rows` + 1 non-decreasing offsets ending
+/// at its term count, one id per term, every id within a table of
+/// `table` entries); returns its width (one past its largest column).
+fn check_matrix(name: &str, m: &HostMatrix<'_>, rows: usize, table: usize) -> Result<usize> {
+    let kernel = SPMV;
+    check_ends(name, m, rows, m.row_ptr.windows(2).all(|w| w[0] <= w[1]))?;
     let max_id = match m.ids {
         HostIds::U16(v) => v.iter().copied().max().map(u32::from),
         HostIds::U32(v) => v.iter().copied().max(),
@@ -198,6 +205,26 @@ struct SpmvArgs {
     cols: DevPtr<u32>,
     rows: usize,
     terms: usize,
+    coeffs: DevPtr<FrLimbs>,
+    z: DevPtr<FrLimbs>,
+    classes: DevPtr<u8>,
+    /// The first row's output.
+    out: DevPtrMut<FrLimbs>,
+}
+
+/// [`spmv`] with the kernel of the ids' width.
+///
+/// # Safety
+/// As [`spmv`]'s.
+#[allow(unsafe_code)]
+unsafe fn spmv_ids(stream: &Stream, ids: &DeviceIds, m: &SpmvArgs) -> Result<()> {
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        match ids {
+            DeviceIds::U16(d) => spmv(stream, decl::prover_spmv_u16, d.arg(), m),
+            DeviceIds::U32(d) => spmv(stream, decl::prover_spmv_u32, d.arg(), m),
+        }
+    }
 }
 
 /// Queues `out[r] = (M · z)[r]` for the rows of `m` (`out`: the first row's
@@ -215,20 +242,16 @@ unsafe fn spmv<I>(
     kernel: Kernel<ProverSpmv<I>>,
     ids: DevPtr<I>,
     m: &SpmvArgs,
-    coeffs: &DeviceBuffer<FrLimbs>,
-    z: &DeviceBuffer<FrLimbs>,
-    classes: &DeviceBuffer<u8>,
-    out: DevPtrMut<FrLimbs>,
 ) -> Result<()> {
     let args = (
         m.row_ptr,
         m.cols,
         ids,
-        coeffs.arg(),
-        z.arg(),
-        classes.arg(),
+        m.coeffs,
+        m.z,
+        m.classes,
         m.rows as u32,
-        out,
+        m.out,
     );
     // SAFETY: the caller's contract is the kernel's (see above).
     unsafe {
@@ -297,12 +320,10 @@ impl DeviceR1cs {
         classes: &mut DeviceBuffer<u8>,
         out: [&mut DeviceBuffer<FrLimbs>; 3],
     ) -> Result<()> {
-        let lens = out.each_ref().map(|o| o.len());
-        classify(stream, z, classes, self.width(), self.rows(), &lens)?;
-        for (which, o) in out.into_iter().enumerate() {
-            self.evaluate_classified(stream, z, classes, which, o)?;
-        }
-        Ok(())
+        let (width, rows) = (self.width(), self.rows());
+        each_classified(stream, z, classes, width, rows, out, |classes, which, o| {
+            self.evaluate_classified(stream, z, classes, which, o)
+        })
     }
 
     /// One matrix at a time (the lean H polynomial makes b only after it has
@@ -338,8 +359,11 @@ impl DeviceR1cs {
             cols: m.cols.arg(),
             rows: m.rows,
             terms: m.cols.len(),
+            coeffs: self.coeffs.arg(),
+            z: z.arg(),
+            classes: classes.arg(),
+            out: out.arg_mut(),
         };
-        let (coeffs, out) = (&self.coeffs, out.arg_mut());
         #[allow(unsafe_code)]
         // SAFETY: row_ptr has rows + 1 non-decreasing offsets ending at the
         // term count (checked at upload), so every term index is within
@@ -347,18 +371,29 @@ impl DeviceR1cs {
         // classes.len(), every id below the table's length (checked at
         // upload and by check_evaluation); out has >= rows values (checked).
         unsafe {
-            match &m.ids {
-                DeviceIds::U16(ids) => {
-                    let k = decl::prover_spmv_u16;
-                    spmv(stream, k, ids.arg(), &args, coeffs, z, classes, out)
-                }
-                DeviceIds::U32(ids) => {
-                    let k = decl::prover_spmv_u32;
-                    spmv(stream, k, ids.arg(), &args, coeffs, z, classes, out)
-                }
-            }
+            spmv_ids(stream, &m.ids, &args)
         }
     }
+}
+
+/// [`classify`] z once (the outputs' lengths checked), then `each(classes,
+/// which, out[which])` for A, B and C: what evaluating all three is, from
+/// resident or streamed matrices.
+fn each_classified(
+    stream: &Stream,
+    z: &DeviceBuffer<FrLimbs>,
+    classes: &mut DeviceBuffer<u8>,
+    width: usize,
+    rows: usize,
+    out: [&mut DeviceBuffer<FrLimbs>; 3],
+    mut each: impl FnMut(&DeviceBuffer<u8>, usize, &mut DeviceBuffer<FrLimbs>) -> Result<()>,
+) -> Result<()> {
+    let lens = out.each_ref().map(|o| o.len());
+    classify(stream, z, classes, width, rows, &lens)?;
+    for (which, o) in out.into_iter().enumerate() {
+        each(classes, which, o)?;
+    }
+    Ok(())
 }
 
 /// The checks one matrix's evaluation makes (those `classify` made of z and

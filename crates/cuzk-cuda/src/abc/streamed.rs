@@ -5,9 +5,9 @@
 use cuzk_field::limbs::FrLimbs;
 
 use super::{
-    check_evaluation, check_table, classify, spmv, DeviceIds, HostIds, HostMatrix, SpmvArgs, SPMV,
+    check_ends, check_evaluation, check_table, classify, each_classified, spmv_ids, DeviceIds,
+    HostIds, HostMatrix, SpmvArgs, SPMV,
 };
-use crate::decl;
 use crate::device::{DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
 use crate::staging::Staging;
@@ -74,22 +74,8 @@ impl<'a> StreamedR1cs<'a> {
         check_table(coeffs)?;
         let rows = matrices[0].row_ptr.len().saturating_sub(1);
         for (name, m) in ["A", "B", "C"].iter().zip(&matrices) {
-            let terms = m.cols.len();
-            ensure(SPMV, m.row_ptr.len() == rows + 1, || {
-                format!(
-                    "{name} has {} row offsets, A has {}",
-                    m.row_ptr.len(),
-                    rows + 1
-                )
-            })?;
-            ensure(SPMV, m.ids.len() == terms, || {
-                format!("{name} has {terms} columns but {} ids", m.ids.len())
-            })?;
-            let ends = m.row_ptr.first() == Some(&0)
-                && m.row_ptr.last().is_some_and(|&e| e as usize == terms);
-            ensure(SPMV, ends, || {
-                format!("{name}'s row offsets are not a CSR index over {terms} terms")
-            })?;
+            // The order between the ends is checked chunk by chunk.
+            check_ends(name, m, rows, true)?;
         }
         Ok(Self {
             coeffs: stream.upload_new(coeffs)?,
@@ -129,12 +115,16 @@ impl<'a> StreamedR1cs<'a> {
         out: [&mut DeviceBuffer<FrLimbs>; 3],
         chunk_terms: usize,
     ) -> Result<()> {
-        let lens = out.each_ref().map(|o| o.len());
-        classify(io.compute, z, classes, 0, self.rows, &lens)?;
-        for (which, o) in out.into_iter().enumerate() {
-            self.evaluate_classified(io, z, classes, which, o, chunk_terms)?;
-        }
-        Ok(())
+        let compute = io.compute;
+        each_classified(
+            compute,
+            z,
+            classes,
+            0,
+            self.rows,
+            out,
+            |classes, which, o| self.evaluate_classified(io, z, classes, which, o, chunk_terms),
+        )
     }
 
     /// [`DeviceR1cs::classify`] for streamed matrices.
@@ -302,9 +292,11 @@ impl<'a> StreamedR1cs<'a> {
                     cols: cols[slot].arg(),
                     rows: r1 - r0,
                     terms,
+                    coeffs: self.coeffs.arg(),
+                    z: z.arg(),
+                    classes: classes.arg(),
+                    out: o.arg_mut_at(r0),
                 };
-                let at = o.arg_mut_at(r0);
-                let coeffs = &self.coeffs;
                 #[allow(unsafe_code)]
                 // SAFETY: the chunk's offsets, as copied, are ordered, start
                 // at 0 and end at `terms` <= chunk_terms, the lengths of its
@@ -312,19 +304,10 @@ impl<'a> StreamedR1cs<'a> {
                 // bytes that crossed); its columns are below z.len() <=
                 // classes.len() and its ids below the table's length
                 // (checked likewise); out has >= rows values (checked by
-                // check_evaluation), and rows r0..r1 start at `at`.
+                // check_evaluation), and rows r0..r1 start at `args.out`.
                 unsafe {
-                    match &ids[slot] {
-                        DeviceIds::U16(d) => {
-                            let k = decl::prover_spmv_u16;
-                            spmv(stream, k, d.arg(), &args, coeffs, z, classes, at)
-                        }
-                        DeviceIds::U32(d) => {
-                            let k = decl::prover_spmv_u32;
-                            spmv(stream, k, d.arg(), &args, coeffs, z, classes, at)
-                        }
-                    }?;
-                }
+                    spmv_ids(stream, &ids[slot], &args)?
+                };
                 used[slot] = Some(stream.record()?);
                 r0 = r1;
                 k += 1;

@@ -327,12 +327,18 @@ impl VramPlan {
         };
         let preferred = PREFERRED_MIN_CHUNK.min(longest);
         for (low, high) in [(preferred, longest), (MIN_CHUNK, preferred / 2)] {
-            for shape in [resident_matrices, streamed_matrices, Some(on_host)] {
+            let layouts = [
+                (resident_matrices, MatrixLayout::Resident),
+                (streamed_matrices, MatrixLayout::Streamed),
+                (Some(on_host), MatrixLayout::Resident),
+            ];
+            for (shape, matrices) in layouts {
                 let Some(shape) = shape else { continue };
                 for chunk in chunks(high, low) {
                     let mode = SrsMode::Streamed { chunk };
                     for h_poly in [HPoly::Full, HPoly::Lean] {
-                        if let Some(plan) = fits(Self::exact(shape, budget, mode, h_poly, fp)) {
+                        let plan = Self::with_matrices(shape, budget, mode, h_poly, matrices, fp);
+                        if let Some(plan) = fits(plan) {
                             return Ok(plan);
                         }
                     }
@@ -404,18 +410,6 @@ impl VramPlan {
             }),
             ..shape
         };
-        Self::exact(shape, budget, mode, h_poly, fp)
-    }
-
-    /// The plan for `shape` exactly as given (its matrices resident unless
-    /// its `stream_terms` is set), in `mode` and `h_poly`.
-    fn exact(
-        shape: Shape,
-        budget: u64,
-        mode: SrsMode,
-        h_poly: HPoly,
-        fp: &dyn Footprints,
-    ) -> VramPlan {
         let n = shape.domain as u64;
         let s = SCALAR_BYTES;
         let (msm_len, srs_device_bytes, chunk_bufs) = match mode {
