@@ -104,7 +104,7 @@ impl<'a> StreamedR1cs<'a> {
             .unwrap_or(0)
     }
 
-    /// [`DeviceR1cs::evaluate`], the matrices crossing PCIe in chunks of at
+    /// [`DeviceR1cs::evaluate`](super::DeviceR1cs::evaluate), the matrices crossing PCIe in chunks of at
     /// most `chunk_terms` terms and as many rows (see
     /// [`StreamedR1cs::evaluate_classified`]).
     pub fn evaluate(
@@ -127,7 +127,7 @@ impl<'a> StreamedR1cs<'a> {
         )
     }
 
-    /// [`DeviceR1cs::classify`] for streamed matrices.
+    /// [`DeviceR1cs::classify`](super::DeviceR1cs::classify) for streamed matrices.
     pub fn classify(
         &self,
         stream: &Stream,
@@ -137,7 +137,7 @@ impl<'a> StreamedR1cs<'a> {
         classify(stream, z, classes, 0, self.rows, &[])
     }
 
-    /// [`DeviceR1cs::evaluate_classified`] for streamed matrices: chunks of
+    /// [`DeviceR1cs::evaluate_classified`](super::DeviceR1cs::evaluate_classified) for streamed matrices: chunks of
     /// at most `chunk_terms` terms (whole rows; a row longer than that is
     /// refused), each filled into `io`'s staging and copied on its copy
     /// stream into one of two sets of chunk buffers while the compute
