@@ -31,11 +31,12 @@ pub use snap::synthetic as synthetic_snap;
 pub use aggregate::{aggregate, seal_proof, verify_aggregate, CommitProofs, SrsSummary};
 pub use circuit::Circuit;
 pub use error::Error;
+pub use job::CircuitSource;
 pub use params::{ParamsDir, TestKeys};
 pub use porep::c1::{parse_c1, C1Input, CurioSector};
 pub use porep::check::check_c1;
 pub use porep::prove::{partition_circuits, verify, Partition, SectorIdentity, Verified};
-pub use porep::source::PorepSource;
+pub use porep::source::{Porep, PorepSource};
 pub use porep::synthesis::{
     challenge_circuits, partition_compact_witness, partition_witness, synthesize_challenges,
     synthesize_partition, witness_challenges, PorepSynthesis, SynthesisMode, WitnessSource,
@@ -46,7 +47,9 @@ pub use post::{
 };
 pub use precompile::{CircuitSynthesis, PrecompiledCircuit};
 pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};
-pub use snap::{verify_update, UpdateRequest, UpdateSource, UpdateType, UPDATE_PROOF_BATCH};
+pub use snap::{
+    verify_update, Update, UpdateRequest, UpdateSource, UpdateType, UPDATE_PROOF_BATCH,
+};
 
 use std::sync::Arc;
 

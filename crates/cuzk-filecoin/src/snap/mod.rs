@@ -21,14 +21,10 @@
 #[cfg(feature = "fixtures")]
 pub mod synthetic;
 
-use std::sync::Mutex;
-
 use bellperson::groth16;
 use blstrs::{Bls12, Scalar as Fr};
 use cuzk_groth16::proof::PROOF_LEN;
 use cuzk_groth16::ProvingKey;
-use cuzk_pipeline::{PartitionSource, SourceError};
-use cuzk_synth::CircuitShape;
 use ff::PrimeField;
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
@@ -44,7 +40,7 @@ use storage_proofs_update::{
     PublicParams, SetupParams,
 };
 
-use crate::job::{shape_from_key, Synthesis};
+use crate::job::{CircuitSource, Synthesis};
 use crate::precompile::CircuitSynthesis;
 use crate::proof_type::{sector_size_label, with_sector_shape};
 use crate::{Error, ProofType};
@@ -238,16 +234,14 @@ fn refuse(problem: String) -> Error {
 }
 
 /// The partition circuits of one update as a job for cuzk's engine (see
-/// [`crate::PorepSource`] for the shape taken from the key).
-pub struct UpdateSource {
-    label: String,
-    shape: CircuitShape,
-    circuits: Vec<Mutex<Option<Synthesis>>>,
-    inputs: Vec<Vec<Fr>>,
-    defers_abc: bool,
-}
+/// [`CircuitSource`]).
+pub type UpdateSource = CircuitSource<Update>;
 
-impl UpdateSource {
+/// [`CircuitSource`]'s kind for a SnapDeals update.
+#[derive(Debug)]
+pub enum Update {}
+
+impl CircuitSource<Update> {
     /// The partitions of `request`, to be proved with `key`, synthesized
     /// in full. The vanilla proofs are checked here, before any circuit is
     /// built.
@@ -267,70 +261,15 @@ impl UpdateSource {
             request,
             synthesis
         )?;
-        Ok(UpdateSource {
-            label: format!(
-                "SnapDeals update {} ({})",
-                request.update_type.name(),
-                synthesis.name()
-            ),
-            shape: shape_from_key(key),
-            circuits: circuits.into_iter().map(|c| Mutex::new(Some(c))).collect(),
-            inputs,
-            defers_abc: synthesis.defers_abc(),
-        })
-    }
-}
-
-impl std::fmt::Debug for UpdateSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UpdateSource")
-            .field("label", &self.label)
-            .field("partitions", &self.circuits.len())
-            .field("shape", &self.shape)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PartitionSource for UpdateSource {
-    fn describe(&self) -> String {
-        self.label.clone()
-    }
-
-    fn num_partitions(&self) -> usize {
-        self.circuits.len()
-    }
-
-    fn shape(&self) -> CircuitShape {
-        self.shape.clone()
-    }
-
-    /// Synthesizes partition `index`, once (its circuit is consumed).
-    fn synthesize(&self, index: usize) -> Result<cuzk_synth::Synthesized, SourceError> {
-        let synthesis = self
-            .circuits
-            .get(index)
-            .ok_or_else(|| SourceError::new(format!("no partition {index}")))?
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take()
-            .ok_or_else(|| {
-                SourceError::new(format!("partition {index} was already synthesized"))
-            })?;
-        let witness = synthesis(&self.shape)?;
-        if witness.input_assignment.get(1..) != Some(&self.inputs[index][..]) {
-            return Err(SourceError::new(format!(
-                "partition {index}: the synthesized public inputs differ from the ones Filecoin's verifier derives"
-            )));
-        }
-        Ok(witness)
-    }
-
-    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
-        Ok(self.inputs.get(index).cloned())
-    }
-
-    fn defers_abc(&self) -> bool {
-        self.defers_abc
+        let label = format!(
+            "SnapDeals update {} ({})",
+            request.update_type.name(),
+            synthesis.name()
+        );
+        let defers_abc = synthesis.defers_abc();
+        Ok(CircuitSource::from_parts(
+            label, key, circuits, inputs, defers_abc,
+        ))
     }
 }
 
