@@ -275,9 +275,9 @@ step_budgets() {
   done
   for b in ${BUDGETS:-auto 32GiB 24GiB 16GiB}; do
     echo "-- --vram-budget $b:"
-    grep -E "rc=|identical|per partition|^proof|steady|streamed|resident|refused|rror|nvidia-smi peak|Maximum resident" "$FS/budget-$b.log" \
+    grep -E "rc=|identical|per partition|^proof|steady|streamed|resident|refused|rror|nvidia-smi peak|Maximum resident|crossed" "$FS/budget-$b.log" \
       | grep -vE "^sector [0-9]+ partition" | sort | uniq -c | sort -rn | head -12
-    grep -oE "(upload_z|abc|h_poly|msm_h|msm_l|msm_a|msm_b_g1|msm_b_g2|gather) [0-9.]+s" "$FS/budget-$b.log" \
+    grep -oE "(upload_z|abc|h_poly|msm_h[a-z_]*|msm_l|msm_a|msm_b[a-z0-9_]*|gather) [0-9.]+s" "$FS/budget-$b.log" \
       | awk '{sub(/s$/, "", $2); s[$1] += $2; n[$1]++} END {for (k in s) printf " %s %.3f", k, s[k] / n[k]; print ""}'
   done > "$FS/budgets.log"
 }

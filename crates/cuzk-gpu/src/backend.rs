@@ -130,6 +130,7 @@ impl CudaBackend {
                 release_scratch: false,
                 z_upload: ZUpload::default(),
                 last_z: None,
+                last_key_bytes: 0,
                 gpu,
                 arena,
                 stream,
@@ -331,7 +332,12 @@ impl Backend for CudaBackend {
 
     fn last_run(&self) -> Option<String> {
         let plan = self.last_plan.lock().clone()?;
-        Some(format!("{plan}; arena {}", self.inner.lock().arena.usage()))
+        let worker = self.inner.lock();
+        let crossed = match worker.last_key_bytes {
+            0 => String::new(),
+            b => format!("; key {:.2} GB crossed", b as f64 / 1e9),
+        };
+        Some(format!("{plan}; arena {}{crossed}", worker.arena.usage()))
     }
 
     /// Nothing per partition: a, b, c (or z, when the device evaluates

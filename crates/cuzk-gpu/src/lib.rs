@@ -5,6 +5,7 @@ pub mod admission;
 mod backend;
 mod device;
 mod error;
+mod interleave;
 pub mod keygen;
 mod matrices;
 mod plan;
@@ -29,8 +30,8 @@ pub use device::{
 pub use error::GpuError;
 pub use matrices::{host_matrices, matrix_bytes, witness_shape, MatrixSlot};
 pub use plan::{
-    CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, Shape, ShiftedH,
-    SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
+    BesideH, CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, Shape,
+    ShiftedH, SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
     SCALAR_BYTES, SHIFTED_H_WORKERS, STREAM_TERMS,
 };
 pub use resident::{KeyInUse, KeyShape};

@@ -1,36 +1,195 @@
-//! The five MSMs with the key streamed from host memory: each section is
-//! copied in `chunk` points at a time while the previous chunk's MSM runs,
-//! straight from the key's memory when it is pinned in place (the device's
-//! `SrsSlot::pin_in_host`), else through the worker's two pinned staging
-//! buffers, filled by its own threads; the chunks' sums are added on the
+//! The five MSMs with the key streamed from host memory. Every section's
+//! points cross PCIe in chunks into a ring of [`RING`] chunk buffers (G1
+//! chunks; a G2 chunk of half as many points takes the same bytes) while
+//! earlier chunks' sums run, straight from the key's memory when it is
+//! pinned in place (the device's `SrsSlot::pin_in_host`), else through the
+//! worker's pinned staging buffers. H's chunks are compute-bound, L's, A's
+//! and B's copy-bound: the plan's [`BesideH`] sections cross among H's
+//! (`interleave.rs`), the others after. Each chunk's sums are added on the
 //! host.
 
-use std::ops::Add;
 use std::time::Instant;
 
 use cuzk_cuda::msm::{BatchSum, Classifier, Msm, MsmCurve, G1, G2};
-use cuzk_cuda::{DeviceBuffer, Event};
+use cuzk_cuda::{DeviceBuffer, Event, Stream};
 use cuzk_field::limbs::{
-    fr_as_limbs, g1_as_limbs, g2_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs,
+    fr_as_limbs, g1_as_limbs, g2_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs, G2AffineLimbs,
 };
-use cuzk_field::Group;
+use cuzk_field::{G1Affine, G1Projective, G2Projective, Group};
 use cuzk_groth16::prover::{dense_ab_scalars_of, MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
-use crate::worker::{add_opt, Clock, Dense, Scalars, Worker};
+use crate::interleave::{in_turn, interleave, Task};
+use crate::plan::BesideH;
+use crate::worker::{Clock, Dense, Scalars, Worker};
+
+/// Chunk buffers in flight: the copy engine runs up to three chunks ahead
+/// of the sums. Four G1 chunks are the bytes of the two G2 staging buffers
+/// the plan counts.
+pub(crate) const RING: usize = 4;
+
+/// A section's points in host memory.
+#[derive(Clone, Copy)]
+enum Bases<'a> {
+    G1(&'a [G1AffineLimbs]),
+    G2(&'a [G2AffineLimbs]),
+}
+
+/// One MSM of a streamed key: its points, its scalars, how many pairs.
+struct Section<'a> {
+    bases: Bases<'a>,
+    scalars: Scalars<'a>,
+    count: usize,
+}
+
+impl<'a> Section<'a> {
+    fn g1(bases: &'a [G1Affine], scalars: Scalars<'a>, count: usize) -> Self {
+        Section {
+            bases: Bases::G1(g1_as_limbs(bases)),
+            scalars,
+            count,
+        }
+    }
+
+    /// B's two sections, in G1 and G2, over one set of scalars.
+    fn b(key: &'a ProvingKey, scalars: Scalars<'a>, count: usize) -> [Self; 2] {
+        [
+            Section::g1(&key.b_g1, scalars, count),
+            Section {
+                bases: Bases::G2(g2_as_limbs(&key.b_g2)),
+                scalars,
+                count,
+            },
+        ]
+    }
+
+    /// Points per chunk: G2 points are twice G1's bytes.
+    fn points(&self, chunk: usize) -> usize {
+        match self.bases {
+            Bases::G1(_) => chunk,
+            Bases::G2(_) => (chunk / 2).max(1),
+        }
+    }
+
+    fn chunks(&self, chunk: usize) -> usize {
+        self.count.div_ceil(self.points(chunk))
+    }
+
+    fn range(&self, chunk: usize, k: usize) -> (usize, usize) {
+        let p = self.points(chunk);
+        (k * p, ((k + 1) * p).min(self.count))
+    }
+}
+
+/// A section's sum.
+#[derive(Clone, Copy)]
+enum Sum {
+    G1(G1Projective),
+    G2(G2Projective),
+}
+
+impl Sum {
+    fn g1(self) -> G1Projective {
+        match self {
+            Sum::G1(p) => p,
+            Sum::G2(_) => unreachable!("a G1 section"),
+        }
+    }
+
+    fn g2(self) -> G2Projective {
+        match self {
+            Sum::G2(p) => p,
+            Sum::G1(_) => unreachable!("a G2 section"),
+        }
+    }
+}
+
+/// The ring of chunk buffers, one chunk of scalars, and what has crossed.
+struct Ring {
+    /// `chunk` G1 points' bytes each; taken out while recast for a chunk.
+    slots: Vec<Option<DeviceBuffer<G1AffineLimbs>>>,
+    /// The copy that filled each slot.
+    uploaded: Vec<Option<Event>>,
+    /// The sums that last read each slot (its next copy waits for them).
+    used: Vec<Option<Event>>,
+    scalars: DeviceBuffer<FrLimbs>,
+    chunk: usize,
+    /// Key bytes copied in so far.
+    crossed: u64,
+    chunks: usize,
+}
+
+impl Ring {
+    fn new(s: &Stream, copy: &Stream, chunk: usize) -> cuzk_cuda::Result<Ring> {
+        let mut slots = Vec::with_capacity(RING);
+        for _ in 0..RING {
+            slots.push(Some(s.alloc::<G1AffineLimbs>(chunk)?));
+        }
+        let scalars = s.alloc::<FrLimbs>(chunk)?;
+        // The copy stream writes into buffers allocated on the compute stream.
+        copy.wait(&s.record()?)?;
+        Ok(Ring {
+            slots,
+            uploaded: (0..RING).map(|_| None).collect(),
+            used: (0..RING).map(|_| None).collect(),
+            scalars,
+            chunk,
+            crossed: 0,
+            chunks: 0,
+        })
+    }
+
+    /// Slot `i`'s buffer as points of type `T`, taken out of the ring.
+    fn take<T: DeviceRepr>(&mut self, i: usize) -> cuzk_cuda::Result<DeviceBuffer<T>> {
+        self.slots[i].take().expect("a slot is put back").recast()
+    }
+
+    fn put<T: DeviceRepr>(&mut self, i: usize, b: DeviceBuffer<T>) -> cuzk_cuda::Result<()> {
+        self.slots[i] = Some(b.recast()?);
+        Ok(())
+    }
+}
+
+/// The worker's G1 or G2 classifier, MSM and batch sum.
+type Parts<'w, C> = (&'w mut Classifier, &'w mut Msm<C>, &'w mut BatchSum<C>);
+
+fn g1_parts(w: &mut Worker) -> Parts<'_, G1> {
+    let sc = w.scratch.as_mut().expect("sized");
+    let g1 = sc.g1.as_mut().expect("made with the scratch");
+    (&mut sc.classifier, g1, &mut w.sum_g1)
+}
+
+fn g2_parts(w: &mut Worker) -> Parts<'_, G2> {
+    let sc = w.scratch.as_mut().expect("sized");
+    (&mut sc.classifier, &mut sc.g2, &mut w.sum_g2)
+}
+
+/// The name of the stage that runs H's MSM with `beside`'s sections.
+fn h_stage(beside: BesideH) -> &'static str {
+    match (beside.l, beside.a, beside.b) {
+        (false, false, false) => "msm_h",
+        (true, false, false) => "msm_h_l",
+        (true, false, true) => "msm_h_l_b",
+        (true, true, true) => "msm_h_l_a_b",
+        (true, true, false) => "msm_h_l_a",
+        (false, _, _) => "msm_h_a_b",
+    }
+}
 
 impl Worker {
-    /// The five MSMs with the key streamed. `aux_on_device`: the aux values
-    /// already in VRAM (z's tail, when a, b, c were evaluated there): L
-    /// reads them in place and A's and B's scalars are gathered from them on
-    /// the device, so no scalar crosses PCIe; without it every scalar
-    /// streams from the host beside its bases (A's and B's gathered on the
-    /// host first).
+    /// The five MSMs with the key streamed in `chunk`-point chunks.
+    /// `aux_on_device`: the aux values already in VRAM (z's tail, when a, b,
+    /// c were evaluated there): L reads them in place and A's and B's
+    /// scalars are gathered from them on the device, so no scalar crosses
+    /// PCIe, and the `beside` sections' chunks cross among H's; without it
+    /// every scalar streams from the host beside its bases (A's and B's
+    /// gathered on the host first) and the sections run in turn.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn streamed_msms(
         &mut self,
         chunk: usize,
+        beside: BesideH,
         key: &ProvingKey,
         w: &Synthesized,
         dh: DeviceBuffer<FrLimbs>,
@@ -47,194 +206,253 @@ impl Worker {
                  the staging buffers"
             );
         }
-        clock.start(&s, "msm_h")?;
-        let h = self.stream_g1(chunk, g1_as_limbs(&key.h), Scalars::Device(&dh), n - 1)?;
-        drop(dh);
-        clock.stop(&s)?;
-
+        let mut ring = Ring::new(&s, &self.copy, chunk)?;
         let aux = w.num_aux();
-        let (l, a, b_g1, b_g2) = match aux_on_device {
+        let h = Section::g1(&key.h, Scalars::Device(&dh), n - 1);
+        let sums = match aux_on_device {
             Some(dl) => {
-                clock.start(&s, "msm_l")?;
-                let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Device(&dl), aux)?;
-                clock.stop(&s)?;
-                clock.start(&s, "msm_a")?;
-                let da = self.dense_scalars(&dl, w, key.a.len(), Dense::A)?;
-                let a =
-                    self.stream_g1(chunk, g1_as_limbs(&key.a), Scalars::Device(&da), da.len())?;
-                drop(da);
-                clock.stop(&s)?;
-                clock.start(&s, "msm_b_g1")?;
-                let db = self.dense_scalars(&dl, w, key.b_g1.len(), Dense::B)?;
-                drop(dl);
-                let len = db.len();
-                let b_g1 =
-                    self.stream_g1(chunk, g1_as_limbs(&key.b_g1), Scalars::Device(&db), len)?;
-                clock.stop(&s)?;
-                clock.start(&s, "msm_b_g2")?;
-                let b_g2 =
-                    self.stream_g2(chunk, g2_as_limbs(&key.b_g2), Scalars::Device(&db), len)?;
-                clock.stop(&s)?;
-                (l, a, b_g1, b_g2)
+                // What crosses beside H has its scalars ready before H.
+                let db = match beside.b {
+                    true => Some(self.dense_scalars(&dl, w, key.b_g1.len(), Dense::B)?),
+                    false => None,
+                };
+                let da = match beside.a {
+                    true => Some(self.dense_scalars(&dl, w, key.a.len(), Dense::A)?),
+                    false => None,
+                };
+                let l_section = || Section::g1(&key.l, Scalars::Device(&dl), aux);
+                // H with L (and A, B) among its chunks.
+                let mut first = vec![h];
+                if beside.l {
+                    first.push(l_section());
+                }
+                if let Some(d) = &da {
+                    first.push(Section::g1(&key.a, Scalars::Device(d), d.len()));
+                }
+                if let Some(d) = &db {
+                    first.extend(Section::b(key, Scalars::Device(d), d.len()));
+                }
+                let got = self.phase(&mut ring, h_stage(beside), &first, true, clock)?;
+                drop(first);
+                drop(dh);
+                let mut got = got.into_iter();
+                let h = got.next().expect("H").g1();
+                let l = beside.l.then(|| got.next().expect("L").g1());
+                let a = da.as_ref().map(|_| got.next().expect("A").g1());
+                let b = db
+                    .as_ref()
+                    .map(|_| (got.next().expect("B").g1(), got.next().expect("B").g2()));
+                // Their sums are done: the stages after hold only their own.
+                drop((da, db));
+                let l = match l {
+                    Some(l) => l,
+                    None => self.phase(&mut ring, "msm_l", &[l_section()], false, clock)?[0].g1(),
+                };
+                let a = match a {
+                    Some(a) => a,
+                    None => {
+                        let da = self.dense_scalars(&dl, w, key.a.len(), Dense::A)?;
+                        let a = Section::g1(&key.a, Scalars::Device(&da), da.len());
+                        self.phase(&mut ring, "msm_a", &[a], false, clock)?[0].g1()
+                    }
+                };
+                let (b_g1, b_g2) = match b {
+                    Some(b) => b,
+                    None => {
+                        let db = self.dense_scalars(&dl, w, key.b_g1.len(), Dense::B)?;
+                        drop(dl);
+                        let b = Section::b(key, Scalars::Device(&db), db.len());
+                        let b = self.phase(&mut ring, "msm_b", &b, false, clock)?;
+                        (b[0].g1(), b[1].g2())
+                    }
+                };
+                MsmSums {
+                    h,
+                    l,
+                    a,
+                    b_g1,
+                    b_g2,
+                }
             }
             None => {
-                clock.start(&s, "msm_l")?;
+                let h = self.phase(&mut ring, "msm_h", &[h], false, clock)?[0].g1();
+                drop(dh);
                 // A compact witness's values are expanded on the host: these
                 // MSMs read host scalars.
                 let values = w.aux_values();
-                let l = self.stream_g1(chunk, g1_as_limbs(&key.l), Scalars::Host(&values), aux)?;
-                clock.stop(&s)?;
-
+                let l = Section::g1(&key.l, Scalars::Host(&values), aux);
+                let l = self.phase(&mut ring, "msm_l", &[l], false, clock)?[0].g1();
                 let start = Instant::now();
                 let (a_scalars, b_scalars) = dense_ab_scalars_of(w, &values);
                 drop(values);
                 t.record("gather", start.elapsed());
-
-                clock.start(&s, "msm_a")?;
-                let a = self.stream_g1(
-                    chunk,
-                    g1_as_limbs(&key.a),
-                    Scalars::Host(&a_scalars),
-                    a_scalars.len(),
-                )?;
-                clock.stop(&s)?;
-                clock.start(&s, "msm_b_g1")?;
-                let b_g1 = self.stream_g1(
-                    chunk,
-                    g1_as_limbs(&key.b_g1),
-                    Scalars::Host(&b_scalars),
-                    b_scalars.len(),
-                )?;
-                clock.stop(&s)?;
-                clock.start(&s, "msm_b_g2")?;
-                let b_g2 = self.stream_g2(
-                    chunk,
-                    g2_as_limbs(&key.b_g2),
-                    Scalars::Host(&b_scalars),
-                    b_scalars.len(),
-                )?;
-                clock.stop(&s)?;
-                (l, a, b_g1, b_g2)
+                let a = Section::g1(&key.a, Scalars::Host(&a_scalars), a_scalars.len());
+                let a = self.phase(&mut ring, "msm_a", &[a], false, clock)?[0].g1();
+                let b = Section::b(key, Scalars::Host(&b_scalars), b_scalars.len());
+                let b = self.phase(&mut ring, "msm_b", &b, false, clock)?;
+                MsmSums {
+                    h,
+                    l,
+                    a,
+                    b_g1: b[0].g1(),
+                    b_g2: b[1].g2(),
+                }
             }
         };
-        Ok(MsmSums {
-            h,
-            l,
-            a,
-            b_g1,
-            b_g2,
-        })
+        tracing::info!(
+            "streamed key: {:.2} GB crossed in {} chunks of up to {} points (beside H: {beside})",
+            ring.crossed as f64 / 1e9,
+            ring.chunks,
+            ring.chunk
+        );
+        self.last_key_bytes = ring.crossed;
+        Ok(sums)
     }
 
-    fn stream_g1(
+    /// One stage of the streamed MSMs: `sections` summed, their chunks in
+    /// the interleaved order (`mixed`: the first section's chunks with the
+    /// others spread between them) or in turn.
+    fn phase(
         &mut self,
-        chunk: usize,
-        bases: &[G1AffineLimbs],
-        scalars: Scalars<'_>,
-        count: usize,
-    ) -> cuzk_cuda::Result<cuzk_field::G1Projective> {
-        let r = self.stream_section::<G1>(chunk, bases, scalars, count, |w| {
-            let sc = w.scratch.as_mut().expect("sized");
-            let g1 = sc.g1.as_mut().expect("made with the scratch");
-            (&mut sc.classifier, g1, &mut w.sum_g1)
-        })?;
-        Ok(r.unwrap_or_else(Group::identity))
-    }
-
-    fn stream_g2(
-        &mut self,
-        chunk: usize,
-        bases: &[G2AffineLimbs],
-        scalars: Scalars<'_>,
-        count: usize,
-    ) -> cuzk_cuda::Result<cuzk_field::G2Projective> {
-        let r = self.stream_section::<G2>(chunk, bases, scalars, count, |w| {
-            let sc = w.scratch.as_mut().expect("sized");
-            (&mut sc.classifier, &mut sc.g2, &mut w.sum_g2)
-        })?;
-        Ok(r.unwrap_or_else(Group::identity))
-    }
-
-    /// Σ scalars[i]·bases[i] for i < count with the bases streamed from host
-    /// memory `chunk` points at a time: chunk k+1 is copied in (copy stream,
-    /// through the pinned pool) while chunk k's sums run (compute stream).
-    fn stream_section<C: MsmCurve>(
-        &mut self,
-        chunk: usize,
-        bases: &[C::Affine],
-        scalars: Scalars<'_>,
-        count: usize,
-        parts: impl Fn(&mut Worker) -> (&mut Classifier, &mut Msm<C>, &mut BatchSum<C>),
-    ) -> cuzk_cuda::Result<Option<C::Projective>>
-    where
-        C::Affine: Sync,
-        C::Projective: Add<Output = C::Projective>,
-    {
-        if count == 0 {
-            return Ok(None);
-        }
+        ring: &mut Ring,
+        name: &'static str,
+        sections: &[Section<'_>],
+        mixed: bool,
+        clock: &mut Clock,
+    ) -> cuzk_cuda::Result<Vec<Sum>> {
         let s = self.stream.clone();
-        let copy = self.copy.clone();
-        let mut dbases = [s.alloc::<C::Affine>(chunk)?, s.alloc::<C::Affine>(chunk)?];
-        let mut dscalars = s.alloc::<FrLimbs>(chunk)?;
-        // The copy stream writes into buffers zeroed on the compute stream.
-        copy.wait(&s.record()?)?;
-        let chunks = count.div_ceil(chunk);
-        let range = |k: usize| (k * chunk, ((k + 1) * chunk).min(count));
-        let mut uploaded: [Option<Event>; 2] = [None, None];
-        let mut used: [Option<Event>; 2] = [None, None];
-        let (s0, e0) = range(0);
-        self.chunk_upload(&copy, &bases[s0..e0], &mut dbases[0])?;
-        uploaded[0] = Some(copy.record()?);
-        let mut total = None;
-        for k in 0..chunks {
-            let slot = k % 2;
-            let (start, end) = range(k);
-            let len = end - start;
-            s.wait(uploaded[slot].as_ref().expect("uploaded before use"))?;
-            match scalars {
-                Scalars::Device(d) => s.copy_range(d, start, &mut dscalars, 0, len)?,
-                Scalars::Host(h) => {
-                    self.stage_upload(&s, fr_as_limbs(&h[start..end]), &mut dscalars, 0)?
-                }
-            }
-            if len < chunk {
-                s.zero_range(&mut dscalars, len, chunk - len)?;
-            }
-            {
-                let (classifier, msm, sum) = parts(self);
-                let counts = classifier.classify(&dscalars)?;
-                sum.enqueue_indices(&dbases[slot], classifier.ones(), counts.ones)?;
-                msm.enqueue(
-                    &dbases[slot],
-                    &dscalars,
-                    Some(classifier.others()),
-                    counts.others,
-                )?;
-            }
-            used[slot] = Some(s.record()?);
-            // Copy the next chunk in while this one's sums run.
-            if k + 1 < chunks {
-                let next = (k + 1) % 2;
-                if let Some(e) = &used[next] {
-                    copy.wait(e)?;
-                }
-                let (ns, ne) = range(k + 1);
-                self.chunk_upload(&copy, &bases[ns..ne], &mut dbases[next])?;
-                uploaded[next] = Some(copy.record()?);
-            }
-            let (_, msm, sum) = parts(self);
-            let part = sum.result()? + msm.result()?;
-            total = add_opt(total, part);
+        clock.start(&s, name)?;
+        let chunks: Vec<usize> = sections.iter().map(|x| x.chunks(ring.chunk)).collect();
+        let order = match mixed {
+            true => interleave(&chunks),
+            false => in_turn(&chunks),
+        };
+        let sums = self.run_order(ring, sections, &order)?;
+        clock.stop(&s)?;
+        Ok(sums)
+    }
+
+    /// Σ scalars[i]·bases[i] of every section, chunk by chunk in `order`:
+    /// task i's points are copied into slot i mod [`RING`] (copy stream)
+    /// once the sums that last read that slot are done, so the copies run
+    /// up to `RING − 1` chunks ahead of the sums (compute stream).
+    fn run_order(
+        &mut self,
+        ring: &mut Ring,
+        sections: &[Section<'_>],
+        order: &[Task],
+    ) -> cuzk_cuda::Result<Vec<Sum>> {
+        let s = self.stream.clone();
+        let mut sums: Vec<Sum> = sections
+            .iter()
+            .map(|x| match x.bases {
+                Bases::G1(_) => Sum::G1(G1Projective::identity()),
+                Bases::G2(_) => Sum::G2(G2Projective::identity()),
+            })
+            .collect();
+        for (i, &task) in order.iter().enumerate().take(RING) {
+            self.upload_task(ring, i % RING, &sections[task.section], task)?;
         }
-        Ok(total)
+        for (i, &task) in order.iter().enumerate() {
+            let slot = i % RING;
+            let section = &sections[task.section];
+            let (start, end) = section.range(ring.chunk, task.chunk);
+            let len = end - start;
+            s.wait(ring.uploaded[slot].as_ref().expect("uploaded before use"))?;
+            match section.scalars {
+                Scalars::Device(d) => s.copy_range(d, start, &mut ring.scalars, 0, len)?,
+                Scalars::Host(h) => {
+                    self.stage_upload(&s, fr_as_limbs(&h[start..end]), &mut ring.scalars, 0)?
+                }
+            }
+            // Zero scalars past the chunk: their (stale) points are skipped.
+            if len < ring.chunk {
+                s.zero_range(&mut ring.scalars, len, ring.chunk - len)?;
+            }
+            match section.bases {
+                Bases::G1(_) => {
+                    let b = ring.take::<G1AffineLimbs>(slot)?;
+                    let r = self.enqueue_chunk(&b, &ring.scalars, g1_parts);
+                    ring.put(slot, b)?;
+                    r?;
+                }
+                Bases::G2(_) => {
+                    let b = ring.take::<G2AffineLimbs>(slot)?;
+                    let r = self.enqueue_chunk(&b, &ring.scalars, g2_parts);
+                    ring.put(slot, b)?;
+                    r?;
+                }
+            }
+            ring.used[slot] = Some(s.record()?);
+            // Refill this slot with the chunk RING tasks on, once these sums
+            // have read it.
+            if let Some(&next) = order.get(i + RING) {
+                self.upload_task(ring, slot, &sections[next.section], next)?;
+            }
+            let sum = &mut sums[task.section];
+            *sum = match *sum {
+                Sum::G1(acc) => Sum::G1(acc + chunk_result(self, g1_parts)?),
+                Sum::G2(acc) => Sum::G2(acc + chunk_result(self, g2_parts)?),
+            };
+        }
+        Ok(sums)
+    }
+
+    /// Copies `task`'s points into ring slot `slot` on the copy stream,
+    /// after the sums that last read it.
+    fn upload_task(
+        &mut self,
+        ring: &mut Ring,
+        slot: usize,
+        section: &Section<'_>,
+        task: Task,
+    ) -> cuzk_cuda::Result<()> {
+        let copy = self.copy.clone();
+        if let Some(e) = &ring.used[slot] {
+            copy.wait(e)?;
+        }
+        let (start, end) = section.range(ring.chunk, task.chunk);
+        let bytes = match section.bases {
+            Bases::G1(b) => {
+                let mut d = ring.take::<G1AffineLimbs>(slot)?;
+                let r = self.chunk_upload(&copy, &b[start..end], &mut d);
+                ring.put(slot, d)?;
+                r?;
+                std::mem::size_of_val(&b[start..end])
+            }
+            Bases::G2(b) => {
+                let mut d = ring.take::<G2AffineLimbs>(slot)?;
+                let r = self.chunk_upload(&copy, &b[start..end], &mut d);
+                ring.put(slot, d)?;
+                r?;
+                std::mem::size_of_val(&b[start..end])
+            }
+        };
+        ring.uploaded[slot] = Some(copy.record()?);
+        ring.crossed += bytes as u64;
+        ring.chunks += 1;
+        Ok(())
+    }
+
+    /// Queues one chunk's sums: scalars classified, the ones batch-summed,
+    /// the others through Pippenger, the zeros skipped.
+    fn enqueue_chunk<C: MsmCurve>(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        scalars: &DeviceBuffer<FrLimbs>,
+        parts: fn(&mut Worker) -> Parts<'_, C>,
+    ) -> cuzk_cuda::Result<()> {
+        let (classifier, msm, sum) = parts(self);
+        let counts = classifier.classify(scalars)?;
+        sum.enqueue_indices(bases, classifier.ones(), counts.ones)?;
+        msm.enqueue(bases, scalars, Some(classifier.others()), counts.others)
     }
 
     /// One chunk of a section's points into `dst`: straight from the key's
     /// memory when it is pinned in place, else through the staging buffers.
-    fn chunk_upload<T: cuzk_field::limbs::DeviceRepr + Sync>(
+    fn chunk_upload<T: DeviceRepr + Sync>(
         &mut self,
-        copy: &cuzk_cuda::Stream,
+        copy: &Stream,
         src: &[T],
         dst: &mut DeviceBuffer<T>,
     ) -> cuzk_cuda::Result<()> {
@@ -243,4 +461,16 @@ impl Worker {
             _ => self.stage_upload(copy, src, dst, 0),
         }
     }
+}
+
+/// Waits for the chunk's queued sums and adds them up.
+fn chunk_result<C: MsmCurve>(
+    w: &mut Worker,
+    parts: fn(&mut Worker) -> Parts<'_, C>,
+) -> cuzk_cuda::Result<C::Projective>
+where
+    C::Projective: std::ops::Add<Output = C::Projective>,
+{
+    let (_, msm, sum) = parts(w);
+    Ok(sum.result()? + msm.result()?)
 }

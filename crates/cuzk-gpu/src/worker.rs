@@ -4,7 +4,6 @@
 //! are `streamed.rs`; the resident key's upload is `srs.rs`; a, b, c
 //! evaluated on the device from resident matrices are `matrices.rs`.
 
-use std::ops::Add;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -62,6 +61,8 @@ pub(crate) struct Worker {
     pub(crate) z_upload: crate::ZUpload,
     /// What the last z upload moved.
     pub(crate) last_z: Option<crate::ZUploadReport>,
+    /// Key bytes the last partition copied in (0 with the key resident).
+    pub(crate) last_key_bytes: u64,
 }
 
 /// Device-event marks of one partition's stages on the compute stream.
@@ -113,6 +114,7 @@ fn log_mix(query: &str, c: cuzk_cuda::msm::ClassCounts) {
 }
 
 /// Where a streamed MSM's scalars come from.
+#[derive(Clone, Copy)]
 pub(crate) enum Scalars<'a> {
     Device(&'a DeviceBuffer<FrLimbs>),
     Host(&'a [Fr]),
@@ -130,13 +132,6 @@ fn full_h(s: &Stream, abc: [DeviceBuffer<FrLimbs>; 3]) -> cuzk_cuda::Result<Devi
     drop((db, dc));
     ntt(s, &mut da, NttKind::CosetInverse)?;
     Ok(da)
-}
-
-pub(crate) fn add_opt<P: Add<Output = P> + Copy>(acc: Option<P>, x: P) -> Option<P> {
-    Some(match acc {
-        None => x,
-        Some(a) => a + x,
-    })
 }
 
 impl Worker {
@@ -210,6 +205,7 @@ impl Worker {
             plan.gather_len,
         )?;
         let mut clock = Clock::new();
+        self.last_key_bytes = 0;
 
         // H polynomial: a, b, c in zeroed n-long buffers (the padding stays
         // zero), evaluated on the device from z, or uploaded through the
@@ -269,7 +265,16 @@ impl Worker {
                 self.resident_msms(&srs, w, da, aux_on_device, &mut clock)?
             }
             (SrsMode::Streamed { chunk }, _) => {
-                let sums = self.streamed_msms(chunk, key, w, da, aux_on_device, &mut clock, t);
+                let sums = self.streamed_msms(
+                    chunk,
+                    plan.beside_h,
+                    key,
+                    w,
+                    da,
+                    aux_on_device,
+                    &mut clock,
+                    t,
+                );
                 self.pin = None;
                 sums?
             }

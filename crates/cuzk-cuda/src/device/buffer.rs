@@ -90,6 +90,31 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
             _t: PhantomData,
         })
     }
+
+    /// The same device memory as whole values of `U`, as many as its bytes
+    /// hold, without a copy: one region serves values of several types in
+    /// turn (a ring of key chunks holds G1 points, then G2 points). What the
+    /// memory held is not converted; `U` is plain data, as every
+    /// [`DeviceRepr`] is. Refused when the address is not aligned for `U`.
+    pub fn recast<U: DeviceRepr>(self) -> Result<DeviceBuffer<U>> {
+        let align = std::mem::align_of::<U>() as u64;
+        if self.ptr % align != 0 {
+            return Err(Error::BadArguments {
+                kernel: "recast",
+                message: format!(
+                    "address {:#x} is not aligned for {} ({align} bytes)",
+                    self.ptr,
+                    std::any::type_name::<U>()
+                ),
+            });
+        }
+        Ok(DeviceBuffer {
+            ptr: self.ptr,
+            len: self.size_bytes() / std::mem::size_of::<U>().max(1),
+            _region: self._region,
+            _t: PhantomData,
+        })
+    }
 }
 
 /// Page-locked host memory for full-rate asynchronous copies. Remembers

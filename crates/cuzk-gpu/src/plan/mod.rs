@@ -86,13 +86,43 @@ impl HPoly {
     }
 }
 
+/// Which copy-bound sections of a streamed key have their chunks spread
+/// between H's (their copies crossing under H's sums; `interleave.rs`). L
+/// rides along whenever the aux values are in VRAM (its scalars are theirs);
+/// B and A when their gathered scalars fit beside H's without raising the
+/// partition's peak (B first: fewer scalars for the bytes it hides).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BesideH {
+    /// L's chunks among H's.
+    pub l: bool,
+    /// A's chunks among H's (A's dense scalars gathered before H).
+    pub a: bool,
+    /// B's chunks, G1 and G2, among H's (B's dense scalars gathered before H).
+    pub b: bool,
+}
+
+impl fmt::Display for BesideH {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = [(self.l, "L"), (self.a, "A"), (self.b, "B")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect();
+        if names.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&names.join(", "))
+        }
+    }
+}
+
 /// Where the proving key's points live during proving.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SrsMode {
     /// Uploaded once, kept in device memory, shared by every partition.
     Resident,
-    /// Copied in per partition, `chunk` points at a time, through two staging
-    /// buffers, while the previous chunk's MSM runs.
+    /// Copied in per partition, `chunk` points at a time, into a ring of
+    /// four G1 chunks (two of G2: the bytes of two G2 staging buffers) while
+    /// earlier chunks' MSMs run.
     Streamed {
         /// Points per chunk.
         chunk: usize,
@@ -189,6 +219,9 @@ pub struct VramPlan {
     /// Aux values the worker's gather scratch is sized for (A's and B's
     /// scalars gathered on the device from the aux values in VRAM).
     pub gather_len: usize,
+    /// With the key streamed: the sections whose chunks cross among H's
+    /// (counted in the `msm_h` stage).
+    pub beside_h: BesideH,
 }
 
 /// Why no plan fits.
@@ -473,6 +506,28 @@ impl VramPlan {
             }
             None => (None, vectors),
         };
+        // Sections beside H: L for free (its scalars are z's tail, held
+        // through H anyway); B's, then A's, gathered scalars when H's stage
+        // stays below the partition's other stages.
+        let mut msm_h = n * s + chunk_bufs + kept;
+        let mut beside_h = BesideH::default();
+        if matches!(mode, SrsMode::Streamed { .. }) && shape.device_abc.is_some() {
+            let others = [abc.unwrap_or(0), h, l, a, b]
+                .into_iter()
+                .max()
+                .unwrap_or(0);
+            beside_h.l = true;
+            let b_bytes = shape.b_g1.max(shape.b_g2) as u64 * s;
+            if msm_h + b_bytes <= others {
+                msm_h += b_bytes;
+                beside_h.b = true;
+            }
+            let a_bytes = shape.a as u64 * s;
+            if msm_h + a_bytes <= others {
+                msm_h += a_bytes;
+                beside_h.a = true;
+            }
+        }
         let mut stages = Vec::with_capacity(6);
         if let Some(bytes) = abc {
             stages.push(StageBytes { name: "abc", bytes });
@@ -484,7 +539,7 @@ impl VramPlan {
             },
             StageBytes {
                 name: "msm_h",
-                bytes: n * s + chunk_bufs + kept,
+                bytes: msm_h,
             },
             StageBytes {
                 name: "msm_l",
@@ -518,6 +573,7 @@ impl VramPlan {
             h_shift: None,
             h_poly,
             gather_len,
+            beside_h,
         }
     }
 
@@ -599,6 +655,9 @@ impl fmt::Display for VramPlan {
         }
         if self.h_poly == HPoly::Lean {
             write!(f, "; lean H polynomial (two vectors at a time)")?;
+        }
+        if self.beside_h != BesideH::default() {
+            write!(f, "; {} chunks among H's", self.beside_h)?;
         }
         match (self.abc_on_device(), self.matrices_streamed()) {
             (true, None) => write!(

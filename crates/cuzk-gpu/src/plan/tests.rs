@@ -350,6 +350,35 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
             plan.matrices_streamed().is_some(),
         ));
         println!("{gib:>4} GiB: {plan}");
+        // A streamed key's copy-bound sections cross among H's chunks
+        // without raising the partition's peak: L always (a, b, c on the
+        // device), A and B when their gathered scalars fit.
+        let msm_h = plan.stages.iter().find(|s| s.name == "msm_h").unwrap();
+        let others = plan.stages.iter().filter(|s| s.name != "msm_h");
+        assert!(
+            others.map(|s| s.bytes).max().unwrap() >= msm_h.bytes,
+            "{gib} GiB: {plan}"
+        );
+        assert_eq!(
+            plan.beside_h.l,
+            chunk.is_some() && plan.abc_on_device(),
+            "{plan}"
+        );
+        let all = BesideH {
+            l: true,
+            a: true,
+            b: true,
+        };
+        let beside = match gib {
+            // The full H's abc stage (16 GiB) leaves room for every
+            // section's scalars beside H's.
+            32..=48 => all,
+            // Beside the lean H, A's 3.9 GiB of scalars would raise the peak.
+            16 | 24 => BesideH { a: false, ..all },
+            // Resident key, or (12 GiB) a, b, c on the host.
+            _ => BesideH::default(),
+        };
+        assert_eq!(plan.beside_h, beside, "{plan}");
         // What each budget must get.
         match gib {
             80 | 141 => {
