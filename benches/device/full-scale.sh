@@ -256,28 +256,42 @@ step_porep_sh() {
 # peak), per partition at steady state from the TIMELINE, host peak RSS (time -v), the
 # nvidia-smi peak over the run (samples.txt between the run's own marks), each proof
 # compared with auto's (same --rng-seed). Logs budget-B.log, TIMELINE timeline-budget-B.jsonl;
-# the table in budgets.log.
+# the table in budgets.log. With .device-carry/fs/cuzk-base.xz carried (an earlier build,
+# the baseline), each budget of BASE_BUDGETS is first run with it too, in the same session:
+# budget-base-B.log, its proof compared with the new build's auto proof.
+budget_run() {
+  local exe=$1 label=$2 b=$3 t0 t1
+  t0=$(date +%s)
+  RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info" \
+    /usr/bin/time -v "$bin/$exe" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-$label.bin" \
+    --prover-id f01000 --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" \
+    --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
+    --vram-budget "$b" --timeline "$FS/timeline-$label.jsonl" > "$FS/$label.log" 2>&1
+  echo "budget $b ($exe) rc=$?" >> "$FS/$label.log"
+  t1=$(date +%s)
+  awk -v a="$t0" -v e="$t1" '$1 >= a && $1 <= e && $3 + 0 > v {v = $3} END {printf "nvidia-smi peak %.1f GiB\n", v / 1024}' \
+    "$FS/samples.txt" >> "$FS/$label.log"
+  [ "$label" = budget-auto ] || cmp "$FS/proof-1-budget-auto.bin" "$FS/proof-1-$label.bin" >> "$FS/$label.log" 2>&1 \
+    && echo "proof identical to auto's (same --rng-seed)" >> "$FS/$label.log"
+}
+
 step_budgets() {
-  local b t0 t1
+  local b labels=""
   for b in ${BUDGETS:-auto 32GiB 24GiB 16GiB}; do
-    t0=$(date +%s)
-    RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info" \
-      /usr/bin/time -v "$bin/cuzk" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-b$b.bin" \
-      --prover-id f01000 --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" \
-      --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
-      --vram-budget "$b" --timeline "$FS/timeline-budget-$b.jsonl" > "$FS/budget-$b.log" 2>&1
-    echo "budget $b rc=$?" >> "$FS/budget-$b.log"
-    t1=$(date +%s)
-    awk -v a="$t0" -v e="$t1" '$1 >= a && $1 <= e && $3 + 0 > v {v = $3} END {printf "nvidia-smi peak %.1f GiB\n", v / 1024}' \
-      "$FS/samples.txt" >> "$FS/budget-$b.log"
-    [ "$b" = auto ] || cmp "$FS/proof-1-bauto.bin" "$FS/proof-1-b$b.bin" >> "$FS/budget-$b.log" 2>&1 \
-      && echo "proof identical to auto's (same --rng-seed)" >> "$FS/budget-$b.log"
+    budget_run cuzk "budget-$b" "$b"
+    labels="$labels budget-$b"
   done
-  for b in ${BUDGETS:-auto 32GiB 24GiB 16GiB}; do
-    echo "-- --vram-budget $b:"
-    grep -E "rc=|identical|per partition|^proof|steady|streamed|resident|refused|rror|nvidia-smi peak|Maximum resident|crossed" "$FS/budget-$b.log" \
+  if [ -x "$bin/cuzk-base" ]; then
+    for b in ${BASE_BUDGETS:-32GiB}; do
+      budget_run cuzk-base "budget-base-$b" "$b"
+      labels="$labels budget-base-$b"
+    done
+  fi
+  for l in $labels; do
+    echo "-- $l:"
+    grep -E "rc=|identical|per partition|^proof|steady|streamed|resident|refused|rror|nvidia-smi peak|Maximum resident|crossed" "$FS/$l.log" \
       | grep -vE "^sector [0-9]+ partition" | sort | uniq -c | sort -rn | head -12
-    grep -oE "(upload_z|abc|h_poly|msm_h[a-z_]*|msm_l|msm_a|msm_b[a-z0-9_]*|gather) [0-9.]+s" "$FS/budget-$b.log" \
+    grep -oE "(upload_z|abc|h_poly|msm_h[a-z_]*|msm_l|msm_a|msm_b[a-z0-9_]*|gather) [0-9.]+s" "$FS/$l.log" \
       | awk '{sub(/s$/, "", $2); s[$1] += $2; n[$1]++} END {for (k in s) printf " %s %.3f", k, s[k] / n[k]; print ""}'
   done > "$FS/budgets.log"
 }
@@ -813,7 +827,7 @@ collect() {
 install_bins() {
   xz -dc "$here/.device-carry/fs/cuzk.xz" > "$bin/cuzk" && chmod +x "$bin/cuzk" || exit 1
   # The others only when carried (a step that needs a missing one fails and says so).
-  for f in gpu_full_scale sweep synth_bench post_bench msm_bench msm_tests ntt_bench sppark-bench; do
+  for f in cuzk-base gpu_full_scale sweep synth_bench post_bench msm_bench msm_tests ntt_bench sppark-bench; do
     if [ -e "$here/.device-carry/fs/$f.xz" ]; then
       xz -dc "$here/.device-carry/fs/$f.xz" > "$bin/$f" && chmod +x "$bin/$f"
     fi
