@@ -64,15 +64,35 @@ impl BitmapGather {
         out: &mut DeviceBuffer<FrLimbs>,
         head: usize,
     ) -> Result<usize> {
+        self.gather_at(values, 0, n, bitmap, out, head)
+    }
+
+    /// As [`BitmapGather::gather`] over `values[at..at + n]`: bit i of
+    /// `bitmap` stands for `values[at + i]`. A chunk of a long gather: the
+    /// bitmap's words from word `at / 64` on, the bits outside the chunk
+    /// cleared. `at` is a multiple of 64.
+    pub fn gather_at(
+        &mut self,
+        values: &DeviceBuffer<FrLimbs>,
+        at: usize,
+        n: usize,
+        bitmap: &[u64],
+        out: &mut DeviceBuffer<FrLimbs>,
+        head: usize,
+    ) -> Result<usize> {
         let kernel = decl::prover_gather_set_bits.name();
         let nwords = n.div_ceil(64);
-        ensure(kernel, n <= self.max_len && n <= values.len(), || {
-            format!(
-                "{n} values: scratch for {}, {} present",
-                self.max_len,
-                values.len()
-            )
-        })?;
+        ensure(
+            kernel,
+            at % 64 == 0 && n <= self.max_len && at + n <= values.len(),
+            || {
+                format!(
+                    "{n} values from {at}: scratch for {}, {} present (the start a multiple of 64)",
+                    self.max_len,
+                    values.len()
+                )
+            },
+        )?;
         ensure(kernel, bitmap.len() >= nwords, || {
             format!("{n} values but a bitmap of {} words", bitmap.len())
         })?;
@@ -125,7 +145,7 @@ impl BitmapGather {
             None,
         )?;
         let args = (
-            values.arg(),
+            values.arg_at(at),
             self.words.arg(),
             nwords as u32,
             n as u32,
@@ -134,7 +154,7 @@ impl BitmapGather {
         );
         let warps_per_block = threads / 32;
         #[allow(unsafe_code)]
-        // SAFETY: reads values below n ≤ values.len(), offsets[0..nwords); writes
+        // SAFETY: reads values[at..at + n), at + n ≤ values.len(), offsets[0..nwords); writes
         // out[head + rank] for the `count` set bits below n, head + count ≤
         // out.len() (checked above).
         unsafe {

@@ -1,8 +1,8 @@
 //! Density gather on the device (kernels/prover/gather.cu) against the host
 //! gather, on fresh random values and bitmaps every run (the seed is printed;
 //! `CUZK_TEST_SEED=<seed>` repeats a run), plus the edge cases: n = 1, n not a
-//! multiple of 64, empty and full bitmaps, set bits beyond n (ignored), and a
-//! nonzero head offset.
+//! multiple of 64, empty and full bitmaps, set bits beyond n (ignored), a
+//! nonzero head offset, and a long gather done in word-aligned chunks.
 //!
 //! Without a CUDA device the suite reports its tests ignored and says why in
 //! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
@@ -77,12 +77,44 @@ fn gather_matches_the_host() {
     assert!(err.to_string().contains("8 gathered values"), "{err}");
 }
 
+/// A long gather done in chunks with `gather_at` (a word-aligned start, the
+/// chunk's bitmap words) gives the whole gather's values, chunk after chunk;
+/// a start that is not a multiple of 64 is refused.
+fn chunked_gathers_give_the_whole_one() {
+    let Some(s) = stream() else { return };
+    let mut rng = ChaCha20Rng::seed_from_u64(test_seed("gather_at"));
+    let n: usize = 10_000 + 17;
+    let values: Vec<FrLimbs> = (0..n)
+        .map(|_| FrLimbs(std::array::from_fn(|_| rng.gen())))
+        .collect();
+    let bitmap: Vec<u64> = (0..n.div_ceil(64)).map(|_| rng.gen()).collect();
+    let want = host_gather(&values, n, &bitmap);
+    let dv = s.upload_new(&values).unwrap();
+    let mut g = BitmapGather::new(&s, n).unwrap();
+    let mut out = s.alloc::<FrLimbs>(want.len()).unwrap();
+    let mut done = 0;
+    // Chunks of 3 words (192 values), the last one shorter.
+    for w0 in (0..bitmap.len()).step_by(3) {
+        let at = w0 * 64;
+        let len = (n - at).min(192);
+        let words = &bitmap[w0..(w0 + 3).min(bitmap.len())];
+        done += g.gather_at(&dv, at, len, words, &mut out, done).unwrap();
+    }
+    assert_eq!(done, want.len());
+    assert!(
+        s.download_vec(&out).unwrap() == want,
+        "chunked gathers differ"
+    );
+    let err = g.gather_at(&dv, 32, 64, &bitmap, &mut out, 0).unwrap_err();
+    assert!(err.to_string().contains("a multiple of 64"), "{err}");
+}
+
 // ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
 
 fn main() -> std::process::ExitCode {
     cuzk_testkit::gpu_suite(
         "gather",
-        &cuzk_testkit::gpu_tests![gather_matches_the_host],
+        &cuzk_testkit::gpu_tests![gather_matches_the_host, chunked_gathers_give_the_whole_one],
         cuzk_cuda::no_device().as_deref(),
     )
 }

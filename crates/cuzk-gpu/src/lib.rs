@@ -3,6 +3,7 @@
 
 pub mod admission;
 mod backend;
+mod dense;
 mod device;
 mod error;
 mod interleave;
@@ -30,8 +31,8 @@ pub use device::{
 pub use error::GpuError;
 pub use matrices::{host_matrices, matrix_bytes, witness_shape, MatrixSlot};
 pub use plan::{
-    BesideH, CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, Shape,
-    ShiftedH, SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
+    CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, Shape, ShiftedH,
+    SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
     SCALAR_BYTES, SHIFTED_H_WORKERS, STREAM_TERMS,
 };
 pub use resident::{KeyInUse, KeyShape};

@@ -20,8 +20,8 @@ use cuzk_groth16::prover::{dense_ab_scalars_of, MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
+use crate::dense::{DenseIndex, DenseScalars};
 use crate::interleave::{in_turn, interleave, Task};
-use crate::plan::BesideH;
 use crate::worker::{Clock, Dense, Scalars, Worker};
 
 /// Chunk buffers in flight: the copy engine runs up to three chunks ahead
@@ -165,31 +165,18 @@ fn g2_parts(w: &mut Worker) -> Parts<'_, G2> {
     (&mut sc.classifier, &mut sc.g2, &mut w.sum_g2)
 }
 
-/// The name of the stage that runs H's MSM with `beside`'s sections.
-fn h_stage(beside: BesideH) -> &'static str {
-    match (beside.l, beside.a, beside.b) {
-        (false, false, false) => "msm_h",
-        (true, false, false) => "msm_h_l",
-        (true, false, true) => "msm_h_l_b",
-        (true, true, true) => "msm_h_l_a_b",
-        (true, true, false) => "msm_h_l_a",
-        (false, _, _) => "msm_h_a_b",
-    }
-}
-
 impl Worker {
     /// The five MSMs with the key streamed in `chunk`-point chunks.
     /// `aux_on_device`: the aux values already in VRAM (z's tail, when a, b,
     /// c were evaluated there): L reads them in place and A's and B's
-    /// scalars are gathered from them on the device, so no scalar crosses
-    /// PCIe, and the `beside` sections' chunks cross among H's; without it
-    /// every scalar streams from the host beside its bases (A's and B's
-    /// gathered on the host first) and the sections run in turn.
+    /// scalars are gathered from them on the device a chunk at a time, so
+    /// no scalar crosses PCIe, and L's, A's and B's chunks cross among H's;
+    /// without it every scalar streams from the host beside its bases (A's
+    /// and B's gathered on the host first) and the sections run in turn.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn streamed_msms(
         &mut self,
         chunk: usize,
-        beside: BesideH,
         key: &ProvingKey,
         w: &Synthesized,
         dh: DeviceBuffer<FrLimbs>,
@@ -211,67 +198,23 @@ impl Worker {
         let h = Section::g1(&key.h, Scalars::Device(&dh), n - 1);
         let sums = match aux_on_device {
             Some(dl) => {
-                // What crosses beside H has its scalars ready before H.
-                let db = match beside.b {
-                    true => Some(self.dense_scalars(&dl, w, key.b_g1.len(), Dense::B)?),
-                    false => None,
-                };
-                let da = match beside.a {
-                    true => Some(self.dense_scalars(&dl, w, key.a.len(), Dense::A)?),
-                    false => None,
-                };
-                let l_section = || Section::g1(&key.l, Scalars::Device(&dl), aux);
-                // H with L (and A, B) among its chunks.
-                let mut first = vec![h];
-                if beside.l {
-                    first.push(l_section());
-                }
-                if let Some(d) = &da {
-                    first.push(Section::g1(&key.a, Scalars::Device(d), d.len()));
-                }
-                if let Some(d) = &db {
-                    first.extend(Section::b(key, Scalars::Device(d), d.len()));
-                }
-                let got = self.phase(&mut ring, h_stage(beside), &first, true, clock)?;
-                drop(first);
-                drop(dh);
-                let mut got = got.into_iter();
-                let h = got.next().expect("H").g1();
-                let l = beside.l.then(|| got.next().expect("L").g1());
-                let a = da.as_ref().map(|_| got.next().expect("A").g1());
-                let b = db
-                    .as_ref()
-                    .map(|_| (got.next().expect("B").g1(), got.next().expect("B").g2()));
-                // Their sums are done: the stages after hold only their own.
-                drop((da, db));
-                let l = match l {
-                    Some(l) => l,
-                    None => self.phase(&mut ring, "msm_l", &[l_section()], false, clock)?[0].g1(),
-                };
-                let a = match a {
-                    Some(a) => a,
-                    None => {
-                        let da = self.dense_scalars(&dl, w, key.a.len(), Dense::A)?;
-                        let a = Section::g1(&key.a, Scalars::Device(&da), da.len());
-                        self.phase(&mut ring, "msm_a", &[a], false, clock)?[0].g1()
-                    }
-                };
-                let (b_g1, b_g2) = match b {
-                    Some(b) => b,
-                    None => {
-                        let db = self.dense_scalars(&dl, w, key.b_g1.len(), Dense::B)?;
-                        drop(dl);
-                        let b = Section::b(key, Scalars::Device(&db), db.len());
-                        let b = self.phase(&mut ring, "msm_b", &b, false, clock)?;
-                        (b[0].g1(), b[1].g2())
-                    }
-                };
-                MsmSums {
+                // L reads the aux values in place; A's and B's scalars are
+                // gathered from them a chunk at a time.
+                let a = self.dense_section(&dl, w, Dense::A, key.a.len())?;
+                let b = self.dense_section(&dl, w, Dense::B, key.b_g1.len())?;
+                let mut all = vec![
                     h,
-                    l,
-                    a,
-                    b_g1,
-                    b_g2,
+                    Section::g1(&key.l, Scalars::Device(&dl), aux),
+                    Section::g1(&key.a, Scalars::Dense(&a), a.len()),
+                ];
+                all.extend(Section::b(key, Scalars::Dense(&b), b.len()));
+                let got = self.phase(&mut ring, "msm_h_l_a_b", &all, true, clock)?;
+                MsmSums {
+                    h: got[0].g1(),
+                    l: got[1].g1(),
+                    a: got[2].g1(),
+                    b_g1: got[3].g1(),
+                    b_g2: got[4].g2(),
                 }
             }
             None => {
@@ -300,7 +243,7 @@ impl Worker {
             }
         };
         tracing::info!(
-            "streamed key: {:.2} GB crossed in {} chunks of up to {} points (beside H: {beside})",
+            "streamed key: {:.2} GB crossed in {} chunks of up to {} points",
             ring.crossed as f64 / 1e9,
             ring.chunks,
             ring.chunk
@@ -364,6 +307,7 @@ impl Worker {
                 Scalars::Host(h) => {
                     self.stage_upload(&s, fr_as_limbs(&h[start..end]), &mut ring.scalars, 0)?
                 }
+                Scalars::Dense(d) => self.dense_chunk(d, start, end, &mut ring.scalars)?,
             }
             // Zero scalars past the chunk: their (stale) points are skipped.
             if len < ring.chunk {
@@ -396,6 +340,69 @@ impl Worker {
             };
         }
         Ok(sums)
+    }
+
+    /// A's (`Dense::A`) or B's scalars to be gathered a chunk at a time
+    /// from `dl`, checked to number the key section's `points`.
+    fn dense_section<'a>(
+        &mut self,
+        dl: &'a DeviceBuffer<FrLimbs>,
+        w: &'a Synthesized,
+        which: Dense,
+        points: usize,
+    ) -> cuzk_cuda::Result<DenseScalars<'a>> {
+        let (inputs, density) = self.dense_parts(w, which);
+        let d = DenseScalars {
+            aux: dl,
+            inputs,
+            index: DenseIndex::new(density, w.num_aux()),
+        };
+        if d.len() != points {
+            return Err(cuzk_cuda::Error::BadArguments {
+                kernel: "prover_gather_set_bits",
+                message: format!(
+                    "{} inputs + {} aux values by density, but the key section has {points} points",
+                    d.inputs.len(),
+                    d.index.ones()
+                ),
+            });
+        }
+        Ok(d)
+    }
+
+    /// Scalars `start..end` of a dense section into `out[..end - start]`:
+    /// the inputs among them from the host, then the aux values of their
+    /// ranks gathered on the device.
+    fn dense_chunk(
+        &mut self,
+        d: &DenseScalars<'_>,
+        start: usize,
+        end: usize,
+        out: &mut DeviceBuffer<FrLimbs>,
+    ) -> cuzk_cuda::Result<()> {
+        let ni = d.inputs.len();
+        let head = ni.clamp(start, end) - start;
+        if head > 0 {
+            self.stream
+                .upload_at(fr_as_limbs(&d.inputs[start..start + head]), out, 0)?;
+        }
+        let (r0, r1) = (start.max(ni) - ni, end.max(ni) - ni);
+        if r1 > r0 {
+            let (w0, words, bits) = d.index.chunk(r0, r1);
+            let scratch = self.scratch.as_mut().expect("sized above");
+            let got = scratch
+                .gather
+                .gather_at(d.aux, w0 * 64, bits, &words, out, head)?;
+            if got != r1 - r0 {
+                return Err(cuzk_cuda::Error::BadArguments {
+                    kernel: "prover_gather_set_bits",
+                    message: format!(
+                        "aux values of ranks {r0}..{r1}: the chunk's bitmap holds {got}"
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Copies `task`'s points into ring slot `slot` on the copy stream,

@@ -118,6 +118,8 @@ fn log_mix(query: &str, c: cuzk_cuda::msm::ClassCounts) {
 pub(crate) enum Scalars<'a> {
     Device(&'a DeviceBuffer<FrLimbs>),
     Host(&'a [Fr]),
+    /// Gathered a chunk at a time from aux values in VRAM.
+    Dense(&'a crate::dense::DenseScalars<'a>),
 }
 
 /// The H polynomial with a, b, c all on the device: three NTT pairs, the H
@@ -265,16 +267,7 @@ impl Worker {
                 self.resident_msms(&srs, w, da, aux_on_device, &mut clock)?
             }
             (SrsMode::Streamed { chunk }, _) => {
-                let sums = self.streamed_msms(
-                    chunk,
-                    plan.beside_h,
-                    key,
-                    w,
-                    da,
-                    aux_on_device,
-                    &mut clock,
-                    t,
-                );
+                let sums = self.streamed_msms(chunk, key, w, da, aux_on_device, &mut clock, t);
                 self.pin = None;
                 sums?
             }
@@ -495,7 +488,17 @@ impl Worker {
         len: usize,
         which: Dense,
     ) -> cuzk_cuda::Result<DeviceBuffer<FrLimbs>> {
-        let (inputs, density): (Vec<Fr>, _) = match which {
+        let (inputs, density) = self.dense_parts(w, which);
+        let mut d = self.stream.alloc::<FrLimbs>(len)?;
+        self.stream.upload_at(fr_as_limbs(&inputs), &mut d, 0)?;
+        self.gather_aux(dl, density, &mut d, inputs.len(), w.num_aux())?;
+        Ok(d)
+    }
+
+    /// A's or B's input values (all inputs for A, B's by its input
+    /// density) and its aux density bitmap.
+    pub(crate) fn dense_parts<'w>(&self, w: &'w Synthesized, which: Dense) -> (Vec<Fr>, &'w [u64]) {
+        match which {
             Dense::A => (w.input_assignment.clone(), w.a_aux_density.as_words()),
             Dense::B => (
                 w.b_input_density
@@ -504,11 +507,7 @@ impl Worker {
                     .collect(),
                 w.b_aux_density.as_words(),
             ),
-        };
-        let mut d = self.stream.alloc::<FrLimbs>(len)?;
-        self.stream.upload_at(fr_as_limbs(&inputs), &mut d, 0)?;
-        self.gather_aux(dl, density, &mut d, inputs.len(), w.num_aux())?;
-        Ok(d)
+        }
     }
 
     /// Copies `src` into `dst[at..]` on `stream` through the two pinned

@@ -12,12 +12,18 @@
 //! | `msm_a`      | aux + A's dense scalars, gathered on the device (a chunk when streamed) |
 //! | `msm_b`      | aux + B's dense scalars, shared by G1 and G2 (a chunk when streamed) |
 //!
+//! With the key streamed and a, b, c on the device, L, A and B have no
+//! stages of their own: their chunks cross PCIe among H's (copy-bound
+//! sections beside a compute-bound one, `interleave.rs`) inside `msm_h`,
+//! their scalars z's tail (L) or gathered from it a chunk at a time (A, B):
+//! [`VramPlan::interleaved`].
+//!
 //! When a witness leaves a, b, c to the prover (a pre-compiled circuit,
 //! cuzk-synth `DeferredAbc`), the recording's matrices are resident beside
 //! the key ([`DeviceAbc`]) and a, b, c are computed on the device from z:
 //! only z is uploaded, and its aux values stay for L, A and B (with a
-//! streamed key too: A's and B's scalars are gathered there, so no aux
-//! value crosses PCIe twice). A plan that cannot hold the matrices streams
+//! streamed key too: A's and B's scalars are gathered there, a chunk at a
+//! time, so no aux value crosses PCIe twice). A plan that cannot hold the matrices streams
 //! them from the host through one chunk's staging (the `abc` stage holds
 //! it); one that cannot hold even that evaluates a, b, c on the host
 //! instead (and says so).
@@ -82,35 +88,6 @@ impl HPoly {
         match self {
             HPoly::Full => 3,
             HPoly::Lean => 2,
-        }
-    }
-}
-
-/// Which copy-bound sections of a streamed key have their chunks spread
-/// between H's (their copies crossing under H's sums; `interleave.rs`). L
-/// rides along whenever the aux values are in VRAM (its scalars are theirs);
-/// B and A when their gathered scalars fit beside H's without raising the
-/// partition's peak (B first: fewer scalars for the bytes it hides).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct BesideH {
-    /// L's chunks among H's.
-    pub l: bool,
-    /// A's chunks among H's (A's dense scalars gathered before H).
-    pub a: bool,
-    /// B's chunks, G1 and G2, among H's (B's dense scalars gathered before H).
-    pub b: bool,
-}
-
-impl fmt::Display for BesideH {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = [(self.l, "L"), (self.a, "A"), (self.b, "B")]
-            .into_iter()
-            .filter_map(|(on, name)| on.then_some(name))
-            .collect();
-        if names.is_empty() {
-            f.write_str("none")
-        } else {
-            f.write_str(&names.join(", "))
         }
     }
 }
@@ -219,9 +196,10 @@ pub struct VramPlan {
     /// Aux values the worker's gather scratch is sized for (A's and B's
     /// scalars gathered on the device from the aux values in VRAM).
     pub gather_len: usize,
-    /// With the key streamed: the sections whose chunks cross among H's
-    /// (counted in the `msm_h` stage).
-    pub beside_h: BesideH,
+    /// With the key streamed and the aux values in VRAM (a, b, c evaluated
+    /// on the device): L's, A's and B's chunks cross among H's in one stage
+    /// (`msm_h`), A's and B's scalars gathered a chunk at a time.
+    pub interleaved: bool,
 }
 
 /// Why no plan fits.
@@ -506,28 +484,9 @@ impl VramPlan {
             }
             None => (None, vectors),
         };
-        // Sections beside H: L for free (its scalars are z's tail, held
-        // through H anyway); B's, then A's, gathered scalars when H's stage
-        // stays below the partition's other stages.
-        let mut msm_h = n * s + chunk_bufs + kept;
-        let mut beside_h = BesideH::default();
-        if matches!(mode, SrsMode::Streamed { .. }) && shape.device_abc.is_some() {
-            let others = [abc.unwrap_or(0), h, l, a, b]
-                .into_iter()
-                .max()
-                .unwrap_or(0);
-            beside_h.l = true;
-            let b_bytes = shape.b_g1.max(shape.b_g2) as u64 * s;
-            if msm_h + b_bytes <= others {
-                msm_h += b_bytes;
-                beside_h.b = true;
-            }
-            let a_bytes = shape.a as u64 * s;
-            if msm_h + a_bytes <= others {
-                msm_h += a_bytes;
-                beside_h.a = true;
-            }
-        }
+        // L's, A's and B's chunks among H's: their scalars are z's tail
+        // (held through H anyway) and one chunk's gathered at a time.
+        let interleaved = matches!(mode, SrsMode::Streamed { .. }) && shape.device_abc.is_some();
         let mut stages = Vec::with_capacity(6);
         if let Some(bytes) = abc {
             stages.push(StageBytes { name: "abc", bytes });
@@ -539,21 +498,26 @@ impl VramPlan {
             },
             StageBytes {
                 name: "msm_h",
-                bytes: msm_h,
-            },
-            StageBytes {
-                name: "msm_l",
-                bytes: l,
-            },
-            StageBytes {
-                name: "msm_a",
-                bytes: a,
-            },
-            StageBytes {
-                name: "msm_b",
-                bytes: b,
+                bytes: n * s + chunk_bufs + kept,
             },
         ]);
+        // Interleaved, L, A and B run inside H's stage.
+        if !interleaved {
+            stages.extend([
+                StageBytes {
+                    name: "msm_l",
+                    bytes: l,
+                },
+                StageBytes {
+                    name: "msm_a",
+                    bytes: a,
+                },
+                StageBytes {
+                    name: "msm_b",
+                    bytes: b,
+                },
+            ]);
+        }
         let partition_peak = stages.iter().map(|s| s.bytes).max().unwrap_or(0);
         VramPlan {
             budget,
@@ -573,7 +537,7 @@ impl VramPlan {
             h_shift: None,
             h_poly,
             gather_len,
-            beside_h,
+            interleaved,
         }
     }
 
@@ -656,8 +620,8 @@ impl fmt::Display for VramPlan {
         if self.h_poly == HPoly::Lean {
             write!(f, "; lean H polynomial (two vectors at a time)")?;
         }
-        if self.beside_h != BesideH::default() {
-            write!(f, "; {} chunks among H's", self.beside_h)?;
+        if self.interleaved {
+            write!(f, "; L, A and B chunks among H's")?;
         }
         match (self.abc_on_device(), self.matrices_streamed()) {
             (true, None) => write!(
