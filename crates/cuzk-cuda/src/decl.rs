@@ -200,6 +200,13 @@ declare_kernels! {
         values: DevPtr<FrLimbs>, words: DevPtr<u64>, nwords: u32, n: u32, offsets: DevPtr<u32>,
         out: DevPtrMut<FrLimbs>,
     );
+    kernel "prover/gather.cu" prover_gather_ranks(
+        values: DevPtr<FrLimbs>, words: DevPtr<u64>, w0: u32, w1: u32, n: u32,
+        offsets: DevPtr<u32>, r0: u32, r1: u32, out: DevPtrMut<FrLimbs>,
+    );
+    kernel "prover/gather.cu" prover_copy_pad(
+        src: DevPtr<FrLimbs>, n: u32, dst: DevPtrMut<FrLimbs>, total: u32,
+    );
 
     // kernels/tests/field_ec_tests.cu: one field or curve operation per
     // element (conformance tests), and the arithmetic throughput probes.

@@ -152,6 +152,78 @@ impl Drop for PinnedBytes {
     }
 }
 
+/// Page-locked host memory mapped into the device's address space
+/// (`CU_MEMHOSTALLOC_DEVICEMAP`): kernels write it in place, over PCIe, and
+/// the host reads it once their stream is synchronized. No copy engine is
+/// involved (a download is a copy, queued behind other streams' copies).
+#[derive(Debug)]
+pub(crate) struct MappedBytes {
+    ctx: Arc<CudaContext>,
+    ptr: *mut u8,
+    dev: u64,
+    len: usize,
+}
+
+// SAFETY: the memory is owned by this value alone; access goes through &/&mut.
+unsafe impl Send for MappedBytes {}
+// SAFETY: shared access only reads.
+unsafe impl Sync for MappedBytes {}
+
+impl MappedBytes {
+    /// `len` zeroed bytes, page-locked and mapped.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, DriverError> {
+        ctx.bind_to_thread()?;
+        let len = len.max(1);
+        // SAFETY: a plain host allocation of len ≥ 1 bytes, freed in Drop.
+        let ptr = unsafe {
+            cudarc::driver::result::malloc_host(len, cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP)
+        }? as *mut u8;
+        // SAFETY: freshly allocated, len bytes, exclusively ours.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        let mut dev = 0;
+        // SAFETY: ptr was allocated above with DEVICEMAP in this context.
+        let mapped =
+            unsafe { cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut dev, ptr.cast(), 0) }
+                .result();
+        if let Err(e) = mapped {
+            // SAFETY: allocated above, not yet shared.
+            ctx.record_err(unsafe { cudarc::driver::result::free_host(ptr.cast()) });
+            return Err(e);
+        }
+        Ok(MappedBytes {
+            ctx: ctx.clone(),
+            ptr,
+            dev,
+            len,
+        })
+    }
+
+    /// The device's address of the memory.
+    pub(crate) fn device_ptr(&self) -> u64 {
+        self.dev
+    }
+
+    /// The bytes as the host sees them, read with volatile loads (the
+    /// device wrote them; callers synchronize the writing stream first).
+    pub(crate) fn read(&self, out: &mut [u8]) {
+        assert!(out.len() <= self.len, "{} bytes of {}", out.len(), self.len);
+        for (i, o) in out.iter_mut().enumerate() {
+            // SAFETY: i < len, inside our live allocation.
+            *o = unsafe { std::ptr::read_volatile(self.ptr.add(i)) };
+        }
+    }
+}
+
+impl Drop for MappedBytes {
+    fn drop(&mut self) {
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: allocated by malloc_host in `new`, freed once; the owner
+        // synchronized the stream that writes it before dropping.
+        let r = unsafe { cudarc::driver::result::free_host(self.ptr.cast()) };
+        self.ctx.record_err(r);
+    }
+}
+
 /// Host memory the driver has page-locked in place (`cuMemHostRegister`,
 /// portable: every context copies from it as pinned memory). Unregistered
 /// on drop.

@@ -64,48 +64,20 @@ impl BitmapGather {
         out: &mut DeviceBuffer<FrLimbs>,
         head: usize,
     ) -> Result<usize> {
-        self.gather_at(values, 0, n, bitmap, out, head)
-    }
-
-    /// As [`BitmapGather::gather`] over `values[at..at + n]`: bit i of
-    /// `bitmap` stands for `values[at + i]`. A chunk of a long gather: the
-    /// bitmap's words from word `at / 64` on, the bits outside the chunk
-    /// cleared. `at` is a multiple of 64.
-    pub fn gather_at(
-        &mut self,
-        values: &DeviceBuffer<FrLimbs>,
-        at: usize,
-        n: usize,
-        bitmap: &[u64],
-        out: &mut DeviceBuffer<FrLimbs>,
-        head: usize,
-    ) -> Result<usize> {
         let kernel = decl::prover_gather_set_bits.name();
         let nwords = n.div_ceil(64);
-        ensure(
-            kernel,
-            at % 64 == 0 && n <= self.max_len && at + n <= values.len(),
-            || {
-                format!(
-                    "{n} values from {at}: scratch for {}, {} present (the start a multiple of 64)",
-                    self.max_len,
-                    values.len()
-                )
-            },
-        )?;
+        ensure(kernel, n <= self.max_len && n <= values.len(), || {
+            format!(
+                "{n} values: scratch for {}, {} present",
+                self.max_len,
+                values.len()
+            )
+        })?;
         ensure(kernel, bitmap.len() >= nwords, || {
             format!("{n} values but a bitmap of {} words", bitmap.len())
         })?;
         let bitmap = &bitmap[..nwords];
-        let count: usize = bitmap
-            .iter()
-            .enumerate()
-            .map(|(w, &word)| {
-                let keep = n.saturating_sub(w * 64).min(64);
-                let mask = if keep == 64 { !0 } else { (1u64 << keep) - 1 };
-                (word & mask).count_ones() as usize
-            })
-            .sum();
+        let count = set_bits_below(bitmap, n);
         ensure(kernel, head + count <= out.len(), || {
             format!(
                 "{count} gathered values at offset {head} into a buffer of {}",
@@ -145,7 +117,7 @@ impl BitmapGather {
             None,
         )?;
         let args = (
-            values.arg_at(at),
+            values.arg(),
             self.words.arg(),
             nwords as u32,
             n as u32,
@@ -154,7 +126,7 @@ impl BitmapGather {
         );
         let warps_per_block = threads / 32;
         #[allow(unsafe_code)]
-        // SAFETY: reads values[at..at + n), at + n ≤ values.len(), offsets[0..nwords); writes
+        // SAFETY: reads values below n ≤ values.len(), offsets[0..nwords); writes
         // out[head + rank] for the `count` set bits below n, head + count ≤
         // out.len() (checked above).
         unsafe {
@@ -170,4 +142,202 @@ impl BitmapGather {
         }
         Ok(count)
     }
+}
+
+/// A density bitmap on the device with the set bits before each of its
+/// words ([`BitmapGather::rank`]): any run of its set bits, by rank, is
+/// gathered with one kernel and nothing uploaded (a chunk of A's or B's
+/// scalars while another stream's uploads are in flight: a copy queued now
+/// would wait for them).
+pub struct RankedBitmap {
+    words: DeviceBuffer<u64>,
+    offsets: DeviceBuffer<u32>,
+    n: usize,
+    ones: usize,
+}
+
+impl std::fmt::Debug for RankedBitmap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RankedBitmap")
+            .field("n", &self.n)
+            .field("ones", &self.ones)
+            .finish()
+    }
+}
+
+impl BitmapGather {
+    /// `bitmap`'s first `n` bits on the device, with the set bits before
+    /// each word: uploaded and counted once, on this gather's stream.
+    pub fn rank(&mut self, bitmap: &[u64], n: usize) -> Result<RankedBitmap> {
+        let kernel = decl::prover_word_popcounts.name();
+        let nwords = n.div_ceil(64);
+        ensure(kernel, n <= self.max_len && bitmap.len() >= nwords, || {
+            format!(
+                "{n} bits: scratch for {}, a bitmap of {} words",
+                self.max_len,
+                bitmap.len()
+            )
+        })?;
+        let bitmap = &bitmap[..nwords];
+        let ones = set_bits_below(bitmap, n);
+        let s = self.stream.clone();
+        let mut words = s.alloc::<u64>(nwords.max(1))?;
+        let mut offsets = s.alloc::<u32>(nwords + 1)?;
+        if nwords > 0 {
+            s.upload_at(bitmap, &mut words, 0)?;
+            let args = (words.arg(), nwords as u32, n as u32, self.counts.arg_mut());
+            #[allow(unsafe_code)]
+            // SAFETY: reads words[0..nwords), writes counts[0..nwords) (sized
+            // for max_len / 64 ≥ nwords).
+            unsafe {
+                s.launch(
+                    decl::prover_word_popcounts,
+                    grid((nwords as u32).div_ceil(256).clamp(1, 4096), 256),
+                    args,
+                    || format!("{n} bits, {nwords} words"),
+                )?;
+            }
+            exclusive_scan(
+                &s,
+                &self.counts,
+                nwords as u32,
+                &mut self.tile_sums,
+                &mut offsets,
+                None,
+            )?;
+        }
+        Ok(RankedBitmap {
+            words,
+            offsets,
+            n,
+            ones,
+        })
+    }
+}
+
+impl RankedBitmap {
+    /// Device bytes [`BitmapGather::rank`] takes for a bitmap of `n` bits.
+    pub fn bytes_for(n: usize) -> u64 {
+        let words = n.div_ceil(64) as u64;
+        words.max(1) * 8 + (words + 1) * 4 + 2 * crate::arena::ALIGN
+    }
+
+    /// Set bits among its `n`.
+    pub fn ones(&self) -> usize {
+        self.ones
+    }
+
+    /// `out[head + r − r0] = values[i_r]` for the set bits i_r of rank
+    /// `r0 ≤ r < r1`, which must lie in words `w0..=w1` (the caller knows
+    /// where its ranks fall: cuzk-gpu's `DenseIndex`); queued on `s`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gather(
+        &self,
+        s: &Stream,
+        values: &DeviceBuffer<FrLimbs>,
+        words: (usize, usize),
+        ranks: (usize, usize),
+        out: &mut DeviceBuffer<FrLimbs>,
+        head: usize,
+    ) -> Result<()> {
+        let kernel = decl::prover_gather_ranks.name();
+        let ((w0, w1), (r0, r1)) = (words, ranks);
+        ensure(
+            kernel,
+            w0 <= w1
+                && w1 < self.n.div_ceil(64)
+                && r0 < r1
+                && r1 <= self.ones
+                && self.n <= values.len()
+                && head + (r1 - r0) <= out.len(),
+            || {
+                format!(
+                    "words {w0}..={w1} of {}, ranks {r0}..{r1} of {}, {} values, {} into a buffer \
+                     of {} at {head}",
+                    self.n.div_ceil(64),
+                    self.ones,
+                    values.len(),
+                    r1.saturating_sub(r0),
+                    out.len()
+                )
+            },
+        )?;
+        let args = (
+            values.arg(),
+            self.words.arg(),
+            w0 as u32,
+            w1 as u32,
+            self.n as u32,
+            self.offsets.arg(),
+            r0 as u32,
+            r1 as u32,
+            out.arg_mut_at(head),
+        );
+        let span = (w1 - w0 + 1) as u32;
+        #[allow(unsafe_code)]
+        // SAFETY: reads words w0..=w1 < nwords, offsets[w] for those words,
+        // values below n ≤ values.len() (bits ≥ n masked); writes out[head +
+        // r − r0] for r in [r0, r1) only: below head + r1 − r0 ≤ out.len().
+        unsafe {
+            s.launch(
+                decl::prover_gather_ranks,
+                grid(span.div_ceil(256 / 32).clamp(1, 1 << 16), 256),
+                args,
+                || format!("words {w0}..={w1}, ranks {r0}..{r1}"),
+            )
+        }
+    }
+}
+
+/// `dst[i] = src[at + i]` for `i < n`, zero for `n ≤ i < dst.len()`: a
+/// chunk's scalars into its buffer, on the SMs (a copy-engine copy or
+/// memset queued on a stream would wait behind another stream's uploads in
+/// flight).
+pub fn copy_pad(
+    s: &Stream,
+    src: &DeviceBuffer<FrLimbs>,
+    at: usize,
+    n: usize,
+    dst: &mut DeviceBuffer<FrLimbs>,
+) -> Result<()> {
+    let kernel = decl::prover_copy_pad.name();
+    ensure(
+        kernel,
+        at.checked_add(n).is_some_and(|e| e <= src.len()) && n <= dst.len(),
+        || {
+            format!(
+                "{n} values from {at} of {} into a buffer of {}",
+                src.len(),
+                dst.len()
+            )
+        },
+    )?;
+    let total = dst.len();
+    if total == 0 {
+        return Ok(());
+    }
+    let args = (src.arg_at(at), n as u32, dst.arg_mut(), total as u32);
+    #[allow(unsafe_code)]
+    // SAFETY: reads src[at..at + n) (in bounds, checked), writes dst[0..total).
+    unsafe {
+        s.launch(
+            decl::prover_copy_pad,
+            grid((total as u32).div_ceil(256).clamp(1, 1 << 16), 256),
+            args,
+            || format!("{n} of {total} values"),
+        )
+    }
+}
+
+/// Set bits of `bitmap` below bit `n`.
+fn set_bits_below(bitmap: &[u64], n: usize) -> usize {
+    bitmap
+        .iter()
+        .enumerate()
+        .map(|(w, &word)| {
+            let keep = n.saturating_sub(w * 64).min(64);
+            let mask = if keep == 64 { !0 } else { (1u64 << keep) - 1 };
+            (word & mask).count_ones() as usize
+        })
+        .sum()
 }

@@ -2,7 +2,8 @@
 //! gather, on fresh random values and bitmaps every run (the seed is printed;
 //! `CUZK_TEST_SEED=<seed>` repeats a run), plus the edge cases: n = 1, n not a
 //! multiple of 64, empty and full bitmaps, set bits beyond n (ignored), a
-//! nonzero head offset, and a long gather done in word-aligned chunks.
+//! nonzero head offset; a long gather done by rank in chunks, and the
+//! chunk copy with zero padding.
 //!
 //! Without a CUDA device the suite reports its tests ignored and says why in
 //! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
@@ -77,12 +78,15 @@ fn gather_matches_the_host() {
     assert!(err.to_string().contains("8 gathered values"), "{err}");
 }
 
-/// A long gather done in chunks with `gather_at` (a word-aligned start, the
-/// chunk's bitmap words) gives the whole gather's values, chunk after chunk;
-/// a start that is not a multiple of 64 is refused.
-fn chunked_gathers_give_the_whole_one() {
+/// A long gather done by rank in chunks (`RankedBitmap`: the bitmap and its
+/// word offsets on the device, each chunk's words found on the host from the
+/// set bits before each word) gives the whole gather's values, at any chunk
+/// size and head offset; bits past n are ignored. `copy_pad` copies a run
+/// and zeroes the rest of its buffer. Out-of-range ranks are refused.
+fn ranked_chunks_give_the_whole_gather() {
+    use cuzk_cuda::gather::copy_pad;
     let Some(s) = stream() else { return };
-    let mut rng = ChaCha20Rng::seed_from_u64(test_seed("gather_at"));
+    let mut rng = ChaCha20Rng::seed_from_u64(test_seed("gather_ranks"));
     let n: usize = 10_000 + 17;
     let values: Vec<FrLimbs> = (0..n)
         .map(|_| FrLimbs(std::array::from_fn(|_| rng.gen())))
@@ -91,22 +95,47 @@ fn chunked_gathers_give_the_whole_one() {
     let want = host_gather(&values, n, &bitmap);
     let dv = s.upload_new(&values).unwrap();
     let mut g = BitmapGather::new(&s, n).unwrap();
-    let mut out = s.alloc::<FrLimbs>(want.len()).unwrap();
-    let mut done = 0;
-    // Chunks of 3 words (192 values), the last one shorter.
-    for w0 in (0..bitmap.len()).step_by(3) {
-        let at = w0 * 64;
-        let len = (n - at).min(192);
-        let words = &bitmap[w0..(w0 + 3).min(bitmap.len())];
-        done += g.gather_at(&dv, at, len, words, &mut out, done).unwrap();
+    let ranked = g.rank(&bitmap, n).unwrap();
+    assert_eq!(ranked.ones(), want.len());
+    let mut before = vec![0usize];
+    for (w, word) in bitmap.iter().enumerate() {
+        let keep = n.saturating_sub(w * 64).min(64);
+        let mask = if keep == 64 { !0 } else { (1u64 << keep) - 1 };
+        before.push(before[w] + (word & mask).count_ones() as usize);
     }
-    assert_eq!(done, want.len());
+    let word_of = |r: usize| before.partition_point(|&b| b <= r) - 1;
+    let head = 3;
+    for chunk in [1usize, 37, 64, 1000, want.len()] {
+        let mut out = s.alloc::<FrLimbs>(head + want.len()).unwrap();
+        for r0 in (0..want.len()).step_by(chunk) {
+            let r1 = (r0 + chunk).min(want.len());
+            let span = (word_of(r0), word_of(r1 - 1));
+            ranked
+                .gather(&s, &dv, span, (r0, r1), &mut out, head + r0)
+                .unwrap();
+        }
+        let got = s.download_vec(&out).unwrap();
+        assert!(
+            got[head..] == want[..],
+            "chunks of {chunk}: gathered values differ"
+        );
+    }
+    let mut out = s.alloc::<FrLimbs>(want.len()).unwrap();
+    let err = ranked
+        .gather(&s, &dv, (0, 1), (0, want.len() + 1), &mut out, 0)
+        .unwrap_err();
+    assert!(err.to_string().contains("ranks 0.."), "{err}");
+
+    let mut dst = s.upload_new(&values[..10]).unwrap();
+    copy_pad(&s, &dv, 5, 4, &mut dst).unwrap();
+    let got = s.download_vec(&dst).unwrap();
+    assert!(got[..4] == values[5..9], "copied values differ");
     assert!(
-        s.download_vec(&out).unwrap() == want,
-        "chunked gathers differ"
+        got[4..].iter().all(|v| *v == FrLimbs::default()),
+        "not zeroed"
     );
-    let err = g.gather_at(&dv, 32, 64, &bitmap, &mut out, 0).unwrap_err();
-    assert!(err.to_string().contains("a multiple of 64"), "{err}");
+    let err = copy_pad(&s, &dv, n - 2, 4, &mut dst).unwrap_err();
+    assert!(err.to_string().contains("4 values from"), "{err}");
 }
 
 // ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
@@ -114,7 +143,7 @@ fn chunked_gathers_give_the_whole_one() {
 fn main() -> std::process::ExitCode {
     cuzk_testkit::gpu_suite(
         "gather",
-        &cuzk_testkit::gpu_tests![gather_matches_the_host, chunked_gathers_give_the_whole_one],
+        &cuzk_testkit::gpu_tests![gather_matches_the_host, ranked_chunks_give_the_whole_gather],
         cuzk_cuda::no_device().as_deref(),
     )
 }

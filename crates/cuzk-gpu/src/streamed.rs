@@ -10,6 +10,7 @@
 
 use std::time::Instant;
 
+use cuzk_cuda::gather::copy_pad;
 use cuzk_cuda::msm::{BatchSum, Classifier, Msm, MsmCurve, G1, G2};
 use cuzk_cuda::{DeviceBuffer, Event, Stream};
 use cuzk_field::limbs::{
@@ -302,16 +303,18 @@ impl Worker {
             let (start, end) = section.range(ring.chunk, task.chunk);
             let len = end - start;
             s.wait(ring.uploaded[slot].as_ref().expect("uploaded before use"))?;
+            // The chunk's scalars, zeros past them (their stale points are
+            // skipped), by kernels: a copy-engine copy or memset here would
+            // queue behind the copy stream's uploads in flight.
             match section.scalars {
-                Scalars::Device(d) => s.copy_range(d, start, &mut ring.scalars, 0, len)?,
+                Scalars::Device(d) => copy_pad(&s, d, start, len, &mut ring.scalars)?,
                 Scalars::Host(h) => {
-                    self.stage_upload(&s, fr_as_limbs(&h[start..end]), &mut ring.scalars, 0)?
+                    self.stage_upload(&s, fr_as_limbs(&h[start..end]), &mut ring.scalars, 0)?;
+                    if len < ring.chunk {
+                        s.zero_range(&mut ring.scalars, len, ring.chunk - len)?;
+                    }
                 }
-                Scalars::Dense(d) => self.dense_chunk(d, start, end, &mut ring.scalars)?,
-            }
-            // Zero scalars past the chunk: their (stale) points are skipped.
-            if len < ring.chunk {
-                s.zero_range(&mut ring.scalars, len, ring.chunk - len)?;
+                Scalars::Dense(d) => dense_chunk(&s, d, start, end, &mut ring.scalars)?,
             }
             match section.bases {
                 Bases::G1(_) => {
@@ -343,7 +346,9 @@ impl Worker {
     }
 
     /// A's (`Dense::A`) or B's scalars to be gathered a chunk at a time
-    /// from `dl`, checked to number the key section's `points`.
+    /// from `dl`, checked to number the key section's `points`: its inputs
+    /// and its bitmap (with the set bits before each word) go up now, before
+    /// any chunk is in flight.
     fn dense_section<'a>(
         &mut self,
         dl: &'a DeviceBuffer<FrLimbs>,
@@ -352,57 +357,29 @@ impl Worker {
         points: usize,
     ) -> cuzk_cuda::Result<DenseScalars<'a>> {
         let (inputs, density) = self.dense_parts(w, which);
-        let d = DenseScalars {
-            aux: dl,
-            inputs,
-            index: DenseIndex::new(density, w.num_aux()),
-        };
-        if d.len() != points {
+        let index = DenseIndex::new(density, w.num_aux());
+        if inputs.len() + index.ones() != points {
             return Err(cuzk_cuda::Error::BadArguments {
-                kernel: "prover_gather_set_bits",
+                kernel: "prover_gather_ranks",
                 message: format!(
                     "{} inputs + {} aux values by density, but the key section has {points} points",
-                    d.inputs.len(),
-                    d.index.ones()
+                    inputs.len(),
+                    index.ones()
                 ),
             });
         }
-        Ok(d)
-    }
-
-    /// Scalars `start..end` of a dense section into `out[..end - start]`:
-    /// the inputs among them from the host, then the aux values of their
-    /// ranks gathered on the device.
-    fn dense_chunk(
-        &mut self,
-        d: &DenseScalars<'_>,
-        start: usize,
-        end: usize,
-        out: &mut DeviceBuffer<FrLimbs>,
-    ) -> cuzk_cuda::Result<()> {
-        let ni = d.inputs.len();
-        let head = ni.clamp(start, end) - start;
-        if head > 0 {
-            self.stream
-                .upload_at(fr_as_limbs(&d.inputs[start..start + head]), out, 0)?;
-        }
-        let (r0, r1) = (start.max(ni) - ni, end.max(ni) - ni);
-        if r1 > r0 {
-            let (w0, words, bits) = d.index.chunk(r0, r1);
-            let scratch = self.scratch.as_mut().expect("sized above");
-            let got = scratch
-                .gather
-                .gather_at(d.aux, w0 * 64, bits, &words, out, head)?;
-            if got != r1 - r0 {
-                return Err(cuzk_cuda::Error::BadArguments {
-                    kernel: "prover_gather_set_bits",
-                    message: format!(
-                        "aux values of ranks {r0}..{r1}: the chunk's bitmap holds {got}"
-                    ),
-                });
-            }
-        }
-        Ok(())
+        let s = self.stream.clone();
+        let mut d_inputs = s.alloc::<FrLimbs>(inputs.len().max(1))?;
+        s.upload_at(fr_as_limbs(&inputs), &mut d_inputs, 0)?;
+        let scratch = self.scratch.as_mut().expect("sized above");
+        let ranked = scratch.gather.rank(density, w.num_aux())?;
+        Ok(DenseScalars {
+            aux: dl,
+            inputs: d_inputs,
+            num_inputs: inputs.len(),
+            index,
+            ranked,
+        })
     }
 
     /// Copies `task`'s points into ring slot `slot` on the copy stream,
@@ -468,6 +445,27 @@ impl Worker {
             _ => self.stage_upload(copy, src, dst, 0),
         }
     }
+}
+
+/// Scalars `start..end` of a dense section into `out[..end − start]`, zeros
+/// after: the inputs among them, then the aux values of their ranks,
+/// gathered on the device (kernels only, nothing uploaded).
+fn dense_chunk(
+    s: &Stream,
+    d: &DenseScalars<'_>,
+    start: usize,
+    end: usize,
+    out: &mut DeviceBuffer<FrLimbs>,
+) -> cuzk_cuda::Result<()> {
+    let ni = d.num_inputs;
+    let head = ni.clamp(start, end) - start;
+    copy_pad(s, &d.inputs, start.min(ni), head, out)?;
+    let (r0, r1) = (start.max(ni) - ni, end.max(ni) - ni);
+    if r1 > r0 {
+        let span = d.index.span(r0, r1);
+        d.ranked.gather(s, d.aux, span, (r0, r1), out, head)?;
+    }
+    Ok(())
 }
 
 /// Waits for the chunk's queued sums and adds them up.

@@ -117,6 +117,117 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 }
 
+/// `len` values of `T` in page-locked host memory the device writes in
+/// place (mapped): a kernel's small result (an MSM's window sums, a batch
+/// sum, the classifier's counts), read once the writing stream is
+/// synchronized, with no copy. A download is a copy-engine operation, and
+/// one issued while another stream's uploads are in flight waits behind
+/// them: with a streamed key's chunks crossing during the sums, every
+/// chunk's downloads would stall the sums.
+pub(crate) struct MappedBuffer<T: DeviceRepr> {
+    /// Taken from the device's pool; given back on drop.
+    bytes: Option<ffi::MappedBytes>,
+    pool: Arc<MappedPool>,
+    /// The stream whose kernels write it.
+    stream: Stream,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+/// A device's mapped result buffers, by size, each with the event after
+/// which its last writer's kernels are done: made once, reused (allocating
+/// and freeing page-locked memory per partition would be host-side calls
+/// the driver may serialize with the device's work).
+type MappedPool = Mutex<HashMap<usize, Vec<(ffi::MappedBytes, Option<Event>)>>>;
+
+impl<T: DeviceRepr + Default> MappedBuffer<T> {
+    /// `len` values, mapped for `stream`'s device, written by `stream`'s
+    /// kernels.
+    pub(crate) fn new(stream: &Stream, len: usize) -> Result<Self> {
+        let bytes = (len * std::mem::size_of::<T>()).max(1);
+        let pool = {
+            let mut ext = stream.gpu.inner.extensions.lock().expect("extensions lock");
+            let any = ext
+                .entry("mapped result buffers")
+                .or_insert_with(|| Arc::new(MappedPool::default()))
+                .clone();
+            any.downcast::<MappedPool>().expect("the pool's type")
+        };
+        let reused = pool
+            .lock()
+            .expect("mapped pool lock")
+            .get_mut(&bytes)
+            .and_then(Vec::pop);
+        let mapped = match reused {
+            Some((b, last)) => {
+                if let Some(e) = last {
+                    e.synchronize()?;
+                }
+                b
+            }
+            None => ffi::MappedBytes::new(&stream.gpu.inner.ctx, bytes)
+                .cuda("cuMemHostAlloc (mapped)", || format!("{bytes} bytes"))?,
+        };
+        Ok(MappedBuffer {
+            bytes: Some(mapped),
+            pool,
+            stream: stream.clone(),
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// Waits for the stream whose kernels write the buffer, then reads it.
+    pub(crate) fn read(&self) -> Result<Vec<T>> {
+        self.stream.synchronize()?;
+        let mut v = vec![T::default(); self.len];
+        self.bytes
+            .as_ref()
+            .expect("held until drop")
+            .read(ffi::as_bytes_mut(&mut v));
+        Ok(v)
+    }
+}
+
+impl<T: DeviceRepr> Drop for MappedBuffer<T> {
+    fn drop(&mut self) {
+        if let Some(b) = self.bytes.take() {
+            // Its next owner waits for this stream's kernels queued so far.
+            let last = self.stream.record().ok();
+            let size = (self.len * std::mem::size_of::<T>()).max(1);
+            if let Ok(mut pool) = self.pool.lock() {
+                pool.entry(size).or_default().push((b, last));
+            }
+        }
+    }
+}
+
+/// Where a kernel writes its output: device memory or mapped host memory.
+pub(crate) trait KernelOut<T: DeviceRepr> {
+    /// Values it holds.
+    fn out_len(&self) -> usize;
+    /// It as a `T*` kernel argument.
+    fn out_arg(&mut self) -> DevPtrMut<T>;
+}
+
+impl<T: DeviceRepr> KernelOut<T> for DeviceBuffer<T> {
+    fn out_len(&self) -> usize {
+        self.len
+    }
+    fn out_arg(&mut self) -> DevPtrMut<T> {
+        self.arg_mut()
+    }
+}
+
+impl<T: DeviceRepr> KernelOut<T> for MappedBuffer<T> {
+    fn out_len(&self) -> usize {
+        self.len
+    }
+    fn out_arg(&mut self) -> DevPtrMut<T> {
+        DevPtrMut::from_raw(self.bytes.as_ref().expect("held until drop").device_ptr())
+    }
+}
+
 /// Page-locked host memory for full-rate asynchronous copies. Remembers
 /// its last asynchronous copy, and waits for it before the host touches the
 /// memory again.

@@ -11,6 +11,7 @@ mod hostpin;
 mod stream;
 
 pub use buffer::{DeviceBuffer, PinnedBuffer};
+pub(crate) use buffer::{KernelOut, MappedBuffer};
 pub use gpu::{supported, Gpu, MIN_COMPUTE_CAPABILITY, MIN_DRIVER_CUDA};
 pub use hostpin::HostPin;
 pub use stream::{Event, Stream};

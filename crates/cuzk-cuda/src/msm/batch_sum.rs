@@ -11,7 +11,7 @@ use super::curve::MsmCurve;
 use super::plan::{resident_threads, SUM_MAX_BLOCKS, SUM_THREADS};
 use super::MAX_LEN;
 use crate::decl::MsmBitmapSum;
-use crate::device::{grid, DeviceBuffer, Stream};
+use crate::device::{grid, DeviceBuffer, KernelOut, MappedBuffer, Stream};
 use crate::error::{ensure, Result};
 use crate::launch::Kernel;
 
@@ -24,7 +24,7 @@ pub(super) fn sum_groups<C: MsmCurve>(
     len: u32,
     groups: u32,
     blocks: u32,
-    out: &mut DeviceBuffer<u64>,
+    out: &mut impl KernelOut<u64>,
 ) -> Result<()> {
     let kernel = C::SUM_GROUPS.name();
     let xw = C::XYZZ_WORDS;
@@ -35,10 +35,10 @@ pub(super) fn sum_groups<C: MsmCurve>(
     )?;
     ensure(
         kernel,
-        out.len() >= blocks as usize * groups as usize * xw,
-        || format!("output {} words for {groups} × {blocks}", out.len()),
+        out.out_len() >= blocks as usize * groups as usize * xw,
+        || format!("output {} words for {groups} × {blocks}", out.out_len()),
     )?;
-    let args = (input.arg(), len, out.arg_mut());
+    let args = (input.arg(), len, out.out_arg());
     let cfg = LaunchConfig {
         grid_dim: (blocks, groups, 1),
         block_dim: (SUM_THREADS, 1, 1),
@@ -59,7 +59,7 @@ fn horner<C: MsmCurve>(
     sums: &DeviceBuffer<u64>,
     windows: u32,
     c: u32,
-    out: &mut DeviceBuffer<u64>,
+    out: &mut impl KernelOut<u64>,
 ) -> Result<()> {
     let kernel = C::HORNER.name();
     ensure(
@@ -67,10 +67,10 @@ fn horner<C: MsmCurve>(
         windows >= 1 && sums.len() >= windows as usize * C::XYZZ_WORDS,
         || format!("{windows} windows in {} words", sums.len()),
     )?;
-    ensure(kernel, out.len() * 4 == 3 * C::XYZZ_WORDS, || {
-        format!("output of {} words", out.len())
+    ensure(kernel, out.out_len() * 4 == 3 * C::XYZZ_WORDS, || {
+        format!("output of {} words", out.out_len())
     })?;
-    let args = (sums.arg(), windows, c, out.arg_mut());
+    let args = (sums.arg(), windows, c, out.out_arg());
     #[allow(unsafe_code)]
     // SAFETY: sizes checked above.
     unsafe {
@@ -87,7 +87,8 @@ pub struct BatchSum<C: MsmCurve> {
     bitmap_kernel: Kernel<MsmBitmapSum<C::Affine>>,
     partials: DeviceBuffer<u64>,
     partials2: DeviceBuffer<u64>,
-    result: DeviceBuffer<u64>,
+    /// Written by the last kernel, read by the host in place (mapped).
+    result: MappedBuffer<u64>,
     _curve: PhantomData<C>,
 }
 
@@ -130,7 +131,7 @@ impl<C: MsmCurve> BatchSum<C> {
             bitmap_kernel,
             partials: stream.alloc(blocks as usize * xw)?,
             partials2: stream.alloc(SUM_MAX_BLOCKS as usize * xw)?,
-            result: stream.alloc(3 * xw / 4)?,
+            result: MappedBuffer::new(stream, 3 * xw / 4)?,
             _curve: PhantomData,
         })
     }
@@ -230,7 +231,7 @@ impl<C: MsmCurve> BatchSum<C> {
 
     /// Waits for the queued sum and returns it.
     pub fn result(&self) -> Result<C::Projective> {
-        let words = self.stream.download_vec(&self.result)?;
+        let words = self.result.read()?;
         Ok(C::from_jacobian_words(&words))
     }
 }

@@ -8,7 +8,7 @@ use cuzk_field::limbs::FrLimbs;
 
 use super::MAX_LEN;
 use crate::decl;
-use crate::device::{grid, DeviceBuffer, Stream};
+use crate::device::{grid, DeviceBuffer, KernelOut, MappedBuffer, Stream};
 use crate::error::{ensure, Result};
 use crate::scan::{exclusive_scan, SCAN_TILE};
 
@@ -36,7 +36,8 @@ pub struct Classifier {
     ones_offsets: DeviceBuffer<u32>,
     others_offsets: DeviceBuffer<u32>,
     tile_sums: DeviceBuffer<u32>,
-    totals: DeviceBuffer<u32>,
+    /// The two counts, read by the host in place (mapped).
+    totals: MappedBuffer<u32>,
     ones: DeviceBuffer<u32>,
     others: DeviceBuffer<u32>,
 }
@@ -72,7 +73,7 @@ impl Classifier {
             ones_offsets: stream.alloc(tiles + 1)?,
             others_offsets: stream.alloc(tiles + 1)?,
             tile_sums: stream.alloc(tiles.div_ceil(SCAN_TILE) + 1)?,
-            totals: stream.alloc(2)?,
+            totals: MappedBuffer::new(stream, 2)?,
             ones: stream.alloc(max_len.max(1))?,
             others: stream.alloc(max_len.max(1))?,
         })
@@ -137,7 +138,7 @@ impl Classifier {
         let args = (
             self.ones_offsets.arg_at(tiles as usize),
             self.others_offsets.arg_at(tiles as usize),
-            self.totals.arg_mut(),
+            self.totals.out_arg(),
         );
         #[allow(unsafe_code)]
         // SAFETY: reads the totals at index tiles of the offset arrays (tiles
@@ -147,7 +148,7 @@ impl Classifier {
                 "class totals".into()
             })?;
         }
-        let totals = s.download_vec(&self.totals)?;
+        let totals = self.totals.read()?;
         let (ones, others) = (totals[0] as usize, totals[1] as usize);
         Ok(ClassCounts {
             zeros: n - ones - others,

@@ -18,7 +18,7 @@ use super::plan::{
 use super::shifted::ShiftedBases;
 use super::{MAX_LEN, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
 use crate::decl;
-use crate::device::{grid, DeviceBuffer, Event, Stream};
+use crate::device::{grid, DeviceBuffer, Event, KernelOut, MappedBuffer, Stream};
 use crate::error::{ensure, Result};
 use crate::launch::DevPtrMut;
 use crate::scan::SCAN_TILE;
@@ -42,7 +42,8 @@ pub struct Msm<C: MsmCurve> {
     pub(super) part_pts: [DeviceBuffer<u64>; 2],
     pub(super) segment_sums: DeviceBuffer<u64>,
     pub(super) group_sums: DeviceBuffer<u64>,
-    pub(super) window_sums: DeviceBuffer<u64>,
+    /// Written by the last kernel, read by the host in place (mapped).
+    pub(super) window_sums: MappedBuffer<u64>,
     /// Present when the plan sorts by radix.
     pub(super) radix: Option<RadixScratch>,
     pub(super) profile: bool,
@@ -127,7 +128,7 @@ impl<C: MsmCurve> Msm<C> {
             && parts * xw <= self.part_pts[0].len()
             && sets * p.segments() as usize * xw <= self.segment_sums.len()
             && sets * p.sum_blocks() as usize * xw <= self.group_sums.len()
-            && sets * xw <= self.window_sums.len()
+            && sets * xw <= self.window_sums.out_len()
     }
 
     /// The window size [`Msm::new`] picks for `max_len` pairs.
@@ -262,7 +263,10 @@ impl<C: MsmCurve> Msm<C> {
             group_sums: stream.alloc(sets * plan.sum_blocks() as usize * xw)?,
             // Room for any window size's sums (≤ 128 windows: a few KiB),
             // so that a shorter call can run under a smaller window.
-            window_sums: stream.alloc(sets.max(windows_for(MIN_WINDOW_BITS) as usize) * xw)?,
+            window_sums: MappedBuffer::new(
+                stream,
+                sets.max(windows_for(MIN_WINDOW_BITS) as usize) * xw,
+            )?,
             radix: match plan.sort {
                 BucketSort::Radix => Some(RadixScratch::new(
                     stream,
@@ -624,7 +628,7 @@ impl<C: MsmCurve> Msm<C> {
     /// Waits for the queued MSM and returns its result: the window sums are
     /// downloaded and combined, Σ_w 2^(c·w)·R_w, on the host.
     pub fn result(&self) -> Result<C::Projective> {
-        let words = self.stream.download_vec(&self.window_sums)?;
+        let words = self.window_sums.read()?;
         let xw = C::XYZZ_WORDS;
         let c = self.plan.window_bits;
         let windows = self.plan.sets as usize;

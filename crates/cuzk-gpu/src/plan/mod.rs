@@ -54,6 +54,7 @@ use std::fmt;
 
 use cuzk_arena::human;
 use cuzk_cuda::abc::streamed_bytes;
+use cuzk_cuda::gather::RankedBitmap;
 
 /// Bytes of one Fr scalar, one affine G1 point and one affine G2 point.
 pub const SCALAR_BYTES: u64 = 32;
@@ -487,6 +488,14 @@ impl VramPlan {
         // L's, A's and B's chunks among H's: their scalars are z's tail
         // (held through H anyway) and one chunk's gathered at a time.
         let interleaved = matches!(mode, SrsMode::Streamed { .. }) && shape.device_abc.is_some();
+        // A's and B's bitmaps on the device with their word offsets, and
+        // their inputs, for the gathers by rank.
+        let ranked = match shape.device_abc {
+            Some(d) if interleaved => {
+                2 * (RankedBitmap::bytes_for(shape.aux) + (d.z - shape.aux).max(1) as u64 * s)
+            }
+            _ => 0,
+        };
         let mut stages = Vec::with_capacity(6);
         if let Some(bytes) = abc {
             stages.push(StageBytes { name: "abc", bytes });
@@ -498,7 +507,7 @@ impl VramPlan {
             },
             StageBytes {
                 name: "msm_h",
-                bytes: n * s + chunk_bufs + kept,
+                bytes: n * s + chunk_bufs + kept + ranked,
             },
         ]);
         // Interleaved, L, A and B run inside H's stage.

@@ -181,7 +181,13 @@ fn device_abc_counts_the_matrices_and_z() {
     let chunk_bufs = (1u64 << 20) * 32;
     let names: Vec<&str> = streamed.stages.iter().map(|s| s.name).collect();
     assert_eq!(names, ["abc", "h_poly", "msm_h"], "{streamed}");
-    assert_eq!(streamed.stages[2].bytes, n * 32 + chunk_bufs + kept);
+    // A's and B's bitmaps and their word offsets for the gathers by rank,
+    // and their inputs (41 of z's values are not aux).
+    let ranked = 2 * (cuzk_cuda::gather::RankedBitmap::bytes_for(base.aux) + 41 * 32);
+    assert_eq!(
+        streamed.stages[2].bytes,
+        n * 32 + chunk_bufs + kept + ranked
+    );
     assert!(streamed.to_string().contains("L, A and B chunks among H's"));
 }
 
