@@ -108,7 +108,7 @@ pub fn use_dir(dir: Option<PathBuf>) {
 
 /// The command that makes current fatbins, for error messages: the build's
 /// own and, for an installed binary, the install that places them.
-pub const REBUILD: &str =
+pub(crate) const REBUILD: &str =
     "`cargo xtask kernels` in the cuzk checkout this binary was built from (or, for an installed binary, `cargo xtask install` from it again)";
 
 static LOADED: OnceLock<Kernels> = OnceLock::new();

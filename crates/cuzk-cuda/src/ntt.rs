@@ -447,7 +447,7 @@ pub fn ntt_with(
 }
 
 /// 1/Z on the coset of size n: Z(g·ω^k) = g^n − 1 for every k.
-pub fn z_inv_on_coset(n: usize) -> Fr {
+pub(crate) fn z_inv_on_coset(n: usize) -> Fr {
     let g = Fr::MULTIPLICATIVE_GENERATOR;
     (g.pow_vartime([n as u64]) - Fr::ONE)
         .invert()

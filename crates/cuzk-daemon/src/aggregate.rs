@@ -28,25 +28,25 @@ use crate::proto::{AggregateSector, SubmitAggregateRequest, SubmitProofRequest};
 /// The journal's `proof_kind` of an aggregation job: not a value of
 /// Curio's `ProofKind` (0–4), so never sent by Curio and refused by
 /// `SubmitProof`.
-pub const AGGREGATE_KIND: i32 = 100;
+pub(crate) const AGGREGATE_KIND: i32 = 100;
 
 /// The folders under which cuzk's own RPCs may read files
 /// (`limits.vanilla_file_dirs`); none: every file request is refused.
 #[derive(Debug, Clone, Default)]
-pub struct LocalFiles {
+pub(crate) struct LocalFiles {
     dirs: Vec<PathBuf>,
 }
 
 impl LocalFiles {
     /// The folders, as configured (each resolved when a file is read).
-    pub fn new(dirs: Vec<PathBuf>) -> Self {
+    pub(crate) fn new(dirs: Vec<PathBuf>) -> Self {
         LocalFiles { dirs }
     }
 
     /// Reads `path` if it is an absolute path whose real location (links
     /// resolved) is under one of the folders, and no longer than `limit`
     /// bytes; `what` names the field in the refusals.
-    pub fn read(&self, what: &str, path: &str, limit: u64) -> Result<Vec<u8>, RequestError> {
+    pub(crate) fn read(&self, what: &str, path: &str, limit: u64) -> Result<Vec<u8>, RequestError> {
         let refuse =
             |problem: String| RequestError::InvalidArgument(format!("{what} {path:?}: {problem}"));
         if self.dirs.is_empty() {
@@ -92,7 +92,7 @@ impl LocalFiles {
 
 /// A checked aggregation job: its sectors' partition proofs and public inputs.
 #[derive(Debug)]
-pub struct AggregateRequest {
+pub(crate) struct AggregateRequest {
     /// The sectors' one PoRep type.
     pub proof_type: ProofType,
     /// Each sector's partition proofs and public inputs, in the request's order.
@@ -101,19 +101,14 @@ pub struct AggregateRequest {
 
 impl AggregateRequest {
     /// The aggregate (filecoin-proofs' `aggregate_seal_commit_proofs`).
-    pub fn aggregate(&self) -> Result<Vec<u8>, cuzk_filecoin::Error> {
+    pub(crate) fn aggregate(&self) -> Result<Vec<u8>, cuzk_filecoin::Error> {
         aggregate(&self.sectors)
     }
 
     /// Checks an aggregate of these sectors with
     /// `verify_aggregate_seal_commit_proofs`.
-    pub fn verify(&self, aggregate: &[u8]) -> Result<(), cuzk_filecoin::Error> {
+    pub(crate) fn verify(&self, aggregate: &[u8]) -> Result<(), cuzk_filecoin::Error> {
         verify_aggregate(&self.sectors, aggregate)
-    }
-
-    /// Proofs aggregated (before padding).
-    pub fn proofs(&self) -> usize {
-        self.sectors.len() * self.proof_type.partitions()
     }
 }
 
@@ -191,7 +186,7 @@ fn same_type(c1: &C1Input, pt: ProofType, registered_proof: u64) -> Result<(), S
 /// proofs dropped. Refused before reading any C1: no sectors or more than
 /// 65, a registered proof that is not a PoRep type, a missing verifying
 /// key, a missing, truncated or too small SRS.
-pub fn to_submit(
+pub(crate) fn to_submit(
     req: SubmitAggregateRequest,
     params: &ParamsDir,
     files: &LocalFiles,
@@ -232,7 +227,7 @@ pub fn to_submit(
 }
 
 /// Checks an aggregation job's journaled request ([`to_submit`]'s form).
-pub fn check(
+pub(crate) fn check(
     req: &SubmitProofRequest,
     params: &ParamsDir,
 ) -> Result<AggregateRequest, RequestError> {
@@ -258,7 +253,7 @@ pub fn check(
 }
 
 /// What an aggregate of `sectors` sectors of `pt` holds, for the log.
-pub fn describe(sectors: usize, pt: ProofType) -> String {
+pub(crate) fn describe(sectors: usize, pt: ProofType) -> String {
     let proofs = sectors * pt.partitions();
     format!(
         "{sectors} sector(s) of {}, {proofs} partition proofs padded to {}",

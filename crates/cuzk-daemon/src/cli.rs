@@ -52,7 +52,7 @@ pub struct DaemonArgs {
 
 impl DaemonArgs {
     /// The configuration file (or the defaults) with the overrides applied, checked.
-    pub fn config(&self) -> Result<Config, ConfigError> {
+    pub(crate) fn config(&self) -> Result<Config, ConfigError> {
         let mut config = match &self.config {
             Some(path) => Config::read(path)?,
             None => Config::default(),

@@ -286,7 +286,7 @@ impl Config {
     }
 
     /// Reads and parses a configuration file.
-    pub fn read(path: &Path) -> Result<Config, ConfigError> {
+    pub(crate) fn read(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
@@ -295,7 +295,7 @@ impl Config {
     }
 
     /// The listen addresses, parsed.
-    pub fn listen_addresses(&self) -> Result<Vec<ListenAddr>, ConfigError> {
+    pub(crate) fn listen_addresses(&self) -> Result<Vec<ListenAddr>, ConfigError> {
         if self.listen.addresses.is_empty() {
             return Err(ConfigError::Invalid {
                 key: "listen.addresses",
@@ -310,27 +310,27 @@ impl Config {
     }
 
     /// The unix socket mode, parsed from octal.
-    pub fn socket_mode(&self) -> Result<u32, ConfigError> {
+    pub(crate) fn socket_mode(&self) -> Result<u32, ConfigError> {
         octal_mode("listen.socket_mode", &self.listen.socket_mode)
     }
 
     /// The state files' mode, parsed from octal.
-    pub fn state_file_mode(&self) -> Result<u32, ConfigError> {
+    pub(crate) fn state_file_mode(&self) -> Result<u32, ConfigError> {
         octal_mode("state.file_mode", &self.state.file_mode)
     }
 
     /// `listen.socket_group`, as a group id (`None`: the process's group).
-    pub fn socket_group(&self) -> Result<Option<u32>, ConfigError> {
+    pub(crate) fn socket_group(&self) -> Result<Option<u32>, ConfigError> {
         group_id("listen.socket_group", &self.listen.socket_group)
     }
 
     /// `state.group`, as a group id (`None`: the process's group).
-    pub fn state_group(&self) -> Result<Option<u32>, ConfigError> {
+    pub(crate) fn state_group(&self) -> Result<Option<u32>, ConfigError> {
         group_id("state.group", &self.state.group)
     }
 
     /// The least urgent engine class that may use `proving.critical_reserve`.
-    pub fn reserve_class(&self) -> Result<cuzk_pipeline::Priority, ConfigError> {
+    pub(crate) fn reserve_class(&self) -> Result<cuzk_pipeline::Priority, ConfigError> {
         match self.proving.reserve_class.as_str() {
             "critical" => Ok(cuzk_pipeline::Priority::Critical),
             "high" => Ok(cuzk_pipeline::Priority::High),
@@ -342,7 +342,7 @@ impl Config {
     }
 
     /// `proving.synthesis`, parsed.
-    pub fn synthesis(&self) -> Result<crate::srs::SynthesisChoice, ConfigError> {
+    pub(crate) fn synthesis(&self) -> Result<crate::srs::SynthesisChoice, ConfigError> {
         self.proving
             .synthesis
             .parse()
@@ -475,11 +475,11 @@ fn group_id(key: &'static str, text: &str) -> Result<Option<u32>, ConfigError> {
 
 /// Sizes in the configuration: a number of bytes or a string such as
 /// `"64GiB"`, `"512MiB"`, `"1.5TiB"` (G, GB and GiB all mean 2^30).
-pub mod size {
+pub(crate) mod size {
     use serde::{Deserialize, Deserializer};
 
     /// Parses `"64GiB"`, `"0"` or `"1073741824"`.
-    pub fn parse(text: &str) -> Result<u64, String> {
+    pub(crate) fn parse(text: &str) -> Result<u64, String> {
         if text.trim() == "0" {
             return Ok(0);
         }
@@ -493,7 +493,7 @@ pub mod size {
     }
 
     /// serde's `deserialize_with` for a size.
-    pub fn de<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    pub(crate) fn de<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Raw {

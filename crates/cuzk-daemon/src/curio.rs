@@ -40,7 +40,7 @@ const CURIO_SECTIONS: [&str; 7] = [
 
 /// Whether a parsed file is Curio's format: one of its own sections, or
 /// its `srs.param_cache`.
-pub fn is_curio(table: &toml::Table) -> bool {
+pub(crate) fn is_curio(table: &toml::Table) -> bool {
     CURIO_SECTIONS.iter().any(|s| table.contains_key(*s))
         || table
             .get("srs")
@@ -49,7 +49,7 @@ pub fn is_curio(table: &toml::Table) -> bool {
 }
 
 /// cuzk's configuration from Curio's, and a note per key on what became of it.
-pub fn import(table: &toml::Table) -> Result<(Config, Vec<String>), String> {
+pub(crate) fn import(table: &toml::Table) -> Result<(Config, Vec<String>), String> {
     let mut c = Config::default();
     let mut notes = Vec::new();
     for (section, value) in table {
@@ -78,7 +78,7 @@ fn count(name: &str, v: &toml::Value) -> Result<usize, String> {
 }
 
 /// Curio's durations: `"5m"`, `"300s"`, `"1h"`, or seconds.
-pub fn seconds(name: &str, v: &toml::Value) -> Result<u64, String> {
+pub(crate) fn seconds(name: &str, v: &toml::Value) -> Result<u64, String> {
     if let Some(n) = v.as_integer() {
         return u64::try_from(n).map_err(|_| format!("{name}: {n} is negative"));
     }
@@ -181,7 +181,7 @@ fn map(c: &mut Config, name: &str, v: &toml::Value) -> Result<String, String> {
 
 /// cuzk's configuration as TOML, with the notes of an import as comments
 /// above it (`cuzk config import`).
-pub fn write(config: &Config, notes: &[String], from: &str) -> Result<String, String> {
+pub(crate) fn write(config: &Config, notes: &[String], from: &str) -> Result<String, String> {
     let mut out = format!("# cuzk daemon configuration, imported from Curio's {from}\n");
     for n in notes {
         out.push_str(&format!("#   {n}\n"));

@@ -46,12 +46,11 @@ mod results;
 #[cfg(test)]
 mod tests;
 
-pub use accept::{check_envelope, check_internal_envelope, MAX_REQUEST_ID_BYTES};
-pub use dispatch::engine_class;
+pub(crate) use accept::{check_envelope, check_internal_envelope};
 
 /// The numbers the job table keeps to.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Jobs accepted and not finished, of any priority.
     pub max_queued_jobs: usize,
     /// Their vanilla proofs' bytes.
@@ -76,7 +75,7 @@ pub struct Settings {
 
 /// A proving device as the status and metrics show it.
 #[derive(Clone)]
-pub struct DeviceView {
+pub(crate) struct DeviceView {
     /// "cpu-0", "cuda-0".
     pub name: String,
     /// The CUDA ordinal, for GPUs.
@@ -95,7 +94,7 @@ pub struct DeviceView {
 /// What a device proves with, as the start-up log, `GET /status` and the
 /// metrics name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WorkerBuild {
+pub(crate) struct WorkerBuild {
     /// "cpu" or "cuda".
     pub backend: &'static str,
     /// The GPU's name and architecture, or the CPU's model.
@@ -108,7 +107,7 @@ pub struct WorkerBuild {
 
 /// What a GPU device reports.
 #[derive(Debug, Clone)]
-pub struct GpuView {
+pub(crate) struct GpuView {
     /// The CUDA ordinal.
     pub ordinal: u32,
     /// The model the driver reports.
@@ -320,7 +319,7 @@ impl Table {
 /// a PoRep C1 is parsed into a generic JSON tree (16-32 times its bytes;
 /// the larger is counted), the other kinds decode their vanilla proofs
 /// once (counted twice their bytes).
-pub fn checking_cost(req: &SubmitProofRequest) -> u64 {
+pub(crate) fn checking_cost(req: &SubmitProofRequest) -> u64 {
     let factor = if req.proof_kind == ProofKind::PorepSealCommit as i32 {
         32
     } else {
@@ -333,21 +332,21 @@ pub fn checking_cost(req: &SubmitProofRequest) -> u64 {
 /// its [`checking_cost`] from before its check until it is queued or
 /// refused; one beyond the budget is refused at once.
 #[derive(Debug)]
-pub struct CheckingBudget {
+pub(crate) struct CheckingBudget {
     limit: u64,
     used: Mutex<u64>,
 }
 
 /// A submission's share of the [`CheckingBudget`], given back on drop.
 #[derive(Debug)]
-pub struct CheckingShare<'a> {
+pub(crate) struct CheckingShare<'a> {
     budget: &'a CheckingBudget,
     bytes: u64,
 }
 
 impl CheckingBudget {
     /// A budget of `limit` bytes.
-    pub fn new(limit: u64) -> Self {
+    pub(crate) fn new(limit: u64) -> Self {
         CheckingBudget {
             limit,
             used: Mutex::new(0),
@@ -355,12 +354,15 @@ impl CheckingBudget {
     }
 
     /// Bytes held now.
-    pub fn used(&self) -> u64 {
+    pub(crate) fn used(&self) -> u64 {
         *self.used.lock()
     }
 
     /// Takes `req`'s share, or refuses it with the numbers.
-    pub fn reserve(&self, req: &SubmitProofRequest) -> Result<CheckingShare<'_>, RequestError> {
+    pub(crate) fn reserve(
+        &self,
+        req: &SubmitProofRequest,
+    ) -> Result<CheckingShare<'_>, RequestError> {
         let bytes = checking_cost(req);
         let mut used = self.used.lock();
         if used.saturating_add(bytes) > self.limit {
@@ -394,7 +396,7 @@ fn is_urgent(priority: Priority) -> bool {
 
 /// Counters for the metrics; the per-kind ones indexed as [`KINDS`].
 #[derive(Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     /// Jobs accepted, per kind.
     pub accepted: [AtomicU64; 4],
     /// Jobs that ended with a proof, per kind.
@@ -417,7 +419,7 @@ pub struct Stats {
 }
 
 /// The sum of a per-kind counter.
-pub fn total(counter: &[AtomicU64; 4]) -> u64 {
+pub(crate) fn total(counter: &[AtomicU64; 4]) -> u64 {
     counter
         .iter()
         .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
@@ -427,13 +429,13 @@ pub fn total(counter: &[AtomicU64; 4]) -> u64 {
 /// Upper bounds of the proof latency histogram, seconds: a 32 GiB
 /// WinningPoSt should take under 1 s, a 2 KiB CPU proof ~10 s, a 32 GiB GPU
 /// PoRep ~30-140 s, a queued one minutes.
-pub const LATENCY_BUCKETS: [f64; 14] = [
+pub(crate) const LATENCY_BUCKETS: [f64; 14] = [
     0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0,
 ];
 
 /// Counts of the table, for the status and metrics (per kind, as [`KINDS`]).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TableCounts {
+pub(crate) struct TableCounts {
     /// Jobs waiting, per kind.
     pub queued: [u32; 4],
     /// Of the queued: restored from the journal and being checked again.
@@ -448,7 +450,7 @@ pub struct TableCounts {
 
 /// A job in the engine, as `GET /status` lists it.
 #[derive(Debug, Clone)]
-pub struct RunningJob {
+pub(crate) struct RunningJob {
     /// The daemon's id of the job.
     pub job_id: String,
     /// The client's id of the request.
@@ -464,7 +466,7 @@ pub struct RunningJob {
 }
 
 /// The daemon (see the module docs).
-pub struct Daemon {
+pub(crate) struct Daemon {
     settings: Settings,
     params: ParamsDir,
     engine: Engine,
@@ -575,7 +577,7 @@ impl Daemon {
     /// The daemon over a started engine, its devices, key manager and
     /// journal; `replayed` is what the journal held (queued again or kept
     /// for delivery). Starts the dispatcher thread.
-    pub fn start(
+    pub(crate) fn start(
         settings: Settings,
         params: ParamsDir,
         engine: Engine,
@@ -633,7 +635,7 @@ impl Daemon {
     }
 
     /// Counts of the table.
-    pub fn counts(&self) -> TableCounts {
+    pub(crate) fn counts(&self) -> TableCounts {
         let t = self.table.lock();
         let mut c = TableCounts {
             unfinished_bytes: t.unfinished_bytes,
@@ -655,7 +657,7 @@ impl Daemon {
     }
 
     /// The oldest running job's id and kind, for `GPUStatus.current_job_id`.
-    pub fn oldest_running(&self) -> Option<(String, ProofKind)> {
+    pub(crate) fn oldest_running(&self) -> Option<(String, ProofKind)> {
         let t = self.table.lock();
         t.jobs
             .iter()
@@ -665,7 +667,7 @@ impl Daemon {
     }
 
     /// The jobs in the engine, oldest first, with their partitions.
-    pub fn running_jobs(&self) -> Vec<RunningJob> {
+    pub(crate) fn running_jobs(&self) -> Vec<RunningJob> {
         let t = self.table.lock();
         let mut jobs: Vec<(u64, RunningJob)> = t
             .jobs
@@ -689,50 +691,49 @@ impl Daemon {
     }
 
     /// The engine's meters.
-    pub fn engine_metrics(&self) -> MetricsSnapshot {
+    pub(crate) fn engine_metrics(&self) -> MetricsSnapshot {
         self.engine.metrics()
     }
 
     /// The devices.
-    pub fn devices(&self) -> &[DeviceView] {
+    pub(crate) fn devices(&self) -> &[DeviceView] {
         &self.devices
     }
 
     /// The key manager.
-    pub fn srs(&self) -> &Arc<SrsManager> {
+    pub(crate) fn srs(&self) -> &Arc<SrsManager> {
         &self.srs
     }
 
     /// Bytes held by requests being checked.
-    pub fn checking_used(&self) -> u64 {
+    pub(crate) fn checking_used(&self) -> u64 {
         self.checking.used()
     }
 
     /// The counters.
-    pub fn stats(&self) -> &Stats {
+    pub(crate) fn stats(&self) -> &Stats {
         &self.stats
     }
 
     /// Since the daemon started.
-    pub fn uptime(&self) -> Duration {
+    pub(crate) fn uptime(&self) -> Duration {
         self.started.elapsed()
     }
 
     /// The parameter cache.
-    pub fn params(&self) -> &ParamsDir {
+    pub(crate) fn params(&self) -> &ParamsDir {
         &self.params
     }
 
     /// The settings.
-    pub fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }
 
     /// Counts a refused submission under its gRPC code.
-    pub fn count_rejection(&self, e: &RequestError) {
+    pub(crate) fn count_rejection(&self, e: &RequestError) {
         let code = match e {
             RequestError::InvalidArgument(_) => "invalid_argument",
-            RequestError::Unimplemented(_) => "unimplemented",
             RequestError::ResourceExhausted(_) => "resource_exhausted",
             RequestError::NotFound(_) => "not_found",
             RequestError::FailedPrecondition(_) => "failed_precondition",

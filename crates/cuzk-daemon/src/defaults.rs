@@ -24,9 +24,9 @@ use crate::srs::fit::{key_bytes, shape_of};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BoxFacts {
     /// Memory this process may use, bytes.
-    pub memory: u64,
+    pub(crate) memory: u64,
     /// Cores it may run on.
-    pub cores: usize,
+    pub(crate) cores: usize,
 }
 
 impl BoxFacts {
@@ -41,21 +41,21 @@ impl BoxFacts {
 
 /// The settings chosen for a box.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Chosen {
+pub(crate) struct Chosen {
     /// Host memory of partitions and HOT keys, bytes.
-    pub engine_memory_budget: u64,
+    pub(crate) engine_memory_budget: u64,
     /// Of it, what HOT keys may hold, bytes.
-    pub host_budget: u64,
+    pub(crate) host_budget: u64,
     /// Partitions admitted into the engine at once.
-    pub partitions_in_flight: usize,
+    pub(crate) partitions_in_flight: usize,
     /// Partitions synthesized at once.
-    pub synthesis_workers: usize,
+    pub(crate) synthesis_workers: usize,
     /// Memory for requests being checked, bytes.
-    pub request_memory: u64,
+    pub(crate) request_memory: u64,
 }
 
 /// The defaults for `b` (see the module docs for each rule).
-pub fn choose(b: BoxFacts) -> Chosen {
+pub(crate) fn choose(b: BoxFacts) -> Chosen {
     let engine_memory_budget = cuzk_pipeline::host::engine_share(b.memory);
     let host_budget = b.memory / 2;
     let porep = Known::Porep32G.summary();
@@ -77,7 +77,7 @@ pub fn choose(b: BoxFacts) -> Chosen {
 /// PoRep and WindowPoSt key sizes they give, 47.4 GB and 60.78 GB, are the
 /// files' sizes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Known {
+pub(crate) enum Known {
     /// The 32 GiB PoRep (10 partitions).
     Porep32G,
     /// One 32 GiB WindowPoSt partition.
@@ -90,7 +90,7 @@ pub enum Known {
 
 impl Known {
     /// Every circuit, in declaration order.
-    pub const ALL: [Known; 4] = [
+    pub(crate) const ALL: [Known; 4] = [
         Known::Porep32G,
         Known::WindowPost32G,
         Known::WinningPost32G,
@@ -98,7 +98,7 @@ impl Known {
     ];
 
     /// The daemon's circuit id.
-    pub fn circuit_id(self) -> &'static str {
+    pub(crate) fn circuit_id(self) -> &'static str {
         match self {
             Known::Porep32G => "porep-32g",
             Known::WindowPost32G => "wpost-32g",
@@ -108,7 +108,7 @@ impl Known {
     }
 
     /// The key's section counts.
-    pub fn summary(self) -> KeySummary {
+    pub(crate) fn summary(self) -> KeySummary {
         // (domain log2, inputs, aux, A-aux, B-input, B-aux)
         let (log2, inputs, aux, a_aux, b_input, b_aux): (u32, u64, u64, u64, u64, u64) = match self
         {
@@ -124,18 +124,18 @@ impl Known {
 
 /// One partition's host reservation on a GPU (the witness; the prover's
 /// working set is in VRAM).
-pub fn gpu_partition(key: &KeySummary) -> PartitionFootprint {
+pub(crate) fn gpu_partition(key: &KeySummary) -> PartitionFootprint {
     PartitionFootprint::with_working_set(&shape_of(key), 0)
 }
 
 /// One partition's host reservation on the CPU backend.
-pub fn cpu_partition(key: &KeySummary) -> PartitionFootprint {
+pub(crate) fn cpu_partition(key: &KeySummary) -> PartitionFootprint {
     PartitionFootprint::cpu(&shape_of(key))
 }
 
 /// Whether `known`'s jobs run under `chosen`: its key file within the key
 /// budget, and its parsed key with one partition within the engine's.
-pub fn runs(known: Known, chosen: &Chosen, on_gpu: bool) -> bool {
+pub(crate) fn runs(known: Known, chosen: &Chosen, on_gpu: bool) -> bool {
     let s = known.summary();
     let partition = if on_gpu {
         gpu_partition(&s)
@@ -148,7 +148,7 @@ pub fn runs(known: Known, chosen: &Chosen, on_gpu: bool) -> bool {
 
 /// A card's VRAM as the driver reports it: 16, 24, 32 and 80 GiB cards,
 /// and the H200's 143,771 MiB ("141 GB").
-pub const CARDS: [(&str, u64); 5] = [
+pub(crate) const CARDS: [(&str, u64); 5] = [
     ("16 GB", 16 << 30),
     ("24 GB", 24 << 30),
     ("32 GB", 32 << 30),
@@ -157,19 +157,19 @@ pub const CARDS: [(&str, u64); 5] = [
 ];
 
 /// The boxes of the budget table, GiB.
-pub const BOXES: [u64; 3] = [128, 256, 512];
+pub(crate) const BOXES: [u64; 3] = [128, 256, 512];
 
 /// `proving.vram_budget = "auto"` on a card of `total` bytes, all free:
 /// less the margin the arena keeps (1 GiB or 1/33). The driver's context
 /// takes a few hundred MiB more on a real card.
-pub fn auto_vram_budget(total: u64) -> u64 {
+pub(crate) fn auto_vram_budget(total: u64) -> u64 {
     total.saturating_sub((1u64 << 30).max(total / 33))
 }
 
 /// How a partition of `known` runs on a card with `budget` bytes of arena
 /// (cuzk-gpu's own plan: the key resident or streamed, and how many prover
 /// workers fit), with a, b, c computed on the host (full synthesis).
-pub fn on_card(known: Known, budget: u64) -> String {
+pub(crate) fn on_card(known: Known, budget: u64) -> String {
     let shape = cuzk_gpu::Shape::of_circuit(&shape_of(&known.summary()));
     match cuzk_gpu::VramPlan::new_with(shape, budget, &cuzk_gpu::CudaFootprints, false) {
         Ok(plan) => match plan.mode {
@@ -185,8 +185,8 @@ pub fn on_card(known: Known, budget: u64) -> String {
     }
 }
 
-/// The budget tables of `docs/operators.md`, from [`choose`] and
-/// [`on_card`] (a test checks the document holds exactly these).
+/// The budget tables of `docs/operators.md`, from the rules above and the
+/// cards' budgets (a test checks the document holds exactly these).
 pub fn budget_tables() -> String {
     let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
     let mut o = String::new();

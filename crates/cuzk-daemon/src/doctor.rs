@@ -35,10 +35,10 @@ pub fn driver_here() -> Option<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CudaStack {
     /// `cuDriverGetVersion` (13000 for 13.0), when a driver is there.
-    pub driver_cuda: Option<i32>,
+    pub(crate) driver_cuda: Option<i32>,
     /// [`cuzk_gpu::kernels::describe`]: build, architectures and folder,
     /// or why there are none.
-    pub kernels: String,
+    pub(crate) kernels: String,
 }
 
 /// This box's CUDA driver version and this binary's kernels.

@@ -1,7 +1,8 @@
 //! The daemon's errors: configuration and start-up ([`ConfigError`],
-//! [`DaemonError`]), the journal ([`JournalError`]), the key manager
-//! ([`SrsError`]), and what a request is answered with ([`RequestError`],
-//! one gRPC status code each, its message naming the problem).
+//! [`DaemonError`]) and the journal ([`JournalError`]), public; inside the
+//! crate, the key manager's (`SrsError`) and what a request is answered
+//! with (`RequestError`, one gRPC status code each, its message naming the
+//! problem).
 
 use std::path::PathBuf;
 
@@ -78,7 +79,7 @@ pub enum JournalError {
 /// Why a proving key could not be made ready.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum SrsError {
+pub(crate) enum SrsError {
     /// A circuit id this daemon does not know.
     #[error("unknown circuit id {id:?}: this daemon serves {known}")]
     UnknownCircuit {
@@ -187,13 +188,10 @@ pub enum DaemonError {
 /// message naming the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum RequestError {
+pub(crate) enum RequestError {
     /// The request itself is wrong (a missing field, a C1 for another sector, ...).
     #[error("{0}")]
     InvalidArgument(String),
-    /// A proof kind this daemon does not prove yet.
-    #[error("{0}")]
-    Unimplemented(String),
     /// The queue or its memory is full; the message has the numbers.
     #[error("{0}")]
     ResourceExhausted(String),
@@ -215,7 +213,6 @@ impl From<RequestError> for tonic::Status {
     fn from(e: RequestError) -> Self {
         match e {
             RequestError::InvalidArgument(m) => tonic::Status::invalid_argument(m),
-            RequestError::Unimplemented(m) => tonic::Status::unimplemented(m),
             RequestError::ResourceExhausted(m) => tonic::Status::resource_exhausted(m),
             RequestError::NotFound(m) => tonic::Status::not_found(m),
             RequestError::FailedPrecondition(m) => tonic::Status::failed_precondition(m),

@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 /// Whether a device is in service, shared by its backends.
 #[derive(Debug)]
-pub struct DeviceHealth {
+pub(crate) struct DeviceHealth {
     device: String,
     fault: Mutex<Option<String>>,
     partitions_diverted: AtomicU64,
@@ -25,7 +25,7 @@ pub struct DeviceHealth {
 
 impl DeviceHealth {
     /// A device named `device`, in service.
-    pub fn new(device: impl Into<String>) -> Arc<DeviceHealth> {
+    pub(crate) fn new(device: impl Into<String>) -> Arc<DeviceHealth> {
         Arc::new(DeviceHealth {
             device: device.into(),
             fault: Mutex::new(None),
@@ -34,12 +34,13 @@ impl DeviceHealth {
     }
 
     /// The fault that took the device out of service, if one did.
-    pub fn out_of_service(&self) -> Option<String> {
+    pub(crate) fn out_of_service(&self) -> Option<String> {
         self.fault.lock().clone()
     }
 
     /// Partitions sent to the device since and proved on the fallback.
-    pub fn partitions_diverted(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn partitions_diverted(&self) -> u64 {
         self.partitions_diverted.load(Ordering::Relaxed)
     }
 
@@ -54,7 +55,7 @@ impl DeviceHealth {
 }
 
 /// A device's backend behind its [`DeviceHealth`].
-pub struct Guarded {
+pub(crate) struct Guarded {
     inner: Arc<dyn Backend>,
     health: Arc<DeviceHealth>,
 }
@@ -70,7 +71,7 @@ impl std::fmt::Debug for Guarded {
 
 impl Guarded {
     /// `inner`, answering for the device of `health`.
-    pub fn new(inner: Arc<dyn Backend>, health: Arc<DeviceHealth>) -> Arc<Guarded> {
+    pub(crate) fn new(inner: Arc<dyn Backend>, health: Arc<DeviceHealth>) -> Arc<Guarded> {
         Arc::new(Guarded { inner, health })
     }
 
@@ -150,7 +151,7 @@ impl Guarded {
 }
 
 /// `device` with each backend behind `health`.
-pub fn guard(
+pub(crate) fn guard(
     mut device: cuzk_pipeline::Device,
     health: &Arc<DeviceHealth>,
 ) -> cuzk_pipeline::Device {

@@ -34,7 +34,7 @@ use crate::error::JournalError;
 
 /// A job's accepted record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Accepted {
+pub(crate) struct Accepted {
     /// The daemon's job id.
     pub job_id: String,
     /// The client's request id.
@@ -52,7 +52,7 @@ pub struct Accepted {
 
 /// A job's result as the journal keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// The wire value of `AwaitProofResponse.Status`.
     pub status: i32,
     /// The proof bytes, hex.
@@ -92,7 +92,7 @@ impl Record {
 
 /// What replaying the journal found, in acceptance order.
 #[derive(Debug)]
-pub enum Replayed {
+pub(crate) enum Replayed {
     /// Accepted and not finished: to be proved (again); the request as it
     /// came over the wire.
     Unfinished {
@@ -124,7 +124,7 @@ pub enum Replayed {
 /// The journal's replay: the jobs, and what damage was found and dropped
 /// (each already logged).
 #[derive(Debug, Default)]
-pub struct Replay {
+pub(crate) struct Replay {
     /// The jobs, in acceptance order.
     pub jobs: Vec<Replayed>,
     /// What was damaged and dropped, one line each.
@@ -133,7 +133,7 @@ pub struct Replay {
 
 /// Who may read the state files: their mode (`0600`, `0660`) and group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Permissions {
+pub(crate) struct Permissions {
     /// The files' mode; directories get it with execute where it reads.
     pub file_mode: u32,
     /// The group given to the directory and files (`None`: the process's).
@@ -169,7 +169,7 @@ impl Permissions {
 
 /// Where records are appended: the journal file, or in tests a writer that
 /// fails as a full disk does.
-pub trait Sink: Send + std::fmt::Debug {
+pub(crate) trait Sink: Send + std::fmt::Debug {
     /// Writes all of `bytes` at the end (or fails, maybe after part of them).
     fn append_bytes(&mut self, bytes: &[u8]) -> std::io::Result<()>;
     /// Makes what was written durable.
@@ -205,21 +205,26 @@ struct Appender {
 
 /// The open journal.
 #[derive(Debug)]
-pub struct Journal {
+pub(crate) struct Journal {
     dir: PathBuf,
     perms: Permissions,
     file: Mutex<Appender>,
 }
 
 impl Journal {
-    /// Opens (creating) the journal in `dir` with the default permissions
-    /// (0600, the process's group), replays it and compacts it.
-    pub fn open(dir: &Path) -> Result<(Journal, Replay), JournalError> {
+    /// [`Journal::open_with`] with the default permissions (0600, the
+    /// process's group); the daemon passes its configured ones.
+    #[cfg(test)]
+    pub(crate) fn open(dir: &Path) -> Result<(Journal, Replay), JournalError> {
         Journal::open_with(dir, Permissions::default())
     }
 
-    /// [`Journal::open`] with `perms` for the directory and files.
-    pub fn open_with(dir: &Path, perms: Permissions) -> Result<(Journal, Replay), JournalError> {
+    /// Opens (creating) the journal in `dir` with `perms` for the directory
+    /// and files, replays it and compacts it.
+    pub(crate) fn open_with(
+        dir: &Path,
+        perms: Permissions,
+    ) -> Result<(Journal, Replay), JournalError> {
         let requests = dir.join("requests");
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -382,7 +387,8 @@ impl Journal {
     }
 
     /// Appends through `sink` from now on (tests: a disk that fills up).
-    pub fn with_sink(self, sink: Box<dyn Sink>) -> Journal {
+    #[cfg(test)]
+    pub(crate) fn with_sink(self, sink: Box<dyn Sink>) -> Journal {
         *self.file.lock() = Appender {
             sink,
             ragged: false,
@@ -393,7 +399,7 @@ impl Journal {
     /// Records an accepted job: its request file first (fsync'd), then the
     /// record. If the record cannot be written, the request file is removed
     /// (the client hears that the job was not accepted).
-    pub fn accept(&self, accepted: &Accepted, request: &[u8]) -> Result<(), JournalError> {
+    pub(crate) fn accept(&self, accepted: &Accepted, request: &[u8]) -> Result<(), JournalError> {
         let path = request_path(&self.dir, &accepted.job_id);
         let tmp = path.with_extension("pb.tmp");
         let written = (|| {
@@ -416,12 +422,12 @@ impl Journal {
 
     /// Records the `accepted` record of a job recovered from its request
     /// file ([`Replayed::Recovered`]).
-    pub fn adopt(&self, accepted: &Accepted) -> Result<(), JournalError> {
+    pub(crate) fn adopt(&self, accepted: &Accepted) -> Result<(), JournalError> {
         self.append(&Record::Accepted(accepted.clone()))
     }
 
     /// Records a job's result and deletes its request file.
-    pub fn finish(&self, job_id: &str, result: &Finished) -> Result<(), JournalError> {
+    pub(crate) fn finish(&self, job_id: &str, result: &Finished) -> Result<(), JournalError> {
         self.append(&Record::Finished {
             job_id: job_id.into(),
             result: result.clone(),
@@ -431,7 +437,7 @@ impl Journal {
     }
 
     /// Records that a client received the job's result.
-    pub fn deliver(&self, job_id: &str) -> Result<(), JournalError> {
+    pub(crate) fn deliver(&self, job_id: &str) -> Result<(), JournalError> {
         self.append(&Record::Delivered {
             job_id: job_id.into(),
         })

@@ -33,11 +33,11 @@ use crate::srs::{KeySynthesis, SrsLease};
 /// The most partitions a WindowPoSt deadline may hold (the chain's policy,
 /// `MAX_PARTITIONS_PER_DEADLINE` of the builtin actors): a larger
 /// `partition_index` names no partition.
-pub const MAX_PARTITIONS_PER_DEADLINE: u32 = 3000;
+pub(crate) const MAX_PARTITIONS_PER_DEADLINE: u32 = 3000;
 
 /// A checked request of any kind.
 #[derive(Debug)]
-pub enum Request {
+pub(crate) enum Request {
     /// A PoRep C2.
     Porep(PorepRequest),
     /// WinningPoSt or one WindowPoSt partition.
@@ -50,7 +50,7 @@ pub enum Request {
 }
 
 /// The kinds, in the wire's order, as metric labels and `GetStatus` queues use them.
-pub const KINDS: [ProofKind; 4] = [
+pub(crate) const KINDS: [ProofKind; 4] = [
     ProofKind::PorepSealCommit,
     ProofKind::SnapDealsUpdate,
     ProofKind::WindowPostPartition,
@@ -58,19 +58,19 @@ pub const KINDS: [ProofKind; 4] = [
 ];
 
 /// The index of `kind` in [`KINDS`] (per-kind counters); unknown kinds count as PoRep.
-pub fn kind_index(kind: i32) -> usize {
+pub(crate) fn kind_index(kind: i32) -> usize {
     KINDS.iter().position(|k| *k as i32 == kind).unwrap_or(0)
 }
 
 /// A kind's label in the metrics (`porep_seal_commit`, `winning_post`, …).
-pub fn kind_label(kind: ProofKind) -> String {
+pub(crate) fn kind_label(kind: ProofKind) -> String {
     kind.as_str_name().to_ascii_lowercase()
 }
 
 /// The priority a kind gets when the request leaves it unspecified: a late
 /// WinningPoSt loses a block reward (CRITICAL), a late WindowPoSt power
 /// (HIGH), PoRep and SnapDeals are bulk work (NORMAL).
-pub fn default_priority(kind: ProofKind) -> Priority {
+pub(crate) fn default_priority(kind: ProofKind) -> Priority {
     match kind {
         ProofKind::WinningPost => Priority::Critical,
         ProofKind::WindowPostPartition => Priority::High,
@@ -80,7 +80,7 @@ pub fn default_priority(kind: ProofKind) -> Priority {
 
 impl Request {
     /// The circuit whose key proves it.
-    pub fn circuit(&self) -> Circuit {
+    pub(crate) fn circuit(&self) -> Circuit {
         match self {
             Request::Porep(r) => Circuit::Porep(r.proof_type),
             Request::Post(r) => Circuit::Post(r.post_type()),
@@ -91,13 +91,13 @@ impl Request {
 
     /// Whether it is proved in the engine with its circuit's key (every
     /// kind but an aggregation job).
-    pub fn needs_engine(&self) -> bool {
+    pub(crate) fn needs_engine(&self) -> bool {
         !matches!(self, Request::Aggregate(_))
     }
 
     /// The engine source that proves it with `key`, synthesized as
     /// `synthesis` says (the key's), timed.
-    pub fn source(
+    pub(crate) fn source(
         &self,
         key: &ProvingKey,
         synthesis: &KeySynthesis,
@@ -120,7 +120,7 @@ impl Request {
     }
 
     /// A non-interactive PoRep (its answer is an aggregate).
-    pub fn is_non_interactive(&self) -> bool {
+    pub(crate) fn is_non_interactive(&self) -> bool {
         matches!(self, Request::Porep(r) if r.proof_type.is_non_interactive())
     }
 
@@ -129,7 +129,10 @@ impl Request {
     /// whose answer is what `seal_commit_phase2` returns for it, the
     /// SnarkPack aggregate of its partition proofs (filecoin-proofs'
     /// own aggregation, through `cuzk_filecoin::seal_proof`).
-    pub fn output(&self, partition_proofs: Vec<u8>) -> Result<Vec<u8>, cuzk_filecoin::Error> {
+    pub(crate) fn output(
+        &self,
+        partition_proofs: Vec<u8>,
+    ) -> Result<Vec<u8>, cuzk_filecoin::Error> {
         match self {
             Request::Porep(r) if r.proof_type.is_non_interactive() => {
                 cuzk_filecoin::seal_proof(&r.c1, partition_proofs)
@@ -143,7 +146,11 @@ impl Request {
     /// crates' verifier of its kind (`verify_seal`, which checks a
     /// non-interactive aggregate too, `verify_winning_post` / `verify_window_post`,
     /// `verify_empty_sector_update_proof`); returns how, for the log.
-    pub fn verify(&self, proof: &[u8], lease: &SrsLease) -> Result<String, cuzk_filecoin::Error> {
+    pub(crate) fn verify(
+        &self,
+        proof: &[u8],
+        lease: &SrsLease,
+    ) -> Result<String, cuzk_filecoin::Error> {
         match self {
             Request::Porep(r) => {
                 cuzk_filecoin::verify(&r.c1, proof, &lease.filecoin_vk, Some(&r.identity))
@@ -161,7 +168,7 @@ impl Request {
     }
 
     /// The verifier's name, for a refusal's message.
-    pub fn verifier(&self) -> &'static str {
+    pub(crate) fn verifier(&self) -> &'static str {
         match self {
             Request::Porep(_) => "verify_seal",
             Request::Post(r) => match r.post_type().kind() {
@@ -176,7 +183,7 @@ impl Request {
 
 /// Checks a request of any kind (the envelope was checked: its kind is
 /// known) and the key files of its circuit. Every refusal names the problem.
-pub fn check_request(
+pub(crate) fn check_request(
     req: &SubmitProofRequest,
     params: &ParamsDir,
 ) -> Result<Request, RequestError> {
@@ -324,7 +331,7 @@ fn check_update(req: &SubmitProofRequest) -> Result<UpdateRequest, RequestError>
 
 /// The PoSt proof type of a numeric `RegisteredPoStProof` (the registry's
 /// order, as filecoin-ffi and Curio number them).
-pub fn registered_post_proof(number: u64) -> Result<PostType, RequestError> {
+pub(crate) fn registered_post_proof(number: u64) -> Result<PostType, RequestError> {
     let proof = usize::try_from(number)
         .ok()
         .and_then(|n| PostType::ALL.get(n).copied())
@@ -339,7 +346,7 @@ pub fn registered_post_proof(number: u64) -> Result<PostType, RequestError> {
 }
 
 /// The update proof type of a numeric `RegisteredUpdateProof`.
-pub fn registered_update_proof(number: u64) -> Result<UpdateType, RequestError> {
+pub(crate) fn registered_update_proof(number: u64) -> Result<UpdateType, RequestError> {
     usize::try_from(number)
         .ok()
         .and_then(|n| UpdateType::ALL.get(n).copied())
@@ -354,14 +361,14 @@ pub fn registered_update_proof(number: u64) -> Result<UpdateType, RequestError> 
 
 /// A source that notes when its first partition started synthesis: the
 /// end of the job's queue wait, for `AwaitProofResponse.queue_wait_ms`.
-pub struct TimedSource {
+pub(crate) struct TimedSource {
     inner: Box<dyn PartitionSource>,
     first_synthesis: OnceLock<Instant>,
 }
 
 impl TimedSource {
     /// Wraps `inner`.
-    pub fn new(inner: Box<dyn PartitionSource>) -> Arc<Self> {
+    pub(crate) fn new(inner: Box<dyn PartitionSource>) -> Arc<Self> {
         Arc::new(TimedSource {
             inner,
             first_synthesis: OnceLock::new(),
@@ -369,7 +376,7 @@ impl TimedSource {
     }
 
     /// When the first partition started synthesis, if one has.
-    pub fn first_synthesis(&self) -> Option<Instant> {
+    pub(crate) fn first_synthesis(&self) -> Option<Instant> {
         self.first_synthesis.get().copied()
     }
 }

@@ -1,31 +1,31 @@
 #![doc = include_str!("../README.md")]
 #![deny(unsafe_code)]
 
-pub mod aggregate;
+pub(crate) mod aggregate;
 pub mod cli;
 pub mod client;
 pub mod config;
 pub mod curio;
-pub mod daemon;
+pub(crate) mod daemon;
 pub mod defaults;
 pub mod doctor;
 pub mod error;
-pub mod health;
-pub mod journal;
-pub mod kinds;
-pub mod listen;
-pub mod logging;
-pub mod metrics;
-pub mod porep;
+pub(crate) mod health;
+pub(crate) mod journal;
+pub(crate) mod kinds;
+pub(crate) mod listen;
+pub(crate) mod logging;
+pub(crate) mod metrics;
+pub(crate) mod porep;
 pub mod proto;
 pub mod resources;
 mod server;
-pub mod service;
-pub mod srs;
+pub(crate) mod service;
+pub(crate) mod srs;
 
 pub use cli::DaemonArgs;
 pub use config::Config;
-pub use error::{ConfigError, DaemonError, JournalError, RequestError, SrsError};
+pub use error::{ConfigError, DaemonError, JournalError};
 
 /// Runs `cuzk daemon`: prints the default configuration if asked, else
 /// serves until SIGTERM or SIGINT, drains, and returns `Ok` (exit 0).

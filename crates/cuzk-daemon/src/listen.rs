@@ -11,7 +11,7 @@ use crate::error::ConfigError;
 
 /// One address the gRPC service listens on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListenAddr {
+pub(crate) enum ListenAddr {
     /// A unix domain socket at this path.
     Unix(PathBuf),
     /// A TCP address.
@@ -21,7 +21,7 @@ pub enum ListenAddr {
 impl ListenAddr {
     /// `unix:/run/curio/cuzk.sock`, `unix:///run/curio/cuzk.sock`,
     /// `127.0.0.1:9820` or `[::1]:9820`.
-    pub fn parse(text: &str) -> Result<ListenAddr, ConfigError> {
+    pub(crate) fn parse(text: &str) -> Result<ListenAddr, ConfigError> {
         if let Some(rest) = text.strip_prefix("unix:") {
             // `unix:///x` is a URI with an empty authority: the path is `/x`.
             let path = rest.strip_prefix("//").unwrap_or(rest);
@@ -42,7 +42,7 @@ impl ListenAddr {
     }
 
     /// Whether only this machine can reach it.
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         match self {
             ListenAddr::Unix(_) => true,
             ListenAddr::Tcp(a) => a.ip().is_loopback(),
@@ -62,7 +62,7 @@ impl fmt::Display for ListenAddr {
 /// Binds a unix socket at `path` with permissions `mode` (and group
 /// `group`, when given): a stale socket file left by a killed daemon is
 /// replaced, anything else at that path is an error (never deleted).
-pub fn bind_unix(
+pub(crate) fn bind_unix(
     path: &Path,
     mode: u32,
     group: Option<u32>,
@@ -97,7 +97,7 @@ pub fn bind_unix(
 }
 
 /// Something connections are accepted from (a unix or TCP listener).
-pub trait Accept: Send + 'static {
+pub(crate) trait Accept: Send + 'static {
     /// A connection.
     type Io: Send + 'static;
     /// The next connection.
@@ -120,7 +120,7 @@ impl Accept for tokio::net::TcpListener {
 
 /// A connection holding one of the listener's places until it closes.
 #[derive(Debug)]
-pub struct Limited<Io> {
+pub(crate) struct Limited<Io> {
     io: Io,
     _place: tokio::sync::OwnedSemaphorePermit,
 }
@@ -128,7 +128,7 @@ pub struct Limited<Io> {
 /// The connections of `listener`, at most as many open at once as
 /// `places` has permits: beyond, the next connection waits in the
 /// kernel's backlog until one closes.
-pub fn limited<L: Accept>(
+pub(crate) fn limited<L: Accept>(
     listener: L,
     places: std::sync::Arc<tokio::sync::Semaphore>,
 ) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<Limited<L::Io>>> {

@@ -8,7 +8,7 @@ use crate::config::LogConfig;
 use crate::error::{ConfigError, DaemonError};
 
 /// The subscriber for `log`, writing through `writer`.
-pub fn subscriber<W>(
+pub(crate) fn subscriber<W>(
     log: &LogConfig,
     writer: W,
 ) -> Result<Box<dyn tracing::Subscriber + Send + Sync>, ConfigError>
@@ -35,7 +35,7 @@ where
 
 /// Installs the subscriber for `log` on stderr (once per process; a
 /// second call, or one after the binary installed its own, is a no-op).
-pub fn init(log: &LogConfig) -> Result<(), DaemonError> {
+pub(crate) fn init(log: &LogConfig) -> Result<(), DaemonError> {
     let s = subscriber(log, std::io::stderr)?;
     let _ = tracing::subscriber::set_global_default(s);
     Ok(())

@@ -29,7 +29,7 @@ use crate::srs::Tier;
 const PINNED_PER_GPU_WORKER: u64 = 2 * (64 << 20);
 
 /// The `GetStatus` answer.
-pub fn status(d: &Daemon) -> GetStatusResponse {
+pub(crate) fn status(d: &Daemon) -> GetStatusResponse {
     let counts = d.counts();
     let (current, current_kind) = d
         .oldest_running()
@@ -97,7 +97,7 @@ pub fn status(d: &Daemon) -> GetStatusResponse {
 }
 
 /// The `GetStatus` answer as JSON, for `GET /status`.
-pub fn status_json(d: &Daemon) -> String {
+pub(crate) fn status_json(d: &Daemon) -> String {
     let s = status(d);
     let tier = |t: i32| srs_status::Tier::try_from(t).map_or("UNKNOWN", |t| t.as_str_name());
     serde_json::json!({
@@ -215,7 +215,7 @@ fn label(key: &'static str, value: impl Into<String>) -> Labels {
 /// The proof latency histogram per kind (`cuzk_proof_duration_seconds`),
 /// kept from the start; every kind present from the start, at zero.
 #[derive(Debug, Clone)]
-pub struct Latency(Family<Labels, Histogram, fn() -> Histogram>);
+pub(crate) struct Latency(Family<Labels, Histogram, fn() -> Histogram>);
 
 impl Default for Latency {
     fn default() -> Self {
@@ -230,7 +230,7 @@ impl Default for Latency {
 
 impl Latency {
     /// Records a completed proof of `kind` that took `seconds`.
-    pub fn observe(&self, kind: ProofKind, seconds: f64) {
+    pub(crate) fn observe(&self, kind: ProofKind, seconds: f64) {
         self.0
             .get_or_create(&label("kind", kind_label(kind)))
             .observe(seconds);
@@ -238,7 +238,7 @@ impl Latency {
 }
 
 /// The Prometheus exposition (OpenMetrics text, through `prometheus-client`).
-pub fn prometheus_text(d: &Daemon) -> String {
+pub(crate) fn prometheus_text(d: &Daemon) -> String {
     let mut o = Scrape::new();
     let counts = d.counts();
     let stats = d.stats();
@@ -601,7 +601,7 @@ fn respond(d: &Daemon, req: &Request<hyper::body::Incoming>) -> Response<Full<By
 }
 
 /// Serves `GET /metrics` and `GET /status` on `listener` until `stop` is set.
-pub async fn serve_status(
+pub(crate) async fn serve_status(
     listener: tokio::net::TcpListener,
     daemon: Arc<Daemon>,
     mut stop: tokio::sync::watch::Receiver<bool>,

@@ -10,7 +10,7 @@ use crate::proto::SubmitProofRequest;
 
 /// A checked PoRep request: its C1, the sector it is for, and the proof type.
 #[derive(Debug)]
-pub struct PorepRequest {
+pub(crate) struct PorepRequest {
     /// The C1 output.
     pub c1: C1Input,
     /// The sector (miner and number) it is for.
@@ -28,7 +28,7 @@ pub struct PorepRequest {
 /// or for another sector (sector number or miner id); the caller checks the
 /// key files and, for a non-interactive type, the SnarkPack SRS. Every
 /// refusal names the problem.
-pub fn check_request(req: &SubmitProofRequest) -> Result<PorepRequest, RequestError> {
+pub(crate) fn check_request(req: &SubmitProofRequest) -> Result<PorepRequest, RequestError> {
     if req.vanilla_proof.is_empty() {
         return Err(RequestError::InvalidArgument(
             "vanilla_proof is empty: POREP_SEAL_COMMIT needs Curio's {\"SectorNum\", \"Phase1Out\", \"SectorSize\"} JSON of the commit phase 1 output".into(),
@@ -82,7 +82,7 @@ pub fn check_request(req: &SubmitProofRequest) -> Result<PorepRequest, RequestEr
 
 /// The PoRep proof type of a numeric `RegisteredSealProof` (the registry's
 /// order, as filecoin-ffi and Curio number them).
-pub fn registered_seal_proof(number: u64) -> Result<ProofType, RequestError> {
+pub(crate) fn registered_seal_proof(number: u64) -> Result<ProofType, RequestError> {
     let proof = usize::try_from(number)
         .ok()
         .and_then(|n| ProofType::ALL.get(n).copied())

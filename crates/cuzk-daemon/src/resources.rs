@@ -6,13 +6,14 @@
 
 use std::path::Path;
 
-pub use cuzk_pipeline::host::{cgroup_memory_limit, cores, memory, memory_source, physical_memory};
+pub use cuzk_pipeline::host::memory_source;
+pub(crate) use cuzk_pipeline::host::{cores, memory};
 
 /// NVIDIA display or 3D controllers under a sysfs PCI device folder
 /// (`/sys/bus/pci/devices`): vendor 0x10de, class 0x03xxxx. Counts the
 /// cards a driver may not see (none loaded, too old), so that a daemon on a
 /// GPU box never proves on the CPU without being told to.
-pub fn nvidia_gpus_on_pci(devices: &Path) -> Vec<String> {
+pub(crate) fn nvidia_gpus_on_pci(devices: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(devices) else {
         return Vec::new();
     };
@@ -32,7 +33,7 @@ pub fn nvidia_gpus_on_pci(devices: &Path) -> Vec<String> {
 }
 
 /// The CPU's model (`model name` of `/proc/cpuinfo`), or "cpu".
-pub fn cpu_model() -> String {
+pub(crate) fn cpu_model() -> String {
     std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {

@@ -17,13 +17,13 @@ use crate::proto::*;
 
 /// The service (clone per listener).
 #[derive(Debug, Clone)]
-pub struct Service {
+pub(crate) struct Service {
     daemon: Arc<Daemon>,
 }
 
 impl Service {
     /// The service over `daemon`.
-    pub fn new(daemon: Arc<Daemon>) -> Self {
+    pub(crate) fn new(daemon: Arc<Daemon>) -> Self {
         Service { daemon }
     }
 

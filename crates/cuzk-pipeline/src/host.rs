@@ -42,7 +42,7 @@ pub fn cores() -> usize {
 }
 
 /// `MemTotal` of a `/proc/meminfo` text, bytes.
-pub fn physical_memory(meminfo: &str) -> Option<u64> {
+pub(crate) fn physical_memory(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
@@ -54,7 +54,7 @@ pub fn physical_memory(meminfo: &str) -> Option<u64> {
 /// and at the root of the mount (a container sees its own cgroup there);
 /// the lowest set limit. `None` when there is none ("max", or v1's
 /// page-rounded 2^63).
-pub fn cgroup_memory_limit(root: &Path, proc_self_cgroup: &str) -> Option<u64> {
+pub(crate) fn cgroup_memory_limit(root: &Path, proc_self_cgroup: &str) -> Option<u64> {
     let mut files = vec![
         root.join("memory.max"),
         root.join("memory/memory.limit_in_bytes"),

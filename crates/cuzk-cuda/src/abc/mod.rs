@@ -57,7 +57,7 @@ enum DeviceIds {
 }
 
 /// One CSR matrix in device memory.
-pub struct DeviceMatrix {
+pub(crate) struct DeviceMatrix {
     rows: usize,
     /// One past the largest column any term names (z must be at least this long).
     width: usize,

@@ -195,7 +195,7 @@ impl Daemon {
     /// `SubmitProof` for a request whose envelope (kind, priority) was
     /// checked: blocking (it decodes and checks the vanilla proofs and
     /// fsyncs the journal).
-    pub fn submit(
+    pub(crate) fn submit(
         &self,
         req: SubmitProofRequest,
         priority: Priority,
@@ -349,18 +349,18 @@ impl Daemon {
 }
 
 /// The longest request id taken: ids live in the job table and the journal.
-pub const MAX_REQUEST_ID_BYTES: usize = 256;
+pub(crate) const MAX_REQUEST_ID_BYTES: usize = 256;
 
 /// Checks what every submission needs whatever its kind; returns the
 /// priority (unspecified: the kind's default, [`default_priority`]).
-pub fn check_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError> {
+pub(crate) fn check_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError> {
     check_envelope_of(req, false)
 }
 
 /// [`check_envelope`] of a request that may also be one the daemon made
 /// itself (an aggregation job, [`crate::aggregate::AGGREGATE_KIND`], a
 /// kind `SubmitProof` refuses).
-pub fn check_internal_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError> {
+pub(crate) fn check_internal_envelope(req: &SubmitProofRequest) -> Result<Priority, RequestError> {
     check_envelope_of(req, true)
 }
 

@@ -489,7 +489,7 @@ impl Daemon {
 }
 
 /// The engine's class for a wire priority (unspecified is NORMAL).
-pub fn engine_class(priority: Priority) -> cuzk_pipeline::Priority {
+pub(crate) fn engine_class(priority: Priority) -> cuzk_pipeline::Priority {
     match priority {
         Priority::Critical => cuzk_pipeline::Priority::Critical,
         Priority::High => cuzk_pipeline::Priority::High,

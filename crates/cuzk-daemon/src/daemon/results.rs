@@ -116,7 +116,7 @@ impl Daemon {
 
     /// `AwaitProof`: the job's result once it ends, or `TIMEOUT` after
     /// `timeout` (`None`: no limit).
-    pub async fn await_job(
+    pub(crate) async fn await_job(
         &self,
         job_id: &str,
         timeout: Option<Duration>,
@@ -200,7 +200,7 @@ impl Daemon {
 
     /// `CancelProof`: `true` if the job had left the queue (it was being
     /// started or was running in the engine).
-    pub fn cancel(&self, job_id: &str) -> Result<bool, RequestError> {
+    pub(crate) fn cancel(&self, job_id: &str) -> Result<bool, RequestError> {
         let mut t = self.table.lock();
         let entry = t
             .jobs
@@ -242,7 +242,7 @@ impl Daemon {
     /// SIGTERM: takes no new jobs, lets running ones finish for `grace`,
     /// cancels the rest (they stay unfinished in the journal), answers every
     /// waiting client, and stops the dispatcher.
-    pub fn drain(&self, grace: Duration) {
+    pub(crate) fn drain(&self, grace: Duration) {
         let deadline = Instant::now() + grace;
         let running = |t: &Table| {
             t.jobs

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 
 use prost::Message;
 
+use super::accept::MAX_REQUEST_ID_BYTES;
 use super::*;
 use crate::journal::{Accepted, Journal, Replayed};
 

@@ -19,7 +19,7 @@ const SIZES: [(&str, &str); 5] = [
 /// Every circuit the daemon proves, by circuit id as Curio names them:
 /// `porep-32g`, `winning-32g`, `wpost-32g` (the V1_2 WindowPoSt circuit),
 /// `snap-32g`, for each sector size.
-pub fn circuits() -> &'static [(&'static str, Circuit)] {
+pub(crate) fn circuits() -> &'static [(&'static str, Circuit)] {
     static ALL: OnceLock<Vec<(&'static str, Circuit)>> = OnceLock::new();
     ALL.get_or_init(|| {
         let mut out = Vec::new();
@@ -51,7 +51,7 @@ fn kind_of(c: Circuit) -> u8 {
 
 /// The circuit id of a circuit (every version of one kind and sector size
 /// proves the same circuit with the same key).
-pub fn circuit_id(circuit: Circuit) -> &'static str {
+pub(crate) fn circuit_id(circuit: Circuit) -> &'static str {
     circuits()
         .iter()
         .find(|(_, c)| kind_of(*c) == kind_of(circuit) && c.sector_size() == circuit.sector_size())

@@ -19,7 +19,7 @@ use super::{SrsManager, Tier};
 
 /// One device's resident keys, as the manager was given them.
 #[derive(Debug, Clone)]
-pub struct DeviceKeys {
+pub(crate) struct DeviceKeys {
     /// The engine's name of the device ("cuda-0").
     pub device: String,
     /// Its slot.
@@ -28,7 +28,7 @@ pub struct DeviceKeys {
 
 /// A HOT key resident on a device.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResidentKey {
+pub(crate) struct ResidentKey {
     /// The device's name ("cuda-0").
     pub device: String,
     /// The key's circuit id.
@@ -53,7 +53,7 @@ fn vram_bytes(key: &ProvingKey) -> u64 {
 impl SrsManager {
     /// Gives the manager the devices' slots (once, at start; none on the
     /// CPU backend, which is logged).
-    pub fn use_device_keys(&self, devices: Vec<DeviceKeys>) {
+    pub(crate) fn use_device_keys(&self, devices: Vec<DeviceKeys>) {
         if devices.is_empty() {
             tracing::info!(
                 "no device-resident keys (CPU backend): HOT means parsed in host memory only"
@@ -63,11 +63,6 @@ impl SrsManager {
             tracing::info!(device = %d.device, "HOT keys stay resident in this GPU's VRAM once used there");
         }
         *self.devices.lock() = devices;
-    }
-
-    /// The devices' slots ([`SrsManager::use_device_keys`]).
-    pub fn device_keys(&self) -> Vec<DeviceKeys> {
-        self.devices.lock().clone()
     }
 
     /// Drops the keys that left HOT from every device (called after the
@@ -100,7 +95,7 @@ impl SrsManager {
     }
 
     /// Every HOT key resident on a device now, with its VRAM bytes.
-    pub fn resident(&self) -> Vec<ResidentKey> {
+    pub(crate) fn resident(&self) -> Vec<ResidentKey> {
         let hot: Vec<(&'static str, Arc<ProvingKey>)> = {
             let state = self.state.lock();
             state
@@ -127,7 +122,7 @@ impl SrsManager {
     }
 
     /// Each device's slot counters (keys, bytes, uploads, evictions).
-    pub fn device_usage(&self) -> Vec<(String, SlotUsage)> {
+    pub(crate) fn device_usage(&self) -> Vec<(String, SlotUsage)> {
         self.devices
             .lock()
             .iter()

@@ -60,7 +60,7 @@ impl SrsManager {
         );
     }
     /// `EvictSRS`: drops `circuit_id` to COLD. Returns (it was HOT, bytes freed).
-    pub fn evict(&self, circuit_id: &str) -> Result<(bool, u64), SrsError> {
+    pub(crate) fn evict(&self, circuit_id: &str) -> Result<(bool, u64), SrsError> {
         circuit_of(circuit_id)?;
         let mut state = self.state.lock();
         let Some((&id, entry)) = state.entries.iter().find(|(id, _)| **id == circuit_id) else {
@@ -85,7 +85,7 @@ impl SrsManager {
 
     /// Idle eviction: HOT keys unused for `idle` become WARM, WARM ones
     /// unused for `warm` become COLD. Called periodically.
-    pub fn tick(&self) {
+    pub(crate) fn tick(&self) {
         let mut state = self.state.lock();
         let now = Instant::now();
         let due: Vec<(&'static str, Tier)> = state

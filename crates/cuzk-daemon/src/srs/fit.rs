@@ -23,7 +23,7 @@ use crate::error::SrsError;
 
 /// The engine whose host budget HOT keys share with partitions.
 #[derive(Debug, Clone)]
-pub struct EngineShare {
+pub(crate) struct EngineShare {
     /// Lends the keys' bytes out of the engine's budget.
     pub lender: HostLender,
     /// The engine's whole host budget (`proving.engine_memory_budget`).
@@ -36,7 +36,7 @@ pub struct EngineShare {
 
 impl EngineShare {
     /// The part of the budget partitions of `class` may use.
-    pub fn budget_for(&self, class: Priority) -> u64 {
+    pub(crate) fn budget_for(&self, class: Priority) -> u64 {
         if self.reserve.admits(class) {
             self.budget
         } else {
@@ -47,7 +47,7 @@ impl EngineShare {
 
 /// What a circuit's jobs need of the host, from its key file's counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyNeeds {
+pub(crate) struct KeyNeeds {
     /// The key file's length (what a load borrows until the key is parsed).
     pub file_bytes: u64,
     /// The parsed key's bytes (what a HOT key holds).
@@ -67,7 +67,7 @@ pub(crate) fn key_bytes(s: &KeySummary) -> u64 {
 /// The shape of the partitions a key with these counts proves: what
 /// cuzk-filecoin's sources derive from the parsed key (every kind's
 /// source does the same), here from the counts.
-pub fn shape_of(s: &KeySummary) -> CircuitShape {
+pub(crate) fn shape_of(s: &KeySummary) -> CircuitShape {
     let num_inputs = s.ic.count as usize;
     let domain = (s.h.count as usize + 1).next_power_of_two();
     let b_input_density = 1;
@@ -96,7 +96,7 @@ impl SrsManager {
     /// What `circuit`'s jobs need, from its key file's counts; `None` when
     /// the file cannot be read (absent or broken: loading it says why) or
     /// there is no engine to size partitions for.
-    pub fn needs(&self, circuit: Circuit) -> Option<KeyNeeds> {
+    pub(crate) fn needs(&self, circuit: Circuit) -> Option<KeyNeeds> {
         let share = self.engine.as_ref()?;
         let path = self.params.params_path(circuit).ok()?;
         let summary = KeySummary::from_path(&path).ok()?;
@@ -109,7 +109,7 @@ impl SrsManager {
 
     /// The most HOT keys may hold: `srs.host_budget`, and what the engine
     /// can lend.
-    pub fn keys_at_most(&self) -> u64 {
+    pub(crate) fn keys_at_most(&self) -> u64 {
         self.engine
             .as_ref()
             .map_or(self.budget, |e| self.budget.min(e.lender.lendable()))
@@ -120,7 +120,7 @@ impl SrsManager {
     /// together larger than the part of the engine's budget partitions of
     /// `class` may use. A key whose file cannot be read passes (its load
     /// fails the job with the reason).
-    pub fn check_fits(&self, circuit: Circuit, class: Priority) -> Result<(), SrsError> {
+    pub(crate) fn check_fits(&self, circuit: Circuit, class: Priority) -> Result<(), SrsError> {
         let (Some(share), Some(needs)) = (self.engine.as_ref(), self.needs(circuit)) else {
             return Ok(());
         };
@@ -150,7 +150,7 @@ impl SrsManager {
 
     /// [`SrsManager::check_fits`] for a circuit id, in its kind's default
     /// class (for `PreloadSRS` and `srs.preload`).
-    pub fn check_id_fits(&self, circuit_id: &str) -> Result<(), SrsError> {
+    pub(crate) fn check_id_fits(&self, circuit_id: &str) -> Result<(), SrsError> {
         let circuit = circuit_of(circuit_id)?;
         self.check_fits(circuit, default_class(circuit))
     }
@@ -158,7 +158,7 @@ impl SrsManager {
     /// At start: every key present in the parameter cache whose jobs could
     /// never run under this configuration, with the reason (each is logged
     /// as an error: its jobs will be refused).
-    pub fn never_fitting(&self) -> Vec<(&'static str, SrsError)> {
+    pub(crate) fn never_fitting(&self) -> Vec<(&'static str, SrsError)> {
         circuits()
             .iter()
             .filter(|(id, _)| self.paths.get(id).is_some_and(|p| p.exists()))

@@ -33,10 +33,10 @@ mod synthesis;
 mod tests;
 
 use circuits::circuit_of;
-pub use circuits::{circuit_id, circuits};
-pub use device::{DeviceKeys, ResidentKey};
-pub use fit::{shape_of, EngineShare, KeyNeeds};
-pub use synthesis::{KeySynthesis, SynthesisChoice};
+pub(crate) use circuits::{circuit_id, circuits};
+pub(crate) use device::DeviceKeys;
+pub(crate) use fit::EngineShare;
+pub(crate) use synthesis::{KeySynthesis, SynthesisChoice};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -55,7 +55,7 @@ use crate::error::SrsError;
 
 /// A key's tier, as the wire's `SRSStatus.Tier` numbers them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Tier {
+pub(crate) enum Tier {
     /// Parsed in host memory (and resident on the GPUs): ready to prove.
     Hot,
     /// Its file mapped, not parsed.
@@ -66,7 +66,7 @@ pub enum Tier {
 
 impl Tier {
     /// "hot", "warm" or "cold", for logs and metric labels.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Tier::Hot => "hot",
             Tier::Warm => "warm",
@@ -75,11 +75,11 @@ impl Tier {
     }
 
     /// Every tier.
-    pub const ALL: [Tier; 3] = [Tier::Hot, Tier::Warm, Tier::Cold];
+    pub(crate) const ALL: [Tier; 3] = [Tier::Hot, Tier::Warm, Tier::Cold];
 }
 
 /// A key ready to prove with: while a lease lives, its key stays HOT.
-pub struct SrsLease {
+pub(crate) struct SrsLease {
     manager: Arc<SrsManager>,
     circuit_id: &'static str,
     /// The proving key.
@@ -154,7 +154,7 @@ struct State {
 
 /// One key as `GetStatus` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SrsStatus {
+pub(crate) struct SrsStatus {
     /// The key's circuit id.
     pub circuit_id: &'static str,
     /// Its tier.
@@ -168,7 +168,7 @@ pub struct SrsStatus {
 }
 
 /// The manager (see the module docs).
-pub struct SrsManager {
+pub(crate) struct SrsManager {
     params: ParamsDir,
     /// Each circuit's key file (computing a file name builds the circuit's
     /// public parameters: done once).
@@ -202,7 +202,7 @@ impl SrsManager {
     /// A manager over the parameter cache `params`, with `budget` bytes of
     /// host memory for HOT keys, HOT → WARM after `idle`, WARM → COLD after
     /// `warm`; HOT keys borrow their bytes from `engine` if given.
-    pub fn new(
+    pub(crate) fn new(
         params: ParamsDir,
         budget: u64,
         engine: Option<EngineShare>,
@@ -229,26 +229,26 @@ impl SrsManager {
     }
 
     /// Calls `notify` whenever a load ends, loaded or failed.
-    pub fn on_load_end(&self, notify: impl Fn() + Send + Sync + 'static) {
+    pub(crate) fn on_load_end(&self, notify: impl Fn() + Send + Sync + 'static) {
         *self.on_load_end.lock() = Some(Box::new(notify));
     }
 
     /// How keys loaded from now on synthesize their jobs (default
     /// [`SynthesisChoice::Auto`]).
-    pub fn use_synthesis(&self, choice: SynthesisChoice) {
+    pub(crate) fn use_synthesis(&self, choice: SynthesisChoice) {
         tracing::info!(%choice, "proving.synthesis");
         *self.synthesis.lock() = choice;
     }
 
     /// The host-memory budget for HOT keys.
-    pub fn budget(&self) -> u64 {
+    pub(crate) fn budget(&self) -> u64 {
         self.budget
     }
 
     /// Makes the key of `circuit` HOT and holds it until the lease drops,
     /// waiting for its loader thread (for `PreloadSRS`; the dispatcher uses
     /// [`SrsManager::try_acquire`], which never waits).
-    pub fn acquire(self: &Arc<Self>, circuit: Circuit) -> Result<SrsLease, SrsError> {
+    pub(crate) fn acquire(self: &Arc<Self>, circuit: Circuit) -> Result<SrsLease, SrsError> {
         let asked = Instant::now();
         loop {
             if let Some(lease) = self.try_acquire(circuit, asked)? {
@@ -266,7 +266,7 @@ impl SrsManager {
     /// `None` while it loads, starting its loader thread if none runs. A
     /// load that failed after `asked` is this job's error; one that failed
     /// before is tried again.
-    pub fn try_acquire(
+    pub(crate) fn try_acquire(
         self: &Arc<Self>,
         circuit: Circuit,
         asked: Instant,
@@ -335,7 +335,10 @@ impl SrsManager {
     }
 
     /// `PreloadSRS`: makes `circuit_id` HOT. Returns (already HOT, time taken).
-    pub fn preload(self: &Arc<Self>, circuit_id: &str) -> Result<(bool, Duration), SrsError> {
+    pub(crate) fn preload(
+        self: &Arc<Self>,
+        circuit_id: &str,
+    ) -> Result<(bool, Duration), SrsError> {
         let circuit = circuit_of(circuit_id)?;
         self.check_id_fits(circuit_id)?;
         let already = self.tier_of(circuit_id) == Some(Tier::Hot);
@@ -353,7 +356,7 @@ impl SrsManager {
     }
 
     /// Every key known or present in the parameter cache.
-    pub fn statuses(&self) -> Vec<SrsStatus> {
+    pub(crate) fn statuses(&self) -> Vec<SrsStatus> {
         let state = self.state.lock();
         let mut out = Vec::new();
         for &(id, _) in circuits() {
@@ -390,12 +393,12 @@ impl SrsManager {
     }
 
     /// Transition counts, (from, to) → n.
-    pub fn transitions(&self) -> BTreeMap<(Tier, Tier), u64> {
+    pub(crate) fn transitions(&self) -> BTreeMap<(Tier, Tier), u64> {
         self.state.lock().transitions.clone()
     }
 
     /// Bytes of HOT keys.
-    pub fn hot_bytes(&self) -> u64 {
+    pub(crate) fn hot_bytes(&self) -> u64 {
         self.state.lock().hot_bytes
     }
 }

@@ -14,7 +14,7 @@ use cuzk_groth16::ProvingKey;
 
 /// `proving.synthesis`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum SynthesisChoice {
+pub(crate) enum SynthesisChoice {
     /// Pre-compiled when the key's recording lies beside it, else full.
     #[default]
     Auto,
@@ -54,7 +54,7 @@ impl fmt::Display for SynthesisChoice {
 
 /// How the jobs of one key synthesize.
 #[derive(Clone, Debug)]
-pub enum KeySynthesis {
+pub(crate) enum KeySynthesis {
     /// A PoRep key's.
     Porep(PorepSynthesis),
     /// A PoSt or update key's.
@@ -72,7 +72,7 @@ impl KeySynthesis {
 
     /// What `choice` gives for `circuit` and its `key` in `params` (the
     /// recording opened and checked here; the outcome is logged).
-    pub fn choose(
+    pub(crate) fn choose(
         choice: SynthesisChoice,
         circuit: Circuit,
         params: &ParamsDir,
@@ -123,7 +123,7 @@ impl KeySynthesis {
     }
 
     /// "precompiled", "parallel" (PoRep, full) or "full".
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             KeySynthesis::Porep(s) => s.mode().name(),
             KeySynthesis::Circuit(s) => s.name(),
@@ -132,7 +132,7 @@ impl KeySynthesis {
 
     /// The PoRep synthesis (the default for a key of another kind, which
     /// no PoRep job is given).
-    pub fn porep(&self) -> PorepSynthesis {
+    pub(crate) fn porep(&self) -> PorepSynthesis {
         match self {
             KeySynthesis::Porep(s) => s.clone(),
             KeySynthesis::Circuit(_) => PorepSynthesis::default(),
@@ -140,7 +140,7 @@ impl KeySynthesis {
     }
 
     /// The PoSt or update synthesis (full for a PoRep key).
-    pub fn circuit(&self) -> CircuitSynthesis {
+    pub(crate) fn circuit(&self) -> CircuitSynthesis {
         match self {
             KeySynthesis::Circuit(s) => s.clone(),
             KeySynthesis::Porep(_) => CircuitSynthesis::Full,
