@@ -148,6 +148,9 @@ mod tests {
         let mut short = Vec::with_capacity(10);
         short.extend([Fr::ONE; 3]);
         assert!(pool.give_back(short));
-        assert_eq!(pool.take(5, 5), [Fr::ONE, Fr::ONE, Fr::ONE, Fr::ZERO, Fr::ZERO]);
+        assert_eq!(
+            pool.take(5, 5),
+            [Fr::ONE, Fr::ONE, Fr::ONE, Fr::ZERO, Fr::ZERO]
+        );
     }
 }
