@@ -3,7 +3,7 @@
 //! A 32 GiB WindowPoSt partition's aux vector is 126.9 M values, 4.06 GB.
 //! Allocated fresh, each of its ~995 k pages is faulted in and zeroed by
 //! the kernel on first touch: 1.9–9.3 core-s of system time a partition on
-//! dev-2c, a third of the witness. Huge pages do not help there (the kernel
+//! dev-2c, a fifth to a half of the witness. Huge pages do not help there (the kernel
 //! still clears 4 GB, and compacts memory for them when it is fragmented:
 //! the lab note's measurements). A vector the prover has finished with,
 //! handed back, is already faulted in: the next partition's witness writes
