@@ -14,7 +14,8 @@
 //! recording from `cuzk precompile`, for the pre-compiled synthesis: the
 //! witness alone, a, b, c left to the prover; `--witnesses`: the witness
 //! alone from the gadgets and natively, timed and compared; with
-//! `--native-only` the native witness alone, `--repeat N` times). The
+//! `--native-only` the native witness alone, `--repeat N` times, with
+//! `--pool` each repeat's aux vector handed back for the next to reuse). The
 //! witness lines time the witness alone (after the circuit is built): wall,
 //! user and system core-seconds, minor page faults. This is what `cuzk
 //! window-post` reports as its `circuit` and `synthesis` lines, measurable
@@ -29,10 +30,11 @@ use clap::Parser;
 use cuzk_benches::{cpu_seconds, peak_rss, reset_peak_rss};
 use cuzk_filecoin::counts::count_circuit_by_sectors;
 use cuzk_filecoin::{
-    post_witness_observed, CircuitSynthesis, PostKind, PostRequest, PostSource, PostType,
-    PrecompiledCircuit, SectorIdentity, WitnessSource,
+    post_witness_observed, post_witness_pooled, AuxPool, CircuitSynthesis, PostKind, PostRequest,
+    PostSource, PostType, PrecompiledCircuit, SectorIdentity, WitnessSource,
 };
 use cuzk_pipeline::PartitionSource;
+use cuzk_synth::precompiled::Witness;
 
 #[derive(Parser, Debug)]
 #[command(about = "A PoSt circuit's decode, vanilla check, circuit build and synthesis, timed")]
@@ -74,6 +76,13 @@ struct Args {
     /// With `--witnesses`: time each witness this many times.
     #[arg(long, default_value_t = 1, requires = "witnesses")]
     repeat: usize,
+    /// With `--native-only`: each repeat's aux vector handed back to an
+    /// `AuxPool` (limit 5 GiB: one 32 GiB WindowPoSt aux vector, 4.06 GB)
+    /// for the next to write over, as a prover proving partitions back to
+    /// back would; the first repeat (the pool empty) is labelled `cold`,
+    /// the others `pooled`.
+    #[arg(long, requires = "native_only")]
+    pool: bool,
 }
 
 fn main() -> Result<()> {
@@ -174,16 +183,27 @@ fn compare_witnesses(request: &PostRequest, args: &Args, phase: &mut Phase) -> R
         ]
     };
     let mut witnesses = Vec::new();
+    let pool = args.pool.then(|| AuxPool::new(5 << 30));
     for &(source, name) in sources {
-        let mut kept = None;
+        let mut kept: Option<Witness> = None;
         for _ in 0..args.repeat.max(1) {
-            // The previous repeat's witness (4 GB at 32 GiB) is freed first.
-            drop(kept.take());
+            // The previous repeat's witness (4 GB at 32 GiB) is freed first,
+            // or its aux vector handed back to the pool.
+            if let (Some(pool), Some(witness)) = (&pool, kept.take()) {
+                pool.give_back(witness.aux_assignment);
+            }
+            let name = match &pool {
+                Some(pool) if pool.held_bytes() > 0 => "pooled",
+                Some(_) => "cold",
+                None => name,
+            };
             *phase = Phase::start();
             let mut at_built = None;
-            let (witness, prep) = post_witness_observed(request, source, &mut |_| {
-                at_built = Some((Instant::now(), Usage::now()));
-            })?;
+            let mut built = |_: &_| at_built = Some((Instant::now(), Usage::now()));
+            let (witness, prep) = match &pool {
+                Some(pool) => post_witness_pooled(request, pool, &mut built)?,
+                None => post_witness_observed(request, source, &mut built)?,
+            };
             let (clock, usage) =
                 at_built.context("post_witness_observed never reported the built circuit")?;
             let wall = clock.elapsed().as_secs_f64();

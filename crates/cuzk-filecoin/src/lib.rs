@@ -42,8 +42,8 @@ pub use porep::synthesis::{
     synthesize_partition, witness_challenges, PorepSynthesis, SynthesisMode, WitnessSource,
 };
 pub use post::{
-    post_witness, post_witness_observed, verify_post, PostKind, PostPrep, PostRequest, PostSource,
-    PostType, PostVerified,
+    post_witness, post_witness_observed, post_witness_pooled, verify_post, AuxPool, PostKind,
+    PostPrep, PostRequest, PostSource, PostType, PostVerified,
 };
 pub use precompile::{CircuitSynthesis, PrecompiledCircuit};
 pub use proof_type::{parse_actor_id, parse_sector_size, sector_size_label, ProofType};

@@ -55,12 +55,14 @@ use crate::proof_type::{sector_size_label, with_sector_shape};
 use crate::{Error, ProofType, WitnessSource};
 
 mod native;
+mod pool;
 mod source;
 #[cfg(feature = "fixtures")]
 pub mod synthetic;
 mod typed;
 
 use native::NativePost;
+pub use pool::AuxPool;
 pub use source::PostSource;
 pub(crate) use typed::erased_circuit;
 use typed::{sectors_typed, verify_compound_typed, witness_typed};
@@ -409,6 +411,27 @@ pub fn post_witness_observed(
         witness_typed,
         request,
         source,
+        None,
+        built
+    )
+}
+
+/// The native witness of `request`'s circuit, as [`post_witness_observed`]
+/// computes it, its aux vector taken from `pool` when it holds one large
+/// enough (written over in full). Hand the witness's `aux_assignment` back
+/// with [`AuxPool::give_back`] once done with it: the next partition's
+/// witness then neither faults in nor zeroes its 4 GB (at 32 GiB).
+pub fn post_witness_pooled(
+    request: &PostRequest,
+    pool: &AuxPool,
+    built: &mut dyn FnMut(&PostPrep),
+) -> Result<(Witness, PostPrep), Error> {
+    with_sector_shape!(
+        request.post_type.sector_size(),
+        witness_typed,
+        request,
+        WitnessSource::Native,
+        Some(pool),
         built
     )
 }

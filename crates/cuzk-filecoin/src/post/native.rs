@@ -36,6 +36,7 @@ use ff::Field;
 use filecoin_hashers::POSEIDON_CONSTANTS_2;
 use rayon::prelude::*;
 
+use super::pool::{zeroed, AuxPool};
 use super::*;
 use crate::poseidon::{hash, hash_nodes, inclusion_path_hashing, packed_inputs};
 
@@ -92,8 +93,14 @@ impl NativePost {
 
     /// The circuit's witness (inputs with ONE first, aux), sectors on
     /// rayon, its vectors reserved for `inputs` and `aux` values (the
-    /// recorded shape's counts).
-    pub(crate) fn witness(&self, inputs: usize, aux: usize) -> Result<Witness, SynthesisError> {
+    /// recorded shape's counts); the aux vector taken from `pool` when it
+    /// holds one large enough (written over in full), else fresh.
+    pub(crate) fn witness(
+        &self,
+        inputs: usize,
+        aux: usize,
+        pool: Option<&AuxPool>,
+    ) -> Result<Witness, SynthesisError> {
         let Some(first) = self.sectors.first() else {
             return Ok(Witness {
                 input_assignment: vec![Fr::ONE],
@@ -106,11 +113,13 @@ impl NativePost {
         first.witness(&mut scratch)?;
         let per_sector = scratch.len();
         drop(scratch);
-        let mut aux_assignment = Vec::with_capacity(aux.max(per_sector * self.sectors.len()));
-        aux_assignment.par_extend(rayon::iter::repeat_n(
-            Fr::ZERO,
-            per_sector * self.sectors.len(),
-        ));
+        // Every value of it is written below: each run in full, its length
+        // checked (so a pooled vector's old values never show through).
+        let len = per_sector * self.sectors.len();
+        let mut aux_assignment = match pool {
+            Some(pool) => pool.take(len, aux.max(len)),
+            None => zeroed(len, aux.max(len)),
+        };
         let sector_inputs = aux_assignment
             .par_chunks_mut(per_sector.max(1))
             .zip(self.sectors.par_iter())

@@ -199,7 +199,7 @@ pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
             built.prep.circuit += clock.elapsed();
             synthesis.synthesis_with_native(
                 built.circuit,
-                move |shape: &CircuitShape| native.witness(shape.num_inputs, shape.num_aux),
+                move |shape: &CircuitShape| native.witness(shape.num_inputs, shape.num_aux, None),
                 name,
             )
         }
@@ -210,6 +210,7 @@ pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
 pub(super) fn witness_typed<Tree: 'static + MerkleTreeTrait>(
     request: &PostRequest,
     source: WitnessSource,
+    pool: Option<&AuxPool>,
     on_built: &mut dyn FnMut(&PostPrep),
 ) -> Result<(Witness, PostPrep), Error> {
     let built = build::<Tree>(request)?;
@@ -217,7 +218,7 @@ pub(super) fn witness_typed<Tree: 'static + MerkleTreeTrait>(
     let witness = match source {
         WitnessSource::Gadgets => cuzk_synth::precompiled::witness(built.circuit),
         WitnessSource::Native => {
-            NativePost::new::<Tree>(&built.prover_inputs, &built.partition)?.witness(0, 0)
+            NativePost::new::<Tree>(&built.prover_inputs, &built.partition)?.witness(0, 0, pool)
         }
     };
     let witness = witness.map_err(|source| Error::Synthesis {
