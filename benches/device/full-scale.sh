@@ -257,12 +257,15 @@ step_porep_sh() {
 # nvidia-smi peak over the run (samples.txt between the run's own marks), each proof
 # compared with auto's (same --rng-seed). Logs budget-B.log, TIMELINE timeline-budget-B.jsonl;
 # the table in budgets.log. With .device-carry/fs/cuzk-base.xz carried (an earlier build,
-# the baseline), each budget of BASE_BUDGETS is first run with it too, in the same session:
-# budget-base-B.log, its proof compared with the new build's auto proof.
+# the baseline), each budget of BASE_BUDGETS is run with it too, in the same session:
+# budget-base-B.log, its proof compared with the new build's auto proof. A build reads only
+# the kernels it was built from: carry the baseline's in .device-carry/fs/kernels-base/
+# (its bundle's kernels folder) when the kernel sources changed since.
 budget_run() {
-  local exe=$1 label=$2 b=$3 t0 t1
+  local exe=$1 label=$2 b=$3 t0 t1 kernels=$FS/kernels
+  [ "$exe" = cuzk-base ] && [ -d "$FS/kernels-base" ] && kernels=$FS/kernels-base
   t0=$(date +%s)
-  RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info" \
+  CUZK_FATBIN_DIR="$kernels" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info" \
     /usr/bin/time -v "$bin/$exe" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-$label.bin" \
     --prover-id f01000 --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" \
     --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
@@ -838,6 +841,9 @@ install_bins() {
   fi
   if [ -d "$here/.device-carry/fs/kernels" ]; then
     cp -r "$here/.device-carry/fs/kernels" "$FS/kernels"
+  fi
+  if [ -d "$here/.device-carry/fs/kernels-base" ]; then
+    cp -r "$here/.device-carry/fs/kernels-base" "$FS/kernels-base"
   fi
 }
 
