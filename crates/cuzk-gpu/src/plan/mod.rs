@@ -498,35 +498,18 @@ impl VramPlan {
         };
         let mut stages = Vec::with_capacity(6);
         if let Some(bytes) = abc {
-            stages.push(StageBytes { name: "abc", bytes });
+            stages.push(("abc", bytes));
         }
-        stages.extend([
-            StageBytes {
-                name: "h_poly",
-                bytes: h,
-            },
-            StageBytes {
-                name: "msm_h",
-                bytes: n * s + chunk_bufs + kept + ranked,
-            },
-        ]);
+        stages.push(("h_poly", h));
+        stages.push(("msm_h", n * s + chunk_bufs + kept + ranked));
         // Interleaved, L, A and B run inside H's stage.
         if !interleaved {
-            stages.extend([
-                StageBytes {
-                    name: "msm_l",
-                    bytes: l,
-                },
-                StageBytes {
-                    name: "msm_a",
-                    bytes: a,
-                },
-                StageBytes {
-                    name: "msm_b",
-                    bytes: b,
-                },
-            ]);
+            stages.extend([("msm_l", l), ("msm_a", a), ("msm_b", b)]);
         }
+        let stages: Vec<StageBytes> = stages
+            .into_iter()
+            .map(|(name, bytes)| StageBytes { name, bytes })
+            .collect();
         let partition_peak = stages.iter().map(|s| s.bytes).max().unwrap_or(0);
         VramPlan {
             budget,
