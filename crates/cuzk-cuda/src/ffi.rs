@@ -118,9 +118,14 @@ unsafe impl Sync for PinnedBytes {}
 impl PinnedBytes {
     /// `len` zeroed bytes of page-locked host memory.
     pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, DriverError> {
+        Self::with_flags(ctx, len, 0)
+    }
+
+    /// `len` zeroed bytes allocated with `cuMemHostAlloc` flags `flags`.
+    fn with_flags(ctx: &Arc<CudaContext>, len: usize, flags: u32) -> Result<Self, DriverError> {
         ctx.bind_to_thread()?;
         // SAFETY: a plain host allocation of len ≥ 1 bytes, freed in Drop.
-        let ptr = unsafe { cudarc::driver::result::malloc_host(len.max(1), 0) }? as *mut u8;
+        let ptr = unsafe { cudarc::driver::result::malloc_host(len.max(1), flags) }? as *mut u8;
         // SAFETY: freshly allocated, len bytes, exclusively ours.
         unsafe { std::ptr::write_bytes(ptr, 0, len) };
         Ok(PinnedBytes {
@@ -158,44 +163,24 @@ impl Drop for PinnedBytes {
 /// involved (a download is a copy, queued behind other streams' copies).
 #[derive(Debug)]
 pub(crate) struct MappedBytes {
-    ctx: Arc<CudaContext>,
-    ptr: *mut u8,
+    host: PinnedBytes,
     dev: u64,
-    len: usize,
 }
-
-// SAFETY: the memory is owned by this value alone; access goes through &/&mut.
-unsafe impl Send for MappedBytes {}
-// SAFETY: shared access only reads.
-unsafe impl Sync for MappedBytes {}
 
 impl MappedBytes {
     /// `len` zeroed bytes, page-locked and mapped.
     pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self, DriverError> {
-        ctx.bind_to_thread()?;
-        let len = len.max(1);
-        // SAFETY: a plain host allocation of len ≥ 1 bytes, freed in Drop.
-        let ptr = unsafe {
-            cudarc::driver::result::malloc_host(len, cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP)
-        }? as *mut u8;
-        // SAFETY: freshly allocated, len bytes, exclusively ours.
-        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        let host = PinnedBytes::with_flags(
+            ctx,
+            len.max(1),
+            cudarc::driver::sys::CU_MEMHOSTALLOC_DEVICEMAP,
+        )?;
         let mut dev = 0;
-        // SAFETY: ptr was allocated above with DEVICEMAP in this context.
-        let mapped =
-            unsafe { cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut dev, ptr.cast(), 0) }
-                .result();
-        if let Err(e) = mapped {
-            // SAFETY: allocated above, not yet shared.
-            ctx.record_err(unsafe { cudarc::driver::result::free_host(ptr.cast()) });
-            return Err(e);
-        }
-        Ok(MappedBytes {
-            ctx: ctx.clone(),
-            ptr,
-            dev,
-            len,
-        })
+        // SAFETY: host.ptr was allocated with DEVICEMAP in this context (and
+        // is freed by `host`'s drop if this fails).
+        unsafe { cudarc::driver::sys::cuMemHostGetDevicePointer_v2(&mut dev, host.ptr.cast(), 0) }
+            .result()?;
+        Ok(MappedBytes { host, dev })
     }
 
     /// The device's address of the memory.
@@ -206,21 +191,12 @@ impl MappedBytes {
     /// The bytes as the host sees them, read with volatile loads (the
     /// device wrote them; callers synchronize the writing stream first).
     pub(crate) fn read(&self, out: &mut [u8]) {
-        assert!(out.len() <= self.len, "{} bytes of {}", out.len(), self.len);
+        let len = self.host.len;
+        assert!(out.len() <= len, "{} bytes of {len}", out.len());
         for (i, o) in out.iter_mut().enumerate() {
             // SAFETY: i < len, inside our live allocation.
-            *o = unsafe { std::ptr::read_volatile(self.ptr.add(i)) };
+            *o = unsafe { std::ptr::read_volatile(self.host.ptr.add(i)) };
         }
-    }
-}
-
-impl Drop for MappedBytes {
-    fn drop(&mut self) {
-        self.ctx.record_err(self.ctx.bind_to_thread());
-        // SAFETY: allocated by malloc_host in `new`, freed once; the owner
-        // synchronized the stream that writes it before dropping.
-        let r = unsafe { cudarc::driver::result::free_host(self.ptr.cast()) };
-        self.ctx.record_err(r);
     }
 }
 
