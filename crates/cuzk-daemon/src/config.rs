@@ -102,6 +102,9 @@ pub struct ProvingConfig {
     pub reserve_class: String,
     /// NORMAL and LOW jobs handed to the engine at once.
     pub bulk_jobs_in_engine: usize,
+    /// Host memory kept for native PoSt witnesses' aux vectors between
+    /// partitions: "auto", "off" or a size (carved out of `engine_memory_budget`).
+    pub post_aux_pool: String,
 }
 
 /// `[limits]`.
@@ -205,6 +208,7 @@ impl Default for ProvingConfig {
             critical_reserve: 0,
             reserve_class: "critical".into(),
             bulk_jobs_in_engine: 2,
+            post_aux_pool: "auto".into(),
         }
     }
 }
@@ -341,6 +345,21 @@ impl Config {
         }
     }
 
+    /// `proving.post_aux_pool`, parsed: `None` for "auto", `Some(0)` for
+    /// "off", else the bytes.
+    pub(crate) fn post_aux_pool(&self) -> Result<Option<u64>, ConfigError> {
+        match self.proving.post_aux_pool.trim() {
+            "auto" => Ok(None),
+            "off" => Ok(Some(0)),
+            text => size::parse(text)
+                .map(Some)
+                .map_err(|problem| ConfigError::Invalid {
+                    key: "proving.post_aux_pool",
+                    problem: format!("{problem} (expected \"auto\", \"off\" or a size)"),
+                }),
+        }
+    }
+
     /// `proving.synthesis`, parsed.
     pub(crate) fn synthesis(&self) -> Result<crate::srs::SynthesisChoice, ConfigError> {
         self.proving
@@ -402,6 +421,7 @@ impl Config {
                 problem: problem.to_string(),
             }
         })?;
+        self.post_aux_pool()?;
         let positive = [
             ("proving.gpu_workers", self.proving.gpu_workers),
             (
@@ -563,6 +583,27 @@ mod tests {
             "listen.socket_group",
         );
         check("[limits]\nmax_connections = 0\n", "limits.max_connections");
+        check(
+            "[proving]\npost_aux_pool = \"lots\"\n",
+            "proving.post_aux_pool",
+        );
+    }
+
+    #[test]
+    fn the_post_aux_pool_is_auto_off_or_a_size() {
+        let pool = |v: &str| {
+            Config::parse(
+                &format!("[proving]\npost_aux_pool = \"{v}\"\n"),
+                Path::new("t.toml"),
+            )
+            .unwrap()
+            .post_aux_pool()
+            .unwrap()
+        };
+        assert_eq!(pool("auto"), None);
+        assert_eq!(pool("off"), Some(0));
+        assert_eq!(pool("0"), Some(0));
+        assert_eq!(pool("8GiB"), Some(8 << 30));
     }
 
     #[test]

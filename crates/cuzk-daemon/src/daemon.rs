@@ -71,6 +71,9 @@ pub(crate) struct Settings {
     /// Where cuzk's own RPCs may read vanilla proofs and C1s from
     /// (`limits.vanilla_file_dirs`).
     pub local_files: crate::aggregate::LocalFiles,
+    /// Where native PoSt witnesses take their aux vectors from and give
+    /// them back to (`proving.post_aux_pool`; a pool of 0 bytes keeps none).
+    pub post_aux_pool: Arc<cuzk_filecoin::AuxPool>,
 }
 
 /// A proving device as the status and metrics show it.

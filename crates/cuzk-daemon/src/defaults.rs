@@ -14,6 +14,11 @@
 //!   less than the partitions in flight (one is always proving).
 //! * `limits.request_memory`: 1/8 of the memory, at least 8 GiB (checking
 //!   one 256 MiB C1).
+//! * `proving.post_aux_pool`: one 32 GiB WindowPoSt partition's aux vector
+//!   (4.06 GB, kept between partitions for the next native witness to write
+//!   over), carved out of the engine's budget, when a 32 GiB WindowPoSt
+//!   runs beside it and so does every 32 GiB proof that runs without it;
+//!   else off.
 
 use cuzk_groth16::params::KeySummary;
 use cuzk_pipeline::PartitionFootprint;
@@ -52,15 +57,49 @@ pub(crate) struct Chosen {
     pub(crate) synthesis_workers: usize,
     /// Memory for requests being checked, bytes.
     pub(crate) request_memory: u64,
+    /// Of the engine's budget, what the native PoSt witnesses' aux pool
+    /// keeps (0: off), bytes.
+    pub(crate) post_aux_pool: u64,
+}
+
+impl Chosen {
+    /// What the engine's partitions and HOT keys share: its budget less
+    /// the aux pool.
+    pub(crate) fn engine_share(&self) -> u64 {
+        self.engine_memory_budget.saturating_sub(self.post_aux_pool)
+    }
+}
+
+/// A 32 GiB WindowPoSt partition's aux vector, bytes (126,902,376 values).
+pub(crate) fn window_post_aux_bytes() -> u64 {
+    let aux = Known::WindowPost32G.summary().l.count;
+    aux * std::mem::size_of::<blstrs::Scalar>() as u64
 }
 
 /// The defaults for `b` (see the module docs for each rule).
 pub(crate) fn choose(b: BoxFacts) -> Chosen {
+    let without = choose_with_pool(b, 0);
+    let with = choose_with_pool(b, window_post_aux_bytes());
+    let keeps_running = Known::ALL.iter().all(|k| {
+        [true, false]
+            .iter()
+            .all(|&gpu| !runs(*k, &without, gpu) || runs(*k, &with, gpu))
+    });
+    if keeps_running && runs(Known::WindowPost32G, &with, true) {
+        with
+    } else {
+        without
+    }
+}
+
+fn choose_with_pool(b: BoxFacts, post_aux_pool: u64) -> Chosen {
     let engine_memory_budget = cuzk_pipeline::host::engine_share(b.memory);
     let host_budget = b.memory / 2;
     let porep = Known::Porep32G.summary();
     let partition = gpu_partition(&porep).total();
-    let beside_key = engine_memory_budget.saturating_sub(key_bytes(&porep));
+    let beside_key = engine_memory_budget
+        .saturating_sub(post_aux_pool)
+        .saturating_sub(key_bytes(&porep));
     let partitions_in_flight = ((beside_key / partition) as usize).clamp(2, 8);
     let synthesis_workers = (b.cores / 16).clamp(1, partitions_in_flight - 1);
     Chosen {
@@ -69,6 +108,7 @@ pub(crate) fn choose(b: BoxFacts) -> Chosen {
         partitions_in_flight,
         synthesis_workers,
         request_memory: (b.memory / 8).max(8 << 30),
+        post_aux_pool,
     }
 }
 
@@ -142,8 +182,7 @@ pub(crate) fn runs(known: Known, chosen: &Chosen, on_gpu: bool) -> bool {
     } else {
         cpu_partition(&s)
     };
-    s.file_len <= chosen.host_budget
-        && key_bytes(&s) + partition.total() <= chosen.engine_memory_budget
+    s.file_len <= chosen.host_budget && key_bytes(&s) + partition.total() <= chosen.engine_share()
 }
 
 /// A card's VRAM as the driver reports it: 16, 24, 32 and 80 GiB cards,
@@ -190,8 +229,8 @@ pub(crate) fn on_card(known: Known, budget: u64) -> String {
 pub fn budget_tables() -> String {
     let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
     let mut o = String::new();
-    o.push_str("| box memory | engine_memory_budget | srs.host_budget | partitions_in_flight | synthesis_workers (32 cores) | request_memory | 32 GiB PoRep, WindowPoSt, WinningPoSt, SnapDeals (GPU) |\n");
-    o.push_str("| --- | --- | --- | --- | --- | --- | --- |\n");
+    o.push_str("| box memory | engine_memory_budget | srs.host_budget | post_aux_pool | partitions_in_flight | synthesis_workers (32 cores) | request_memory | 32 GiB PoRep, WindowPoSt, WinningPoSt, SnapDeals (GPU) |\n");
+    o.push_str("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for memory in BOXES {
         let c = choose(BoxFacts {
             memory: memory << 30,
@@ -208,9 +247,10 @@ pub fn budget_tables() -> String {
             })
             .collect();
         o.push_str(&format!(
-            "| {memory} GiB | {} | {} | {} | {} | {} | {} |\n",
+            "| {memory} GiB | {} | {} | {} | {} | {} | {} | {} |\n",
             gib(c.engine_memory_budget),
             gib(c.host_budget),
+            gib(c.post_aux_pool),
             c.partitions_in_flight,
             c.synthesis_workers,
             gib(c.request_memory),
@@ -291,6 +331,10 @@ mod tests {
         assert_eq!((c128.partitions_in_flight, c128.synthesis_workers), (3, 2));
         assert_eq!(c128.engine_memory_budget, 96 * GIB);
         assert_eq!(c128.host_budget, 64 * GIB);
+        // One 32 GiB WindowPoSt aux vector on every box that fits it.
+        assert_eq!(window_post_aux_bytes(), 126_902_376 * 32);
+        assert_eq!(c128.post_aux_pool, window_post_aux_bytes());
+        assert_eq!(small.post_aux_pool, 0);
         let c512 = at(512, 128);
         assert_eq!((c512.partitions_in_flight, c512.synthesis_workers), (8, 7));
         assert_eq!(c512.request_memory, 64 * GIB);

@@ -133,6 +133,15 @@ pub fn report(
     );
     let _ = writeln!(
         o,
+        "  proving.post_aux_pool         {}",
+        if chosen.post_aux_pool == 0 {
+            "off".to_string()
+        } else {
+            human(chosen.post_aux_pool)
+        }
+    );
+    let _ = writeln!(
+        o,
         "  proving.partitions_in_flight  {}",
         chosen.partitions_in_flight
     );

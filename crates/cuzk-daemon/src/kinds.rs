@@ -19,8 +19,8 @@ use std::time::Instant;
 
 use blstrs::Scalar as Fr;
 use cuzk_filecoin::{
-    verify_post, verify_update, Circuit, ParamsDir, PorepSource, PostKind, PostRequest, PostSource,
-    PostType, SectorIdentity, UpdateRequest, UpdateSource, UpdateType,
+    verify_post, verify_update, AuxPool, Circuit, ParamsDir, PorepSource, PostKind, PostRequest,
+    PostSource, PostType, SectorIdentity, UpdateRequest, UpdateSource, UpdateType,
 };
 use cuzk_groth16::ProvingKey;
 use cuzk_pipeline::{PartitionSource, SourceError};
@@ -96,17 +96,24 @@ impl Request {
     }
 
     /// The engine source that proves it with `key`, synthesized as
-    /// `synthesis` says (the key's), timed.
+    /// `synthesis` says (the key's), timed; a PoSt's native witness takes
+    /// its aux vector from `pool` and gives it back.
     pub(crate) fn source(
         &self,
         key: &ProvingKey,
         synthesis: &KeySynthesis,
+        pool: &Arc<AuxPool>,
     ) -> Result<Arc<TimedSource>, cuzk_filecoin::Error> {
         let inner: Box<dyn PartitionSource> = match self {
             Request::Porep(r) => {
                 Box::new(PorepSource::with_synthesis(&r.c1, key, &synthesis.porep())?)
             }
-            Request::Post(r) => Box::new(PostSource::with_synthesis(r, key, &synthesis.circuit())?),
+            Request::Post(r) => Box::new(PostSource::pooled(
+                r,
+                key,
+                &synthesis.circuit(),
+                Arc::clone(pool),
+            )?),
             Request::Update(r) => {
                 Box::new(UpdateSource::with_synthesis(r, key, &synthesis.circuit())?)
             }
@@ -414,5 +421,9 @@ impl PartitionSource for TimedSource {
 
     fn defers_abc(&self) -> bool {
         self.inner.defers_abc()
+    }
+
+    fn recycle(&self, index: usize, witness: cuzk_synth::Synthesized) {
+        self.inner.recycle(index, witness)
     }
 }

@@ -230,10 +230,27 @@ pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
     // 32 GiB-PoRep key on a 128 GiB box leaves 52 GiB). srs.host_budget caps
     // the keys alone (3/8 of RAM by default), so partitions always keep at
     // least the rest.
-    engine_config.memory_budget = match config.proving.engine_memory_budget {
+    let total_budget = match config.proving.engine_memory_budget {
         0 => chosen.engine_memory_budget,
         b => b,
     };
+    // The native PoSt witnesses' aux pool is carved out of it: what it
+    // keeps between partitions is outside every partition's reservation.
+    let pool_bytes = config.post_aux_pool()?.unwrap_or(chosen.post_aux_pool);
+    if pool_bytes >= total_budget / 2 {
+        return Err(DaemonError::Config(ConfigError::Invalid {
+            key: "proving.post_aux_pool",
+            problem: format!(
+                "{pool_bytes} bytes is half or more of the engine's {total_budget}-byte budget (proving.engine_memory_budget): lower it or set it \"off\""
+            ),
+        }));
+    }
+    engine_config.memory_budget = total_budget - pool_bytes;
+    let post_aux_pool = Arc::new(cuzk_filecoin::AuxPool::new(pool_bytes));
+    tracing::info!(
+        bytes = pool_bytes,
+        "native PoSt witnesses' aux pool (proving.post_aux_pool, out of the engine's budget)"
+    );
     let srs_budget = match config.srs.host_budget {
         0 => chosen.host_budget,
         b => b,
@@ -302,6 +319,7 @@ pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
         max_results: config.retention.max_results,
         delivered_retention: Duration::from_secs(config.retention.delivered_secs),
         local_files: crate::aggregate::LocalFiles::new(config.limits.vanilla_file_dirs.clone()),
+        post_aux_pool,
     };
     let daemon = Daemon::start(
         settings,

@@ -295,7 +295,9 @@ mod tests {
             .unwrap();
             let (synthesis, inputs, _) = crate::post::erased_circuit::<
                 filecoin_proofs::SectorShape2KiB,
-            >(&request, &crate::CircuitSynthesis::Full)
+            >(
+                &request, &crate::CircuitSynthesis::Full, None
+            )
             .unwrap();
             let witness = synthesis(&counted).unwrap();
             assert_eq!(witness.shape(), counted, "{}", pt.name());

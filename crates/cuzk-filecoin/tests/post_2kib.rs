@@ -30,7 +30,7 @@ use bellperson::groth16;
 use cuzk_filecoin::precompile::{precompile, PrecompiledError};
 use cuzk_filecoin::sample::{post_vanilla_proofs, seal_sample_sector, SampleSector};
 use cuzk_filecoin::{
-    verify_post, CircuitSynthesis, Error, ParamsDir, PostRequest, PostSource, PostType,
+    verify_post, AuxPool, CircuitSynthesis, Error, ParamsDir, PostRequest, PostSource, PostType,
     PostVerified, PrecompiledCircuit, ProofType, SectorIdentity,
 };
 use cuzk_pipeline::{EngineConfig, Job};
@@ -594,6 +594,46 @@ fn precompiled_posts_are_the_full_synthesis_proofs() {
         let vk = f.params.load_verifying_key(request.post_type()).unwrap();
         verify_post(&request, &full, &vk).unwrap();
     }
+
+    // Pooled: the native witness takes its aux vector from the pool and the
+    // engine gives it back after the proof; the proofs are the same bytes.
+    let key = Arc::new(f.params.load_proving_key(f.window).unwrap());
+    let pool = Arc::new(AuxPool::new(1 << 30));
+    let request = window_request(0);
+    let source = PostSource::pooled(&request, &key, &window, Arc::clone(&pool)).unwrap();
+    let witness = source.synthesize(0).unwrap();
+    assert_eq!(
+        pool.held_bytes(),
+        0,
+        "nothing held before the first witness"
+    );
+    let aux_bytes = (witness.aux_assignment.capacity() * 32) as u64;
+    assert_eq!(witness.aux_assignment.len(), source.shape().num_aux);
+    source.recycle(0, witness);
+    assert_eq!(
+        pool.held_bytes(),
+        aux_bytes,
+        "the witness's vector came back"
+    );
+    for partition in [0, 1] {
+        let request = window_request(partition);
+        let source = PostSource::pooled(&request, &key, &window, Arc::clone(&pool)).unwrap();
+        let job = Job::new(Arc::new(source), Arc::clone(&key)).seeded(RNG_SEED);
+        let out = cuzk_sched_serial::prove_one(EngineConfig::default(), job).unwrap();
+        assert_eq!(
+            out.proofs[0].to_bytes().to_vec(),
+            prove(&request),
+            "pooled partition {partition}: proofs differ"
+        );
+        // Taken for the witness and given back after the proof: one vector.
+        assert_eq!(pool.held_bytes(), aux_bytes, "partition {partition}");
+    }
+    // Synthesized in full, the pool is neither taken from nor given to.
+    let full_source =
+        PostSource::pooled(&request, &key, &CircuitSynthesis::Full, Arc::clone(&pool)).unwrap();
+    let witness = full_source.synthesize(0).unwrap();
+    full_source.recycle(0, witness);
+    assert_eq!(pool.held_bytes(), aux_bytes);
 
     // The key from the recording is the key from the blank circuit.
     let from_recording = tempfile::tempdir().unwrap();

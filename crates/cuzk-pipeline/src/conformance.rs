@@ -31,7 +31,7 @@ use crate::scheduler::{Scheduler, StartError, SubmitError};
 use crate::state::JobHandle;
 use crate::testing::{
     demo_job, demo_key, demo_source, verify_demo_output, BackendFault, FaultyBackend, FaultySource,
-    Gate, GatedSource, SourceFault, INJECTED,
+    Gate, GatedSource, RecyclingSource, SourceFault, INJECTED,
 };
 use crate::timeline::{EventKind, Timeline};
 
@@ -499,6 +499,50 @@ pub fn verification_can_be_turned_off<S: Scheduler>() {
     sched.shutdown();
 }
 
+/// Every proved partition's witness goes back to its source once
+/// ([`PartitionSource::recycle`]), with verification on (after the
+/// epilogue) and off (after the prove step); a failed partition's does not.
+pub fn witnesses_go_back_to_their_source<S: Scheduler>() {
+    for verify in [true, false] {
+        let backend = with_faults(FaultyBackend::new(), &[(91, 2, BackendFault::Error)]);
+        let mut cfg = faulty_config(backend);
+        cfg.verify = verify;
+        let sched: S = start(cfg);
+        let source = RecyclingSource::new(demo_source(10, 90, 3));
+        let out = expect_ok(
+            sched
+                .submit(demo_job(10, source.clone(), 90))
+                .expect("the job is accepted")
+                .wait(),
+            "recycled job",
+        );
+        assert_all_valid(&out, 10, 90);
+        let aux = source.shape().num_aux;
+        let mut returned = source.returned();
+        returned.sort_unstable();
+        assert_eq!(
+            returned,
+            vec![(0, aux), (1, aux), (2, aux)],
+            "verify {verify}: each witness once, whole"
+        );
+
+        let failing = RecyclingSource::new(demo_source(10, 91, 3));
+        let result = sched
+            .submit(demo_job(10, failing.clone(), 91))
+            .expect("the job is accepted")
+            .wait();
+        assert!(result.is_err(), "partition 2's device fault fails its job");
+        sched.wait_idle();
+        assert!(
+            failing.returned().iter().all(|&(p, _)| p != 2),
+            "verify {verify}: the failed partition's witness is dropped: {:?}",
+            failing.returned()
+        );
+        assert_drained(&sched);
+        sched.shutdown();
+    }
+}
+
 /// A job whose circuit does not fit its key, or that has no partitions, is
 /// refused at submission, before any work.
 pub fn bad_jobs_are_refused_at_submission<S: Scheduler>() {
@@ -710,6 +754,7 @@ macro_rules! scheduler_conformance_tests {
             out_of_device_memory_is_proved_on_the_fallback,
             the_host_working_set_is_the_backends,
             verification_can_be_turned_off,
+            witnesses_go_back_to_their_source,
             bad_jobs_are_refused_at_submission,
             small_budgets_are_refused_with_the_numbers,
             devices_too_small_are_refused_at_submission,

@@ -174,6 +174,20 @@ pub trait PartitionSource: Send + Sync {
         let _ = index;
         Ok(None)
     }
+
+    /// Takes back partition `index`'s witness once the engine is done with
+    /// it: after its proof is made (and verified, when verification is on),
+    /// before the partition's memory reservation is released. A source that
+    /// reuses vectors keeps what it wants of it (a native PoSt witness
+    /// writes over the last one's aux vector, which is already faulted in);
+    /// what it keeps is outside the engine's reservations, so such a source
+    /// bounds it and its owner counts that bound in its memory budget. The
+    /// default drops it. A witness whose partition failed or was discarded
+    /// is dropped without coming back.
+    fn recycle(&self, index: usize, witness: Synthesized) {
+        let _ = index;
+        drop(witness);
+    }
 }
 
 /// Demo circuits ([`DemoCircuit`]): partition `i` is `DemoCircuit::new(log_size,

@@ -327,7 +327,7 @@ impl SynthesizedPartition {
         let witness = if ctx.verify {
             Some(witness)
         } else {
-            drop(witness);
+            job.source().recycle(partition, witness);
             let rest = reservation.bytes();
             reservation.release(rest);
             None
@@ -388,7 +388,9 @@ impl ProvedPartition {
                 finish_partition(&job, partition, &sums, backend, inputs, retry)
             })
         };
-        drop(witness);
+        if let Some(witness) = witness {
+            job.source().recycle(partition, witness);
+        }
         match result {
             Ok((proof, verification)) => {
                 ctx.timeline

@@ -201,6 +201,9 @@ impl PartitionSource for GatedSource {
     fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
         self.inner.public_inputs(index)
     }
+    fn recycle(&self, index: usize, witness: Synthesized) {
+        self.inner.recycle(index, witness)
+    }
 }
 
 /// What a [`FaultySource`] does wrong.
@@ -262,6 +265,53 @@ impl PartitionSource for FaultySource {
             return Err(SourceError::new(format!("{INJECTED}: public inputs")));
         }
         self.inner.public_inputs(index)
+    }
+    fn recycle(&self, index: usize, witness: Synthesized) {
+        self.inner.recycle(index, witness)
+    }
+}
+
+/// A source that notes every witness handed back to it
+/// ([`PartitionSource::recycle`]): the partition and the witness's number
+/// of aux values, in the order they came.
+pub struct RecyclingSource {
+    inner: Arc<dyn PartitionSource>,
+    returned: Mutex<Vec<(usize, usize)>>,
+}
+
+impl RecyclingSource {
+    /// Forwards to `inner` and notes what comes back.
+    pub fn new(inner: Arc<dyn PartitionSource>) -> Arc<Self> {
+        Arc::new(RecyclingSource {
+            inner,
+            returned: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// (partition, aux values) of every witness handed back so far.
+    pub fn returned(&self) -> Vec<(usize, usize)> {
+        self.returned.lock().clone()
+    }
+}
+
+impl PartitionSource for RecyclingSource {
+    fn describe(&self) -> String {
+        format!("recycling({})", self.inner.describe())
+    }
+    fn num_partitions(&self) -> usize {
+        self.inner.num_partitions()
+    }
+    fn shape(&self) -> CircuitShape {
+        self.inner.shape()
+    }
+    fn synthesize(&self, index: usize) -> Result<Synthesized, SourceError> {
+        self.inner.synthesize(index)
+    }
+    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
+        self.inner.public_inputs(index)
+    }
+    fn recycle(&self, index: usize, witness: Synthesized) {
+        self.returned.lock().push((index, witness.num_aux()));
     }
 }
 
@@ -390,6 +440,15 @@ impl std::fmt::Debug for FaultySource {
             .field("inner", &self.inner.describe())
             .field("partition", &self.partition)
             .field("fault", &self.fault)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for RecyclingSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecyclingSource")
+            .field("inner", &self.inner.describe())
+            .field("returned", &*self.returned.lock())
             .finish()
     }
 }

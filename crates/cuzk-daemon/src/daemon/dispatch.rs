@@ -266,13 +266,14 @@ impl Daemon {
             let outcome = self.run_aggregate(&id, &request);
             return self.finish(&id, outcome);
         };
-        let source = match request.source(&lease.key, &lease.synthesis) {
-            Ok(s) => s,
-            Err(e) => {
-                return self
-                    .fail_before_engine(&id, format!("building the partition circuits: {e}"))
-            }
-        };
+        let source =
+            match request.source(&lease.key, &lease.synthesis, &self.settings.post_aux_pool) {
+                Ok(s) => s,
+                Err(e) => {
+                    return self
+                        .fail_before_engine(&id, format!("building the partition circuits: {e}"))
+                }
+            };
         let (priority, label) = {
             let t = self.table.lock();
             let e = &t.jobs[&id];

@@ -21,6 +21,7 @@ fn settings() -> Settings {
         max_results: 16,
         delivered_retention: Duration::from_secs(600),
         local_files: crate::aggregate::LocalFiles::default(),
+        post_aux_pool: Arc::new(cuzk_filecoin::AuxPool::new(0)),
     }
 }
 

@@ -25,7 +25,7 @@
 //! * The output is the one Groth16 proof's 192 bytes.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bellperson::groth16;
@@ -344,7 +344,8 @@ impl PostRequest {
             self.post_type.sector_size(),
             erased_circuit,
             self,
-            &CircuitSynthesis::Full
+            &CircuitSynthesis::Full,
+            None
         )
         .map(drop)
     }

@@ -52,16 +52,27 @@ impl AuxPool {
     }
 
     /// Keeps `aux` (a witness's aux vector the prover is done with) for a
-    /// later witness, if it fits under the limit; otherwise frees it.
-    /// Returns whether it was kept.
+    /// later witness, if it fits under the limit, freeing held vectors
+    /// smaller than it (the smallest first) to make room: the large vectors
+    /// are the ones whose faults the pool saves, so a WinningPoSt's few MB
+    /// never keep a WindowPoSt's 4 GB out. Otherwise frees `aux`. Returns
+    /// whether it was kept.
     pub fn give_back(&self, aux: Vec<Fr>) -> bool {
-        if aux.capacity() == 0 {
+        let size = bytes(aux.capacity());
+        if size == 0 || size > self.limit {
             return false;
         }
         let mut held = self.lock();
-        let total: u64 = held.iter().map(|v| bytes(v.capacity())).sum();
-        if total + bytes(aux.capacity()) > self.limit {
-            return false;
+        held.sort_unstable_by_key(|v| std::cmp::Reverse(v.capacity()));
+        let mut total: u64 = held.iter().map(|v| bytes(v.capacity())).sum();
+        while total + size > self.limit {
+            match held.last() {
+                Some(smallest) if smallest.capacity() < aux.capacity() => {
+                    total -= bytes(smallest.capacity());
+                    held.pop();
+                }
+                _ => return false,
+            }
         }
         held.push(aux);
         true
@@ -152,5 +163,26 @@ mod tests {
             pool.take(5, 5),
             [Fr::ONE, Fr::ONE, Fr::ONE, Fr::ZERO, Fr::ZERO]
         );
+    }
+
+    #[test]
+    fn a_larger_vector_pushes_smaller_ones_out_never_the_reverse() {
+        let value = bytes(1);
+        let pool = AuxPool::new(30 * value);
+        assert!(pool.give_back(vec![Fr::ONE; 4]));
+        assert!(pool.give_back(vec![Fr::ONE; 6]));
+        assert!(pool.give_back(vec![Fr::ONE; 10]));
+        // 20 more: the 4 and the 6 go (smallest first), the 10 stays.
+        assert!(pool.give_back(vec![Fr::ONE; 20]));
+        assert_eq!(pool.held_bytes(), 30 * value);
+        // A smaller one pushes nothing out, so it is refused.
+        assert!(!pool.give_back(vec![Fr::ONE; 5]));
+        // Nor does one as large as a held one.
+        assert!(!pool.give_back(vec![Fr::ONE; 10]));
+        // Over the limit on its own: refused, the pool unchanged.
+        assert!(!pool.give_back(vec![Fr::ONE; 31]));
+        assert_eq!(pool.held_bytes(), 30 * value);
+        assert_eq!(pool.take(15, 15).capacity(), 20);
+        assert_eq!(pool.take(7, 7).capacity(), 10);
     }
 }

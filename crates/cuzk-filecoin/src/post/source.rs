@@ -11,6 +11,9 @@ pub struct PostSource {
     inputs: Vec<Fr>,
     prep: PostPrep,
     defers_abc: bool,
+    /// Where its witness's aux vector comes from and goes back to (only
+    /// when its native witness is computed, pre-compiled).
+    pool: Option<Arc<AuxPool>>,
 }
 
 impl PostSource {
@@ -36,11 +39,38 @@ impl PostSource {
         shape: CircuitShape,
         synthesis: &CircuitSynthesis,
     ) -> Result<Self, Error> {
+        Self::build(request, shape, synthesis, None)
+    }
+
+    /// [`PostSource::with_synthesis`] whose native witness (pre-compiled
+    /// synthesis) writes over an aux vector held by `pool` when it holds
+    /// one large enough, and whose witness's aux vector goes back to
+    /// `pool` once the engine is done with it
+    /// ([`PartitionSource::recycle`]): a steady stream of WindowPoSt
+    /// partitions then neither faults in nor zeroes 4 GB each (at 32 GiB).
+    /// Synthesized in full, the pool is not used.
+    pub fn pooled(
+        request: &PostRequest,
+        key: &ProvingKey,
+        synthesis: &CircuitSynthesis,
+        pool: Arc<AuxPool>,
+    ) -> Result<Self, Error> {
+        Self::build(request, shape_from_key(key), synthesis, Some(pool))
+    }
+
+    fn build(
+        request: &PostRequest,
+        shape: CircuitShape,
+        synthesis: &CircuitSynthesis,
+        pool: Option<Arc<AuxPool>>,
+    ) -> Result<Self, Error> {
+        let pool = pool.filter(|_| synthesis.defers_abc());
         let (circuit, inputs, prep) = with_sector_shape!(
             request.post_type.sector_size(),
             erased_circuit,
             request,
-            synthesis
+            synthesis,
+            pool.clone()
         )?;
         let pt = request.post_type;
         Ok(PostSource {
@@ -57,6 +87,7 @@ impl PostSource {
             inputs,
             prep,
             defers_abc: synthesis.defers_abc(),
+            pool,
         })
     }
 
@@ -116,5 +147,12 @@ impl PartitionSource for PostSource {
 
     fn defers_abc(&self) -> bool {
         self.defers_abc
+    }
+
+    /// Gives the witness's aux vector back to the pool, if it has one.
+    fn recycle(&self, _index: usize, mut witness: cuzk_synth::Synthesized) {
+        if let Some(pool) = &self.pool {
+            pool.give_back(std::mem::take(&mut witness.aux_assignment));
+        }
     }
 }

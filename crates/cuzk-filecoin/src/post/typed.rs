@@ -183,9 +183,13 @@ fn build<Tree: 'static + MerkleTreeTrait>(request: &PostRequest) -> Result<Built
     })
 }
 
+/// The circuit of `request` as a synthesis, with the verifier's public
+/// inputs and what building it cost. Pre-compiled, its native witness
+/// takes its aux vector from `pool` when given ([`AuxPool`]).
 pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
     request: &PostRequest,
     synthesis: &CircuitSynthesis,
+    pool: Option<Arc<AuxPool>>,
 ) -> Result<(Synthesis, Vec<Fr>, PostPrep), Error> {
     let mut built = build::<Tree>(request)?;
     let name = request.post_type.name();
@@ -199,7 +203,9 @@ pub(crate) fn erased_circuit<Tree: 'static + MerkleTreeTrait>(
             built.prep.circuit += clock.elapsed();
             synthesis.synthesis_with_native(
                 built.circuit,
-                move |shape: &CircuitShape| native.witness(shape.num_inputs, shape.num_aux, None),
+                move |shape: &CircuitShape| {
+                    native.witness(shape.num_inputs, shape.num_aux, pool.as_deref())
+                },
                 name,
             )
         }
