@@ -83,6 +83,12 @@ struct Args {
     /// the others `pooled`.
     #[arg(long, requires = "native_only")]
     pool: bool,
+    /// With `--pool`: one aux vector of the circuit's size faulted in
+    /// before the first repeat (`AuxPool::prefill`, what the daemon does at
+    /// start when a 32 GiB WindowPoSt key is present), timed on its own
+    /// line; every repeat is then `pooled`.
+    #[arg(long, requires = "pool")]
+    prefill: bool,
 }
 
 fn main() -> Result<()> {
@@ -184,6 +190,26 @@ fn compare_witnesses(request: &PostRequest, args: &Args, phase: &mut Phase) -> R
     };
     let mut witnesses = Vec::new();
     let pool = args.pool.then(|| AuxPool::new(5 << 30));
+    if let (Some(pool), true) = (&pool, args.prefill) {
+        let values = count_circuit_by_sectors(request.post_type().into())?
+            .shape
+            .num_aux;
+        let (clock, usage) = (Instant::now(), Usage::now()?);
+        let kept = pool.prefill(values);
+        let used = Usage::now()?.since(&usage);
+        phase.line(
+            "prefill",
+            &format!(
+                "{values} aux values faulted in (kept: {kept}) in {:.3} s wall, {:.2} core-s \
+                 (user {:.2}, system {:.2}), {} minor faults",
+                clock.elapsed().as_secs_f64(),
+                used.user + used.system,
+                used.user,
+                used.system,
+                used.minor_faults
+            ),
+        )?;
+    }
     for &(source, name) in sources {
         let mut kept: Option<Witness> = None;
         for _ in 0..args.repeat.max(1) {

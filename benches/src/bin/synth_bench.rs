@@ -323,7 +323,7 @@ fn checksum(s: &Synthesized) -> u64 {
         vector(2, &s.b),
         vector(3, &s.c),
         vector(4, &s.input_assignment),
-        vector(5, &s.aux_assignment),
+        vector(5, &s.aux_values()),
         words(6, &s.a_aux_density),
         words(7, &s.b_input_density),
         words(8, &s.b_aux_density),

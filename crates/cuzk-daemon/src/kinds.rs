@@ -426,4 +426,8 @@ impl PartitionSource for TimedSource {
     fn recycle(&self, index: usize, witness: cuzk_synth::Synthesized) {
         self.inner.recycle(index, witness)
     }
+
+    fn compact_others(&self) -> Option<usize> {
+        self.inner.compact_others()
+    }
 }

@@ -153,6 +153,39 @@ const PCI_DEVICES: &str = "/sys/bus/pci/devices";
 /// (the key and one of its partitions beyond the host budget), and logs,
 /// as errors, every other key in the parameter cache in that state: their
 /// jobs will be refused at `SubmitProof`.
+/// With a 32 GiB WindowPoSt key in the parameter cache and room in the
+/// pool, faults in one of its partition's aux vectors now, on a thread of
+/// its own: the first WindowPoSt partition then costs what every later one
+/// does, and the page faults happen at start, off any deadline.
+fn prefill_post_aux_pool(pool: &Arc<cuzk_filecoin::AuxPool>, params: &ParamsDir) {
+    let bytes = crate::defaults::window_post_aux_bytes();
+    let has_key = crate::srs::circuits()
+        .iter()
+        .find(|(id, _)| *id == "wpost-32g")
+        .and_then(|(_, circuit)| params.params_path(*circuit).ok())
+        .is_some_and(|path| path.is_file());
+    if !has_key || pool.limit() < bytes {
+        return;
+    }
+    let pool = Arc::clone(pool);
+    let values = (bytes / 32) as usize;
+    let spawned = std::thread::Builder::new()
+        .name("post-aux-prefill".into())
+        .spawn(move || {
+            let clock = std::time::Instant::now();
+            let kept = pool.prefill(values);
+            tracing::info!(
+                kept,
+                bytes,
+                seconds = clock.elapsed().as_secs_f64(),
+                "a 32 GiB WindowPoSt aux vector faulted in for the first partition"
+            );
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "could not start the aux pool's prefill; the first WindowPoSt partition faults its vector in");
+    }
+}
+
 fn check_keys_fit(srs: &SrsManager, preload: &[String]) -> Result<(), DaemonError> {
     for id in preload {
         srs.check_id_fits(id).map_err(|e| ConfigError::Invalid {
@@ -251,6 +284,7 @@ pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
         bytes = pool_bytes,
         "native PoSt witnesses' aux pool (proving.post_aux_pool, out of the engine's budget)"
     );
+    prefill_post_aux_pool(&post_aux_pool, &params);
     let srs_budget = match config.srs.host_budget {
         0 => chosen.host_budget,
         b => b,

@@ -57,6 +57,8 @@ pub struct CircuitSource<K> {
     inputs: Vec<Vec<Fr>>,
     /// Pre-compiled: witnesses leave a, b, c to the prover.
     defers_abc: bool,
+    /// Compact witnesses: about this many aux values other than 0 and 1.
+    compact_others: Option<usize>,
     kind: PhantomData<fn() -> K>,
 }
 
@@ -86,8 +88,16 @@ impl<K> CircuitSource<K> {
             circuits,
             inputs,
             defers_abc,
+            compact_others: None,
             kind: PhantomData,
         }
+    }
+
+    /// The same source, its witnesses compact with about `others` values
+    /// other than 0 and 1 each ([`PartitionSource::compact_others`]).
+    pub(crate) fn with_compact_others(mut self, others: Option<usize>) -> Self {
+        self.compact_others = others;
+        self
     }
 }
 
@@ -147,5 +157,9 @@ impl<K> PartitionSource for CircuitSource<K> {
 
     fn defers_abc(&self) -> bool {
         self.defers_abc
+    }
+
+    fn compact_others(&self) -> Option<usize> {
+        self.compact_others
     }
 }

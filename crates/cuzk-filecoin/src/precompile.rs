@@ -19,8 +19,8 @@ use std::time::Instant;
 use blstrs::Scalar as Fr;
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::precompiled::{
-    cache, record, CacheError, CircuitId, DeferredAbc, MappedR1cs, R1csRef, R1csStats, RecordError,
-    Witness, WitnessError,
+    cache, record, CacheError, CircuitId, CompactWitness, CompactWitnessError, DeferredAbc,
+    MappedR1cs, R1csRef, R1csStats, RecordError, Witness, WitnessError,
 };
 use cuzk_synth::{CircuitShape, Synthesized};
 
@@ -291,6 +291,17 @@ impl PrecompiledCircuit {
     /// the CPU prover from the mapping): the host never holds them.
     pub fn synthesize(&self, witness: Witness) -> Result<Synthesized, WitnessError> {
         self.deferred.synthesized(witness)
+    }
+
+    /// [`PrecompiledCircuit::synthesize`] for a compact witness: checked
+    /// against the recording (its lengths and class counts; an error names
+    /// both numbers), its aux values kept compact
+    /// ([`Synthesized::compact_aux`]).
+    pub fn synthesize_compact(
+        &self,
+        witness: CompactWitness,
+    ) -> Result<Synthesized, CompactWitnessError> {
+        self.deferred.synthesized_compact(witness)
     }
 }
 

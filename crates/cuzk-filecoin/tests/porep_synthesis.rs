@@ -153,6 +153,14 @@ fn precompiled_equals_sequential<Tree: 'static + MerkleTreeTrait>(c1: &C1Input, 
             precompiled == sequential,
             "partition {k}: {precompiled:?} against {sequential:?}"
         );
+        // What the engine gets pre-compiled: the compact witness, kept
+        // compact; expanded, it is the full synthesis.
+        let mut kept = pre.synthesize_compact(compact).unwrap();
+        assert!(kept.compact_aux.is_some() && kept.aux_assignment.is_empty());
+        assert_eq!(kept.shape(), sequential.shape(), "partition {k}");
+        kept.expand_aux();
+        kept.evaluate_abc();
+        assert!(kept == sequential, "partition {k}: compact, expanded");
     }
 }
 
@@ -253,6 +261,29 @@ fn every_mode_gives_the_same_proof_bytes() {
     );
     let mut proofs = Vec::new();
     let key = Arc::new(key);
+    // Pre-compiled, every partition's witness is compact and within what
+    // the engine reserves for it (partition 0's count of values other than
+    // 0 and 1, the compact size).
+    {
+        use cuzk_pipeline::PartitionSource;
+        let source = PorepSource::with_synthesis(c1, &key, &pre.0).unwrap();
+        let others = source.compact_others().expect("compact witnesses");
+        assert!(others > 0 && source.defers_abc());
+        let reserved =
+            cuzk_pipeline::PartitionFootprint::of_compact_witness(&source.shape(), others, 0);
+        for k in 0..source.num_partitions() {
+            let w = source.synthesize(k).unwrap();
+            let compact = w.compact_aux.as_ref().expect("a compact witness");
+            assert_eq!(compact.others().len(), others, "partition {k}");
+            assert!(w.aux_assignment.is_empty(), "partition {k}");
+            let held = cuzk_pipeline::witness_bytes(&w);
+            assert!(
+                held <= reserved.witness,
+                "partition {k}: {held} B held, {} reserved",
+                reserved.witness
+            );
+        }
+    }
     for synthesis in [PorepSynthesis::Sequential, PorepSynthesis::Parallel, pre.0] {
         let source = PorepSource::with_synthesis(c1, &key, &synthesis).unwrap();
         let job = Job::new(Arc::new(source), Arc::clone(&key)).seeded(42);

@@ -473,7 +473,9 @@ fn deferred_abc_with_streamed_matrices_gives_the_cpu_proofs() {
 /// resident or streamed in several chunks, a, b, c evaluated on the device
 /// (from resident or streamed matrices) or on the host, the H polynomial
 /// with a, b, c at once or lean (two vectors at a time), for a deferred
-/// witness; each run is checked to have taken the layout it was forced to.
+/// witness, its aux values plain or compact (what a pre-compiled PoRep
+/// partition hands the prover: 2-bit classes, the others in full); each
+/// run is checked to have taken the layout it was forced to.
 fn every_small_card_layout_gives_the_cpu_proofs() {
     use cuzk_gpu::{witness_shape, HPoly, MatrixLayout, Shape, SrsMode};
     use std::sync::Arc;
@@ -482,7 +484,17 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
     };
     for (k, path) in keys() {
         let key = Arc::new(read_key(k, &path));
-        let (full, w) = full_and_deferred(&deferred_abc(k, seed), k, seed ^ 11);
+        let deferred = deferred_abc(k, seed);
+        let (full, w) = full_and_deferred(&deferred, k, seed ^ 11);
+        let compact = deferred
+            .synthesized_compact(cuzk_synth::precompiled::CompactWitness::from_witness(
+                &cuzk_synth::precompiled::Witness {
+                    input_assignment: w.input_assignment.clone(),
+                    aux_assignment: w.aux_assignment.clone(),
+                },
+            ))
+            .unwrap();
+        assert!(compact.compact_aux.is_some());
         let longest = Shape::of_circuit(&w.shape()).longest_msm();
         let chunk = (longest / 4).max(cuzk_gpu::MIN_CHUNK).next_power_of_two();
         for mode in [SrsMode::Resident, SrsMode::Streamed { chunk }] {
@@ -501,6 +513,8 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
                     (&w, true, MatrixLayout::Resident, true),
                     (&w, true, MatrixLayout::Streamed, true),
                     (&full, false, MatrixLayout::Resident, true),
+                    (&compact, true, MatrixLayout::Resident, false),
+                    (&compact, true, MatrixLayout::Streamed, true),
                 ];
                 for (witness, on_device, matrices, pinned) in runs {
                     if (matrices == MatrixLayout::Streamed || pinned) && !streamed_key {
@@ -515,7 +529,12 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
                         assert_eq!(gpu.resident_keys().pinned_bytes(), 0);
                     }
                     let what = format!(
-                        "2^{k}, {mode}, {h_poly:?} H, a, b, c on the {}, key {}",
+                        "2^{k}, {mode}, {h_poly:?} H, aux {}, a, b, c on the {}, key {}",
+                        if witness.compact_aux.is_some() {
+                            "compact"
+                        } else {
+                            "plain"
+                        },
                         if on_device {
                             format!("device (matrices {matrices:?})")
                         } else {

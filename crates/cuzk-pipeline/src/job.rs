@@ -166,6 +166,15 @@ pub trait PartitionSource: Send + Sync {
         false
     }
 
+    /// `Some(others)`: this source's witnesses defer a, b, c and hold their
+    /// aux values compact ([`Synthesized::compact_aux`]), with at most about
+    /// `others` values other than 0 and 1 each; the engine then reserves
+    /// the compact size ([`crate::PartitionFootprint::of_compact_witness`])
+    /// rather than 32 bytes a value. `None` (the default): plain values.
+    fn compact_others(&self) -> Option<usize> {
+        None
+    }
+
     /// The public inputs a verifier checks partition `index` against (ONE
     /// excluded), computed independently of synthesis where possible, so the
     /// epilogue's check also catches a witness with wrong inputs. `None`: use

@@ -140,13 +140,23 @@ impl Provers {
     /// the prover when `defers_abc` (the working set is the same: a CPU
     /// prover evaluates them into its padded vectors, a GPU in VRAM).
     pub fn footprint_of(&self, shape: &CircuitShape, defers_abc: bool) -> PartitionFootprint {
-        let working_set = self
-            .0
+        PartitionFootprint::of_witness(shape, !defers_abc, self.working_set(shape))
+    }
+
+    /// [`Provers::footprint`] of a source whose witnesses defer a, b, c and
+    /// hold their aux values compact with about `others` values other than
+    /// 0 and 1 ([`crate::PartitionSource::compact_others`]).
+    pub fn footprint_compact(&self, shape: &CircuitShape, others: usize) -> PartitionFootprint {
+        PartitionFootprint::of_compact_witness(shape, others, self.working_set(shape))
+    }
+
+    /// The largest working set among the provers for `shape`.
+    fn working_set(&self, shape: &CircuitShape) -> u64 {
+        self.0
             .iter()
             .map(|b| b.host_working_set(shape))
             .max()
-            .unwrap_or_else(|| cuzk_groth16::prover::cpu_host_working_set(shape));
-        PartitionFootprint::of_witness(shape, !defers_abc, working_set)
+            .unwrap_or_else(|| cuzk_groth16::prover::cpu_host_working_set(shape))
     }
 
     /// The first device on which a partition of `shape` can never fit,

@@ -85,7 +85,10 @@ impl JobState {
                 source,
             });
         }
-        let footprint = provers.footprint_of(&shape, job.source.defers_abc());
+        let footprint = match job.source.compact_others() {
+            Some(others) => provers.footprint_compact(&shape, others),
+            None => provers.footprint_of(&shape, job.source.defers_abc()),
+        };
         if footprint.total() > memory_budget {
             return Err(SubmitError::BudgetTooSmall {
                 label: job.label,

@@ -204,6 +204,12 @@ impl PartitionSource for GatedSource {
     fn recycle(&self, index: usize, witness: Synthesized) {
         self.inner.recycle(index, witness)
     }
+    fn defers_abc(&self) -> bool {
+        self.inner.defers_abc()
+    }
+    fn compact_others(&self) -> Option<usize> {
+        self.inner.compact_others()
+    }
 }
 
 /// What a [`FaultySource`] does wrong.
@@ -269,6 +275,12 @@ impl PartitionSource for FaultySource {
     fn recycle(&self, index: usize, witness: Synthesized) {
         self.inner.recycle(index, witness)
     }
+    fn defers_abc(&self) -> bool {
+        self.inner.defers_abc()
+    }
+    fn compact_others(&self) -> Option<usize> {
+        self.inner.compact_others()
+    }
 }
 
 /// A source that notes every witness handed back to it
@@ -312,6 +324,12 @@ impl PartitionSource for RecyclingSource {
     }
     fn recycle(&self, index: usize, witness: Synthesized) {
         self.returned.lock().push((index, witness.num_aux()));
+    }
+    fn defers_abc(&self) -> bool {
+        self.inner.defers_abc()
+    }
+    fn compact_others(&self) -> Option<usize> {
+        self.inner.compact_others()
     }
 }
 

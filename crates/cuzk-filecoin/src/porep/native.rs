@@ -173,8 +173,10 @@ impl<Tree: 'static + MerkleTreeTrait> NativePartition<Tree> {
         })
         .map(|cs| {
             let mut w = cs.into_witness();
-            // The others grew by doubling; hold what they need.
+            // The others and the inputs grew by doubling; hold what they
+            // need (what the engine reserves).
             w.aux.shrink_to_fit();
+            w.input_assignment.shrink_to_fit();
             w
         })
     }

@@ -34,12 +34,18 @@ impl CircuitSource<Porep> {
     }
 
     /// [`PorepSource::new`], synthesizing as `synthesis` says.
+    ///
+    /// Pre-compiled, the witnesses are compact, and partition 0's is
+    /// computed here (its values other than 0 and 1 are what the engine
+    /// reserves for each partition: their number is the circuit's count of
+    /// values that are not bits, the same in every partition; ~1.7 M of
+    /// 130 M at 32 GiB), then handed to the engine as partition 0.
     pub fn with_synthesis(
         c1: &C1Input,
         key: &ProvingKey,
         synthesis: &PorepSynthesis,
     ) -> Result<Self, Error> {
-        let (circuits, inputs) =
+        let (circuits, inputs, others) =
             with_sector_shape!(c1.proof_type.sector_size(), erased, c1, synthesis)?;
         Ok(CircuitSource::from_parts(
             format!("PoRep C2 {:?} ({})", c1.proof_type, synthesis.mode()),
@@ -47,22 +53,36 @@ impl CircuitSource<Porep> {
             circuits,
             inputs,
             matches!(synthesis, PorepSynthesis::Precompiled(_)),
-        ))
+        )
+        .with_compact_others(others))
     }
 }
+
+/// Each partition's synthesis and public inputs, and for compact witnesses
+/// the number of values other than 0 and 1 (partition 0's, computed now).
+type Erased = (Vec<PartitionSynthesis>, Vec<Vec<Fr>>, Option<usize>);
 
 fn erased<Tree: 'static + MerkleTreeTrait>(
     c1: &C1Input,
     synthesis: &PorepSynthesis,
-) -> Result<(Vec<PartitionSynthesis>, Vec<Vec<Fr>>), Error> {
-    Ok(partition_work::<Tree>(c1, synthesis, None)?
-        .into_iter()
-        .map(|mut work| {
-            let inputs = std::mem::take(&mut work.public_inputs);
-            let how = synthesis.clone();
-            let synthesize: PartitionSynthesis =
-                Box::new(move |shape: &CircuitShape| work.synthesize(&how, Some(shape)));
-            (synthesize, inputs)
-        })
-        .unzip())
+) -> Result<Erased, Error> {
+    let mut others = None;
+    let mut circuits = Vec::new();
+    let mut inputs = Vec::new();
+    for mut work in partition_work::<Tree>(c1, synthesis, None)? {
+        inputs.push(std::mem::take(&mut work.public_inputs));
+        let how = synthesis.clone();
+        let first_compact = circuits.is_empty() && matches!(how, PorepSynthesis::Precompiled(_));
+        let synthesize: PartitionSynthesis = if first_compact {
+            let witness = work.synthesize(&how, None)?;
+            // A witness that fell back to full synthesis is not compact:
+            // the engine then reserves plain values.
+            others = witness.compact_aux.as_ref().map(|c| c.others().len());
+            Box::new(move |_: &CircuitShape| Ok(witness))
+        } else {
+            Box::new(move |shape: &CircuitShape| work.synthesize(&how, Some(shape)))
+        };
+        circuits.push(synthesize);
+    }
+    Ok((circuits, inputs, others))
 }

@@ -287,8 +287,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionWork<Tree> {
                 source,
             }),
             (Circuits::Native(native, backup), PorepSynthesis::Precompiled(pre)) => {
-                let witness = native.witness().map_err(|e| piece_error(k, e))?;
-                match pre.synthesize(witness) {
+                // Born compact and kept compact: the prover reads the
+                // classes (no 32-byte value for a 0 or a 1 on the host).
+                let witness = native.compact_witness().map_err(|e| piece_error(k, e))?;
+                match pre.synthesize_compact(witness) {
                     Ok(synthesized) => Ok(synthesized),
                     Err(e) => {
                         tracing::warn!(

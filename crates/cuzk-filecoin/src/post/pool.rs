@@ -78,6 +78,17 @@ impl AuxPool {
         true
     }
 
+    /// Faults in a zeroed vector of `len` values now and keeps it (as
+    /// [`AuxPool::give_back`] would), so that even the first witness of
+    /// that size finds one: a daemon does it at start, off any deadline.
+    /// Returns whether it was kept (not when over the limit).
+    pub fn prefill(&self, len: usize) -> bool {
+        if bytes(len) > self.limit || len == 0 {
+            return false;
+        }
+        self.give_back(zeroed(len, len))
+    }
+
     /// A vector of `len` values with room for `capacity` (at least `len`):
     /// a held one when one is large enough (the smallest such), its values
     /// left as they were up to `len`, which the caller must overwrite
@@ -163,6 +174,18 @@ mod tests {
             pool.take(5, 5),
             [Fr::ONE, Fr::ONE, Fr::ONE, Fr::ZERO, Fr::ZERO]
         );
+    }
+
+    #[test]
+    fn a_prefilled_vector_is_taken_by_the_first_witness() {
+        let value = bytes(1);
+        let pool = AuxPool::new(10 * value);
+        assert!(!pool.prefill(11), "over the limit");
+        assert!(pool.prefill(10));
+        assert_eq!(pool.held_bytes(), 10 * value);
+        let aux = pool.take(10, 10);
+        assert_eq!(aux, vec![Fr::ZERO; 10]);
+        assert_eq!(pool.held_bytes(), 0);
     }
 
     #[test]
