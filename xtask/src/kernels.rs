@@ -15,18 +15,12 @@ use std::process::Command;
 #[path = "../../crates/cuzk-cuda/source_hash.rs"]
 pub mod source_hash;
 
-/// Real architectures that get SASS by default; PTX is added for the first.
-const DEFAULT_ARCHS: &[&str] = &["sm_80", "sm_86", "sm_89", "sm_90", "sm_120"];
-
-/// The pinned toolchain wheels (docs/cuda.md): nvcc, its crt headers, libnvvm,
-/// the runtime headers, and CCCL (CUB) headers.
-const PINNED_WHEELS: &[&str] = &[
-    "nvidia-cuda-nvcc==13.0.88",
-    "nvidia-cuda-crt==13.0.88",
-    "nvidia-nvvm==13.0.88",
-    "nvidia-cuda-runtime==13.0.96",
-    "nvidia-cuda-cccl==13.0.85",
-];
+// The nvcc command line, the stamp and finding nvcc: shared with
+// cuzk-cuda's build script (its `build-kernels` feature), which uses parts
+// this crate does not.
+#[allow(dead_code)]
+#[path = "../../crates/cuzk-cuda/nvcc.rs"]
+pub mod nvcc;
 
 #[derive(Debug)]
 pub(crate) struct Options {
@@ -42,7 +36,7 @@ pub(crate) struct Options {
 
 impl Options {
     pub(crate) fn parse(args: &[String]) -> Result<Self> {
-        let mut archs: Option<String> = std::env::var("CUZK_ARCHS").ok().filter(|s| !s.is_empty());
+        let mut archs: Option<String> = std::env::var(nvcc::ARCHS_VAR).ok();
         let mut force = false;
         let mut exclude = Vec::new();
         let mut it = args.iter();
@@ -51,46 +45,34 @@ impl Options {
                 "--force" => force = true,
                 "--exclude" => exclude.push(it.next().context("--exclude needs a folder")?.clone()),
                 "--arch" | "--archs" => {
-                    archs = Some(it.next().context("--arch needs a value")?.clone())
+                    let list = it.next().context("--arch needs a value")?;
+                    if list.trim().is_empty() {
+                        bail!("empty architecture list");
+                    }
+                    archs = Some(list.clone());
                 }
                 other => match other.strip_prefix("--arch=") {
+                    Some(v) if v.trim().is_empty() => bail!("empty architecture list"),
                     Some(v) => archs = Some(v.to_string()),
                     None => bail!("unknown argument `{other}`"),
                 },
             }
         }
-        Ok(match archs {
-            None => Options {
-                archs: DEFAULT_ARCHS.iter().map(|s| s.to_string()).collect(),
-                ptx: true,
-                force,
-                exclude,
-            },
-            Some(list) => {
-                let archs: Vec<String> = list
-                    .split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                for a in &archs {
-                    let ok = a.strip_prefix("sm_").is_some_and(|n| {
-                        !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric())
-                    });
-                    if !ok {
-                        bail!("bad architecture `{a}` (expected e.g. sm_90)");
-                    }
-                }
-                if archs.is_empty() {
-                    bail!("empty architecture list");
-                }
-                Options {
-                    archs,
-                    ptx: false,
-                    force,
-                    exclude,
-                }
-            }
+        let archs = nvcc::Archs::parse(archs.as_deref()).map_err(anyhow::Error::msg)?;
+        Ok(Options {
+            archs: archs.list,
+            ptx: archs.ptx,
+            force,
+            exclude,
         })
+    }
+
+    /// The architectures as the shared compiler code takes them.
+    pub(crate) fn nvcc_archs(&self) -> nvcc::Archs {
+        nvcc::Archs {
+            list: self.archs.clone(),
+            ptx: self.ptx,
+        }
     }
 }
 
@@ -122,21 +104,19 @@ pub(crate) fn build_from(
     std::fs::create_dir_all(out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let units = source_hash::read_manifest(kernels).map_err(anyhow::Error::msg)?;
     check_every_unit_listed(kernels, &units)?;
-    let archs = format!(
-        "{}{}",
-        opts.archs.join(","),
-        if opts.ptx { "+ptx" } else { "" }
-    );
+    let nvcc_archs = opts.nvcc_archs();
+    let archs = nvcc_archs.label();
 
     let mut stale = Vec::new();
     for unit in &units {
         let hash = source_hash::unit_hash(kernels, unit)
             .with_context(|| format!("hashing kernels/{unit}"))?;
         let fatbin = out_dir.join(format!("{}.fatbin", source_hash::unit_stem(unit)));
-        if !opts.force && stamp_matches(&fatbin, &hash, &archs) {
+        if !opts.force && nvcc::stamp_matches(&fatbin, &hash, &archs) {
             println!("kernels/{unit}: up to date ({archs}; --force rebuilds)");
         } else if let Some(from) = reuse.filter(|dir| {
-            !opts.force && stamp_matches(&dir.join(fatbin.file_name().unwrap()), &hash, &archs)
+            !opts.force
+                && nvcc::stamp_matches(&dir.join(fatbin.file_name().unwrap()), &hash, &archs)
         }) {
             copy_unit(from, out_dir, unit)?;
             println!("kernels/{unit}: current in {}, copied", from.display());
@@ -147,121 +127,31 @@ pub(crate) fn build_from(
     if stale.is_empty() {
         return Ok(out_dir.to_path_buf());
     }
-    let nvcc = find_or_install_nvcc(root)?;
-    println!("nvcc: {}", nvcc.display());
+    let compiler = find_or_install_nvcc(root)?;
+    println!("nvcc: {}", compiler.display());
     for (unit, hash, fatbin) in stale {
-        compile_unit(&nvcc, kernels, unit, &hash, &fatbin, opts, &archs)?;
+        println!(
+            "kernels/{unit}: compiling for {}{} ...",
+            opts.archs.join(","),
+            if opts.ptx { " + PTX" } else { "" }
+        );
+        let done = nvcc::compile_unit(&compiler, kernels, unit, &hash, &fatbin, &nvcc_archs)
+            .map_err(anyhow::Error::msg)?;
+        if done.sources_moved {
+            eprintln!(
+                "warning: kernels/{unit} or a header changed during the build; its fatbin will be reported stale"
+            );
+        }
+        println!(
+            "kernels/{unit}: wrote {} ({:.1} MiB) in {:.0} s; resource report: {}",
+            fatbin.display(),
+            done.size as f64 / (1 << 20) as f64,
+            done.seconds,
+            done.report_path.display()
+        );
+        print_resource_summary(&done.report);
     }
     Ok(out_dir.to_path_buf())
-}
-
-/// Compiles `kernels/<unit>` into `fatbin` (SASS for every architecture,
-/// PTX for the lowest when `opts.ptx`) and writes its stamp: the unit's hash
-/// (first line), the fatbin's own hash (so that a fatbin and stamp from two
-/// concurrent builds never pass as a pair) and the architectures.
-fn compile_unit(
-    nvcc: &Path,
-    kernels: &Path,
-    unit: &str,
-    hash: &str,
-    fatbin: &Path,
-    opts: &Options,
-    archs: &str,
-) -> Result<()> {
-    let out_dir = fatbin.parent().expect("fatbin in a folder");
-    let stem = source_hash::unit_stem(unit);
-    // Per-process names: two builds at once (a shared target dir) must not
-    // write each other's files; the final renames are atomic.
-    let pid = std::process::id();
-    let tmp = out_dir.join(format!("{stem}.fatbin.{pid}.tmp"));
-    let mut cmd = Command::new(nvcc);
-    cmd.args([
-        "-std=c++17",
-        "-O3",
-        "--fatbin",
-        // Compress the SASS too (by default only PTX is): a unit's fatbin
-        // shrinks 3-5x (msm/g1.cu, sm_90: 5.2 -> ~1.5 MB), which every
-        // process reads and every bundle carries.
-        "-Xfatbin=-compress-all",
-        "-Xptxas",
-        "-v",
-        "--threads",
-        "2",
-    ])
-    .arg("-I")
-    .arg(kernels)
-    .arg("-o")
-    .arg(&tmp)
-    .arg(kernels.join(unit));
-    for arch in &opts.archs {
-        let num = arch.trim_start_matches("sm_");
-        cmd.arg("-gencode")
-            .arg(format!("arch=compute_{num},code=sm_{num}"));
-    }
-    if opts.ptx {
-        let lowest = opts
-            .archs
-            .iter()
-            .min_by_key(|a| arch_number(a))
-            .expect("non-empty");
-        let num = lowest.trim_start_matches("sm_");
-        cmd.arg("-gencode")
-            .arg(format!("arch=compute_{num},code=compute_{num}"));
-    }
-    println!(
-        "kernels/{unit}: compiling for {}{} ...",
-        opts.archs.join(","),
-        if opts.ptx { " + PTX" } else { "" }
-    );
-    let started = std::time::Instant::now();
-    let output = cmd
-        .output()
-        .with_context(|| format!("running {}", nvcc.display()))?;
-    let report = String::from_utf8_lossy(&output.stderr).into_owned();
-    if !output.status.success() {
-        let failed = out_dir.join(format!("{stem}.nvcc-failed.{pid}.txt"));
-        std::fs::write(&failed, &report)?;
-        let _ = std::fs::remove_file(&tmp);
-        eprintln!("{}", String::from_utf8_lossy(&output.stdout));
-        eprintln!(
-            "{}",
-            report
-                .lines()
-                .filter(|l| !l.starts_with("ptxas info"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
-        bail!(
-            "nvcc failed on kernels/{unit} ({}); full output in {}",
-            output.status,
-            failed.display()
-        );
-    }
-    let report_path = out_dir.join(format!("{stem}.resource-usage.txt"));
-    write_atomically(&report_path, report.as_bytes())?;
-    std::fs::rename(&tmp, fatbin)?;
-
-    if source_hash::unit_hash(kernels, unit)? != hash {
-        eprintln!(
-            "warning: kernels/{unit} or a header changed during the build; its fatbin will be reported stale"
-        );
-    }
-    let fatbin_hash = source_hash::sha256_hex(&std::fs::read(fatbin)?);
-    let stamp = format!("{hash}\nfatbin {fatbin_hash}\narchs {archs}\n");
-    write_atomically(
-        &PathBuf::from(format!("{}.sha256", fatbin.display())),
-        stamp.as_bytes(),
-    )?;
-    let size = std::fs::metadata(fatbin)?.len();
-    println!(
-        "kernels/{unit}: wrote {} ({:.1} MiB) in {:.0} s; resource report: {}",
-        fatbin.display(),
-        size as f64 / (1 << 20) as f64,
-        started.elapsed().as_secs_f64(),
-        report_path.display()
-    );
-    print_resource_summary(&report);
-    Ok(())
 }
 
 /// Copies a unit's fatbin, stamp and resource report from `from` to `to`
@@ -276,36 +166,9 @@ fn copy_unit(from: &Path, to: &Path, unit: &str) -> Result<()> {
     ] {
         let bytes = std::fs::read(from.join(&f))
             .with_context(|| format!("reading {}", from.join(&f).display()))?;
-        write_atomically(&to.join(&f), &bytes)?;
+        nvcc::write_atomically(&to.join(&f), &bytes).map_err(anyhow::Error::msg)?;
     }
     Ok(())
-}
-
-/// Whether `fatbin` exists, is the one its stamp describes, and was built
-/// from sources with hash `sources` for `archs`.
-fn stamp_matches(fatbin: &Path, sources: &str, archs: &str) -> bool {
-    let stamp = std::fs::read_to_string(format!("{}.sha256", fatbin.display())).unwrap_or_default();
-    let Ok(bytes) = std::fs::read(fatbin) else {
-        return false;
-    };
-    let want = format!(
-        "{sources}\nfatbin {}\narchs {archs}\n",
-        source_hash::sha256_hex(&bytes)
-    );
-    stamp == want
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = PathBuf::from(format!("{}.{}.tmp", path.display(), std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
-}
-
-fn arch_number(arch: &str) -> u32 {
-    arch.trim_start_matches("sm_")
-        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
-        .parse()
-        .unwrap_or(u32::MAX)
 }
 
 fn check_every_unit_listed(kernels: &Path, units: &[String]) -> Result<()> {
@@ -323,38 +186,25 @@ fn check_every_unit_listed(kernels: &Path, units: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// nvcc from $NVCC, $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, or the pinned wheels
-/// under target/cuda-toolchain (installed with pip when absent).
-fn find_or_install_nvcc(root: &Path) -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("NVCC") {
-        let p = PathBuf::from(p);
-        if p.is_file() {
-            return Ok(p);
-        }
-        bail!("$NVCC is set to {}, which is not a file", p.display());
-    }
-    for var in ["CUDA_HOME", "CUDA_PATH"] {
-        if let Some(home) = std::env::var_os(var) {
-            let p = PathBuf::from(home).join("bin/nvcc");
-            if p.is_file() {
-                return Ok(p);
-            }
-        }
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&path) {
-            let p = dir.join("nvcc");
-            if p.is_file() {
-                return Ok(p);
-            }
-        }
-    }
+/// nvcc as [`nvcc::find_nvcc`] finds it ($NVCC, $CUDA_HOME/bin,
+/// $CUDA_PATH/bin, PATH), or the pinned wheels under
+/// target/cuda-toolchain (installed with pip when absent).
+pub(crate) fn find_or_install_nvcc(root: &Path) -> Result<PathBuf> {
+    let not_found = match nvcc::find_nvcc(&|name| std::env::var_os(name)) {
+        Ok(p) => return Ok(p),
+        // A wrong $NVCC is an error, not a reason to install another.
+        Err(e) if std::env::var_os("NVCC").is_some() => bail!("{e}"),
+        Err(e) => e,
+    };
     let site = crate::target_dir(root).join("cuda-toolchain/site");
-    let nvcc = site.join("nvidia/cu13/bin/nvcc");
+    let nvcc = site.join(nvcc::WHEEL_NVCC);
     if nvcc.is_file() {
         return Ok(nvcc);
     }
-    println!("no nvcc found ($NVCC, $CUDA_HOME/bin, PATH): installing the pinned CUDA 13.0 wheels into {}", site.display());
+    println!(
+        "{not_found}: installing the pinned CUDA 13.0 wheels into {}",
+        site.display()
+    );
     let status = Command::new("python3")
         .args([
             "-m",
@@ -365,13 +215,13 @@ fn find_or_install_nvcc(root: &Path) -> Result<PathBuf> {
             "--target",
         ])
         .arg(&site)
-        .args(PINNED_WHEELS)
+        .args(nvcc::PINNED_WHEELS)
         .status()
         .context("running python3 -m pip (python3 with pip is needed to fetch nvcc)")?;
     if !status.success() {
         bail!(
             "pip install of {} failed ({status})",
-            PINNED_WHEELS.join(" ")
+            nvcc::PINNED_WHEELS.join(" ")
         );
     }
     if !nvcc.is_file() {
@@ -431,7 +281,7 @@ fn print_resource_summary(report: &str) {
     let Some(top) = entries
         .iter()
         .map(|e| e.arch.clone())
-        .max_by_key(|a| arch_number(a))
+        .max_by_key(|a| nvcc::arch_number(a))
     else {
         return;
     };

@@ -13,6 +13,8 @@
 //! * `cargo xtask demo`: the README's main command (xtask/src/demo.rs).
 //! * `cargo xtask fixtures`: Filecoin test keys, official parameters, sample C1 (xtask/src/fixtures.rs).
 //! * `cargo xtask api`: the library crates' public API snapshots in `xtask/api/` (xtask/src/api.rs).
+//! * `cargo xtask package-kernels-check`: cuzk-cuda's package, unpacked, builds its kernels with
+//!   `--features build-kernels` and its loader accepts them (xtask/src/package_check.rs; needs nvcc).
 
 mod api;
 mod bench;
@@ -21,6 +23,7 @@ mod demo;
 mod fixtures;
 mod install;
 mod kernels;
+mod package_check;
 mod tidy;
 
 use anyhow::{bail, Result};
@@ -49,6 +52,10 @@ tasks:
                           synthetic C1s, PoSt and SnapDeals vanilla proofs (synth-*)
   api [--count [ROOT]]    write each library crate's public API to xtask/api/<crate>.txt (a test
                           compares them with the sources); --count prints item counts instead
+  package-kernels-check [--arch LIST]
+                          pack cuzk-cuda, unpack it under target/, build it there with
+                          --features build-kernels (nvcc compiles the fatbins into its OUT_DIR) and
+                          check that its loader accepts them; needs nvcc, so not in CI
 ";
 
 fn main() -> Result<()> {
@@ -66,6 +73,7 @@ fn main() -> Result<()> {
         "demo" => demo::run(&root, &args[1..]),
         "fixtures" => fixtures::run(&root, &args[1..]),
         "api" => api::run(&root, &args[1..]),
+        "package-kernels-check" => package_check::run(&root, &args[1..]),
         "help" | "--help" | "-h" => {
             print!("{USAGE}");
             Ok(())

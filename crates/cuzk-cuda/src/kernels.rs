@@ -1,9 +1,10 @@
-//! The kernel fatbins built by `cargo xtask kernels`, one per unit of
-//! `kernels/manifest.toml` (production) and `kernels/manifest-dev.toml`
-//! (test and benchmark kernels), read at run time from one folder rather
-//! than embedded in every executable: a bundle of thirty test and bench
-//! binaries then carries the fatbins once, and rebuilding a kernel
-//! recompiles no Rust.
+//! The kernel fatbins, one per unit of `kernels/manifest.toml` (production)
+//! and `kernels/manifest-dev.toml` (test and benchmark kernels), built by
+//! `cargo xtask kernels` or, with the `build-kernels` feature, by this
+//! crate's build script (into its `OUT_DIR`),
+//! read at run time from one folder rather than embedded in every
+//! executable: a bundle of thirty test and bench binaries then carries the
+//! fatbins once, and rebuilding a kernel recompiles no Rust.
 //!
 //! The folder is the first of [`search_path`] that holds any fatbin: an
 //! explicit one alone when given (the folder set by [`use_dir`]: the
@@ -12,8 +13,10 @@
 //! the executable, as an install
 //! places them (`<exe dir>/kernels`, `<exe dir>/../lib/cuzk/kernels`, a
 //! bundle's `<exe dir>/../kernels`), then the folder this build was made
-//! against (`<target dir>/kernels`). In it, every production unit must be
-//! present and current: its stamp (written by `cargo xtask kernels`) holds
+//! against (`<target dir>/kernels`, or the build script's
+//! `$OUT_DIR/kernels` with `build-kernels`). In it, every production unit
+//! must be present and current: its stamp (written by the shared
+//! `nvcc.rs`, for xtask and the build script alike) holds
 //! the hash of the sources this build was compiled with, and the fatbin's
 //! own SHA-256, both checked; a mismatch is refused naming the file, the
 //! expected and found hashes and the command that rebuilds it (a stale
@@ -109,7 +112,7 @@ pub fn use_dir(dir: Option<PathBuf>) {
 /// The command that makes current fatbins, for error messages: the build's
 /// own and, for an installed binary, the install that places them.
 pub(crate) const REBUILD: &str =
-    "`cargo xtask kernels` in the cuzk checkout this binary was built from (or, for an installed binary, `cargo xtask install` from it again)";
+    "`cargo xtask kernels` in the cuzk checkout this binary was built from (or, for an installed binary, `cargo xtask install` from it again; for cuzk-cuda from a registry, build it with its `build-kernels` feature)";
 
 static LOADED: OnceLock<Kernels> = OnceLock::new();
 
@@ -367,6 +370,23 @@ mod tests {
             .iter()
             .any(|u| u.set == UnitSet::Dev && u.unit == "tests/field_ec_tests.cu"));
         assert!(MANIFEST_PROBLEM.is_none());
+    }
+
+    /// With `build-kernels` (nvcc needed, so never in CI) the build script
+    /// compiled every production unit into the folder it recorded, and the
+    /// loader accepts them there: stamps against this build's sources,
+    /// fatbins against their stamps.
+    #[cfg(feature = "build-kernels")]
+    #[test]
+    fn the_build_scripts_fatbins_load_from_the_folder_it_recorded() {
+        let dir = PathBuf::from(BUILD_FATBIN_DIR);
+        assert!(dir.ends_with("out/kernels"), "{}", dir.display());
+        let k = read(std::slice::from_ref(&dir)).unwrap();
+        let production = |set: UnitSet| set == UnitSet::Production;
+        assert_eq!(
+            k.fatbins().iter().filter(|f| production(f.set)).count(),
+            UNITS.iter().filter(|u| production(u.set)).count()
+        );
     }
 
     #[test]

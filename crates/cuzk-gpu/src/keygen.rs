@@ -92,10 +92,7 @@ impl GpuFixedBase {
     }
 
     fn fail(&self, e: cuzk_cuda::Error) -> FixedBaseError {
-        FixedBaseError {
-            backend: self.name(),
-            source: Box::new(e),
-        }
+        FixedBaseError::new(self.name(), e)
     }
 
     fn run<C: KeygenCurve, G: KeyCurve>(

@@ -99,6 +99,7 @@ impl fmt::Display for Priority {
 /// in the source's words, and the underlying error when there is one.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
+#[non_exhaustive]
 pub struct SourceError {
     /// What went wrong, for the job's error and the logs.
     pub message: String,

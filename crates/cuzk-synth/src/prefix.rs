@@ -92,6 +92,7 @@ pub enum PieceFault {
 /// One piece's fault, with the piece's index.
 #[derive(Debug, thiserror::Error)]
 #[error("piece {piece} of a prefix-sharing synthesis: {fault}")]
+#[non_exhaustive]
 pub struct PieceError {
     /// Index of the piece in the order given.
     pub piece: usize,

@@ -211,6 +211,7 @@ pub struct VramPlan {
      margin {}), the budget has {}",
     human(*need), human(*srs_bytes), human(*scratch_bytes), human(*stage_bytes), human(*margin), human(*budget)
 )]
+#[non_exhaustive]
 pub struct PlanError {
     /// Bytes the smallest plan (streaming the key) needs.
     pub need: u64,

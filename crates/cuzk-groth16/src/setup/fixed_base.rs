@@ -32,12 +32,27 @@ const MAX_CPU_WINDOW: u32 = 16;
 /// Why a fixed-base multiplication failed (a device error, for instance).
 #[derive(Debug, thiserror::Error)]
 #[error("fixed-base multiplication on {backend} failed")]
+#[non_exhaustive]
 pub struct FixedBaseError {
     /// The implementation that failed.
     pub backend: String,
     /// What went wrong.
     #[source]
     pub source: Box<dyn Error + Send + Sync>,
+}
+
+impl FixedBaseError {
+    /// The failure of `backend` (an implementation's name), caused by
+    /// `source`.
+    pub fn new(
+        backend: impl Into<String>,
+        source: impl Into<Box<dyn Error + Send + Sync>>,
+    ) -> Self {
+        FixedBaseError {
+            backend: backend.into(),
+            source: source.into(),
+        }
+    }
 }
 
 /// Batch fixed-base multiplication of the key generator's two bases.
