@@ -21,6 +21,7 @@ use parking_lot::{Condvar, Mutex};
 /// device's own reason, with the numbers, is the source.
 #[derive(Debug, thiserror::Error)]
 #[error("a partition of this shape can never fit on the device")]
+#[non_exhaustive]
 pub struct AdmissionError {
     #[source]
     source: Box<dyn std::error::Error + Send + Sync + 'static>,
