@@ -70,10 +70,14 @@ impl Chosen {
     }
 }
 
-/// A 32 GiB WindowPoSt partition's aux vector, bytes (126,902,376 values).
+/// A 32 GiB WindowPoSt partition's aux values (126,902,376).
+pub(crate) fn window_post_aux_values() -> u64 {
+    Known::WindowPost32G.summary().l.count
+}
+
+/// Their vector's bytes.
 pub(crate) fn window_post_aux_bytes() -> u64 {
-    let aux = Known::WindowPost32G.summary().l.count;
-    aux * std::mem::size_of::<blstrs::Scalar>() as u64
+    window_post_aux_values() * std::mem::size_of::<blstrs::Scalar>() as u64
 }
 
 /// The defaults for `b` (see the module docs for each rule).

@@ -149,10 +149,6 @@ fn select_devices(p: &ProvingConfig) -> Result<Vec<(Device, DeviceView)>, Daemon
 /// The sysfs folder of PCI devices, where a GPU shows without a driver.
 const PCI_DEVICES: &str = "/sys/bus/pci/devices";
 
-/// Refuses a configuration that preloads a key whose jobs could never run
-/// (the key and one of its partitions beyond the host budget), and logs,
-/// as errors, every other key in the parameter cache in that state: their
-/// jobs will be refused at `SubmitProof`.
 /// With a 32 GiB WindowPoSt key in the parameter cache and room in the
 /// pool, faults in one of its partition's aux vectors now, on a thread of
 /// its own: the first WindowPoSt partition then costs what every later one
@@ -168,7 +164,7 @@ fn prefill_post_aux_pool(pool: &Arc<cuzk_filecoin::AuxPool>, params: &ParamsDir)
         return;
     }
     let pool = Arc::clone(pool);
-    let values = (bytes / 32) as usize;
+    let values = crate::defaults::window_post_aux_values() as usize;
     let spawned = std::thread::Builder::new()
         .name("post-aux-prefill".into())
         .spawn(move || {
@@ -186,6 +182,10 @@ fn prefill_post_aux_pool(pool: &Arc<cuzk_filecoin::AuxPool>, params: &ParamsDir)
     }
 }
 
+/// Refuses a configuration that preloads a key whose jobs could never run
+/// (the key and one of its partitions beyond the host budget), and logs,
+/// as errors, every other key in the parameter cache in that state: their
+/// jobs will be refused at `SubmitProof`.
 fn check_keys_fit(srs: &SrsManager, preload: &[String]) -> Result<(), DaemonError> {
     for id in preload {
         srs.check_id_fits(id).map_err(|e| ConfigError::Invalid {

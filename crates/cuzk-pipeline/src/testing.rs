@@ -164,6 +164,49 @@ impl Gate {
     }
 }
 
+/// The [`PartitionSource`] methods a test wrapper passes to `self.inner`
+/// unchanged (each wrapper writes only the ones it alters).
+macro_rules! forward_to_inner {
+    ($($method:ident),* $(,)?) => {
+        $(forward_to_inner!(@ $method);)*
+    };
+    (@ num_partitions) => {
+        fn num_partitions(&self) -> usize {
+            self.inner.num_partitions()
+        }
+    };
+    (@ shape) => {
+        fn shape(&self) -> CircuitShape {
+            self.inner.shape()
+        }
+    };
+    (@ synthesize) => {
+        fn synthesize(&self, index: usize) -> Result<Synthesized, SourceError> {
+            self.inner.synthesize(index)
+        }
+    };
+    (@ public_inputs) => {
+        fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
+            self.inner.public_inputs(index)
+        }
+    };
+    (@ recycle) => {
+        fn recycle(&self, index: usize, witness: Synthesized) {
+            self.inner.recycle(index, witness)
+        }
+    };
+    (@ defers_abc) => {
+        fn defers_abc(&self) -> bool {
+            self.inner.defers_abc()
+        }
+    };
+    (@ compact_others) => {
+        fn compact_others(&self) -> Option<usize> {
+            self.inner.compact_others()
+        }
+    };
+}
+
 /// A source whose partition `partition` passes `gate` before synthesizing.
 pub struct GatedSource {
     inner: Arc<dyn PartitionSource>,
@@ -183,32 +226,22 @@ impl GatedSource {
 }
 
 impl PartitionSource for GatedSource {
+    forward_to_inner!(
+        num_partitions,
+        shape,
+        public_inputs,
+        recycle,
+        defers_abc,
+        compact_others
+    );
     fn describe(&self) -> String {
         format!("gated({})", self.inner.describe())
-    }
-    fn num_partitions(&self) -> usize {
-        self.inner.num_partitions()
-    }
-    fn shape(&self) -> CircuitShape {
-        self.inner.shape()
     }
     fn synthesize(&self, index: usize) -> Result<Synthesized, SourceError> {
         if index == self.partition {
             self.gate.pass();
         }
         self.inner.synthesize(index)
-    }
-    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
-        self.inner.public_inputs(index)
-    }
-    fn recycle(&self, index: usize, witness: Synthesized) {
-        self.inner.recycle(index, witness)
-    }
-    fn defers_abc(&self) -> bool {
-        self.inner.defers_abc()
-    }
-    fn compact_others(&self) -> Option<usize> {
-        self.inner.compact_others()
     }
 }
 
@@ -245,14 +278,9 @@ impl FaultySource {
 }
 
 impl PartitionSource for FaultySource {
+    forward_to_inner!(num_partitions, shape, recycle, defers_abc, compact_others);
     fn describe(&self) -> String {
         format!("faulty({:?}, {})", self.fault, self.inner.describe())
-    }
-    fn num_partitions(&self) -> usize {
-        self.inner.num_partitions()
-    }
-    fn shape(&self) -> CircuitShape {
-        self.inner.shape()
     }
     fn synthesize(&self, index: usize) -> Result<Synthesized, SourceError> {
         if index == self.partition {
@@ -271,15 +299,6 @@ impl PartitionSource for FaultySource {
             return Err(SourceError::new(format!("{INJECTED}: public inputs")));
         }
         self.inner.public_inputs(index)
-    }
-    fn recycle(&self, index: usize, witness: Synthesized) {
-        self.inner.recycle(index, witness)
-    }
-    fn defers_abc(&self) -> bool {
-        self.inner.defers_abc()
-    }
-    fn compact_others(&self) -> Option<usize> {
-        self.inner.compact_others()
     }
 }
 
@@ -307,29 +326,19 @@ impl RecyclingSource {
 }
 
 impl PartitionSource for RecyclingSource {
+    forward_to_inner!(
+        num_partitions,
+        shape,
+        synthesize,
+        public_inputs,
+        defers_abc,
+        compact_others
+    );
     fn describe(&self) -> String {
         format!("recycling({})", self.inner.describe())
     }
-    fn num_partitions(&self) -> usize {
-        self.inner.num_partitions()
-    }
-    fn shape(&self) -> CircuitShape {
-        self.inner.shape()
-    }
-    fn synthesize(&self, index: usize) -> Result<Synthesized, SourceError> {
-        self.inner.synthesize(index)
-    }
-    fn public_inputs(&self, index: usize) -> Result<Option<Vec<Fr>>, SourceError> {
-        self.inner.public_inputs(index)
-    }
     fn recycle(&self, index: usize, witness: Synthesized) {
         self.returned.lock().push((index, witness.num_aux()));
-    }
-    fn defers_abc(&self) -> bool {
-        self.inner.defers_abc()
-    }
-    fn compact_others(&self) -> Option<usize> {
-        self.inner.compact_others()
     }
 }
 
