@@ -39,14 +39,17 @@ enum Bases<'a> {
 
 /// One MSM of a streamed key: its points, its scalars, how many pairs.
 struct Section<'a> {
+    /// The key section's name in reports ("H", "L", "A", "B_G1", "B_G2").
+    name: &'static str,
     bases: Bases<'a>,
     scalars: Scalars<'a>,
     count: usize,
 }
 
 impl<'a> Section<'a> {
-    fn g1(bases: &'a [G1Affine], scalars: Scalars<'a>, count: usize) -> Self {
+    fn g1(name: &'static str, bases: &'a [G1Affine], scalars: Scalars<'a>, count: usize) -> Self {
         Section {
+            name,
             bases: Bases::G1(g1_as_limbs(bases)),
             scalars,
             count,
@@ -56,8 +59,9 @@ impl<'a> Section<'a> {
     /// B's two sections, in G1 and G2, over one set of scalars.
     fn b(key: &'a ProvingKey, scalars: Scalars<'a>, count: usize) -> [Self; 2] {
         [
-            Section::g1(&key.b_g1, scalars, count),
+            Section::g1("B_G1", &key.b_g1, scalars, count),
             Section {
+                name: "B_G2",
                 bases: Bases::G2(g2_as_limbs(&key.b_g2)),
                 scalars,
                 count,
@@ -119,6 +123,96 @@ struct Ring {
     /// Key bytes copied in so far.
     crossed: u64,
     chunks: usize,
+    /// The current stage's events, for its breakdown.
+    trace: Trace,
+}
+
+/// Device events of one stage's chunks, read once the stage is done.
+#[derive(Default)]
+struct Trace {
+    /// Per chunk task, on the compute stream: its section, then events
+    /// before the wait for its copy, after that wait, and after its sums.
+    tasks: Vec<(usize, Event, Event, Event)>,
+    /// Per copy, on the copy stream: after the wait for its slot, after
+    /// the copy, and its bytes.
+    copies: Vec<(Event, Event, u64)>,
+}
+
+/// Where one streamed stage's device time went (logged per partition at
+/// info by `cuzk_gpu::streamed`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Breakdown {
+    pub(crate) stage: &'static str,
+    /// Per section: its name, seconds of its chunks' kernels (scalars
+    /// moved or gathered, classified, summed; one host turn each for the
+    /// class counts), and seconds the compute stream waited for its copies.
+    pub(crate) sections: Vec<(&'static str, f64, f64)>,
+    /// Seconds from one chunk's last kernel to the next chunk's wait: the
+    /// host adding up the chunk's sums and queueing the next chunk.
+    pub(crate) host: f64,
+    /// Seconds the copy stream spent copying (each copy from after the
+    /// wait for its slot to its end), the bytes and the chunks it copied.
+    pub(crate) copying: f64,
+    pub(crate) bytes: u64,
+    pub(crate) chunks: usize,
+}
+
+impl Breakdown {
+    /// The breakdown of a finished stage's events (waits for none: the
+    /// stage's last result was read after the stream's synchronize).
+    fn of(stage: &'static str, names: &[&'static str], t: &Trace) -> cuzk_cuda::Result<Self> {
+        let mut sections: Vec<(&'static str, f64, f64)> =
+            names.iter().map(|&n| (n, 0.0, 0.0)).collect();
+        let mut host = 0.0;
+        for (i, (section, queued, ready, summed)) in t.tasks.iter().enumerate() {
+            let x = &mut sections[*section];
+            x.1 += f64::from(ready.elapsed_ms(summed)?) / 1e3;
+            x.2 += f64::from(queued.elapsed_ms(ready)?) / 1e3;
+            if let Some((_, next, _, _)) = t.tasks.get(i + 1) {
+                host += f64::from(summed.elapsed_ms(next)?) / 1e3;
+            }
+        }
+        let mut copying = 0.0;
+        for (start, end, _) in &t.copies {
+            copying += f64::from(start.elapsed_ms(end)?) / 1e3;
+        }
+        Ok(Breakdown {
+            stage,
+            sections,
+            host,
+            copying,
+            bytes: t.copies.iter().map(|c| c.2).sum(),
+            chunks: t.copies.len(),
+        })
+    }
+}
+
+impl std::fmt::Display for Breakdown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} on the device: kernels", self.stage)?;
+        for (i, (name, sums, _)) in self.sections.iter().enumerate() {
+            let sep = if i == 0 { " " } else { ", " };
+            write!(f, "{sep}{name} {sums:.3} s")?;
+        }
+        let waited: f64 = self.sections.iter().map(|x| x.2).sum();
+        write!(f, "; waiting for copies {waited:.3} s (")?;
+        for (i, (name, _, wait)) in self.sections.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            write!(f, "{sep}{name} {wait:.3}")?;
+        }
+        let rate = match self.copying > 0.0 {
+            true => self.bytes as f64 / self.copying / 1e9,
+            false => 0.0,
+        };
+        write!(
+            f,
+            "); host between chunks {:.3} s; copy stream busy {:.3} s for {:.2} GB in {} chunks ({rate:.1} GB/s while copying)",
+            self.host,
+            self.copying,
+            self.bytes as f64 / 1e9,
+            self.chunks
+        )
+    }
 }
 
 impl Ring {
@@ -138,6 +232,7 @@ impl Ring {
             chunk,
             crossed: 0,
             chunks: 0,
+            trace: Trace::default(),
         })
     }
 
@@ -196,7 +291,7 @@ impl Worker {
         }
         let mut ring = Ring::new(&s, &self.copy, chunk)?;
         let aux = w.num_aux();
-        let h = Section::g1(&key.h, Scalars::Device(&dh), n - 1);
+        let h = Section::g1("H", &key.h, Scalars::Device(&dh), n - 1);
         let sums = match aux_on_device {
             Some(dl) => {
                 // L reads the aux values in place; A's and B's scalars are
@@ -205,8 +300,8 @@ impl Worker {
                 let b = self.dense_section(&dl, w, Dense::B, key.b_g1.len())?;
                 let mut all = vec![
                     h,
-                    Section::g1(&key.l, Scalars::Device(&dl), aux),
-                    Section::g1(&key.a, Scalars::Dense(&a), a.len()),
+                    Section::g1("L", &key.l, Scalars::Device(&dl), aux),
+                    Section::g1("A", &key.a, Scalars::Dense(&a), a.len()),
                 ];
                 all.extend(Section::b(key, Scalars::Dense(&b), b.len()));
                 let got = self.phase(&mut ring, "msm_h_l_a_b", &all, true, clock)?;
@@ -224,13 +319,13 @@ impl Worker {
                 // A compact witness's values are expanded on the host: these
                 // MSMs read host scalars.
                 let values = w.aux_values();
-                let l = Section::g1(&key.l, Scalars::Host(&values), aux);
+                let l = Section::g1("L", &key.l, Scalars::Host(&values), aux);
                 let l = self.phase(&mut ring, "msm_l", &[l], false, clock)?[0].g1();
                 let start = Instant::now();
                 let (a_scalars, b_scalars) = dense_ab_scalars_of(w, &values);
                 drop(values);
                 t.record("gather", start.elapsed());
-                let a = Section::g1(&key.a, Scalars::Host(&a_scalars), a_scalars.len());
+                let a = Section::g1("A", &key.a, Scalars::Host(&a_scalars), a_scalars.len());
                 let a = self.phase(&mut ring, "msm_a", &[a], false, clock)?[0].g1();
                 let b = Section::b(key, Scalars::Host(&b_scalars), b_scalars.len());
                 let b = self.phase(&mut ring, "msm_b", &b, false, clock)?;
@@ -273,6 +368,9 @@ impl Worker {
         };
         let sums = self.run_order(ring, sections, &order)?;
         clock.stop(&s)?;
+        let names: Vec<&'static str> = sections.iter().map(|x| x.name).collect();
+        let trace = std::mem::take(&mut ring.trace);
+        tracing::info!("{}", Breakdown::of(name, &names, &trace)?);
         Ok(sums)
     }
 
@@ -302,7 +400,9 @@ impl Worker {
             let section = &sections[task.section];
             let (start, end) = section.range(ring.chunk, task.chunk);
             let len = end - start;
+            let queued = s.record()?;
             s.wait(ring.uploaded[slot].as_ref().expect("uploaded before use"))?;
+            let ready = s.record()?;
             // The chunk's scalars, zeros past them (their stale points are
             // skipped), by kernels: a copy-engine copy or memset here would
             // queue behind the copy stream's uploads in flight.
@@ -331,6 +431,9 @@ impl Worker {
                 }
             }
             ring.used[slot] = Some(s.record()?);
+            ring.trace
+                .tasks
+                .push((task.section, queued, ready, s.record()?));
             // Refill this slot with the chunk RING tasks on, once these sums
             // have read it.
             if let Some(&next) = order.get(i + RING) {
@@ -395,6 +498,7 @@ impl Worker {
         if let Some(e) = &ring.used[slot] {
             copy.wait(e)?;
         }
+        let started = copy.record()?;
         let (start, end) = section.range(ring.chunk, task.chunk);
         let bytes = match section.bases {
             Bases::G1(b) => {
@@ -413,6 +517,9 @@ impl Worker {
             }
         };
         ring.uploaded[slot] = Some(copy.record()?);
+        ring.trace
+            .copies
+            .push((started, copy.record()?, bytes as u64));
         ring.crossed += bytes as u64;
         ring.chunks += 1;
         Ok(())
@@ -478,4 +585,27 @@ where
 {
     let (_, msm, sum) = parts(w);
     Ok(sum.result()? + msm.result()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Breakdown;
+
+    #[test]
+    fn a_breakdown_names_each_section_its_waits_and_the_copy_rate() {
+        let b = Breakdown {
+            stage: "msm_h_l_a_b",
+            sections: vec![("H", 0.95, 0.01), ("L", 0.08, 0.12)],
+            host: 0.04,
+            copying: 0.5,
+            bytes: 24_000_000_000,
+            chunks: 30,
+        };
+        assert_eq!(
+            b.to_string(),
+            "msm_h_l_a_b on the device: kernels H 0.950 s, L 0.080 s; waiting for copies \
+             0.130 s (H 0.010, L 0.120); host between chunks 0.040 s; copy stream busy \
+             0.500 s for 24.00 GB in 30 chunks (48.0 GB/s while copying)"
+        );
+    }
 }
