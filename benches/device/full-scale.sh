@@ -293,7 +293,9 @@ step_budgets() {
   for l in $labels; do
     echo "-- $l:"
     grep -E "rc=|identical|per partition|^proof|steady|streamed|resident|refused|rror|nvidia-smi peak|Maximum resident|crossed" "$FS/$l.log" \
-      | grep -vE "^sector [0-9]+ partition" | sort | uniq -c | sort -rn | head -12
+      | grep -vE "^sector [0-9]+ partition|on the device: kernels" | sort | uniq -c | sort -rn | head -12
+    # One steady-state partition's streamed breakdown (the 5th logged).
+    grep -o "msm_[a-z_]* on the device: .*" "$FS/$l.log" | sed -n 5p
     grep -oE "(upload_z|abc|h_poly|msm_h[a-z_]*|msm_l|msm_a|msm_b[a-z0-9_]*|gather) [0-9.]+s" "$FS/$l.log" \
       | awk '{sub(/s$/, "", $2); s[$1] += $2; n[$1]++} END {for (k in s) printf " %s %.3f", k, s[k] / n[k]; print ""}'
   done > "$FS/budgets.log"
