@@ -3,6 +3,7 @@
 
 pub mod admission;
 mod backend;
+mod batch;
 mod dense;
 mod device;
 mod error;

@@ -21,8 +21,8 @@ use cuzk_groth16::prover::{dense_ab_scalars_of, MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
+use crate::batch::{self, BatchOrder, Crossing, Crossings};
 use crate::dense::{DenseIndex, DenseScalars};
-use crate::interleave::{in_turn, interleave, Task};
 use crate::worker::{Clock, Dense, Scalars, Worker};
 
 /// Chunk buffers in flight: the copy engine runs up to three chunks ahead
@@ -363,88 +363,21 @@ impl Worker {
         clock.start(&s, name)?;
         let chunks: Vec<usize> = sections.iter().map(|x| x.chunks(ring.chunk)).collect();
         let order = match mixed {
-            true => interleave(&chunks),
-            false => in_turn(&chunks),
+            true => BatchOrder::new(&chunks, 1, 1),
+            false => BatchOrder::in_turn(&chunks),
         };
-        let sums = self.run_order(ring, sections, &order)?;
+        let mut device = OnDevice {
+            worker: self,
+            ring: &mut *ring,
+            sections,
+            waited: None,
+        };
+        let mut sums = batch::run(&order, RING, &mut device)?;
+        let sums = sums.pop().expect("one member");
         clock.stop(&s)?;
         let names: Vec<&'static str> = sections.iter().map(|x| x.name).collect();
         let trace = std::mem::take(&mut ring.trace);
         tracing::info!("{}", Breakdown::of(name, &names, &trace)?);
-        Ok(sums)
-    }
-
-    /// Σ scalars[i]·bases[i] of every section, chunk by chunk in `order`:
-    /// task i's points are copied into slot i mod [`RING`] (copy stream)
-    /// once the sums that last read that slot are done, so the copies run
-    /// up to `RING − 1` chunks ahead of the sums (compute stream).
-    fn run_order(
-        &mut self,
-        ring: &mut Ring,
-        sections: &[Section<'_>],
-        order: &[Task],
-    ) -> cuzk_cuda::Result<Vec<Sum>> {
-        let s = self.stream.clone();
-        let mut sums: Vec<Sum> = sections
-            .iter()
-            .map(|x| match x.bases {
-                Bases::G1(_) => Sum::G1(G1Projective::identity()),
-                Bases::G2(_) => Sum::G2(G2Projective::identity()),
-            })
-            .collect();
-        for (i, &task) in order.iter().enumerate().take(RING) {
-            self.upload_task(ring, i % RING, &sections[task.section], task)?;
-        }
-        for (i, &task) in order.iter().enumerate() {
-            let slot = i % RING;
-            let section = &sections[task.section];
-            let (start, end) = section.range(ring.chunk, task.chunk);
-            let len = end - start;
-            let queued = s.record()?;
-            s.wait(ring.uploaded[slot].as_ref().expect("uploaded before use"))?;
-            let ready = s.record()?;
-            // The chunk's scalars, zeros past them (their stale points are
-            // skipped), by kernels: a copy-engine copy or memset here would
-            // queue behind the copy stream's uploads in flight.
-            match section.scalars {
-                Scalars::Device(d) => copy_pad(&s, d, start, len, &mut ring.scalars)?,
-                Scalars::Host(h) => {
-                    self.stage_upload(&s, fr_as_limbs(&h[start..end]), &mut ring.scalars, 0)?;
-                    if len < ring.chunk {
-                        s.zero_range(&mut ring.scalars, len, ring.chunk - len)?;
-                    }
-                }
-                Scalars::Dense(d) => dense_chunk(&s, d, start, end, &mut ring.scalars)?,
-            }
-            match section.bases {
-                Bases::G1(_) => {
-                    let b = ring.take::<G1AffineLimbs>(slot)?;
-                    let r = self.enqueue_chunk(&b, &ring.scalars, g1_parts);
-                    ring.put(slot, b)?;
-                    r?;
-                }
-                Bases::G2(_) => {
-                    let b = ring.take::<G2AffineLimbs>(slot)?;
-                    let r = self.enqueue_chunk(&b, &ring.scalars, g2_parts);
-                    ring.put(slot, b)?;
-                    r?;
-                }
-            }
-            ring.used[slot] = Some(s.record()?);
-            ring.trace
-                .tasks
-                .push((task.section, queued, ready, s.record()?));
-            // Refill this slot with the chunk RING tasks on, once these sums
-            // have read it.
-            if let Some(&next) = order.get(i + RING) {
-                self.upload_task(ring, slot, &sections[next.section], next)?;
-            }
-            let sum = &mut sums[task.section];
-            *sum = match *sum {
-                Sum::G1(acc) => Sum::G1(acc + chunk_result(self, g1_parts)?),
-                Sum::G2(acc) => Sum::G2(acc + chunk_result(self, g2_parts)?),
-            };
-        }
         Ok(sums)
     }
 
@@ -492,14 +425,14 @@ impl Worker {
         ring: &mut Ring,
         slot: usize,
         section: &Section<'_>,
-        task: Task,
+        chunk: usize,
     ) -> cuzk_cuda::Result<()> {
         let copy = self.copy.clone();
         if let Some(e) = &ring.used[slot] {
             copy.wait(e)?;
         }
         let started = copy.record()?;
-        let (start, end) = section.range(ring.chunk, task.chunk);
+        let (start, end) = section.range(ring.chunk, chunk);
         let bytes = match section.bases {
             Bases::G1(b) => {
                 let mut d = ring.take::<G1AffineLimbs>(slot)?;
@@ -550,6 +483,115 @@ impl Worker {
         match &self.pin {
             Some(pin) if pin.holds(src) => copy.upload_from_pin(pin, src, dst, 0),
             _ => self.stage_upload(copy, src, dst, 0),
+        }
+    }
+}
+
+/// The device's side of a batch of one partition ([`batch::run`]): the
+/// ring's chunk buffers on the copy stream, the worker's classifier, batch
+/// sums and MSMs on the compute stream. The partition's scalars are made
+/// before the stage (its one member's state), so `prepare` and `release`
+/// have nothing to do.
+struct OnDevice<'x, 'a> {
+    worker: &'x mut Worker,
+    ring: &'x mut Ring,
+    sections: &'x [Section<'a>],
+    /// The compute stream's events around the wait for the copy of the
+    /// crossing whose sums are queued.
+    waited: Option<(Event, Event)>,
+}
+
+impl Crossings for OnDevice<'_, '_> {
+    type Sum = Sum;
+    type Error = cuzk_cuda::Error;
+
+    fn prepare(&mut self, _: usize, _: usize) -> cuzk_cuda::Result<()> {
+        Ok(())
+    }
+
+    /// Copies the crossing's points into slot i mod [`RING`] on the copy
+    /// stream, after the sums that last read that slot.
+    fn cross(&mut self, i: usize, c: &Crossing) -> cuzk_cuda::Result<()> {
+        let section = &self.sections[c.section];
+        self.worker
+            .upload_task(self.ring, i % RING, section, c.chunk)
+    }
+
+    fn enqueue(&mut self, i: usize, c: &Crossing, m: usize) -> cuzk_cuda::Result<()> {
+        debug_assert_eq!(m, 0, "a batch of one partition");
+        let (w, ring) = (&mut *self.worker, &mut *self.ring);
+        let s = w.stream.clone();
+        let slot = i % RING;
+        let section = &self.sections[c.section];
+        let (start, end) = section.range(ring.chunk, c.chunk);
+        let len = end - start;
+        let queued = s.record()?;
+        s.wait(ring.uploaded[slot].as_ref().expect("uploaded before use"))?;
+        self.waited = Some((queued, s.record()?));
+        // The chunk's scalars, zeros past them (their stale points are
+        // skipped), by kernels: a copy-engine copy or memset here would
+        // queue behind the copy stream's uploads in flight.
+        match section.scalars {
+            Scalars::Device(d) => copy_pad(&s, d, start, len, &mut ring.scalars)?,
+            Scalars::Host(h) => {
+                w.stage_upload(&s, fr_as_limbs(&h[start..end]), &mut ring.scalars, 0)?;
+                if len < ring.chunk {
+                    s.zero_range(&mut ring.scalars, len, ring.chunk - len)?;
+                }
+            }
+            Scalars::Dense(d) => dense_chunk(&s, d, start, end, &mut ring.scalars)?,
+        }
+        match section.bases {
+            Bases::G1(_) => {
+                let b = ring.take::<G1AffineLimbs>(slot)?;
+                let r = w.enqueue_chunk(&b, &ring.scalars, g1_parts);
+                ring.put(slot, b)?;
+                r
+            }
+            Bases::G2(_) => {
+                let b = ring.take::<G2AffineLimbs>(slot)?;
+                let r = w.enqueue_chunk(&b, &ring.scalars, g2_parts);
+                ring.put(slot, b)?;
+                r
+            }
+        }
+    }
+
+    /// The slot may be refilled once the sums queued so far have run.
+    fn done(&mut self, i: usize, c: &Crossing) -> cuzk_cuda::Result<()> {
+        let s = self.worker.stream.clone();
+        self.ring.used[i % RING] = Some(s.record()?);
+        let (queued, ready) = self.waited.take().expect("sums queued before done");
+        self.ring
+            .trace
+            .tasks
+            .push((c.section, queued, ready, s.record()?));
+        Ok(())
+    }
+
+    fn result(&mut self, _: usize, c: &Crossing, _: usize) -> cuzk_cuda::Result<Sum> {
+        Ok(match self.sections[c.section].bases {
+            Bases::G1(_) => Sum::G1(chunk_result(self.worker, g1_parts)?),
+            Bases::G2(_) => Sum::G2(chunk_result(self.worker, g2_parts)?),
+        })
+    }
+
+    fn release(&mut self, _: usize, _: usize) -> cuzk_cuda::Result<()> {
+        Ok(())
+    }
+
+    fn zero(&self, s: usize) -> Sum {
+        match self.sections[s].bases {
+            Bases::G1(_) => Sum::G1(G1Projective::identity()),
+            Bases::G2(_) => Sum::G2(G2Projective::identity()),
+        }
+    }
+
+    fn add(&self, a: Sum, b: Sum) -> Sum {
+        match (a, b) {
+            (Sum::G1(a), Sum::G1(b)) => Sum::G1(a + b),
+            (Sum::G2(a), Sum::G2(b)) => Sum::G2(a + b),
+            _ => unreachable!("the sums of one section share a group"),
         }
     }
 }
