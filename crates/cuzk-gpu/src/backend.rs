@@ -233,6 +233,12 @@ impl CudaBackend {
         self.shifted_h.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Key bytes the last partition (or batch, [`CudaBackend::msm_sums_batch`])
+    /// copied in from host memory; 0 with the key resident.
+    pub fn last_key_bytes(&self) -> u64 {
+        self.inner.lock().last_key_bytes
+    }
+
     /// The plan of the last partition proved (for reports).
     pub fn last_plan(&self) -> Option<VramPlan> {
         self.last_plan.lock().clone()
@@ -256,8 +262,18 @@ impl CudaBackend {
         admitted: Option<&VramPlan>,
     ) -> Result<MsmSums, ProveError> {
         let mut worker = self.inner.lock();
-        let shape = witness_shape(w);
-        let budget = worker.arena.capacity();
+        let plan = self.plan_for(witness_shape(w), worker.arena.capacity(), admitted)?;
+        worker.prove(&plan, key, w, t).map_err(gpu_err)
+    }
+
+    /// The plan a partition of `shape` runs under: the admitted one, a
+    /// forced layout (refused when it does not fit), or the planner's.
+    fn plan_for(
+        &self,
+        shape: Shape,
+        budget: u64,
+        admitted: Option<&VramPlan>,
+    ) -> Result<VramPlan, GpuError> {
         let plan = match (*self.forced.lock(), admitted) {
             (None, Some(plan)) => Ok(plan.clone()),
             (None, None) => VramPlan::new_with(shape, budget, &CudaFootprints, self.shifted_h())
@@ -281,8 +297,83 @@ impl CudaBackend {
         }?;
         tracing::debug!(%plan, "VRAM plan");
         *self.last_plan.lock() = Some(plan.clone());
-        worker.prove(&plan, key, w, t).map_err(gpu_err)
+        Ok(plan)
     }
+
+    /// The five sums of several partitions of one circuit (`ws`, each with
+    /// its timings in `t`), over one pass of the key where the key streams:
+    /// with a, b, c evaluated on the device, every chunk of the key crosses
+    /// PCIe once for the whole batch instead of once per partition
+    /// (`batch.rs`), each member's H scalars and aux values held in VRAM
+    /// until the pass is done. Under a plan that keeps the key resident, or
+    /// evaluates a, b, c on the host, nothing would be shared, and the
+    /// partitions are proved one after the other under that plan.
+    ///
+    /// Witnesses of different circuits are proved one after the other,
+    /// each under its own plan. Refused before any work: a witness that
+    /// does not fit the key, and a batch whose members' held state does not
+    /// fit the budget beside the plan (both numbers).
+    ///
+    /// # Panics
+    /// If `t` and `ws` differ in length (a caller's bug).
+    pub fn msm_sums_batch(
+        &self,
+        key: &ProvingKey,
+        ws: &[&Synthesized],
+        t: &mut [StageTimings],
+    ) -> Result<Vec<MsmSums>, ProveError> {
+        assert_eq!(ws.len(), t.len(), "one StageTimings per witness");
+        let Some(first) = ws.first() else {
+            return Ok(Vec::new());
+        };
+        for w in ws {
+            cuzk_groth16::prover::check_key_shape(key, &w.shape())?;
+        }
+        let shape = witness_shape(first);
+        if ws
+            .iter()
+            .any(|w| witness_shape(w) != shape || w.deferred != first.deferred)
+        {
+            // Partitions of different circuits share no key pass.
+            return ws
+                .iter()
+                .zip(t.iter_mut())
+                .map(|(w, t)| self.prove_planned(key, w, t, None))
+                .collect();
+        }
+        let mut worker = self.inner.lock();
+        let budget = worker.arena.capacity();
+        let plan = self.plan_for(shape, budget, None)?;
+        let shares = matches!(plan.mode, SrsMode::Streamed { .. })
+            && plan.interleaved
+            && ws.iter().all(|w| w.deferred.is_some());
+        if !shares || ws.len() == 1 {
+            return ws
+                .iter()
+                .zip(t.iter_mut())
+                .map(|(w, t)| worker.prove(&plan, key, w, t).map_err(gpu_err))
+                .collect();
+        }
+        let needed = plan.peak() + (ws.len() as u64 - 1) * batch_member_bytes(&plan.shape);
+        if needed > budget {
+            return Err(GpuError::BatchDoesNotFit {
+                members: ws.len(),
+                needed,
+                budget,
+            }
+            .into());
+        }
+        worker.prove_batch(&plan, key, ws, t).map_err(gpu_err)
+    }
+}
+
+/// Device bytes one more member of a batch holds through the key's pass:
+/// its H scalars (n), its aux values, and A's and B's ranked density
+/// bitmaps (a word and a word offset per 64 aux values, each).
+fn batch_member_bytes(shape: &Shape) -> u64 {
+    let fr = 32u64;
+    let words = shape.aux.div_ceil(64) as u64;
+    (shape.domain as u64 + shape.aux as u64) * fr + 2 * (words * 8 + (words + 1) * 4)
 }
 
 impl Backend for CudaBackend {

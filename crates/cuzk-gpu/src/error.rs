@@ -24,6 +24,21 @@ pub enum GpuError {
         /// The VRAM budget it had to fit, bytes.
         budget: u64,
     },
+    /// A batch's members' held state does not fit the budget beside the plan.
+    #[error(
+        "a batch of {members} partitions needs {} of VRAM (the plan's peak and each further \
+         member's H scalars and aux values), the budget is {}",
+        human(*.needed),
+        human(*.budget)
+    )]
+    BatchDoesNotFit {
+        /// Partitions in the batch.
+        members: usize,
+        /// Device bytes the batch needs, at its peak.
+        needed: u64,
+        /// The VRAM budget, bytes.
+        budget: u64,
+    },
 }
 
 impl GpuError {
@@ -33,9 +48,9 @@ impl GpuError {
         match self {
             GpuError::Cuda(e) if e.is_out_of_memory() => BackendFailure::OutOfDeviceMemory,
             GpuError::Cuda(_) => BackendFailure::Fault,
-            GpuError::Plan(_) | GpuError::ForcedPlanDoesNotFit { .. } => {
-                BackendFailure::OutOfDeviceMemory
-            }
+            GpuError::Plan(_)
+            | GpuError::ForcedPlanDoesNotFit { .. }
+            | GpuError::BatchDoesNotFit { .. } => BackendFailure::OutOfDeviceMemory,
         }
     }
 }

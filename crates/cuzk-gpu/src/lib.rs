@@ -4,6 +4,7 @@
 pub mod admission;
 mod backend;
 mod batch;
+mod breakdown;
 mod dense;
 mod device;
 mod error;

@@ -316,7 +316,7 @@ impl Worker {
         drop(classes);
         // L, A and B read the aux values where they are, in z's tail.
         let dl = z.into_suffix(inputs)?;
-        debug_assert_eq!(dl.len(), w.aux_assignment.len());
+        debug_assert_eq!(dl.len(), w.num_aux());
         clock.stop(&s)?;
         Ok((out, dl))
     }
@@ -362,7 +362,7 @@ impl Worker {
         drop(classes);
         clock.stop(&s)?;
         let dl = z.into_suffix(inputs)?;
-        debug_assert_eq!(dl.len(), w.aux_assignment.len());
+        debug_assert_eq!(dl.len(), w.num_aux());
         Ok((h, dl))
     }
 }

@@ -22,6 +22,7 @@ use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
 use crate::batch::{self, BatchOrder, Crossing, Crossings};
+use crate::breakdown::{Breakdown, Trace};
 use crate::dense::{DenseIndex, DenseScalars};
 use crate::worker::{Clock, Dense, Scalars, Worker};
 
@@ -127,94 +128,6 @@ struct Ring {
     trace: Trace,
 }
 
-/// Device events of one stage's chunks, read once the stage is done.
-#[derive(Default)]
-struct Trace {
-    /// Per chunk task, on the compute stream: its section, then events
-    /// before the wait for its copy, after that wait, and after its sums.
-    tasks: Vec<(usize, Event, Event, Event)>,
-    /// Per copy, on the copy stream: after the wait for its slot, after
-    /// the copy, and its bytes.
-    copies: Vec<(Event, Event, u64)>,
-}
-
-/// Where one streamed stage's device time went (logged per partition at
-/// info by `cuzk_gpu::streamed`).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Breakdown {
-    pub(crate) stage: &'static str,
-    /// Per section: its name, seconds of its chunks' kernels (scalars
-    /// moved or gathered, classified, summed; one host turn each for the
-    /// class counts), and seconds the compute stream waited for its copies.
-    pub(crate) sections: Vec<(&'static str, f64, f64)>,
-    /// Seconds from one chunk's last kernel to the next chunk's wait: the
-    /// host adding up the chunk's sums and queueing the next chunk.
-    pub(crate) host: f64,
-    /// Seconds the copy stream spent copying (each copy from after the
-    /// wait for its slot to its end), the bytes and the chunks it copied.
-    pub(crate) copying: f64,
-    pub(crate) bytes: u64,
-    pub(crate) chunks: usize,
-}
-
-impl Breakdown {
-    /// The breakdown of a finished stage's events (waits for none: the
-    /// stage's last result was read after the stream's synchronize).
-    fn of(stage: &'static str, names: &[&'static str], t: &Trace) -> cuzk_cuda::Result<Self> {
-        let mut sections: Vec<(&'static str, f64, f64)> =
-            names.iter().map(|&n| (n, 0.0, 0.0)).collect();
-        let mut host = 0.0;
-        for (i, (section, queued, ready, summed)) in t.tasks.iter().enumerate() {
-            let x = &mut sections[*section];
-            x.1 += f64::from(ready.elapsed_ms(summed)?) / 1e3;
-            x.2 += f64::from(queued.elapsed_ms(ready)?) / 1e3;
-            if let Some((_, next, _, _)) = t.tasks.get(i + 1) {
-                host += f64::from(summed.elapsed_ms(next)?) / 1e3;
-            }
-        }
-        let mut copying = 0.0;
-        for (start, end, _) in &t.copies {
-            copying += f64::from(start.elapsed_ms(end)?) / 1e3;
-        }
-        Ok(Breakdown {
-            stage,
-            sections,
-            host,
-            copying,
-            bytes: t.copies.iter().map(|c| c.2).sum(),
-            chunks: t.copies.len(),
-        })
-    }
-}
-
-impl std::fmt::Display for Breakdown {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} on the device: kernels", self.stage)?;
-        for (i, (name, sums, _)) in self.sections.iter().enumerate() {
-            let sep = if i == 0 { " " } else { ", " };
-            write!(f, "{sep}{name} {sums:.3} s")?;
-        }
-        let waited: f64 = self.sections.iter().map(|x| x.2).sum();
-        write!(f, "; waiting for copies {waited:.3} s (")?;
-        for (i, (name, _, wait)) in self.sections.iter().enumerate() {
-            let sep = if i == 0 { "" } else { ", " };
-            write!(f, "{sep}{name} {wait:.3}")?;
-        }
-        let rate = match self.copying > 0.0 {
-            true => self.bytes as f64 / self.copying / 1e9,
-            false => 0.0,
-        };
-        write!(
-            f,
-            "); host between chunks {:.3} s; copy stream busy {:.3} s for {:.2} GB in {} chunks ({rate:.1} GB/s while copying)",
-            self.host,
-            self.copying,
-            self.bytes as f64 / 1e9,
-            self.chunks
-        )
-    }
-}
-
 impl Ring {
     fn new(s: &Stream, copy: &Stream, chunk: usize) -> cuzk_cuda::Result<Ring> {
         let mut slots = Vec::with_capacity(RING);
@@ -266,9 +179,10 @@ impl Worker {
     /// `aux_on_device`: the aux values already in VRAM (z's tail, when a, b,
     /// c were evaluated there): L reads them in place and A's and B's
     /// scalars are gathered from them on the device a chunk at a time, so
-    /// no scalar crosses PCIe, and L's, A's and B's chunks cross among H's;
-    /// without it every scalar streams from the host beside its bases (A's
-    /// and B's gathered on the host first) and the sections run in turn.
+    /// no scalar crosses PCIe, and L's, A's and B's chunks cross among H's
+    /// (a batch of one, [`Worker::streamed_batch`]); without it every scalar
+    /// streams from the host beside its bases (A's and B's gathered on the
+    /// host first) and the sections run in turn.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn streamed_msms(
         &mut self,
@@ -280,8 +194,92 @@ impl Worker {
         clock: &mut Clock,
         t: &mut StageTimings,
     ) -> cuzk_cuda::Result<MsmSums> {
-        let s = self.stream.clone();
+        if let Some(dl) = aux_on_device {
+            let mut sums = self.streamed_batch(chunk, key, &[w], vec![(dh, dl)], clock)?;
+            return Ok(sums.pop().expect("one member"));
+        }
         let n = dh.len();
+        let mut ring = self.open_ring(chunk, key)?;
+        let aux = w.num_aux();
+        let h = Section::g1("H", &key.h, Scalars::Device(&dh), n - 1);
+        let h = self.phase(&mut ring, "msm_h", &[vec![h]], false, clock)?[0][0].g1();
+        drop(dh);
+        // A compact witness's values are expanded on the host: these
+        // MSMs read host scalars.
+        let values = w.aux_values();
+        let l = Section::g1("L", &key.l, Scalars::Host(&values), aux);
+        let l = self.phase(&mut ring, "msm_l", &[vec![l]], false, clock)?[0][0].g1();
+        let start = Instant::now();
+        let (a_scalars, b_scalars) = dense_ab_scalars_of(w, &values);
+        drop(values);
+        t.record("gather", start.elapsed());
+        let a = Section::g1("A", &key.a, Scalars::Host(&a_scalars), a_scalars.len());
+        let a = self.phase(&mut ring, "msm_a", &[vec![a]], false, clock)?[0][0].g1();
+        let b = Vec::from(Section::b(key, Scalars::Host(&b_scalars), b_scalars.len()));
+        let b = self.phase(&mut ring, "msm_b", &[b], false, clock)?;
+        self.close_ring(ring);
+        Ok(MsmSums {
+            h,
+            l,
+            a,
+            b_g1: b[0][0].g1(),
+            b_g2: b[0][1].g2(),
+        })
+    }
+
+    /// The five MSMs of several partitions of one circuit over one pass of
+    /// the streamed key (batch.rs): `held[m]` is member m's H scalars and
+    /// aux values in VRAM (a, b, c were evaluated there). Every L, A and B
+    /// chunk crosses once and is summed for every member (L reads each
+    /// member's aux values in place, A's and B's scalars are gathered from
+    /// them a chunk at a time); H's chunks cross once too, each summed for
+    /// every member, since all the members' H scalars are on the device.
+    pub(crate) fn streamed_batch(
+        &mut self,
+        chunk: usize,
+        key: &ProvingKey,
+        ws: &[&Synthesized],
+        held: Vec<(DeviceBuffer<FrLimbs>, DeviceBuffer<FrLimbs>)>,
+        clock: &mut Clock,
+    ) -> cuzk_cuda::Result<Vec<MsmSums>> {
+        let mut ring = self.open_ring(chunk, key)?;
+        let mut dense = Vec::with_capacity(ws.len());
+        for (w, (_, dl)) in ws.iter().zip(&held) {
+            let a = self.dense_section(dl, w, Dense::A, key.a.len())?;
+            let b = self.dense_section(dl, w, Dense::B, key.b_g1.len())?;
+            dense.push((a, b));
+        }
+        let members: Vec<Vec<Section<'_>>> = ws
+            .iter()
+            .zip(&held)
+            .zip(&dense)
+            .map(|((w, (dh, dl)), (a, b))| {
+                let mut v = vec![
+                    Section::g1("H", &key.h, Scalars::Device(dh), dh.len() - 1),
+                    Section::g1("L", &key.l, Scalars::Device(dl), w.num_aux()),
+                    Section::g1("A", &key.a, Scalars::Dense(a), a.len()),
+                ];
+                v.extend(Section::b(key, Scalars::Dense(b), b.len()));
+                v
+            })
+            .collect();
+        let got = self.phase(&mut ring, "msm_h_l_a_b", &members, true, clock)?;
+        self.close_ring(ring);
+        Ok(got
+            .into_iter()
+            .map(|v| MsmSums {
+                h: v[0].g1(),
+                l: v[1].g1(),
+                a: v[2].g1(),
+                b_g1: v[3].g1(),
+                b_g2: v[4].g2(),
+            })
+            .collect())
+    }
+
+    /// The ring of chunk buffers, and the key's pin in host memory when
+    /// there is one (else the chunks cross through the staging buffers).
+    fn open_ring(&mut self, chunk: usize, key: &ProvingKey) -> cuzk_cuda::Result<Ring> {
         self.pin = self.srs.host_pin(key);
         if self.pin.is_none() {
             tracing::info!(
@@ -289,55 +287,10 @@ impl Worker {
                  the staging buffers"
             );
         }
-        let mut ring = Ring::new(&s, &self.copy, chunk)?;
-        let aux = w.num_aux();
-        let h = Section::g1("H", &key.h, Scalars::Device(&dh), n - 1);
-        let sums = match aux_on_device {
-            Some(dl) => {
-                // L reads the aux values in place; A's and B's scalars are
-                // gathered from them a chunk at a time.
-                let a = self.dense_section(&dl, w, Dense::A, key.a.len())?;
-                let b = self.dense_section(&dl, w, Dense::B, key.b_g1.len())?;
-                let mut all = vec![
-                    h,
-                    Section::g1("L", &key.l, Scalars::Device(&dl), aux),
-                    Section::g1("A", &key.a, Scalars::Dense(&a), a.len()),
-                ];
-                all.extend(Section::b(key, Scalars::Dense(&b), b.len()));
-                let got = self.phase(&mut ring, "msm_h_l_a_b", &all, true, clock)?;
-                MsmSums {
-                    h: got[0].g1(),
-                    l: got[1].g1(),
-                    a: got[2].g1(),
-                    b_g1: got[3].g1(),
-                    b_g2: got[4].g2(),
-                }
-            }
-            None => {
-                let h = self.phase(&mut ring, "msm_h", &[h], false, clock)?[0].g1();
-                drop(dh);
-                // A compact witness's values are expanded on the host: these
-                // MSMs read host scalars.
-                let values = w.aux_values();
-                let l = Section::g1("L", &key.l, Scalars::Host(&values), aux);
-                let l = self.phase(&mut ring, "msm_l", &[l], false, clock)?[0].g1();
-                let start = Instant::now();
-                let (a_scalars, b_scalars) = dense_ab_scalars_of(w, &values);
-                drop(values);
-                t.record("gather", start.elapsed());
-                let a = Section::g1("A", &key.a, Scalars::Host(&a_scalars), a_scalars.len());
-                let a = self.phase(&mut ring, "msm_a", &[a], false, clock)?[0].g1();
-                let b = Section::b(key, Scalars::Host(&b_scalars), b_scalars.len());
-                let b = self.phase(&mut ring, "msm_b", &b, false, clock)?;
-                MsmSums {
-                    h,
-                    l,
-                    a,
-                    b_g1: b[0].g1(),
-                    b_g2: b[1].g2(),
-                }
-            }
-        };
+        Ring::new(&self.stream, &self.copy, chunk)
+    }
+
+    fn close_ring(&mut self, ring: Ring) {
         tracing::info!(
             "streamed key: {:.2} GB crossed in {} chunks of up to {} points",
             ring.crossed as f64 / 1e9,
@@ -345,37 +298,36 @@ impl Worker {
             ring.chunk
         );
         self.last_key_bytes = ring.crossed;
-        Ok(sums)
     }
 
-    /// One stage of the streamed MSMs: `sections` summed, their chunks in
-    /// the interleaved order (`mixed`: the first section's chunks with the
-    /// others spread between them) or in turn.
+    /// One stage of the streamed MSMs: each member's `sections` (the same
+    /// key sections, its own scalars) summed, their chunks in the
+    /// interleaved order (`mixed`: the first section's chunks with the
+    /// others spread between them) or, for one member, in turn.
     fn phase(
         &mut self,
         ring: &mut Ring,
         name: &'static str,
-        sections: &[Section<'_>],
+        members: &[Vec<Section<'_>>],
         mixed: bool,
         clock: &mut Clock,
-    ) -> cuzk_cuda::Result<Vec<Sum>> {
+    ) -> cuzk_cuda::Result<Vec<Vec<Sum>>> {
         let s = self.stream.clone();
         clock.start(&s, name)?;
-        let chunks: Vec<usize> = sections.iter().map(|x| x.chunks(ring.chunk)).collect();
+        let chunks: Vec<usize> = members[0].iter().map(|x| x.chunks(ring.chunk)).collect();
         let order = match mixed {
-            true => BatchOrder::new(&chunks, 1, 1),
+            true => BatchOrder::new(&chunks, members.len(), members.len()),
             false => BatchOrder::in_turn(&chunks),
         };
         let mut device = OnDevice {
             worker: self,
             ring: &mut *ring,
-            sections,
+            members,
             waited: None,
         };
-        let mut sums = batch::run(&order, RING, &mut device)?;
-        let sums = sums.pop().expect("one member");
+        let sums = batch::run(&order, RING, &mut device)?;
         clock.stop(&s)?;
-        let names: Vec<&'static str> = sections.iter().map(|x| x.name).collect();
+        let names: Vec<&'static str> = members[0].iter().map(|x| x.name).collect();
         let trace = std::mem::take(&mut ring.trace);
         tracing::info!("{}", Breakdown::of(name, &names, &trace)?);
         Ok(sums)
@@ -487,15 +439,16 @@ impl Worker {
     }
 }
 
-/// The device's side of a batch of one partition ([`batch::run`]): the
-/// ring's chunk buffers on the copy stream, the worker's classifier, batch
-/// sums and MSMs on the compute stream. The partition's scalars are made
-/// before the stage (its one member's state), so `prepare` and `release`
-/// have nothing to do.
+/// The device's side of a batch ([`batch::run`]): the ring's chunk
+/// buffers on the copy stream, the worker's classifier, batch sums and
+/// MSMs on the compute stream (one member's sums read before the next
+/// member's are queued). The members' scalars are in VRAM before the stage
+/// and freed after it, so `prepare` and `release` have nothing to do.
 struct OnDevice<'x, 'a> {
     worker: &'x mut Worker,
     ring: &'x mut Ring,
-    sections: &'x [Section<'a>],
+    /// Each member's sections: the same points, the member's scalars.
+    members: &'x [Vec<Section<'a>>],
     /// The compute stream's events around the wait for the copy of the
     /// crossing whose sums are queued.
     waited: Option<(Event, Event)>,
@@ -512,22 +465,23 @@ impl Crossings for OnDevice<'_, '_> {
     /// Copies the crossing's points into slot i mod [`RING`] on the copy
     /// stream, after the sums that last read that slot.
     fn cross(&mut self, i: usize, c: &Crossing) -> cuzk_cuda::Result<()> {
-        let section = &self.sections[c.section];
+        let section = &self.members[0][c.section];
         self.worker
             .upload_task(self.ring, i % RING, section, c.chunk)
     }
 
     fn enqueue(&mut self, i: usize, c: &Crossing, m: usize) -> cuzk_cuda::Result<()> {
-        debug_assert_eq!(m, 0, "a batch of one partition");
         let (w, ring) = (&mut *self.worker, &mut *self.ring);
         let s = w.stream.clone();
         let slot = i % RING;
-        let section = &self.sections[c.section];
+        let section = &self.members[m][c.section];
         let (start, end) = section.range(ring.chunk, c.chunk);
         let len = end - start;
-        let queued = s.record()?;
-        s.wait(ring.uploaded[slot].as_ref().expect("uploaded before use"))?;
-        self.waited = Some((queued, s.record()?));
+        if m == c.members.start {
+            let queued = s.record()?;
+            s.wait(ring.uploaded[slot].as_ref().expect("uploaded before use"))?;
+            self.waited = Some((queued, s.record()?));
+        }
         // The chunk's scalars, zeros past them (their stale points are
         // skipped), by kernels: a copy-engine copy or memset here would
         // queue behind the copy stream's uploads in flight.
@@ -570,7 +524,7 @@ impl Crossings for OnDevice<'_, '_> {
     }
 
     fn result(&mut self, _: usize, c: &Crossing, _: usize) -> cuzk_cuda::Result<Sum> {
-        Ok(match self.sections[c.section].bases {
+        Ok(match self.members[0][c.section].bases {
             Bases::G1(_) => Sum::G1(chunk_result(self.worker, g1_parts)?),
             Bases::G2(_) => Sum::G2(chunk_result(self.worker, g2_parts)?),
         })
@@ -581,7 +535,7 @@ impl Crossings for OnDevice<'_, '_> {
     }
 
     fn zero(&self, s: usize) -> Sum {
-        match self.sections[s].bases {
+        match self.members[0][s].bases {
             Bases::G1(_) => Sum::G1(G1Projective::identity()),
             Bases::G2(_) => Sum::G2(G2Projective::identity()),
         }
@@ -627,27 +581,4 @@ where
 {
     let (_, msm, sum) = parts(w);
     Ok(sum.result()? + msm.result()?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Breakdown;
-
-    #[test]
-    fn a_breakdown_names_each_section_its_waits_and_the_copy_rate() {
-        let b = Breakdown {
-            stage: "msm_h_l_a_b",
-            sections: vec![("H", 0.95, 0.01), ("L", 0.08, 0.12)],
-            host: 0.04,
-            copying: 0.5,
-            bytes: 24_000_000_000,
-            chunks: 30,
-        };
-        assert_eq!(
-            b.to_string(),
-            "msm_h_l_a_b on the device: kernels H 0.950 s, L 0.080 s; waiting for copies \
-             0.130 s (H 0.010, L 0.120); host between chunks 0.040 s; copy stream busy \
-             0.500 s for 24.00 GB in 30 chunks (48.0 GB/s while copying)"
-        );
-    }
 }

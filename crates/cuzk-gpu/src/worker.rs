@@ -281,6 +281,74 @@ impl Worker {
         Ok(sums)
     }
 
+    /// Several partitions of one circuit over one pass of the streamed
+    /// key (`plan`: streamed, a, b, c on the device, interleaved): each
+    /// member's a, b, c and H polynomial on the device in turn, its H
+    /// scalars and aux values kept, then one pass of the key's chunks that
+    /// every member sums ([`Worker::streamed_batch`]). `t[m]` gets member
+    /// m's own stages and `msm_batch_share`, its share (1 / members) of the
+    /// shared stage's device time.
+    pub(crate) fn prove_batch(
+        &mut self,
+        plan: &VramPlan,
+        key: &ProvingKey,
+        ws: &[&Synthesized],
+        t: &mut [StageTimings],
+    ) -> cuzk_cuda::Result<Vec<MsmSums>> {
+        let SrsMode::Streamed { chunk } = plan.mode else {
+            unreachable!("the backend batches only a streamed key")
+        };
+        let deferred = ws[0]
+            .deferred
+            .as_ref()
+            .expect("a, b, c on the device: checked by the backend");
+        self.srs.lock().release_for_streaming();
+        let matrices = match plan.matrices_streamed() {
+            None => AbcMatrices::Resident(self.make_matrices_resident(deferred, &mut t[0])?),
+            Some(terms) => AbcMatrices::Streamed(Box::new(deferred.r1cs()), terms),
+        };
+        let s = self.stream.clone();
+        let n = plan.shape.domain;
+        self.size_scratch(
+            plan.msm_len,
+            plan.msm_len.min(plan.shape.b_g2.max(1)),
+            plan.gather_len,
+        )?;
+        self.last_key_bytes = 0;
+        let mut held = Vec::with_capacity(ws.len());
+        for (w, t) in ws.iter().zip(t.iter_mut()) {
+            let mut clock = Clock::new();
+            let (dh, dl) = match plan.h_poly {
+                HPoly::Full => {
+                    let (abc, aux) = self.device_abc(&matrices, w, n, &mut clock)?;
+                    clock.start(&s, "h_poly")?;
+                    let h = full_h(&s, abc)?;
+                    clock.stop(&s)?;
+                    (h, aux)
+                }
+                HPoly::Lean => self.device_abc_lean(&matrices, w, n, &mut clock)?,
+            };
+            s.synchronize()?;
+            clock.report(t)?;
+            held.push((dh, dl));
+        }
+        let mut clock = Clock::new();
+        let sums = self.streamed_batch(chunk, key, ws, held, &mut clock);
+        self.pin = None;
+        let sums = sums?;
+        if self.release_scratch {
+            self.scratch = None;
+        }
+        s.synchronize()?;
+        let mut shared = StageTimings::default();
+        clock.report(&mut shared)?;
+        let share = shared.total() / ws.len() as u32;
+        for t in t.iter_mut() {
+            t.record("msm_batch_share", share);
+        }
+        Ok(sums)
+    }
+
     fn resident_msms(
         &mut self,
         srs: &ResidentSrs,

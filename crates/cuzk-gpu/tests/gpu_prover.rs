@@ -573,6 +573,78 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
     }
 }
 
+/// Three partitions of one circuit (two plain witnesses and a compact
+/// one) through `msm_sums_batch` with the key streamed and a, b, c on the
+/// device, H full and lean, matrices resident and streamed: each member's
+/// proof byte-identical to the CPU's with the same r and s, and the batch
+/// moved the key bytes of one partition (every chunk crossed once).
+fn a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof() {
+    use cuzk_gpu::{HPoly, MatrixLayout, Shape, SrsMode};
+    use cuzk_groth16::prover::{finish, StageTimings};
+    use std::sync::Arc;
+    let Some((gpu, seed, mut rng)) = started("a batch over one key pass") else {
+        return;
+    };
+    for (k, path) in keys() {
+        let key = Arc::new(read_key(k, &path));
+        let deferred = deferred_abc(k, seed);
+        let (full0, w0) = full_and_deferred(&deferred, k, seed ^ 21);
+        let (full1, w1) = full_and_deferred(&deferred, k, seed ^ 22);
+        let (full2, w2) = full_and_deferred(&deferred, k, seed ^ 23);
+        let compact2 = deferred
+            .synthesized_compact(cuzk_synth::precompiled::CompactWitness::from_witness(
+                &cuzk_synth::precompiled::Witness {
+                    input_assignment: w2.input_assignment.clone(),
+                    aux_assignment: w2.aux_assignment.clone(),
+                },
+            ))
+            .unwrap();
+        let longest = Shape::of_circuit(&w0.shape()).longest_msm();
+        let chunk = (longest / 4).max(cuzk_gpu::MIN_CHUNK).next_power_of_two();
+        let mode = SrsMode::Streamed { chunk };
+        gpu.prepare_key(&key).unwrap();
+        for h_poly in [HPoly::Full, HPoly::Lean] {
+            for matrices in [MatrixLayout::Resident, MatrixLayout::Streamed] {
+                gpu.force_layout_with(Some((mode, h_poly, matrices)));
+                let what = format!("2^{k}, {mode}, {h_poly:?} H, matrices {matrices:?}");
+                let alone = proved_as_on_cpu(&gpu, &key, &w0, &full0, &mut rng, &what);
+                let one_pass = gpu.last_key_bytes();
+                assert!(one_pass > 0, "{what}: the key streamed");
+                let members = [&w0, &w1, &compact2];
+                let mut t = vec![StageTimings::default(); 3];
+                let sums = gpu.msm_sums_batch(&key, &members, &mut t).unwrap();
+                assert_eq!(
+                    gpu.last_key_bytes(),
+                    one_pass,
+                    "{what}: a batch of three crosses the key once"
+                );
+                for (m, (sums, full)) in sums.iter().zip([&full0, &full1, &full2]).enumerate() {
+                    let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+                    let cpu = prove_with(&CpuBackend, &key, full, r, s).unwrap();
+                    assert_eq!(
+                        finish(&key, sums, r, s).unwrap().to_bytes(),
+                        cpu.proof.to_bytes(),
+                        "{what}: member {m}'s batched proof differs from the CPU's"
+                    );
+                    assert!(
+                        t[m].get("msm_batch_share").is_some(),
+                        "{what}: {:?}",
+                        t[m].stages
+                    );
+                }
+                eprintln!(
+                    "{what}: three partitions identical over one pass ({} key bytes; one alone: [{}]; member 0 in the batch: [{}])",
+                    one_pass,
+                    stage_list(&alone.timings.stages, 2),
+                    stage_list(&t[0].stages, 2)
+                );
+            }
+        }
+        gpu.force_layout(None);
+        gpu.resident_keys().evict(&key).unwrap();
+    }
+}
+
 // ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
 
 fn main() -> std::process::ExitCode {
@@ -587,7 +659,8 @@ fn main() -> std::process::ExitCode {
             shared_workers_keep_two_keys_resident,
             deferred_abc_on_the_device_gives_the_cpu_proofs,
             deferred_abc_with_streamed_matrices_gives_the_cpu_proofs,
-            every_small_card_layout_gives_the_cpu_proofs
+            every_small_card_layout_gives_the_cpu_proofs,
+            a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof
         ],
         cuzk_cuda::no_device().as_deref(),
     )
