@@ -43,6 +43,8 @@
 #             same key: wall time and peak RSS, or how far it got before running out of memory;
 #   identity  one 32 GiB partition (domain 2^27) proved on the GPU and on the CPU with the
 #             same r, s: byte-identical (tests/gpu_full_scale.rs);
+#   batch     (needs precompile) partitions 0..BATCH-1 with the key streamed, alone and as batches
+#             over one pass of the key (CudaBackend::msm_sums_batch): proofs equal, time per partition;
 #   daemon    `cuzk daemon` over a unix socket, driven by `cuzk client`: 512 MiB (and
 #             porep-c2 on it for reference), then the 32 GiB C1 1; GetStatus before and after;
 #   post32    (not in the default list: it removes the PoRep key) 32 GiB WindowPoSt and
@@ -400,6 +402,17 @@ step_identity() {
   local r1cs=""; [ -s "$FS/porep-32g.r1cs" ] && r1cs="$FS/porep-32g.r1cs"
   CUZK_GPU_C1="$FS/c1-1.json" CUZK_GPU_R1CS="$r1cs" "$bin/gpu_full_scale" --nocapture > "$FS/identity.log" 2>&1
   echo "identity rc=$?" >> "$FS/identity.log"
+}
+
+# Partitions 0..BATCH-1 (default 4) of C1 1, pre-compiled, the key streamed in 2^23-point chunks
+# and pinned: proved one at a time, then as batches of 2 and BATCH over one pass of the key each
+# (gpu_full_scale's batch test, filtered: the CPU identity test is not run). Every batched proof
+# equals its partition's alone and verifies; batch.log has time and key bytes per partition.
+step_batch() {
+  CUZK_FATBIN_DIR="$FS/kernels" CUZK_GPU_C1="$FS/c1-1.json" CUZK_GPU_R1CS="$FS/porep-32g.r1cs" \
+    CUZK_GPU_BATCH="${BATCH:-4}" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::streamed=info" \
+    "$bin/gpu_full_scale" --nocapture batch > "$FS/batch.log" 2>&1
+  echo "batch rc=$?" >> "$FS/batch.log"
 }
 
 # The daemon, over a unix socket, with the client in `cuzk client`: 512 MiB
@@ -803,6 +816,7 @@ summary() {
     grep -E "wall|key|synthesis|proving|verify|rc=|Maximum resident|Killed|memory|error|panicked|carried" "$FS/anchor.log" 2>/dev/null | tail -14
   fi
   if ran identity; then echo "-- identity, $(span identity) s:"; grep -E "partition|cuda|cpu|rc=|panicked|test result" "$FS/identity.log" | tail -8; fi
+  if ran batch; then echo "-- batch, $(span batch) s:"; grep -E "^alone|^batch of|rc=|panicked|test result" "$FS/batch.log" | cut -c1-220; fi
   if ran daemon; then
     echo "-- daemon, $(span daemon) s:"; grep -E "rc=|verification|total" "$FS/porep-512MiB.log" 2>/dev/null | tail -3
     cat "$FS/daemon-table.txt" 2>/dev/null

@@ -169,12 +169,140 @@ fn a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof() {
     );
 }
 
+/// Partitions 0..B (B = `CUZK_GPU_BATCH`, default 4) of the C1, pre-compiled
+/// (`CUZK_GPU_R1CS` is needed: the batch shares the device's a, b, c),
+/// proved with the key streamed in 2^23-point chunks (a, b, c on the device,
+/// matrices resident, the key pinned in host memory): one at a time, then
+/// as batches of 2 and of B over one pass of the key each
+/// (`CudaBackend::msm_sums_batch`). Every batched proof must equal the same
+/// partition's proof alone (same r, s) and verify; the wall time and key
+/// bytes per partition of each are printed. Run alone with the filter
+/// `batch` (the other test spends minutes on the CPU prover).
+fn a_batch_of_partitions_crosses_the_key_once_and_proves_each_as_alone() {
+    use cuzk_gpu::{HPoly, MatrixLayout, SrsMode};
+    use cuzk_groth16::prover::{finish, StageTimings};
+    let (Some(c1_path), Some(r1cs)) = (
+        std::env::var_os("CUZK_GPU_C1"),
+        std::env::var_os("CUZK_GPU_R1CS").filter(|v| !v.is_empty()),
+    ) else {
+        eprintln!("skipped: a batch needs CUZK_GPU_C1 and CUZK_GPU_R1CS (a pre-compiled circuit)");
+        return;
+    };
+    let gpu = match cuzk_gpu::CudaBackend::first() {
+        Ok(Some(gpu)) => gpu,
+        Ok(None) => {
+            eprintln!("skipped: no CUDA device");
+            return;
+        }
+        Err(e) => panic!("a CUDA device is present but unusable: {e}"),
+    };
+    let b: usize = std::env::var("CUZK_GPU_BATCH").map_or(4, |v| v.parse().unwrap());
+    let c1 = parse_c1(&std::fs::read(&c1_path).unwrap()).unwrap();
+    cuzk_filecoin::check_c1(&c1, None).unwrap();
+    let params = ParamsDir::filecoin();
+    let key = std::sync::Arc::new(params.load_proving_key(c1.proof_type).unwrap());
+    let (synthesis, fallback) = PorepSynthesis::for_mode(
+        SynthesisMode::Precompiled,
+        c1.proof_type,
+        &params,
+        Some(&PathBuf::from(r1cs)),
+        Some(&key),
+    );
+    if let Some(e) = fallback {
+        panic!("the recording cannot be used: {e}");
+    }
+    let source = PorepSource::with_synthesis(&c1, &key, &synthesis).unwrap();
+    let parts = source.num_partitions();
+    assert!(
+        b >= 2 && b <= parts,
+        "CUZK_GPU_BATCH={b}: 2..={parts} partitions"
+    );
+    let t = Instant::now();
+    let witnesses: Vec<_> = (0..b).map(|k| source.synthesize(k).unwrap()).collect();
+    let inputs: Vec<_> = (0..b)
+        .map(|k| {
+            source
+                .public_inputs(k)
+                .unwrap()
+                .expect("PoRep knows its inputs")
+        })
+        .collect();
+    eprintln!("{b} partitions synthesized in {:.1?}", t.elapsed());
+    gpu.force_layout_with(Some((
+        SrsMode::Streamed { chunk: 1 << 23 },
+        HPoly::Full,
+        MatrixLayout::Resident,
+    )));
+    gpu.prepare_key(&key).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(20261205);
+    let rs: Vec<_> = (0..b)
+        .map(|_| {
+            (
+                blstrs::Scalar::random(&mut rng),
+                blstrs::Scalar::random(&mut rng),
+            )
+        })
+        .collect();
+    // One at a time (the first one warms the worker: matrices up, scratch made).
+    let warm = prove_with(&gpu, &key, &witnesses[0], rs[0].0, rs[0].1).unwrap();
+    let t = Instant::now();
+    let mut alone = Vec::new();
+    let mut alone_bytes = 0;
+    for (w, &(r, s)) in witnesses.iter().zip(&rs) {
+        alone.push(prove_with(&gpu, &key, w, r, s).unwrap().proof.to_bytes());
+        alone_bytes += gpu.last_key_bytes();
+    }
+    let alone_wall = t.elapsed().as_secs_f64();
+    assert_eq!(alone[0], warm.proof.to_bytes());
+    eprintln!(
+        "alone: {:.3} s per partition, {:.2} GB of key crossed per partition ({})",
+        alone_wall / b as f64,
+        alone_bytes as f64 / 1e9 / b as f64,
+        gpu.last_run().unwrap_or_default()
+    );
+    let pvk = PreparedVerifyingKey::new(&key.vk);
+    for members in [2, b] {
+        let refs: Vec<_> = witnesses[..members].iter().collect();
+        let mut timings = vec![StageTimings::default(); members];
+        let t = Instant::now();
+        let sums = gpu.msm_sums_batch(&key, &refs, &mut timings).unwrap();
+        let proofs: Vec<_> = sums
+            .iter()
+            .zip(&rs)
+            .map(|(sums, &(r, s))| finish(&key, sums, r, s).unwrap())
+            .collect();
+        let wall = t.elapsed().as_secs_f64();
+        for (k, proof) in proofs.iter().enumerate() {
+            assert_eq!(
+                proof.to_bytes(),
+                alone[k],
+                "partition {k}: batched proof differs from alone"
+            );
+            assert!(
+                verify_proof(&pvk, proof, &inputs[k]).unwrap(),
+                "partition {k}"
+            );
+        }
+        eprintln!(
+            "batch of {members}: {:.3} s per partition ({:.2}x alone), {:.2} GB of key crossed per partition; member 0's stages {:?}",
+            wall / members as f64,
+            (wall / members as f64) / (alone_wall / b as f64),
+            gpu.last_key_bytes() as f64 / 1e9 / members as f64,
+            timings[0].stages
+        );
+    }
+    gpu.force_layout(None);
+}
+
 // ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
 
 fn main() -> std::process::ExitCode {
     cuzk_testkit::gpu_suite(
         "gpu_full_scale",
-        &cuzk_testkit::gpu_tests![a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof],
+        &cuzk_testkit::gpu_tests![
+            a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof,
+            a_batch_of_partitions_crosses_the_key_once_and_proves_each_as_alone
+        ],
         missing().as_deref(),
     )
 }
