@@ -36,14 +36,7 @@ fn a_partition_proved_on_the_gpu_is_byte_identical_to_the_cpu_proof() {
         eprintln!("skipped: CUZK_GPU_C1 is not set (a C1 file and its key are needed)");
         return;
     };
-    let gpu = match cuzk_gpu::CudaBackend::first() {
-        Ok(Some(gpu)) => gpu,
-        Ok(None) => {
-            eprintln!("skipped: no CUDA device");
-            return;
-        }
-        Err(e) => panic!("a CUDA device is present but unusable: {e}"),
-    };
+    let Some(gpu) = gpu() else { return };
     let k: usize = std::env::var("CUZK_GPU_PARTITION").map_or(0, |v| v.parse().unwrap());
     let recording = std::env::var_os("CUZK_GPU_R1CS")
         .filter(|v| !v.is_empty())
@@ -188,14 +181,7 @@ fn a_batch_of_partitions_crosses_the_key_once_and_proves_each_as_alone() {
         eprintln!("skipped: a batch needs CUZK_GPU_C1 and CUZK_GPU_R1CS (a pre-compiled circuit)");
         return;
     };
-    let gpu = match cuzk_gpu::CudaBackend::first() {
-        Ok(Some(gpu)) => gpu,
-        Ok(None) => {
-            eprintln!("skipped: no CUDA device");
-            return;
-        }
-        Err(e) => panic!("a CUDA device is present but unusable: {e}"),
-    };
+    let Some(gpu) = gpu() else { return };
     let b: usize = std::env::var("CUZK_GPU_BATCH").map_or(4, |v| v.parse().unwrap());
     let c1 = parse_c1(&std::fs::read(&c1_path).unwrap()).unwrap();
     cuzk_filecoin::check_c1(&c1, None).unwrap();
@@ -292,6 +278,19 @@ fn a_batch_of_partitions_crosses_the_key_once_and_proves_each_as_alone() {
         );
     }
     gpu.force_layout(None);
+}
+
+/// The first CUDA device's backend; `None` (and a line saying so) without
+/// one; a device that is present but unusable fails the test.
+fn gpu() -> Option<cuzk_gpu::CudaBackend> {
+    match cuzk_gpu::CudaBackend::first() {
+        Ok(Some(gpu)) => Some(gpu),
+        Ok(None) => {
+            eprintln!("skipped: no CUDA device");
+            None
+        }
+        Err(e) => panic!("a CUDA device is present but unusable: {e}"),
+    }
 }
 
 // ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------

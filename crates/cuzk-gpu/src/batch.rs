@@ -18,6 +18,8 @@
 
 use std::ops::Range;
 
+use cuzk_field::{G1Projective, G2Projective, Group};
+
 use crate::interleave::{in_turn, interleave};
 
 /// One chunk crossing PCIe and the batch members that sum it.
@@ -142,11 +144,52 @@ impl BatchOrder {
     }
 }
 
+/// A section's sum: a point of the section's group.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Sum {
+    G1(G1Projective),
+    G2(G2Projective),
+}
+
+impl Sum {
+    /// The sum of no points, in G2 or G1.
+    pub(crate) fn zero(in_g2: bool) -> Self {
+        match in_g2 {
+            true => Sum::G2(G2Projective::identity()),
+            false => Sum::G1(G1Projective::identity()),
+        }
+    }
+
+    pub(crate) fn g1(self) -> G1Projective {
+        match self {
+            Sum::G1(p) => p,
+            Sum::G2(_) => unreachable!("a G1 section"),
+        }
+    }
+
+    pub(crate) fn g2(self) -> G2Projective {
+        match self {
+            Sum::G2(p) => p,
+            Sum::G1(_) => unreachable!("a G2 section"),
+        }
+    }
+}
+
+impl std::ops::Add for Sum {
+    type Output = Sum;
+
+    fn add(self, other: Sum) -> Sum {
+        match (self, other) {
+            (Sum::G1(a), Sum::G1(b)) => Sum::G1(a + b),
+            (Sum::G2(a), Sum::G2(b)) => Sum::G2(a + b),
+            _ => unreachable!("the sums of one section share a group"),
+        }
+    }
+}
+
 /// What a batch's crossings are run on: a device's chunk buffers and MSMs,
 /// or the host's (this module's tests).
 pub(crate) trait Crossings {
-    /// A section's sum (a G1 or a G2 point).
-    type Sum;
     type Error;
 
     /// Member `m`'s state for section `s` (its scalars), made before the
@@ -163,7 +206,7 @@ pub(crate) trait Crossings {
     fn enqueue(&mut self, i: usize, c: &Crossing, m: usize) -> Result<(), Self::Error>;
 
     /// Waits for member `m`'s sums over crossing `i` and returns them.
-    fn result(&mut self, i: usize, c: &Crossing, m: usize) -> Result<Self::Sum, Self::Error>;
+    fn result(&mut self, i: usize, c: &Crossing, m: usize) -> Result<Sum, Self::Error>;
 
     /// Every sum over crossing `i`'s points is queued (the last member's
     /// result not yet read): its buffer may be refilled once they have run.
@@ -172,10 +215,8 @@ pub(crate) trait Crossings {
     /// Member `m`'s state for section `s` is read by no more sums.
     fn release(&mut self, m: usize, s: usize) -> Result<(), Self::Error>;
 
-    /// The sum of no points in section `s`.
-    fn zero(&self, s: usize) -> Self::Sum;
-
-    fn add(&self, a: Self::Sum, b: Self::Sum) -> Self::Sum;
+    /// Whether section `s`'s points are in G2 (else G1).
+    fn in_g2(&self, s: usize) -> bool;
 }
 
 /// Runs `order` on `exec`, copies up to `ahead` crossings ahead of the
@@ -187,11 +228,15 @@ pub(crate) fn run<E: Crossings>(
     order: &BatchOrder,
     ahead: usize,
     exec: &mut E,
-) -> Result<Vec<Vec<E::Sum>>, E::Error> {
+) -> Result<Vec<Vec<Sum>>, E::Error> {
     let ahead = ahead.max(1);
     let crossings = order.crossings();
-    let mut sums: Vec<Vec<E::Sum>> = (0..order.members())
-        .map(|_| (0..order.sections).map(|s| exec.zero(s)).collect())
+    let mut sums: Vec<Vec<Sum>> = (0..order.members())
+        .map(|_| {
+            (0..order.sections)
+                .map(|s| Sum::zero(exec.in_g2(s)))
+                .collect()
+        })
         .collect();
     for (i, c) in crossings.iter().enumerate().take(ahead) {
         exec.cross(i, c)?;
@@ -209,8 +254,7 @@ pub(crate) fn run<E: Crossings>(
                 }
             }
             let got = exec.result(i, c, m)?;
-            let acc = std::mem::replace(&mut sums[m][c.section], exec.zero(c.section));
-            sums[m][c.section] = exec.add(acc, got);
+            sums[m][c.section] = sums[m][c.section] + got;
         }
         for (m, s) in order.ending(i) {
             exec.release(m, s)?;

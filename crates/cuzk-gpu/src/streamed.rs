@@ -16,12 +16,12 @@ use cuzk_cuda::{DeviceBuffer, Event, Stream};
 use cuzk_field::limbs::{
     fr_as_limbs, g1_as_limbs, g2_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs, G2AffineLimbs,
 };
-use cuzk_field::{G1Affine, G1Projective, G2Projective, Group};
+use cuzk_field::G1Affine;
 use cuzk_groth16::prover::{dense_ab_scalars_of, MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
-use crate::batch::{self, BatchOrder, Crossing, Crossings};
+use crate::batch::{self, BatchOrder, Crossing, Crossings, Sum};
 use crate::breakdown::{Breakdown, Trace};
 use crate::dense::{DenseIndex, DenseScalars};
 use crate::worker::{Clock, Dense, Scalars, Worker};
@@ -85,29 +85,6 @@ impl<'a> Section<'a> {
     fn range(&self, chunk: usize, k: usize) -> (usize, usize) {
         let p = self.points(chunk);
         (k * p, ((k + 1) * p).min(self.count))
-    }
-}
-
-/// A section's sum.
-#[derive(Clone, Copy)]
-enum Sum {
-    G1(G1Projective),
-    G2(G2Projective),
-}
-
-impl Sum {
-    fn g1(self) -> G1Projective {
-        match self {
-            Sum::G1(p) => p,
-            Sum::G2(_) => unreachable!("a G1 section"),
-        }
-    }
-
-    fn g2(self) -> G2Projective {
-        match self {
-            Sum::G2(p) => p,
-            Sum::G1(_) => unreachable!("a G2 section"),
-        }
     }
 }
 
@@ -455,7 +432,6 @@ struct OnDevice<'x, 'a> {
 }
 
 impl Crossings for OnDevice<'_, '_> {
-    type Sum = Sum;
     type Error = cuzk_cuda::Error;
 
     fn prepare(&mut self, _: usize, _: usize) -> cuzk_cuda::Result<()> {
@@ -534,19 +510,8 @@ impl Crossings for OnDevice<'_, '_> {
         Ok(())
     }
 
-    fn zero(&self, s: usize) -> Sum {
-        match self.members[0][s].bases {
-            Bases::G1(_) => Sum::G1(G1Projective::identity()),
-            Bases::G2(_) => Sum::G2(G2Projective::identity()),
-        }
-    }
-
-    fn add(&self, a: Sum, b: Sum) -> Sum {
-        match (a, b) {
-            (Sum::G1(a), Sum::G1(b)) => Sum::G1(a + b),
-            (Sum::G2(a), Sum::G2(b)) => Sum::G2(a + b),
-            _ => unreachable!("the sums of one section share a group"),
-        }
+    fn in_g2(&self, s: usize) -> bool {
+        matches!(self.members[0][s].bases, Bases::G2(_))
     }
 }
 

@@ -201,11 +201,7 @@ impl Worker {
     ) -> cuzk_cuda::Result<MsmSums> {
         let s = self.stream.clone();
         let n = plan.shape.domain;
-        self.size_scratch(
-            plan.msm_len,
-            plan.msm_len.min(plan.shape.b_g2.max(1)),
-            plan.gather_len,
-        )?;
+        self.size_for(plan)?;
         let mut clock = Clock::new();
         self.last_key_bytes = 0;
 
@@ -214,15 +210,8 @@ impl Worker {
         // pinned pool; then iNTT, coset NTT, (a·b − c)/Z, coset iNTT, all on
         // the device: the three at once, or (lean) two at a time.
         let (da, aux_on_device) = match (matrices, plan.h_poly) {
-            (Some(m), HPoly::Full) => {
-                let (abc, aux) = self.device_abc(m, w, n, &mut clock)?;
-                clock.start(&s, "h_poly")?;
-                let h = full_h(&s, abc)?;
-                clock.stop(&s)?;
-                (h, Some(aux))
-            }
-            (Some(m), HPoly::Lean) => {
-                let (h, aux) = self.device_abc_lean(m, w, n, &mut clock)?;
+            (Some(m), h_poly) => {
+                let (h, aux) = self.device_h(m, w, n, h_poly, &mut clock)?;
                 (h, Some(aux))
             }
             (None, layout) => {
@@ -309,25 +298,12 @@ impl Worker {
         };
         let s = self.stream.clone();
         let n = plan.shape.domain;
-        self.size_scratch(
-            plan.msm_len,
-            plan.msm_len.min(plan.shape.b_g2.max(1)),
-            plan.gather_len,
-        )?;
+        self.size_for(plan)?;
         self.last_key_bytes = 0;
         let mut held = Vec::with_capacity(ws.len());
         for (w, t) in ws.iter().zip(t.iter_mut()) {
             let mut clock = Clock::new();
-            let (dh, dl) = match plan.h_poly {
-                HPoly::Full => {
-                    let (abc, aux) = self.device_abc(&matrices, w, n, &mut clock)?;
-                    clock.start(&s, "h_poly")?;
-                    let h = full_h(&s, abc)?;
-                    clock.stop(&s)?;
-                    (h, aux)
-                }
-                HPoly::Lean => self.device_abc_lean(&matrices, w, n, &mut clock)?,
-            };
+            let (dh, dl) = self.device_h(&matrices, w, n, plan.h_poly, &mut clock)?;
             s.synchronize()?;
             clock.report(t)?;
             held.push((dh, dl));
@@ -347,6 +323,39 @@ impl Worker {
             t.record("msm_batch_share", share);
         }
         Ok(sums)
+    }
+
+    /// a, b, c evaluated on the device from `matrices`, then the H
+    /// polynomial (the three at once, or lean): H's coefficients and the
+    /// aux values (z's tail, for L, A and B).
+    fn device_h(
+        &mut self,
+        matrices: &AbcMatrices<'_>,
+        w: &Synthesized,
+        n: usize,
+        h_poly: HPoly,
+        clock: &mut Clock,
+    ) -> cuzk_cuda::Result<(DeviceBuffer<FrLimbs>, DeviceBuffer<FrLimbs>)> {
+        match h_poly {
+            HPoly::Full => {
+                let s = self.stream.clone();
+                let (abc, aux) = self.device_abc(matrices, w, n, clock)?;
+                clock.start(&s, "h_poly")?;
+                let h = full_h(&s, abc)?;
+                clock.stop(&s)?;
+                Ok((h, aux))
+            }
+            HPoly::Lean => self.device_abc_lean(matrices, w, n, clock),
+        }
+    }
+
+    /// The worker's scratch sized for `plan`'s MSMs and gathers.
+    fn size_for(&mut self, plan: &VramPlan) -> cuzk_cuda::Result<()> {
+        self.size_scratch(
+            plan.msm_len,
+            plan.msm_len.min(plan.shape.b_g2.max(1)),
+            plan.gather_len,
+        )
     }
 
     fn resident_msms(

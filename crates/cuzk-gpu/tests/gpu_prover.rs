@@ -72,6 +72,18 @@ fn full_and_deferred(
     (full, w)
 }
 
+/// Deferred witness `w` with its aux values held compact (classes and
+/// the values other than 0 and 1).
+fn compact_of(deferred: &cuzk_synth::precompiled::DeferredAbc, w: &Synthesized) -> Synthesized {
+    use cuzk_synth::precompiled::{CompactWitness, Witness};
+    deferred
+        .synthesized_compact(CompactWitness::from_witness(&Witness {
+            input_assignment: w.input_assignment.clone(),
+            aux_assignment: w.aux_assignment.clone(),
+        }))
+        .unwrap()
+}
+
 /// The device's backend, a fresh seed (printed after `what`, so a failure
 /// can be replayed) and an RNG from it; `None` without a device.
 fn started(what: &str) -> Option<(CudaBackend, u64, ChaCha20Rng)> {
@@ -486,14 +498,7 @@ fn every_small_card_layout_gives_the_cpu_proofs() {
         let key = Arc::new(read_key(k, &path));
         let deferred = deferred_abc(k, seed);
         let (full, w) = full_and_deferred(&deferred, k, seed ^ 11);
-        let compact = deferred
-            .synthesized_compact(cuzk_synth::precompiled::CompactWitness::from_witness(
-                &cuzk_synth::precompiled::Witness {
-                    input_assignment: w.input_assignment.clone(),
-                    aux_assignment: w.aux_assignment.clone(),
-                },
-            ))
-            .unwrap();
+        let compact = compact_of(&deferred, &w);
         assert!(compact.compact_aux.is_some());
         let longest = Shape::of_circuit(&w.shape()).longest_msm();
         let chunk = (longest / 4).max(cuzk_gpu::MIN_CHUNK).next_power_of_two();
@@ -591,14 +596,7 @@ fn a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof() {
         let (full0, w0) = full_and_deferred(&deferred, k, seed ^ 21);
         let (full1, w1) = full_and_deferred(&deferred, k, seed ^ 22);
         let (full2, w2) = full_and_deferred(&deferred, k, seed ^ 23);
-        let compact2 = deferred
-            .synthesized_compact(cuzk_synth::precompiled::CompactWitness::from_witness(
-                &cuzk_synth::precompiled::Witness {
-                    input_assignment: w2.input_assignment.clone(),
-                    aux_assignment: w2.aux_assignment.clone(),
-                },
-            ))
-            .unwrap();
+        let compact2 = compact_of(&deferred, &w2);
         let longest = Shape::of_circuit(&w0.shape()).longest_msm();
         let chunk = (longest / 4).max(cuzk_gpu::MIN_CHUNK).next_power_of_two();
         let mode = SrsMode::Streamed { chunk };

@@ -120,12 +120,6 @@ enum Copied {
     G2(Vec<G2Affine>),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Sum {
-    G1(G1Projective),
-    G2(G2Projective),
-}
-
 /// The host executor: the key's sections, each member's scalars per
 /// section, a ring of `ahead` chunk copies, and the states alive.
 struct Host<'a> {
@@ -183,7 +177,6 @@ impl<'a> Host<'a> {
 }
 
 impl Crossings for Host<'_> {
-    type Sum = Sum;
     type Error = String;
 
     fn prepare(&mut self, m: usize, s: usize) -> Result<(), String> {
@@ -265,19 +258,8 @@ impl Crossings for Host<'_> {
         }
     }
 
-    fn zero(&self, s: usize) -> Sum {
-        match self.sections[s].0 {
-            Points::G1(_) => Sum::G1(G1Projective::identity()),
-            Points::G2(_) => Sum::G2(G2Projective::identity()),
-        }
-    }
-
-    fn add(&self, a: Sum, b: Sum) -> Sum {
-        match (a, b) {
-            (Sum::G1(a), Sum::G1(b)) => Sum::G1(a + b),
-            (Sum::G2(a), Sum::G2(b)) => Sum::G2(a + b),
-            _ => unreachable!("sums of one section share a group"),
-        }
+    fn in_g2(&self, s: usize) -> bool {
+        matches!(self.sections[s].0, Points::G2(_))
     }
 }
 
@@ -380,31 +362,20 @@ fn a_batch_gives_each_partition_its_own_sums_and_proof() {
 /// n distinct points: a random start plus, at each step, one of eight
 /// random steps (additions, not scalar multiplications: 2^16 of them take
 /// milliseconds).
-fn g1_points(n: usize, rng: &mut impl rand::RngCore) -> Vec<G1Affine> {
-    let steps: Vec<G1Projective> = (0..8).map(|_| G1Projective::random(&mut *rng)).collect();
-    let mut acc = G1Projective::random(&mut *rng);
-    let v: Vec<G1Projective> = (0..n)
+fn points<P: Curve<AffineRepr: Copy>>(
+    n: usize,
+    rng: &mut impl rand::RngCore,
+) -> Vec<P::AffineRepr> {
+    let steps: Vec<P> = (0..8).map(|_| P::random(&mut *rng)).collect();
+    let mut acc = P::random(&mut *rng);
+    let v: Vec<P> = (0..n)
         .map(|_| {
             acc += steps[rng.next_u32() as usize % 8];
             acc
         })
         .collect();
-    let mut out = vec![G1Affine::identity(); n];
-    G1Projective::batch_normalize(&v, &mut out);
-    out
-}
-
-fn g2_points(n: usize, rng: &mut impl rand::RngCore) -> Vec<G2Affine> {
-    let steps: Vec<G2Projective> = (0..8).map(|_| G2Projective::random(&mut *rng)).collect();
-    let mut acc = G2Projective::random(&mut *rng);
-    let v: Vec<G2Projective> = (0..n)
-        .map(|_| {
-            acc += steps[rng.next_u32() as usize % 8];
-            acc
-        })
-        .collect();
-    let mut out = vec![G2Affine::identity(); n];
-    G2Projective::batch_normalize(&v, &mut out);
+    let mut out = vec![P::identity().to_affine(); n];
+    P::batch_normalize(&v, &mut out);
     out
 }
 
@@ -425,9 +396,9 @@ fn batched_sums_at_2_16_equal_each_members_whole_msm() {
     let mut rng = cuzk_testkit::test_rng("batched_sums_at_2_16_equal_each_members_whole_msm");
     let n = 1 << 16;
     let (h, l, b2) = (
-        g1_points(n, &mut rng),
-        g1_points(n, &mut rng),
-        g2_points(n / 4, &mut rng),
+        points::<G1Projective>(n, &mut rng),
+        points::<G1Projective>(n, &mut rng),
+        points::<G2Projective>(n / 4, &mut rng),
     );
     let members: Vec<[Vec<Fr>; 3]> = (0..3)
         .map(|_| {
