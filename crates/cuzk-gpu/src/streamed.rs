@@ -23,6 +23,8 @@ use cuzk_synth::Synthesized;
 
 use crate::batch::{self, BatchOrder, Crossing, Crossings, Sum};
 use crate::breakdown::{Breakdown, Trace};
+use crate::matrices::AbcMatrices;
+use crate::plan::{SrsMode, VramPlan};
 use crate::dense::{DenseIndex, DenseScalars};
 use crate::worker::{Clock, Dense, Scalars, Worker};
 
@@ -252,6 +254,61 @@ impl Worker {
                 b_g2: v[4].g2(),
             })
             .collect())
+    }
+
+    /// Several partitions of one circuit over one pass of the streamed
+    /// key (`plan`: streamed, a, b, c on the device, interleaved): each
+    /// member's a, b, c and H polynomial on the device in turn, its H
+    /// scalars and aux values kept, then one pass of the key's chunks that
+    /// every member sums ([`Worker::streamed_batch`]). `t[m]` gets member
+    /// m's own stages and `msm_batch_share`, its share (1 / members) of the
+    /// shared stage's device time.
+    pub(crate) fn prove_batch(
+        &mut self,
+        plan: &VramPlan,
+        key: &ProvingKey,
+        ws: &[&Synthesized],
+        t: &mut [StageTimings],
+    ) -> cuzk_cuda::Result<Vec<MsmSums>> {
+        let SrsMode::Streamed { chunk } = plan.mode else {
+            unreachable!("the backend batches only a streamed key")
+        };
+        let deferred = ws[0]
+            .deferred
+            .as_ref()
+            .expect("a, b, c on the device: checked by the backend");
+        self.srs.lock().release_for_streaming();
+        let matrices = match plan.matrices_streamed() {
+            None => AbcMatrices::Resident(self.make_matrices_resident(deferred, &mut t[0])?),
+            Some(terms) => AbcMatrices::Streamed(Box::new(deferred.r1cs()), terms),
+        };
+        let s = self.stream.clone();
+        let n = plan.shape.domain;
+        self.size_for(plan)?;
+        self.last_key_bytes = 0;
+        let mut held = Vec::with_capacity(ws.len());
+        for (w, t) in ws.iter().zip(t.iter_mut()) {
+            let mut clock = Clock::new();
+            let (dh, dl) = self.device_h(&matrices, w, n, plan.h_poly, &mut clock)?;
+            s.synchronize()?;
+            clock.report(t)?;
+            held.push((dh, dl));
+        }
+        let mut clock = Clock::new();
+        let sums = self.streamed_batch(chunk, key, ws, held, &mut clock);
+        self.pin = None;
+        let sums = sums?;
+        if self.release_scratch {
+            self.scratch = None;
+        }
+        s.synchronize()?;
+        let mut shared = StageTimings::default();
+        clock.report(&mut shared)?;
+        let share = shared.total() / ws.len() as u32;
+        for t in t.iter_mut() {
+            t.record("msm_batch_share", share);
+        }
+        Ok(sums)
     }
 
     /// The ring of chunk buffers, and the key's pin in host memory when
