@@ -23,9 +23,9 @@ use cuzk_synth::Synthesized;
 
 use crate::batch::{self, BatchOrder, Crossing, Crossings, Sum};
 use crate::breakdown::{Breakdown, Trace};
+use crate::dense::{DenseIndex, DenseScalars};
 use crate::matrices::AbcMatrices;
 use crate::plan::{SrsMode, VramPlan};
-use crate::dense::{DenseIndex, DenseScalars};
 use crate::worker::{Clock, Dense, Scalars, Worker};
 
 /// Chunk buffers in flight: the copy engine runs up to three chunks ahead
