@@ -14,6 +14,7 @@ use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 use parking_lot::Mutex;
 
+use crate::batch::member_bytes;
 use crate::error::{gpu_err, GpuError};
 use crate::matrices::{witness_shape, MatrixSlot};
 use crate::plan::{CudaFootprints, HPoly, MatrixLayout, PlanError, Shape, SrsMode, VramPlan};
@@ -354,26 +355,16 @@ impl CudaBackend {
                 .map(|(w, t)| worker.prove(&plan, key, w, t).map_err(gpu_err))
                 .collect();
         }
-        let needed = plan.peak() + (ws.len() as u64 - 1) * batch_member_bytes(&plan.shape);
-        if needed > budget {
+        if ws.len() > plan.batch_room() {
             return Err(GpuError::BatchDoesNotFit {
                 members: ws.len(),
-                needed,
+                needed: plan.peak() + (ws.len() as u64 - 1) * member_bytes(&plan.shape),
                 budget,
             }
             .into());
         }
         worker.prove_batch(&plan, key, ws, t).map_err(gpu_err)
     }
-}
-
-/// Device bytes one more member of a batch holds through the key's pass:
-/// its H scalars (n), its aux values, and A's and B's ranked density
-/// bitmaps (a word and a word offset per 64 aux values, each).
-fn batch_member_bytes(shape: &Shape) -> u64 {
-    let fr = 32u64;
-    let words = shape.aux.div_ceil(64) as u64;
-    (shape.domain as u64 + shape.aux as u64) * fr + 2 * (words * 8 + (words + 1) * 4)
 }
 
 impl Backend for CudaBackend {

@@ -21,6 +21,7 @@ use std::ops::Range;
 use cuzk_field::{G1Projective, G2Projective, Group};
 
 use crate::interleave::{in_turn, interleave};
+use crate::plan::{Shape, SrsMode, VramPlan};
 
 /// One chunk crossing PCIe and the batch members that sum it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -141,6 +142,29 @@ impl BatchOrder {
     fn each_state(&self) -> impl Iterator<Item = (usize, usize)> {
         let sections = self.sections;
         (0..self.members).flat_map(move |m| (0..sections).map(move |s| (m, s)))
+    }
+}
+
+/// Device bytes one more member of a batch holds through the key's pass:
+/// its H scalars (n), its aux values, and A's and B's ranked density
+/// bitmaps (a word and a word offset per 64 aux values, each).
+pub(crate) fn member_bytes(shape: &Shape) -> u64 {
+    let fr = 32u64;
+    let words = shape.aux.div_ceil(64) as u64;
+    (shape.domain as u64 + shape.aux as u64) * fr + 2 * (words * 8 + (words + 1) * 4)
+}
+
+impl VramPlan {
+    /// How many partitions of this plan's shape one pass of the key can
+    /// serve: 1 unless the key streams with a, b, c on the device (the
+    /// interleaved stage: only then do the members' scalars live in VRAM),
+    /// and then as many as the budget holds beside the plan's peak, each
+    /// member after the first holding [`member_bytes`].
+    pub(crate) fn batch_room(&self) -> usize {
+        if !(matches!(self.mode, SrsMode::Streamed { .. }) && self.interleaved) {
+            return 1;
+        }
+        1 + (self.budget.saturating_sub(self.peak()) / member_bytes(&self.shape)) as usize
     }
 }
 

@@ -454,3 +454,48 @@ fn a_keys_shape_is_its_circuits() {
     let w = cuzk_synth::synthesize(cuzk_synth::DemoCircuit::new(10, 0.95, 3)).unwrap();
     assert_eq!(Shape::of_key(&key), Shape::of_circuit(&w.shape()));
 }
+
+#[test]
+fn a_batch_of_32_gib_porep_partitions_fits_only_where_a_card_has_room_for_their_scalars() {
+    let shape = porep_32gib_deferred();
+    // Each member after the first holds its H scalars (2^27) and aux
+    // values (130.2 M), and two ranked bitmaps: 8.51 GB.
+    let member = crate::batch::member_bytes(&shape);
+    assert!((8_500_000_000..8_520_000_000).contains(&member), "{member}");
+    // Under every card's own plan there is no room for a second member:
+    // a streamed key's plan fills the card, and a resident key has nothing
+    // to share.
+    for gib in [12u64, 16, 24, 32, 40, 48, 80, 141] {
+        let plan = VramPlan::new(shape, gib * GIB, &CudaFootprints).unwrap();
+        assert_eq!(plan.batch_room(), 1, "{gib} GiB: {plan}");
+    }
+    // The key streamed by choice on an 80 GB card (the 2026-12-06 H100
+    // run's layout, 76.25 GiB of arena): room for six.
+    let plan = VramPlan::with_matrices(
+        shape,
+        76 * GIB + GIB / 4,
+        SrsMode::Streamed { chunk: 1 << 23 },
+        HPoly::Full,
+        MatrixLayout::Resident,
+        &CudaFootprints,
+    );
+    assert!(plan.fits(), "{plan}");
+    let room = plan.batch_room();
+    println!(
+        "76.25 GiB, streamed: peak {}, room for {room}",
+        human(plan.peak())
+    );
+    assert_eq!(room, 6, "{plan}");
+    // a, b, c on the host: the members' scalars would stream; no batch.
+    let host = VramPlan::with_layout(
+        Shape {
+            device_abc: None,
+            ..shape
+        },
+        76 * GIB + GIB / 4,
+        SrsMode::Streamed { chunk: 1 << 23 },
+        HPoly::Full,
+        &CudaFootprints,
+    );
+    assert_eq!(host.batch_room(), 1, "{host}");
+}
