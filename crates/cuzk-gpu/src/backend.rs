@@ -14,7 +14,6 @@ use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 use parking_lot::Mutex;
 
-use crate::batch::member_bytes;
 use crate::error::{gpu_err, GpuError};
 use crate::matrices::{witness_shape, MatrixSlot};
 use crate::plan::{CudaFootprints, HPoly, MatrixLayout, PlanError, Shape, SrsMode, VramPlan};
@@ -347,7 +346,7 @@ impl CudaBackend {
         let plan = self.plan_for(shape, budget, None)?;
         let shares = matches!(plan.mode, SrsMode::Streamed { .. })
             && plan.interleaved
-            && ws.iter().all(|w| w.deferred.is_some());
+            && first.deferred.is_some();
         if !shares || ws.len() == 1 {
             return ws
                 .iter()
@@ -358,7 +357,7 @@ impl CudaBackend {
         if ws.len() > plan.batch_room() {
             return Err(GpuError::BatchDoesNotFit {
                 members: ws.len(),
-                needed: plan.peak() + (ws.len() as u64 - 1) * member_bytes(&plan.shape),
+                needed: plan.batch_peak(ws.len()),
                 budget,
             }
             .into());

@@ -166,6 +166,12 @@ impl VramPlan {
         }
         1 + (self.budget.saturating_sub(self.peak()) / member_bytes(&self.shape)) as usize
     }
+
+    /// Device bytes a batch of `members` needs at its peak: the plan's,
+    /// and [`member_bytes`] for each member after the first.
+    pub(crate) fn batch_peak(&self, members: usize) -> u64 {
+        self.peak() + members.saturating_sub(1) as u64 * member_bytes(&self.shape)
+    }
 }
 
 /// A section's sum: a point of the section's group.

@@ -24,7 +24,6 @@ use cuzk_synth::Synthesized;
 use crate::batch::{self, BatchOrder, Crossing, Crossings, Sum};
 use crate::breakdown::{Breakdown, Trace};
 use crate::dense::{DenseIndex, DenseScalars};
-use crate::matrices::AbcMatrices;
 use crate::plan::{SrsMode, VramPlan};
 use crate::worker::{Clock, Dense, Scalars, Worker};
 
@@ -273,15 +272,10 @@ impl Worker {
         let SrsMode::Streamed { chunk } = plan.mode else {
             unreachable!("the backend batches only a streamed key")
         };
-        let deferred = ws[0]
-            .deferred
-            .as_ref()
-            .expect("a, b, c on the device: checked by the backend");
         self.srs.lock().release_for_streaming();
-        let matrices = match plan.matrices_streamed() {
-            None => AbcMatrices::Resident(self.make_matrices_resident(deferred, &mut t[0])?),
-            Some(terms) => AbcMatrices::Streamed(Box::new(deferred.r1cs()), terms),
-        };
+        let matrices = self
+            .abc_matrices(plan, ws[0], &mut t[0])?
+            .expect("a, b, c on the device: checked by the backend");
         let s = self.stream.clone();
         let n = plan.shape.domain;
         self.size_for(plan)?;

@@ -175,17 +175,33 @@ impl Worker {
                 None
             }
         };
-        let matrices = match (&w.deferred, plan.abc_on_device(), plan.matrices_streamed()) {
-            (Some(d), true, None) => {
-                Some(AbcMatrices::Resident(self.make_matrices_resident(d, t)?))
-            }
-            (Some(d), true, Some(terms)) => {
-                tracing::info!("a, b, c on the device, matrices streamed from the host: {plan}");
-                Some(AbcMatrices::Streamed(Box::new(d.r1cs()), terms))
-            }
-            _ => None,
-        };
+        let matrices = self.abc_matrices(plan, w, t)?;
         self.prove_stages(plan, key, w, resident, matrices.as_ref(), t)
+    }
+
+    /// Where `w`'s a, b, c come from on the device under `plan`: its
+    /// recording's matrices made resident, or streamed from the host;
+    /// `None` when the host evaluates them.
+    pub(crate) fn abc_matrices<'w>(
+        &mut self,
+        plan: &VramPlan,
+        w: &'w Synthesized,
+        t: &mut StageTimings,
+    ) -> cuzk_cuda::Result<Option<AbcMatrices<'w>>> {
+        Ok(
+            match (&w.deferred, plan.abc_on_device(), plan.matrices_streamed()) {
+                (Some(d), true, None) => {
+                    Some(AbcMatrices::Resident(self.make_matrices_resident(d, t)?))
+                }
+                (Some(d), true, Some(terms)) => {
+                    tracing::info!(
+                        "a, b, c on the device, matrices streamed from the host: {plan}"
+                    );
+                    Some(AbcMatrices::Streamed(Box::new(d.r1cs()), terms))
+                }
+                _ => None,
+            },
+        )
     }
 
     /// One partition's stages, with the key resident (`resident`) or
