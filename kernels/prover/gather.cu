@@ -12,6 +12,9 @@
 //   prover_copy_pad: dst[i] = src[i] for i < n, 0 for n <= i < total (a
 //     chunk's scalars into its buffer as a kernel, not a copy-engine copy or
 //     memset: those queue behind another stream's uploads)
+//   prover_gather_rows: dst[j] = src[idx[j]] for j < count, rows of any
+//     multiple of 16 bytes (a streamed chunk's few points and scalars whose
+//     scalars are neither 0 nor 1, kept past the chunk for one MSM later)
 //
 // Host wrapper: crates/cuzk-cuda/src/gather.rs (the only caller).
 #include <cstdint>
@@ -109,5 +112,20 @@ extern "C" __global__ void prover_copy_pad(const uint4* __restrict__ src, uint32
         }
         dst[uint64_t(i) * 2] = lo;
         dst[uint64_t(i) * 2 + 1] = hi;
+    }
+}
+
+// dst[j] = src[idx[j]] for j < count, each row `row` 16-byte words (a G1
+// point 6, a G2 point 12, a scalar 2); an index >= src_len gives a row of
+// zeros. Consecutive threads move consecutive words of a row.
+extern "C" __global__ void prover_gather_rows(const uint4* __restrict__ src, uint32_t src_len,
+                                              uint32_t row, const uint32_t* __restrict__ idx,
+                                              uint32_t count, uint4* __restrict__ dst) {
+    const uint64_t total = uint64_t(count) * row;
+    const uint64_t step = uint64_t(gridDim.x) * blockDim.x;
+    for (uint64_t t = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < total; t += step) {
+        const uint64_t j = t / row;
+        const uint32_t i = idx[j];
+        dst[t] = i < src_len ? src[uint64_t(i) * row + (t - j * row)] : make_uint4(0, 0, 0, 0);
     }
 }

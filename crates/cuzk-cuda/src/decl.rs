@@ -207,6 +207,10 @@ declare_kernels! {
     kernel "prover/gather.cu" prover_copy_pad(
         src: DevPtr<FrLimbs>, n: u32, dst: DevPtrMut<FrLimbs>, total: u32,
     );
+    kernel "prover/gather.cu" prover_gather_rows(
+        src: DevPtr<u64>, src_len: u32, row: u32, idx: DevPtr<u32>, count: u32,
+        dst: DevPtrMut<u64>,
+    );
 
     // kernels/tests/field_ec_tests.cu: one field or curve operation per
     // element (conformance tests), and the arithmetic throughput probes.

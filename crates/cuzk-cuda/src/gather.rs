@@ -4,11 +4,12 @@
 //! L MSM needs them), A's and B's scalars are gathered there instead of on
 //! the host and uploaded.
 
-use cuzk_field::limbs::FrLimbs;
+use cuzk_field::limbs::{DeviceRepr, FrLimbs};
 
 use crate::decl;
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
+use crate::launch::{DevPtr, DevPtrMut};
 use crate::scan::{exclusive_scan, SCAN_TILE};
 
 /// Reusable scratch for gathers by bitmaps of up to `max_len` bits.
@@ -325,6 +326,65 @@ pub fn copy_pad(
             grid((total as u32).div_ceil(256).clamp(1, 1 << 16), 256),
             args,
             || format!("{n} of {total} values"),
+        )
+    }
+}
+
+/// `dst[at + j] = src[indices[j]]` for j < `count`, on the SMs, for values
+/// of any multiple of 16 bytes (points, scalars): a streamed chunk's few
+/// points whose scalars are neither 0 nor 1, and those scalars, kept past
+/// the chunk so that one MSM sums them later. An index beyond `src` gives a
+/// row of zeros.
+pub fn gather_rows<T: DeviceRepr>(
+    s: &Stream,
+    src: &DeviceBuffer<T>,
+    indices: &DeviceBuffer<u32>,
+    count: usize,
+    dst: &mut DeviceBuffer<T>,
+    at: usize,
+) -> Result<()> {
+    let kernel = decl::prover_gather_rows.name();
+    let size = std::mem::size_of::<T>();
+    ensure(kernel, size > 0 && size % 16 == 0, || {
+        format!("values of {size} bytes (a multiple of 16 is moved)")
+    })?;
+    ensure(
+        kernel,
+        count <= indices.len()
+            && at.checked_add(count).is_some_and(|e| e <= dst.len())
+            && src.len() <= u32::MAX as usize
+            && count <= u32::MAX as usize,
+        || {
+            format!(
+                "{count} of {} indices into {} values from {at}, source {} values",
+                indices.len(),
+                dst.len(),
+                src.len()
+            )
+        },
+    )?;
+    if count == 0 {
+        return Ok(());
+    }
+    let row = (size / 16) as u32;
+    let threads = count as u64 * row as u64;
+    let args = (
+        DevPtr::<u64>::from_raw(src.ptr),
+        src.len() as u32,
+        row,
+        indices.arg(),
+        count as u32,
+        DevPtrMut::<u64>::from_raw(dst.ptr + (at * size) as u64),
+    );
+    #[allow(unsafe_code)]
+    // SAFETY: reads indices[0..count) and src rows < src_len only; writes
+    // dst rows at..at + count (in bounds, checked above).
+    unsafe {
+        s.launch(
+            decl::prover_gather_rows,
+            grid(threads.div_ceil(256).clamp(1, 1 << 16) as u32, 256),
+            args,
+            || format!("{count} rows of {size} bytes"),
         )
     }
 }

@@ -2,8 +2,9 @@
 //! gather, on fresh random values and bitmaps every run (the seed is printed;
 //! `CUZK_TEST_SEED=<seed>` repeats a run), plus the edge cases: n = 1, n not a
 //! multiple of 64, empty and full bitmaps, set bits beyond n (ignored), a
-//! nonzero head offset; a long gather done by rank in chunks, and the
-//! chunk copy with zero padding.
+//! nonzero head offset; a long gather done by rank in chunks, the chunk
+//! copy with zero padding, and the gather of rows by index (points of both
+//! groups and scalars) into a buffer at an offset.
 //!
 //! Without a CUDA device the suite reports its tests ignored and says why in
 //! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
@@ -138,12 +139,82 @@ fn ranked_chunks_give_the_whole_gather() {
     assert!(err.to_string().contains("4 values from"), "{err}");
 }
 
+/// `gather_rows` moves rows of 32, 96 and 192 bytes (a scalar, a G1 and a
+/// G2 point's limbs) by index into a buffer at an offset, leaves the rest
+/// of it alone, gives zeros for an index past the source, and refuses a
+/// gather that would write past its buffer before launching.
+fn rows_gathered_by_index() {
+    use cuzk_cuda::gather::gather_rows;
+    use cuzk_field::limbs::{G1AffineLimbs, G2AffineLimbs};
+    let Some(s) = stream() else { return };
+    let mut rng = ChaCha20Rng::seed_from_u64(test_seed("gather_rows"));
+    fn check<T: cuzk_field::limbs::DeviceRepr + Copy + PartialEq + Default>(
+        s: &cuzk_cuda::Stream,
+        rng: &mut ChaCha20Rng,
+        make: impl Fn(&mut ChaCha20Rng) -> T,
+        what: &str,
+    ) {
+        let n = 5_000 + rng.gen_range(0..100);
+        let src: Vec<T> = (0..n).map(|_| make(rng)).collect();
+        // Increasing indices as the classifier writes them, one past the end.
+        let mut idx: Vec<u32> = (0..n as u32).filter(|_| rng.gen_bool(0.05)).collect();
+        idx.push(n as u32 + 3);
+        let at = 7;
+        let fill = make(rng);
+        let mut dst_host = vec![fill; at + idx.len() + 5];
+        let d_src = s.upload_new(&src).unwrap();
+        let d_idx = s.upload_new(&idx).unwrap();
+        let mut dst = s.upload_new(&dst_host).unwrap();
+        gather_rows(s, &d_src, &d_idx, idx.len(), &mut dst, at).unwrap();
+        for (j, &i) in idx.iter().enumerate() {
+            dst_host[at + j] = src.get(i as usize).copied().unwrap_or_default();
+        }
+        let got = s.download_vec(&dst).unwrap();
+        assert!(got == dst_host, "{what}: gathered rows differ");
+        let err = gather_rows(s, &d_src, &d_idx, idx.len(), &mut dst, at + 6).unwrap_err();
+        assert!(err.to_string().contains("indices into"), "{what}: {err}");
+    }
+    check(
+        &s,
+        &mut rng,
+        |r| FrLimbs(std::array::from_fn(|_| r.gen())),
+        "scalars",
+    );
+    check(
+        &s,
+        &mut rng,
+        |r| {
+            let mut p = G1AffineLimbs::default();
+            p.x.0 = std::array::from_fn(|_| r.gen());
+            p.y.0 = std::array::from_fn(|_| r.gen());
+            p
+        },
+        "G1 points",
+    );
+    check(
+        &s,
+        &mut rng,
+        |r| {
+            let mut p = G2AffineLimbs::default();
+            for c in [&mut p.x.c0, &mut p.x.c1, &mut p.y.c0, &mut p.y.c1] {
+                c.0 = std::array::from_fn(|_| r.gen());
+            }
+            p
+        },
+        "G2 points",
+    );
+}
+
 // ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
 
 fn main() -> std::process::ExitCode {
     cuzk_testkit::gpu_suite(
         "gather",
-        &cuzk_testkit::gpu_tests![gather_matches_the_host, ranked_chunks_give_the_whole_gather],
+        &cuzk_testkit::gpu_tests![
+            gather_matches_the_host,
+            ranked_chunks_give_the_whole_gather,
+            rows_gathered_by_index
+        ],
         cuzk_cuda::no_device().as_deref(),
     )
 }

@@ -21,7 +21,7 @@ use std::ops::Range;
 use cuzk_field::{G1Projective, G2Projective, Group};
 
 use crate::interleave::{in_turn, interleave};
-use crate::plan::{Shape, SrsMode, VramPlan};
+use crate::plan::{kept_bytes, Shape, SrsMode, VramPlan};
 
 /// One chunk crossing PCIe and the batch members that sum it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,13 +145,17 @@ impl BatchOrder {
     }
 }
 
-/// Device bytes one more member of a batch holds through the key's pass:
-/// its H scalars (n), its aux values, and A's and B's ranked density
-/// bitmaps (a word and a word offset per 64 aux values, each).
-pub(crate) fn member_bytes(shape: &Shape) -> u64 {
+/// Device bytes one more member of a batch holds through the key's pass
+/// in chunks of `chunk` points: its H scalars (n), its aux values, A's and
+/// B's ranked density bitmaps (a word and a word offset per 64 aux values,
+/// each), and its light sections' kept points and scalars
+/// ([`kept_bytes`]: L, A and B_G1 in G1, B_G2 in G2).
+pub(crate) fn member_bytes(shape: &Shape, chunk: usize) -> u64 {
     let fr = 32u64;
     let words = shape.aux.div_ceil(64) as u64;
-    (shape.domain as u64 + shape.aux as u64) * fr + 2 * (words * 8 + (words + 1) * 4)
+    (shape.domain as u64 + shape.aux as u64) * fr
+        + 2 * (words * 8 + (words + 1) * 4)
+        + kept_bytes(chunk, 3, 1)
 }
 
 impl VramPlan {
@@ -161,16 +165,23 @@ impl VramPlan {
     /// and then as many as the budget holds beside the plan's peak, each
     /// member after the first holding [`member_bytes`].
     pub(crate) fn batch_room(&self) -> usize {
-        if !(matches!(self.mode, SrsMode::Streamed { .. }) && self.interleaved) {
-            return 1;
+        match (self.mode, self.interleaved) {
+            (SrsMode::Streamed { chunk }, true) => {
+                let member = member_bytes(&self.shape, chunk);
+                1 + (self.budget.saturating_sub(self.peak()) / member) as usize
+            }
+            _ => 1,
         }
-        1 + (self.budget.saturating_sub(self.peak()) / member_bytes(&self.shape)) as usize
     }
 
     /// Device bytes a batch of `members` needs at its peak: the plan's,
     /// and [`member_bytes`] for each member after the first.
     pub(crate) fn batch_peak(&self, members: usize) -> u64 {
-        self.peak() + members.saturating_sub(1) as u64 * member_bytes(&self.shape)
+        let member = match self.mode {
+            SrsMode::Streamed { chunk } => member_bytes(&self.shape, chunk),
+            SrsMode::Resident => 0,
+        };
+        self.peak() + members.saturating_sub(1) as u64 * member
     }
 }
 

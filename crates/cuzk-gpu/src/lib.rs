@@ -9,6 +9,7 @@ mod dense;
 mod device;
 mod error;
 mod interleave;
+mod kept;
 pub mod keygen;
 mod matrices;
 mod plan;

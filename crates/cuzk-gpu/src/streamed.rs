@@ -24,7 +24,8 @@ use cuzk_synth::Synthesized;
 use crate::batch::{self, BatchOrder, Crossing, Crossings, Sum};
 use crate::breakdown::{Breakdown, Trace};
 use crate::dense::{DenseIndex, DenseScalars};
-use crate::plan::{SrsMode, VramPlan};
+use crate::kept::Kept;
+use crate::plan::{kept_points, SrsMode, VramPlan};
 use crate::worker::{Clock, Dense, Scalars, Worker};
 
 /// Chunk buffers in flight: the copy engine runs up to three chunks ahead
@@ -46,15 +47,28 @@ struct Section<'a> {
     bases: Bases<'a>,
     scalars: Scalars<'a>,
     count: usize,
+    /// Mostly zeros and ones (L, A, B): each member keeps its chunks'
+    /// other scalars for one MSM later (kept.rs); H's are all others.
+    light: bool,
 }
 
 impl<'a> Section<'a> {
+    /// A light section in G1 (L, A, B_G1).
     fn g1(name: &'static str, bases: &'a [G1Affine], scalars: Scalars<'a>, count: usize) -> Self {
         Section {
             name,
             bases: Bases::G1(g1_as_limbs(bases)),
             scalars,
             count,
+            light: true,
+        }
+    }
+
+    /// H: full-width scalars, each chunk summed by its own MSM.
+    fn h(key: &'a ProvingKey, scalars: Scalars<'a>, count: usize) -> Self {
+        Section {
+            light: false,
+            ..Section::g1("H", &key.h, scalars, count)
         }
     }
 
@@ -67,6 +81,7 @@ impl<'a> Section<'a> {
                 bases: Bases::G2(g2_as_limbs(&key.b_g2)),
                 scalars,
                 count,
+                light: true,
             },
         ]
     }
@@ -179,7 +194,7 @@ impl Worker {
         let n = dh.len();
         let mut ring = self.open_ring(chunk, key)?;
         let aux = w.num_aux();
-        let h = Section::g1("H", &key.h, Scalars::Device(&dh), n - 1);
+        let h = Section::h(key, Scalars::Device(&dh), n - 1);
         let h = self.phase(&mut ring, "msm_h", &[vec![h]], false, clock)?[0][0].g1();
         drop(dh);
         // A compact witness's values are expanded on the host: these
@@ -233,7 +248,7 @@ impl Worker {
             .zip(&dense)
             .map(|((w, (dh, dl)), (a, b))| {
                 let mut v = vec![
-                    Section::g1("H", &key.h, Scalars::Device(dh), dh.len() - 1),
+                    Section::h(key, Scalars::Device(dh), dh.len() - 1),
                     Section::g1("L", &key.l, Scalars::Device(dl), w.num_aux()),
                     Section::g1("A", &key.a, Scalars::Dense(a), a.len()),
                 ];
@@ -351,6 +366,10 @@ impl Worker {
             worker: self,
             ring: &mut *ring,
             members,
+            order: &order,
+            kept: (0..members.len() * chunks.len()).map(|_| None).collect(),
+            carry: None,
+            queued: false,
             waited: None,
         };
         let sums = batch::run(&order, RING, &mut device)?;
@@ -439,17 +458,30 @@ impl Worker {
     }
 
     /// Queues one chunk's sums: scalars classified, the ones batch-summed,
-    /// the others through Pippenger, the zeros skipped.
+    /// the zeros skipped, the others kept for one MSM later (a light
+    /// section's: `kept`, kept.rs) or through Pippenger now. Returns the
+    /// kept others' sum when it was read now, and whether an MSM is left
+    /// queued for the chunk's result ([`chunk_result`]).
     fn enqueue_chunk<C: MsmCurve>(
         &mut self,
         bases: &DeviceBuffer<C::Affine>,
         scalars: &DeviceBuffer<FrLimbs>,
+        kept: Option<&mut Kept>,
+        last: bool,
         parts: fn(&mut Worker) -> Parts<'_, C>,
-    ) -> cuzk_cuda::Result<()> {
+    ) -> cuzk_cuda::Result<(Option<C::Projective>, bool)> {
+        let s = self.stream.clone();
         let (classifier, msm, sum) = parts(self);
         let counts = classifier.classify(scalars)?;
         sum.enqueue_indices(bases, classifier.ones(), counts.ones)?;
-        msm.enqueue(bases, scalars, Some(classifier.others()), counts.others)
+        let others = classifier.others();
+        match kept {
+            Some(k) => k.sum(&s, msm, bases, scalars, others, counts.others, last),
+            None => {
+                msm.enqueue(bases, scalars, Some(others), counts.others)?;
+                Ok((None, true))
+            }
+        }
     }
 
     /// One chunk of a section's points into `dst`: straight from the key's
@@ -471,12 +503,21 @@ impl Worker {
 /// buffers on the copy stream, the worker's classifier, batch sums and
 /// MSMs on the compute stream (one member's sums read before the next
 /// member's are queued). The members' scalars are in VRAM before the stage
-/// and freed after it, so `prepare` and `release` have nothing to do.
+/// and freed after it; `prepare` and `release` make and free a member's
+/// kept others of a light section.
 struct OnDevice<'x, 'a> {
     worker: &'x mut Worker,
     ring: &'x mut Ring,
     /// Each member's sections: the same points, the member's scalars.
     members: &'x [Vec<Section<'a>>],
+    order: &'x BatchOrder,
+    /// Member m's kept others of section s at `m * sections + s`, while
+    /// the section's chunks run.
+    kept: Vec<Option<Kept>>,
+    /// The kept others' sum read inside `enqueue`, added to its result.
+    carry: Option<Sum>,
+    /// Whether `enqueue` left an MSM queued for `result`.
+    queued: bool,
     /// The compute stream's events around the wait for the copy of the
     /// crossing whose sums are queued.
     waited: Option<(Event, Event)>,
@@ -485,7 +526,20 @@ struct OnDevice<'x, 'a> {
 impl Crossings for OnDevice<'_, '_> {
     type Error = cuzk_cuda::Error;
 
-    fn prepare(&mut self, _: usize, _: usize) -> cuzk_cuda::Result<()> {
+    /// A light section's kept others: a share of a chunk's points
+    /// (`plan::kept_points`), counted by the plan.
+    fn prepare(&mut self, m: usize, s: usize) -> cuzk_cuda::Result<()> {
+        let section = &self.members[m][s];
+        if !section.light {
+            return Ok(());
+        }
+        let stream = &self.worker.stream;
+        let cap = kept_points(section.points(self.ring.chunk));
+        let kept = match section.bases {
+            Bases::G1(_) => Kept::new::<G1>(stream, cap)?,
+            Bases::G2(_) => Kept::new::<G2>(stream, cap)?,
+        };
+        self.kept[m * self.members[m].len() + s] = Some(kept);
         Ok(())
     }
 
@@ -522,20 +576,30 @@ impl Crossings for OnDevice<'_, '_> {
             }
             Scalars::Dense(d) => dense_chunk(&s, d, start, end, &mut ring.scalars)?,
         }
-        match section.bases {
+        let last = self
+            .order
+            .span(m, c.section)
+            .is_some_and(|(_, end)| end == i);
+        let kept = self.kept[m * self.members[m].len() + c.section].as_mut();
+        let (carry, queued) = match section.bases {
             Bases::G1(_) => {
                 let b = ring.take::<G1AffineLimbs>(slot)?;
-                let r = w.enqueue_chunk(&b, &ring.scalars, g1_parts);
+                let r = w.enqueue_chunk(&b, &ring.scalars, kept, last, g1_parts);
                 ring.put(slot, b)?;
-                r
+                let (carry, queued) = r?;
+                (carry.map(Sum::G1), queued)
             }
             Bases::G2(_) => {
                 let b = ring.take::<G2AffineLimbs>(slot)?;
-                let r = w.enqueue_chunk(&b, &ring.scalars, g2_parts);
+                let r = w.enqueue_chunk(&b, &ring.scalars, kept, last, g2_parts);
                 ring.put(slot, b)?;
-                r
+                let (carry, queued) = r?;
+                (carry.map(Sum::G2), queued)
             }
-        }
+        };
+        self.carry = carry;
+        self.queued = queued;
+        Ok(())
     }
 
     /// The slot may be refilled once the sums queued so far have run.
@@ -551,13 +615,20 @@ impl Crossings for OnDevice<'_, '_> {
     }
 
     fn result(&mut self, _: usize, c: &Crossing, _: usize) -> cuzk_cuda::Result<Sum> {
-        Ok(match self.members[0][c.section].bases {
-            Bases::G1(_) => Sum::G1(chunk_result(self.worker, g1_parts)?),
-            Bases::G2(_) => Sum::G2(chunk_result(self.worker, g2_parts)?),
+        let queued = self.queued;
+        let sum = match self.members[0][c.section].bases {
+            Bases::G1(_) => Sum::G1(chunk_result(self.worker, queued, g1_parts)?),
+            Bases::G2(_) => Sum::G2(chunk_result(self.worker, queued, g2_parts)?),
+        };
+        Ok(match self.carry.take() {
+            Some(carry) => sum + carry,
+            None => sum,
         })
     }
 
-    fn release(&mut self, _: usize, _: usize) -> cuzk_cuda::Result<()> {
+    fn release(&mut self, m: usize, s: usize) -> cuzk_cuda::Result<()> {
+        let kept = self.kept[m * self.members[m].len() + s].take();
+        debug_assert!(kept.is_none_or(|k| k.is_empty()), "others left kept");
         Ok(())
     }
 
@@ -587,14 +658,20 @@ fn dense_chunk(
     Ok(())
 }
 
-/// Waits for the chunk's queued sums and adds them up.
+/// Waits for the chunk's queued sums and adds them up: the ones' batch
+/// sum, and the MSM when one was left `queued`.
 fn chunk_result<C: MsmCurve>(
     w: &mut Worker,
+    queued: bool,
     parts: fn(&mut Worker) -> Parts<'_, C>,
 ) -> cuzk_cuda::Result<C::Projective>
 where
     C::Projective: std::ops::Add<Output = C::Projective>,
 {
     let (_, msm, sum) = parts(w);
-    Ok(sum.result()? + msm.result()?)
+    let ones = sum.result()?;
+    Ok(match queued {
+        true => ones + msm.result()?,
+        false => ones,
+    })
 }

@@ -643,6 +643,53 @@ fn a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof() {
     }
 }
 
+/// The key streamed in small chunks (tens a section): the light sections'
+/// other scalars are kept across chunks and summed when their buffer fills,
+/// when their section ends, or by a chunk's own MSM when it has more than
+/// the buffer holds (kept.rs). Each layout's proof is the CPU's: a, b, c on
+/// the device (L's, A's and B's chunks among H's, their four buffers alive
+/// at once), on the host (the sections in turn), the compact witness, and
+/// a batch of two over one pass.
+fn small_chunks_keep_the_others_and_give_the_cpu_proofs() {
+    use cuzk_gpu::{HPoly, MatrixLayout, Shape, SrsMode};
+    use cuzk_groth16::prover::{finish, StageTimings};
+    let Some((gpu, seed, mut rng)) = started("small chunks") else {
+        return;
+    };
+    for (k, path) in keys() {
+        let key = read_key(k, &path);
+        let deferred = deferred_abc(k, seed);
+        let (full, w) = full_and_deferred(&deferred, k, seed ^ 31);
+        let compact = compact_of(&deferred, &w);
+        let longest = Shape::of_circuit(&w.shape()).longest_msm();
+        let chunk = (longest / 32).next_power_of_two().max(64);
+        let mode = SrsMode::Streamed { chunk };
+        gpu.force_layout_with(Some((mode, HPoly::Full, MatrixLayout::Resident)));
+        for (witness, which) in [(&w, "deferred"), (&full, "full"), (&compact, "compact")] {
+            let what = format!("2^{k}, chunks of {chunk}, {which} witness");
+            let out = proved_as_on_cpu(&gpu, &key, witness, &full, &mut rng, &what);
+            let plan = gpu.last_plan().unwrap();
+            assert_eq!(plan.mode, mode, "{what}: {plan}");
+            assert_eq!(plan.interleaved, which != "full", "{what}: {plan}");
+            eprintln!("{what}: identical [{}]", stage_list(&out.timings.stages, 2));
+        }
+        let (full1, w1) = full_and_deferred(&deferred, k, seed ^ 32);
+        let mut t = vec![StageTimings::default(); 2];
+        let sums = gpu.msm_sums_batch(&key, &[&w, &w1], &mut t).unwrap();
+        for (m, (sums, full)) in sums.iter().zip([&full, &full1]).enumerate() {
+            let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+            let cpu = prove_with(&CpuBackend, &key, full, r, s).unwrap();
+            assert_eq!(
+                finish(&key, sums, r, s).unwrap().to_bytes(),
+                cpu.proof.to_bytes(),
+                "2^{k}, chunks of {chunk}: member {m}'s batched proof differs from the CPU's"
+            );
+        }
+        eprintln!("2^{k}, chunks of {chunk}: a batch of two identical");
+        gpu.force_layout(None);
+    }
+}
+
 // ---- the suite (`harness = false`: cuzk_testkit::gpu_suite) -----------------
 
 fn main() -> std::process::ExitCode {
@@ -658,7 +705,8 @@ fn main() -> std::process::ExitCode {
             deferred_abc_on_the_device_gives_the_cpu_proofs,
             deferred_abc_with_streamed_matrices_gives_the_cpu_proofs,
             every_small_card_layout_gives_the_cpu_proofs,
-            a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof
+            a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof,
+            small_chunks_keep_the_others_and_give_the_cpu_proofs
         ],
         cuzk_cuda::no_device().as_deref(),
     )

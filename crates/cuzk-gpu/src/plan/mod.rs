@@ -71,6 +71,27 @@ pub const MIN_CHUNK: usize = 1 << 16;
 /// section in 2^16-point chunks would wait on the host 2,000 times.
 pub const PREFERRED_MIN_CHUNK: usize = 1 << 20;
 
+/// A streamed chunk keeps up to 1/KEPT_SHARE of its points whose scalars
+/// are neither 0 nor 1 (L's, A's and B's 1.3%) past the chunk: they and
+/// their scalars are gathered into a buffer of that many, summed by one MSM
+/// when it fills or the section ends, instead of a small MSM per chunk.
+pub(crate) const KEPT_SHARE: usize = 8;
+
+/// How many of a chunk's `points` a light section keeps (see [`KEPT_SHARE`]).
+pub(crate) fn kept_points(points: usize) -> usize {
+    (points / KEPT_SHARE).max(1)
+}
+
+/// Device bytes one member's kept points and scalars take at chunk `chunk`:
+/// one buffer for each light section alive at once, `g1` sections of G1
+/// points (a chunk of `chunk`) and `g2` of G2 (a chunk of half as many).
+pub(crate) fn kept_bytes(chunk: usize, g1: u64, g2: u64) -> u64 {
+    let per = |points: usize, point: u64| {
+        kept_points(points) as u64 * (point + SCALAR_BYTES) + 2 * cuzk_cuda::arena::ALIGN
+    };
+    g1 * per(chunk, G1_BYTES) + g2 * per((chunk / 2).max(1), G2_BYTES)
+}
+
 /// How the H polynomial's a, b, c share the device (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum HPoly {
@@ -438,7 +459,7 @@ impl VramPlan {
         // are evaluated on the device; with the key resident and a, b, c
         // from the host, the aux values uploaded for L; none when both the
         // key and the aux values stream in chunks.
-        let kept = shape.device_abc.map_or(0, |d| d.z as u64 * s);
+        let kept_z = shape.device_abc.map_or(0, |d| d.z as u64 * s);
         let aux = match (mode, shape.device_abc) {
             (_, Some(d)) => d.z as u64 * s,
             (SrsMode::Resident, None) => shape.aux as u64 * s,
@@ -456,12 +477,23 @@ impl VramPlan {
             + fp.gather(gather_len)
             + fp.fixed()
             + fp.slack();
+        // A streamed light section keeps its chunks' few other scalars and
+        // their points for one MSM later: L and A one G1 buffer, B one of
+        // each group; interleaved, all four at once.
+        let kept = |g1, g2| match mode {
+            SrsMode::Streamed { chunk } => kept_bytes(chunk, g1, g2),
+            SrsMode::Resident => 0,
+        };
         let (l, a, b) = match (mode, aux) {
-            (SrsMode::Streamed { .. }, 0) => (chunk_bufs, chunk_bufs, chunk_bufs),
+            (SrsMode::Streamed { .. }, 0) => (
+                chunk_bufs + kept(1, 0),
+                chunk_bufs + kept(1, 0),
+                chunk_bufs + kept(1, 1),
+            ),
             _ => (
-                aux + chunk_bufs,
-                aux + shape.a as u64 * s + chunk_bufs,
-                aux + shape.b_g1.max(shape.b_g2) as u64 * s + chunk_bufs,
+                aux + chunk_bufs + kept(1, 0),
+                aux + shape.a as u64 * s + chunk_bufs + kept(1, 0),
+                aux + shape.b_g1.max(shape.b_g2) as u64 * s + chunk_bufs + kept(1, 1),
             ),
         };
         let vectors = h_poly.vectors() * n * s;
@@ -480,7 +512,7 @@ impl VramPlan {
                     .map_or(0, |terms| streamed_bytes(d.coeffs, terms));
                 let z_and_classes = d.z as u64 * (s + 1);
                 match h_poly {
-                    HPoly::Full => (Some(vectors + z_and_classes + staging), vectors + kept),
+                    HPoly::Full => (Some(vectors + z_and_classes + staging), vectors + kept_z),
                     HPoly::Lean => (None, vectors + z_and_classes + staging),
                 }
             }
@@ -502,7 +534,8 @@ impl VramPlan {
             stages.push(("abc", bytes));
         }
         stages.push(("h_poly", h));
-        stages.push(("msm_h", n * s + chunk_bufs + kept + ranked));
+        let beside = if interleaved { kept(3, 1) } else { 0 };
+        stages.push(("msm_h", n * s + chunk_bufs + kept_z + ranked + beside));
         // Interleaved, L, A and B run inside H's stage.
         if !interleaved {
             stages.extend([("msm_l", l), ("msm_a", a), ("msm_b", b)]);

@@ -182,11 +182,15 @@ fn device_abc_counts_the_matrices_and_z() {
     let names: Vec<&str> = streamed.stages.iter().map(|s| s.name).collect();
     assert_eq!(names, ["abc", "h_poly", "msm_h"], "{streamed}");
     // A's and B's bitmaps and their word offsets for the gathers by rank,
-    // and their inputs (41 of z's values are not aux).
+    // and their inputs (41 of z's values are not aux); the light sections'
+    // kept others, an eighth of a chunk each (L, A, B_G1 in G1: 2^17
+    // points of 96 bytes and their scalars; B_G2's 2^16 of 192), with
+    // two allocations' alignment each.
     let ranked = 2 * (cuzk_cuda::gather::RankedBitmap::bytes_for(base.aux) + 41 * 32);
+    let kept_others = 3 * ((1u64 << 17) * 128 + 512) + (1u64 << 16) * 224 + 512;
     assert_eq!(
         streamed.stages[2].bytes,
-        n * 32 + chunk_bufs + kept + ranked
+        n * 32 + chunk_bufs + kept + ranked + kept_others
     );
     assert!(streamed.to_string().contains("L, A and B chunks among H's"));
 }
@@ -459,9 +463,12 @@ fn a_keys_shape_is_its_circuits() {
 fn a_batch_of_32_gib_porep_partitions_fits_only_where_a_card_has_room_for_their_scalars() {
     let shape = porep_32gib_deferred();
     // Each member after the first holds its H scalars (2^27) and aux
-    // values (130.2 M), and two ranked bitmaps: 8.51 GB.
-    let member = crate::batch::member_bytes(&shape);
-    assert!((8_500_000_000..8_520_000_000).contains(&member), "{member}");
+    // values (130.2 M), two ranked bitmaps (8.51 GB), and at 2^23-point
+    // chunks its light sections' kept points and scalars (3 × 2^20 G1,
+    // 2^19 G2: 0.52 GB).
+    let member = crate::batch::member_bytes(&shape, 1 << 23);
+    println!("member at 2^23: {}", human(member));
+    assert!((9_020_000_000..9_040_000_000).contains(&member), "{member}");
     // Under every card's own plan there is no room for a second member:
     // a streamed key's plan fills the card, and a resident key has nothing
     // to share.
