@@ -266,6 +266,14 @@ step_porep_sh() {
 budget_run() {
   local exe=$1 label=$2 b=$3 t0 t1 kernels=$FS/kernels
   [ "$exe" = cuzk-base ] && [ -d "$FS/kernels-base" ] && kernels=$FS/kernels-base
+  # The nvidia-smi window opens once the previous run's device memory is given back (up to
+  # 15 s): on 2026-12-06 a 16 GiB run's window caught the 32 GiB run before it at 32.7 GiB.
+  local i used
+  for i in $(seq 15); do
+    used=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1)
+    [ "${used:-0}" -lt 2048 ] && break
+    sleep 1
+  done
   t0=$(date +%s)
   CUZK_FATBIN_DIR="$kernels" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info" \
     /usr/bin/time -v "$bin/$exe" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-$label.bin" \
