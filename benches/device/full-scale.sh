@@ -275,7 +275,7 @@ budget_run() {
     sleep 1
   done
   t0=$(date +%s)
-  CUZK_FATBIN_DIR="$kernels" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info" \
+  CUZK_FATBIN_DIR="$kernels" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info,cuzk_gpu::matrices=info" \
     /usr/bin/time -v "$bin/$exe" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-$label.bin" \
     --prover-id f01000 --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" \
     --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
@@ -304,8 +304,10 @@ step_budgets() {
     echo "-- $l:"
     grep -E "rc=|identical|per partition|^proof|steady|streamed|resident|refused|rror|nvidia-smi peak|Maximum resident|crossed" "$FS/$l.log" \
       | grep -vE "^sector [0-9]+ partition|on the device: kernels" | sort | uniq -c | sort -rn | head -12
-    # One steady-state partition's streamed breakdown (the 5th logged).
+    # One steady-state partition's streamed breakdown (the 5th logged), and the host's share
+    # of a stage that streams the matrices.
     grep -o "msm_[a-z_]* on the device: .*" "$FS/$l.log" | sed -n 5p
+    grep -o "[a-z_]* with the matrices streamed .*" "$FS/$l.log" | sed -n 5p
     grep -oE "(upload_z|abc|h_poly|msm_h[a-z_]*|msm_l|msm_a|msm_b[a-z0-9_]*|gather) [0-9.]+s" "$FS/$l.log" \
       | awk '{sub(/s$/, "", $2); s[$1] += $2; n[$1]++} END {for (k in s) printf " %s %.3f", k, s[k] / n[k]; print ""}'
   done > "$FS/budgets.log"

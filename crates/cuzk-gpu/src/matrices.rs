@@ -301,6 +301,7 @@ impl Worker {
             match matrices {
                 AbcMatrices::Resident(m) => m.evaluate(&s, &z, &mut classes, [a, b, c])?,
                 AbcMatrices::Streamed(r1cs, terms) => {
+                    let host = HostSide::start(self);
                     let streamed =
                         StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
                     let copy = self.copy.clone();
@@ -310,6 +311,7 @@ impl Worker {
                         staging: &mut self.staging,
                     };
                     streamed.evaluate(&mut io, &z, &mut classes, [a, b, c], *terms)?;
+                    host.log(self, "abc", matrix_bytes(r1cs));
                 }
             }
         }
@@ -345,18 +347,21 @@ impl Worker {
                 })?
             }
             AbcMatrices::Streamed(r1cs, terms) => {
+                let host = HostSide::start(self);
                 let streamed =
                     StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
                 streamed.classify(&s, &z, &mut classes)?;
                 let copy = self.copy.clone();
-                self.lean_h(n, |worker, which, out| {
+                let h = self.lean_h(n, |worker, which, out| {
                     let mut io = Streaming {
                         compute: &s,
                         copy: &copy,
                         staging: &mut worker.staging,
                     };
                     streamed.evaluate_classified(&mut io, &z, &classes, which, out, *terms)
-                })?
+                })?;
+                host.log(self, "h_poly", matrix_bytes(r1cs));
+                h
             }
         };
         drop(classes);
@@ -375,4 +380,39 @@ pub fn host_matrices<'a>(r1cs: &R1csRef<'a>) -> [HostMatrix<'a>; 3] {
         host_matrix(&r1cs.b),
         host_matrix(&r1cs.c),
     ]
+}
+
+/// The host's share of a stage that streams the matrices (`cuzk_gpu::matrices`
+/// at info, once per partition): filling the pinned staging buffers (the
+/// rows rebased and checked in the same pass), waiting for a buffer's
+/// previous copy, and allocations waiting for device memory that queued
+/// work still held. What the stage's time is made of beyond its kernels.
+struct HostSide {
+    start: Instant,
+    fence: std::time::Duration,
+}
+
+impl HostSide {
+    fn start(w: &mut Worker) -> HostSide {
+        w.staging.take_times();
+        HostSide {
+            start: Instant::now(),
+            fence: cuzk_cuda::fence_wait_on_this_thread(),
+        }
+    }
+
+    /// Logs the host's share (the stage's queued work may still run).
+    fn log(self, w: &mut Worker, stage: &str, bytes: u64) {
+        let t = w.staging.take_times();
+        tracing::info!(
+            "{stage} with the matrices streamed ({}): host {:.3} s, of it filling the staging \
+             buffers {:.3} s, waiting for their copies {:.3} s, allocations waiting for \
+             device memory {:.3} s",
+            cuzk_arena::human(bytes),
+            self.start.elapsed().as_secs_f64(),
+            t.fill.as_secs_f64(),
+            t.wait.as_secs_f64(),
+            (cuzk_cuda::fence_wait_on_this_thread() - self.fence).as_secs_f64()
+        );
+    }
 }
