@@ -14,6 +14,10 @@ pub(crate) struct Trace {
     /// Per copy, on the copy stream: after the wait for its slot, after
     /// the copy, and its bytes.
     pub(crate) copies: Vec<(Event, Event, u64)>,
+    /// Per chunk and member, on the compute stream: its section, events
+    /// before its scalars are moved and after they are classified (the
+    /// rest of its kernels are its sums).
+    pub(crate) classified: Vec<(usize, Event, Event)>,
 }
 
 /// Where one streamed stage's device time went (logged per partition at
@@ -23,8 +27,10 @@ pub(crate) struct Breakdown {
     pub(crate) stage: &'static str,
     /// Per section: its name, seconds of its chunks' kernels (scalars
     /// moved or gathered, classified, summed; one host turn each for the
-    /// class counts), and seconds the compute stream waited for its copies.
-    pub(crate) sections: Vec<(&'static str, f64, f64)>,
+    /// class counts), seconds the compute stream waited for its copies,
+    /// and of the kernels' seconds those before the sums (scalars moved
+    /// and classified).
+    pub(crate) sections: Vec<(&'static str, f64, f64, f64)>,
     /// Seconds from one chunk's last kernel to the next chunk's wait: the
     /// host adding up the chunk's sums and queueing the next chunk.
     pub(crate) host: f64,
@@ -43,8 +49,11 @@ impl Breakdown {
         names: &[&'static str],
         t: &Trace,
     ) -> cuzk_cuda::Result<Self> {
-        let mut sections: Vec<(&'static str, f64, f64)> =
-            names.iter().map(|&n| (n, 0.0, 0.0)).collect();
+        let mut sections: Vec<(&'static str, f64, f64, f64)> =
+            names.iter().map(|&n| (n, 0.0, 0.0, 0.0)).collect();
+        for (section, before, classified) in &t.classified {
+            sections[*section].3 += f64::from(before.elapsed_ms(classified)?) / 1e3;
+        }
         let mut host = 0.0;
         for (i, (section, queued, ready, summed)) in t.tasks.iter().enumerate() {
             let x = &mut sections[*section];
@@ -72,13 +81,13 @@ impl Breakdown {
 impl std::fmt::Display for Breakdown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} on the device: kernels", self.stage)?;
-        for (i, (name, sums, _)) in self.sections.iter().enumerate() {
+        for (i, (name, sums, _, classify)) in self.sections.iter().enumerate() {
             let sep = if i == 0 { " " } else { ", " };
-            write!(f, "{sep}{name} {sums:.3} s")?;
+            write!(f, "{sep}{name} {sums:.3} s ({classify:.3} classifying)")?;
         }
         let waited: f64 = self.sections.iter().map(|x| x.2).sum();
         write!(f, "; waiting for copies {waited:.3} s (")?;
-        for (i, (name, _, wait)) in self.sections.iter().enumerate() {
+        for (i, (name, _, wait, _)) in self.sections.iter().enumerate() {
             let sep = if i == 0 { "" } else { ", " };
             write!(f, "{sep}{name} {wait:.3}")?;
         }
@@ -105,7 +114,7 @@ mod tests {
     fn a_breakdown_names_each_section_its_waits_and_the_copy_rate() {
         let b = Breakdown {
             stage: "msm_h_l_a_b",
-            sections: vec![("H", 0.95, 0.01), ("L", 0.08, 0.12)],
+            sections: vec![("H", 0.95, 0.01, 0.02), ("L", 0.08, 0.12, 0.03)],
             host: 0.04,
             copying: 0.5,
             bytes: 24_000_000_000,
@@ -113,8 +122,8 @@ mod tests {
         };
         assert_eq!(
             b.to_string(),
-            "msm_h_l_a_b on the device: kernels H 0.950 s, L 0.080 s; waiting for copies \
-             0.130 s (H 0.010, L 0.120); host between chunks 0.040 s; copy stream busy \
+            "msm_h_l_a_b on the device: kernels H 0.950 s (0.020 classifying), L 0.080 s \
+             (0.030 classifying); waiting for copies 0.130 s (H 0.010, L 0.120); host between chunks 0.040 s; copy stream busy \
              0.500 s for 24.00 GB in 30 chunks (48.0 GB/s while copying)"
         );
     }

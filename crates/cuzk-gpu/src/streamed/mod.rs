@@ -459,8 +459,9 @@ impl Worker {
     /// Queues one chunk's sums: scalars classified, the ones batch-summed,
     /// the zeros skipped, the others kept for one MSM later (a light
     /// section's: `kept`, kept.rs) or through Pippenger now. Returns the
-    /// kept others' sum when it was read now, and whether an MSM is left
-    /// queued for the chunk's result ([`chunk_result`]).
+    /// kept others' sum when it was read now, whether an MSM is left
+    /// queued for the chunk's result (`on_device::chunk_result`), and an
+    /// event after the classification (for the stage's breakdown).
     fn enqueue_chunk<C: MsmCurve>(
         &mut self,
         bases: &DeviceBuffer<C::Affine>,
@@ -468,19 +469,21 @@ impl Worker {
         kept: Option<&mut Kept>,
         last: bool,
         parts: fn(&mut Worker) -> Parts<'_, C>,
-    ) -> cuzk_cuda::Result<(Option<C::Projective>, bool)> {
+    ) -> cuzk_cuda::Result<(Option<C::Projective>, bool, Event)> {
         let s = self.stream.clone();
         let (classifier, msm, sum) = parts(self);
         let counts = classifier.classify(scalars)?;
+        let classified = s.record()?;
         sum.enqueue_indices(bases, classifier.ones(), counts.ones)?;
         let others = classifier.others();
-        match kept {
-            Some(k) => k.sum(&s, msm, bases, scalars, others, counts.others, last),
+        let (carry, queued) = match kept {
+            Some(k) => k.sum(&s, msm, bases, scalars, others, counts.others, last)?,
             None => {
                 msm.enqueue(bases, scalars, Some(others), counts.others)?;
-                Ok((None, true))
+                (None, true)
             }
-        }
+        };
+        Ok((carry, queued, classified))
     }
 
     /// One chunk of a section's points into `dst`: straight from the key's

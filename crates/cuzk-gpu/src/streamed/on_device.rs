@@ -81,6 +81,7 @@ impl Crossings for OnDevice<'_, '_> {
         // The chunk's scalars, zeros past them (their stale points are
         // skipped), by kernels: a copy-engine copy or memset here would
         // queue behind the copy stream's uploads in flight.
+        let before = s.record()?;
         match section.scalars {
             Scalars::Device(d) => copy_pad(&s, d, start, len, &mut ring.scalars)?,
             Scalars::Host(h) => {
@@ -96,22 +97,23 @@ impl Crossings for OnDevice<'_, '_> {
             .span(m, c.section)
             .is_some_and(|(_, end)| end == i);
         let kept = self.kept[m * self.members[m].len() + c.section].as_mut();
-        let (carry, queued) = match section.bases {
+        let (carry, queued, classified) = match section.bases {
             Bases::G1(_) => {
                 let b = ring.take::<G1AffineLimbs>(slot)?;
                 let r = w.enqueue_chunk(&b, &ring.scalars, kept, last, g1_parts);
                 ring.put(slot, b)?;
-                let (carry, queued) = r?;
-                (carry.map(Sum::G1), queued)
+                let (carry, queued, classified) = r?;
+                (carry.map(Sum::G1), queued, classified)
             }
             Bases::G2(_) => {
                 let b = ring.take::<G2AffineLimbs>(slot)?;
                 let r = w.enqueue_chunk(&b, &ring.scalars, kept, last, g2_parts);
                 ring.put(slot, b)?;
-                let (carry, queued) = r?;
-                (carry.map(Sum::G2), queued)
+                let (carry, queued, classified) = r?;
+                (carry.map(Sum::G2), queued, classified)
             }
         };
+        ring.trace.classified.push((c.section, before, classified));
         self.carry = carry;
         self.queued = queued;
         Ok(())
