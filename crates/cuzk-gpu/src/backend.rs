@@ -131,6 +131,7 @@ impl CudaBackend {
                 z_upload: ZUpload::default(),
                 last_z: None,
                 last_key_bytes: 0,
+                ring_slots: 0,
                 gpu,
                 arena,
                 stream,

@@ -63,6 +63,9 @@ pub(crate) struct Worker {
     pub(crate) last_z: Option<crate::ZUploadReport>,
     /// Key bytes the last partition copied in (0 with the key resident).
     pub(crate) last_key_bytes: u64,
+    /// Chunk buffers of the streamed key's ring under the current plan
+    /// (`VramPlan::ring_slots`).
+    pub(crate) ring_slots: usize,
 }
 
 /// Device-event marks of one partition's stages on the compute stream.
@@ -312,6 +315,7 @@ impl Worker {
 
     /// The worker's scratch sized for `plan`'s MSMs and gathers.
     pub(crate) fn size_for(&mut self, plan: &VramPlan) -> cuzk_cuda::Result<()> {
+        self.ring_slots = plan.ring_slots();
         self.size_scratch(
             plan.msm_len,
             plan.msm_len.min(plan.shape.b_g2.max(1)),

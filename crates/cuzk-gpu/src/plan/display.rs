@@ -37,6 +37,9 @@ impl fmt::Display for VramPlan {
         if self.interleaved {
             write!(f, "; L, A and B chunks among H's")?;
         }
+        if matches!(self.mode, SrsMode::Streamed { .. }) {
+            write!(f, "; a ring of {} chunk buffers", self.ring_slots())?;
+        }
         match (self.abc_on_device(), self.matrices_streamed()) {
             (true, None) => write!(
                 f,

@@ -71,6 +71,10 @@ pub const MIN_CHUNK: usize = 1 << 16;
 /// section in 2^16-point chunks would wait on the host 2,000 times.
 pub const PREFERRED_MIN_CHUNK: usize = 1 << 20;
 
+/// Chunk buffers a streamed key's ring may take beyond its four, where the
+/// MSM stages leave room ([`VramPlan::ring_slots`]).
+pub(crate) const EXTRA_RING_SLOTS: usize = 4;
+
 /// A streamed chunk keeps up to 1/KEPT_SHARE of its points whose scalars
 /// are neither 0 nor 1 (L's, A's and B's 1.3%) past the chunk: they and
 /// their scalars are gathered into a buffer of that many, summed by one MSM
@@ -565,6 +569,30 @@ impl VramPlan {
             gather_len,
             interleaved,
         }
+    }
+
+    /// Chunk buffers in the streamed key's ring: the four the plan counts
+    /// in `srs_device_bytes` (two G2 staging buffers' bytes), and up to
+    /// [`EXTRA_RING_SLOTS`] more of a G1 chunk each where the MSM stages
+    /// leave room below the partition's largest stage (a, b, c or the H
+    /// polynomial), so the plan's peak holds with them. More buffers let
+    /// the copies run further ahead of the sums: after an H chunk (tens of
+    /// milliseconds of sums) come several light chunks (a few each), and
+    /// with four buffers the next H chunk's copy could not start until the
+    /// previous H chunk was summed. 0 for a resident key.
+    pub(crate) fn ring_slots(&self) -> usize {
+        let SrsMode::Streamed { chunk } = self.mode else {
+            return 0;
+        };
+        let msm = self
+            .stages
+            .iter()
+            .filter(|s| s.name.starts_with("msm"))
+            .map(|s| s.bytes)
+            .max()
+            .unwrap_or(0);
+        let room = self.partition_peak.saturating_sub(msm) / (chunk as u64 * G1_BYTES).max(1);
+        4 + (room as usize).min(EXTRA_RING_SLOTS)
     }
 
     /// Device bytes at the plan's peak, with the margin.

@@ -368,6 +368,25 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
         let names: Vec<&str> = plan.stages.iter().map(|s| s.name).collect();
         assert_eq!(names.contains(&"msm_l"), !plan.interleaved, "{plan}");
         assert_eq!(plan.interleaved, (16..=48).contains(&gib), "{plan}");
+        // The ring's extra chunk buffers fit beside every MSM stage below
+        // the partition's largest stage (the peak holds with them); every
+        // budget that streams the key has room for at least one more than
+        // four (so the next H chunk's copy need not wait for the last H
+        // chunk's sums).
+        if let Some(chunk) = chunk {
+            let slots = plan.ring_slots();
+            println!("{gib:>4} GiB: {slots} chunk buffers in the ring");
+            assert!(
+                (5..=4 + super::EXTRA_RING_SLOTS).contains(&slots),
+                "{gib} GiB: {slots}"
+            );
+            let extra = (slots - 4) as u64 * chunk as u64 * super::G1_BYTES;
+            for st in plan.stages.iter().filter(|s| s.name.starts_with("msm")) {
+                assert!(st.bytes + extra <= plan.partition_peak, "{gib} GiB: {plan}");
+            }
+        } else {
+            assert_eq!(plan.ring_slots(), 0);
+        }
         // What each budget must get.
         match gib {
             80 | 141 => {

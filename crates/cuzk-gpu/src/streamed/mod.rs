@@ -27,9 +27,10 @@ use crate::kept::Kept;
 use crate::plan::{SrsMode, VramPlan};
 use crate::worker::{Clock, Dense, Scalars, Worker};
 
-/// Chunk buffers in flight: the copy engine runs up to three chunks ahead
-/// of the sums. Four G1 chunks are the bytes of the two G2 staging buffers
-/// the plan counts.
+/// Chunk buffers in flight at least: the copy engine runs up to three
+/// chunks ahead of the sums. Four G1 chunks are the bytes of the two G2
+/// staging buffers the plan counts; the plan may give more
+/// (`VramPlan::ring_slots`).
 pub(crate) const RING: usize = 4;
 
 /// A section's points in host memory.
@@ -121,9 +122,11 @@ struct Ring {
 }
 
 impl Ring {
-    fn new(s: &Stream, copy: &Stream, chunk: usize) -> cuzk_cuda::Result<Ring> {
-        let mut slots = Vec::with_capacity(RING);
-        for _ in 0..RING {
+    /// A ring of `slots` chunk buffers (at least [`RING`]).
+    fn new(s: &Stream, copy: &Stream, chunk: usize, slots: usize) -> cuzk_cuda::Result<Ring> {
+        let n = slots.max(RING);
+        let mut slots = Vec::with_capacity(n);
+        for _ in 0..n {
             slots.push(Some(s.alloc::<G1AffineLimbs>(chunk)?));
         }
         let scalars = s.alloc::<FrLimbs>(chunk)?;
@@ -131,8 +134,8 @@ impl Ring {
         copy.wait(&s.record()?)?;
         Ok(Ring {
             slots,
-            uploaded: (0..RING).map(|_| None).collect(),
-            used: (0..RING).map(|_| None).collect(),
+            uploaded: (0..n).map(|_| None).collect(),
+            used: (0..n).map(|_| None).collect(),
             scalars,
             chunk,
             crossed: 0,
@@ -329,7 +332,7 @@ impl Worker {
                  the staging buffers"
             );
         }
-        Ring::new(&self.stream, &self.copy, chunk)
+        Ring::new(&self.stream, &self.copy, chunk, self.ring_slots)
     }
 
     fn close_ring(&mut self, ring: Ring) {
@@ -361,6 +364,7 @@ impl Worker {
             true => BatchOrder::new(&chunks, members.len(), members.len()),
             false => BatchOrder::in_turn(&chunks),
         };
+        let ahead = ring.slots.len();
         let mut device = on_device::OnDevice {
             worker: self,
             ring: &mut *ring,
@@ -371,7 +375,7 @@ impl Worker {
             queued: false,
             waited: None,
         };
-        let sums = batch::run(&order, RING, &mut device)?;
+        let sums = batch::run(&order, ahead, &mut device)?;
         clock.stop(&s)?;
         let names: Vec<&'static str> = members[0].iter().map(|x| x.name).collect();
         let trace = std::mem::take(&mut ring.trace);

@@ -7,7 +7,7 @@ use cuzk_cuda::msm::{MsmCurve, G1, G2};
 use cuzk_cuda::{DeviceBuffer, Event, Stream};
 use cuzk_field::limbs::{fr_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
 
-use super::{g1_parts, g2_parts, Bases, Parts, Ring, Section, RING};
+use super::{g1_parts, g2_parts, Bases, Parts, Ring, Section};
 use crate::batch::{BatchOrder, Crossing, Crossings, Sum};
 use crate::dense::DenseScalars;
 use crate::kept::Kept;
@@ -63,13 +63,13 @@ impl Crossings for OnDevice<'_, '_> {
     fn cross(&mut self, i: usize, c: &Crossing) -> cuzk_cuda::Result<()> {
         let section = &self.members[0][c.section];
         self.worker
-            .upload_task(self.ring, i % RING, section, c.chunk)
+            .upload_task(self.ring, i % self.ring.slots.len(), section, c.chunk)
     }
 
     fn enqueue(&mut self, i: usize, c: &Crossing, m: usize) -> cuzk_cuda::Result<()> {
         let (w, ring) = (&mut *self.worker, &mut *self.ring);
         let s = w.stream.clone();
-        let slot = i % RING;
+        let slot = i % ring.slots.len();
         let section = &self.members[m][c.section];
         let (start, end) = section.range(ring.chunk, c.chunk);
         let len = end - start;
@@ -122,7 +122,8 @@ impl Crossings for OnDevice<'_, '_> {
     /// The slot may be refilled once the sums queued so far have run.
     fn done(&mut self, i: usize, c: &Crossing) -> cuzk_cuda::Result<()> {
         let s = self.worker.stream.clone();
-        self.ring.used[i % RING] = Some(s.record()?);
+        let slot = i % self.ring.slots.len();
+        self.ring.used[slot] = Some(s.record()?);
         let (queued, ready) = self.waited.take().expect("sums queued before done");
         self.ring
             .trace
