@@ -21,7 +21,8 @@ use std::ops::Range;
 use cuzk_field::{G1Projective, G2Projective, Group};
 
 use crate::interleave::{in_turn, interleave};
-use crate::plan::{kept_bytes, Shape, SrsMode, VramPlan};
+use crate::kept::kept_bytes;
+use crate::plan::{Shape, SrsMode, VramPlan};
 
 /// One chunk crossing PCIe and the batch members that sum it.
 #[derive(Clone, Debug, PartialEq, Eq)]

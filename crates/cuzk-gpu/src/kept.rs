@@ -6,18 +6,39 @@
 //! sums: ~3 ms in G1 and ~10 ms in G2 on an H100 whatever the size, which
 //! was ~0.19 s of a 32 GiB partition's 44 light chunks). Instead each
 //! chunk's others and their points are gathered into a buffer of the
-//! member's section ([`Kept`], [`plan::kept_points`] of a chunk's points)
+//! member's section ([`Kept`], [`kept_points`] of a chunk's points)
 //! and one MSM sums them when it fills or the section's last chunk is in.
 //! A chunk with more others than the buffer holds (H's: all of them) is
 //! summed by its own MSM, as before. [`keep_step`] decides, for each chunk;
 //! the tests below check that every other is summed exactly once.
-//!
-//! [`plan::kept_points`]: crate::plan::kept_points
 
 use cuzk_cuda::gather::gather_rows;
 use cuzk_cuda::msm::{Msm, MsmCurve};
 use cuzk_cuda::{DeviceBuffer, Stream};
 use cuzk_field::limbs::{DeviceRepr, FrLimbs, G1AffineLimbs};
+
+use crate::plan::{G1_BYTES, G2_BYTES, SCALAR_BYTES};
+
+/// A streamed chunk keeps up to 1/KEPT_SHARE of its points whose scalars
+/// are neither 0 nor 1 (L's, A's and B's 1.3%) past the chunk: they and
+/// their scalars are gathered into a buffer of that many, summed by one MSM
+/// when it fills or the section ends, instead of a small MSM per chunk.
+pub(crate) const KEPT_SHARE: usize = 8;
+
+/// How many of a chunk's `points` a light section keeps (see [`KEPT_SHARE`]).
+pub(crate) fn kept_points(points: usize) -> usize {
+    (points / KEPT_SHARE).max(1)
+}
+
+/// Device bytes one member's kept points and scalars take at chunk `chunk`:
+/// one buffer for each light section alive at once, `g1` sections of G1
+/// points (a chunk of `chunk`) and `g2` of G2 (a chunk of half as many).
+pub(crate) fn kept_bytes(chunk: usize, g1: u64, g2: u64) -> u64 {
+    let per = |points: usize, point: u64| {
+        kept_points(points) as u64 * (point + SCALAR_BYTES) + 2 * cuzk_cuda::arena::ALIGN
+    };
+    g1 * per(chunk, G1_BYTES) + g2 * per((chunk / 2).max(1), G2_BYTES)
+}
 
 /// What a chunk with `others` other scalars does with a member's kept
 /// buffer (`filled` of `cap` taken), the section's last chunk or not.

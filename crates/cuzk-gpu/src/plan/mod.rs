@@ -56,6 +56,8 @@ use cuzk_arena::human;
 use cuzk_cuda::abc::streamed_bytes;
 use cuzk_cuda::gather::RankedBitmap;
 
+use crate::kept::kept_bytes;
+
 /// Bytes of one Fr scalar, one affine G1 point and one affine G2 point.
 pub const SCALAR_BYTES: u64 = 32;
 /// Bytes of one affine G1 point (uncompressed, Montgomery limbs).
@@ -74,27 +76,6 @@ pub const PREFERRED_MIN_CHUNK: usize = 1 << 20;
 /// Chunk buffers a streamed key's ring may take beyond its four, where the
 /// MSM stages leave room ([`VramPlan::ring_slots`]).
 pub(crate) const EXTRA_RING_SLOTS: usize = 4;
-
-/// A streamed chunk keeps up to 1/KEPT_SHARE of its points whose scalars
-/// are neither 0 nor 1 (L's, A's and B's 1.3%) past the chunk: they and
-/// their scalars are gathered into a buffer of that many, summed by one MSM
-/// when it fills or the section ends, instead of a small MSM per chunk.
-pub(crate) const KEPT_SHARE: usize = 8;
-
-/// How many of a chunk's `points` a light section keeps (see [`KEPT_SHARE`]).
-pub(crate) fn kept_points(points: usize) -> usize {
-    (points / KEPT_SHARE).max(1)
-}
-
-/// Device bytes one member's kept points and scalars take at chunk `chunk`:
-/// one buffer for each light section alive at once, `g1` sections of G1
-/// points (a chunk of `chunk`) and `g2` of G2 (a chunk of half as many).
-pub(crate) fn kept_bytes(chunk: usize, g1: u64, g2: u64) -> u64 {
-    let per = |points: usize, point: u64| {
-        kept_points(points) as u64 * (point + SCALAR_BYTES) + 2 * cuzk_cuda::arena::ALIGN
-    };
-    g1 * per(chunk, G1_BYTES) + g2 * per((chunk / 2).max(1), G2_BYTES)
-}
 
 /// How the H polynomial's a, b, c share the device (see the module docs).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

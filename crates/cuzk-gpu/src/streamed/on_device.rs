@@ -10,8 +10,7 @@ use cuzk_field::limbs::{fr_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
 use super::{g1_parts, g2_parts, Bases, Parts, Ring, Section};
 use crate::batch::{BatchOrder, Crossing, Crossings, Sum};
 use crate::dense::DenseScalars;
-use crate::kept::Kept;
-use crate::plan::kept_points;
+use crate::kept::{kept_points, Kept};
 use crate::worker::{Scalars, Worker};
 
 /// The device's side of a batch ([`batch::run`]): the ring's chunk
@@ -42,7 +41,7 @@ impl Crossings for OnDevice<'_, '_> {
     type Error = cuzk_cuda::Error;
 
     /// A light section's kept others: a share of a chunk's points
-    /// (`plan::kept_points`), counted by the plan.
+    /// (`kept_points`), counted by the plan.
     fn prepare(&mut self, m: usize, s: usize) -> cuzk_cuda::Result<()> {
         let section = &self.members[m][s];
         if !section.light {
