@@ -413,7 +413,9 @@ fn batched_sums_at_2_16_equal_each_members_whole_msm() {
         .iter()
         .map(|x| x.iter().map(Vec::as_slice).collect())
         .collect();
-    for (heavy_group, ahead) in [(1, 4), (2, 2), (3, 1)] {
+    // A ring of 8 buffers (`VramPlan::ring_slots` where the MSM stages
+    // leave room) as well as the 4 of every plan and fewer.
+    for (heavy_group, ahead) in [(1, 4), (2, 2), (3, 1), (1, 8)] {
         let sections = vec![
             (Points::G1(&h), n),
             (Points::G1(&l), n),
