@@ -144,14 +144,18 @@ impl Ring {
         })
     }
 
-    /// Slot `i`'s buffer as points of type `T`, taken out of the ring.
-    fn take<T: DeviceRepr>(&mut self, i: usize) -> cuzk_cuda::Result<DeviceBuffer<T>> {
-        self.slots[i].take().expect("a slot is put back").recast()
-    }
-
-    fn put<T: DeviceRepr>(&mut self, i: usize, b: DeviceBuffer<T>) -> cuzk_cuda::Result<()> {
+    /// Runs `f` on slot `i`'s buffer as points of type `T` (taken out of
+    /// the ring meanwhile, so `f` may read the rest of it) and puts the
+    /// buffer back whatever `f` returned.
+    fn with_slot<T: DeviceRepr, R>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut DeviceBuffer<T>, &Ring) -> cuzk_cuda::Result<R>,
+    ) -> cuzk_cuda::Result<R> {
+        let mut b = self.slots[i].take().expect("a slot is put back").recast()?;
+        let r = f(&mut b, self);
         self.slots[i] = Some(b.recast()?);
-        Ok(())
+        r
     }
 }
 
@@ -437,17 +441,11 @@ impl Worker {
         let (start, end) = section.range(ring.chunk, chunk);
         let bytes = match section.bases {
             Bases::G1(b) => {
-                let mut d = ring.take::<G1AffineLimbs>(slot)?;
-                let r = self.chunk_upload(&copy, &b[start..end], &mut d);
-                ring.put(slot, d)?;
-                r?;
+                ring.with_slot(slot, |d, _| self.chunk_upload(&copy, &b[start..end], d))?;
                 std::mem::size_of_val(&b[start..end])
             }
             Bases::G2(b) => {
-                let mut d = ring.take::<G2AffineLimbs>(slot)?;
-                let r = self.chunk_upload(&copy, &b[start..end], &mut d);
-                ring.put(slot, d)?;
-                r?;
+                ring.with_slot(slot, |d, _| self.chunk_upload(&copy, &b[start..end], d))?;
                 std::mem::size_of_val(&b[start..end])
             }
         };

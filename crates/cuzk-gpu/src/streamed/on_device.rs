@@ -5,7 +5,7 @@
 use cuzk_cuda::gather::copy_pad;
 use cuzk_cuda::msm::{MsmCurve, G1, G2};
 use cuzk_cuda::{DeviceBuffer, Event, Stream};
-use cuzk_field::limbs::{fr_as_limbs, FrLimbs, G1AffineLimbs, G2AffineLimbs};
+use cuzk_field::limbs::{fr_as_limbs, FrLimbs};
 
 use super::{g1_parts, g2_parts, Bases, Parts, Ring, Section};
 use crate::batch::{BatchOrder, Crossing, Crossings, Sum};
@@ -98,17 +98,15 @@ impl Crossings for OnDevice<'_, '_> {
         let kept = self.kept[m * self.members[m].len() + c.section].as_mut();
         let (carry, queued, classified) = match section.bases {
             Bases::G1(_) => {
-                let b = ring.take::<G1AffineLimbs>(slot)?;
-                let r = w.enqueue_chunk(&b, &ring.scalars, kept, last, g1_parts);
-                ring.put(slot, b)?;
-                let (carry, queued, classified) = r?;
+                let (carry, queued, classified) = ring.with_slot(slot, |b, ring| {
+                    w.enqueue_chunk(b, &ring.scalars, kept, last, g1_parts)
+                })?;
                 (carry.map(Sum::G1), queued, classified)
             }
             Bases::G2(_) => {
-                let b = ring.take::<G2AffineLimbs>(slot)?;
-                let r = w.enqueue_chunk(&b, &ring.scalars, kept, last, g2_parts);
-                ring.put(slot, b)?;
-                let (carry, queued, classified) = r?;
+                let (carry, queued, classified) = ring.with_slot(slot, |b, ring| {
+                    w.enqueue_chunk(b, &ring.scalars, kept, last, g2_parts)
+                })?;
                 (carry.map(Sum::G2), queued, classified)
             }
         };
