@@ -16,10 +16,11 @@ use parking_lot::{Condvar, Mutex};
 /// Admits partitions while their VRAM plans fit the device's arena together:
 /// every resident key is counted once (the keys of `keys`, plus this
 /// partition's key if it is not resident yet), each running partition its
-/// worker bytes (scratch and largest stage; plus its staging when the key is
-/// streamed). When a partition does not fit, idle resident keys of other
-/// shapes are evicted, least recently used first, before it waits; an
-/// admitted partition pins its key's shape until its ticket drops.
+/// worker bytes (its largest stage, and its scratch beside it when the key is
+/// resident; a streamed key's ring and the scratch are inside the MSM
+/// stage). When a partition does not fit, idle resident keys of other shapes
+/// are evicted, least recently used first, before it waits; an admitted
+/// partition pins its key's shape until its ticket drops.
 #[derive(Debug)]
 pub struct VramAdmission {
     capacity: u64,
@@ -78,7 +79,8 @@ impl VramAdmission {
     fn split(plan: &VramPlan) -> (u64, Option<KeyShape>) {
         match plan.mode {
             SrsMode::Resident => (plan.worker_bytes(), Some(KeyShape::of_plan(plan))),
-            SrsMode::Streamed { .. } => (plan.worker_bytes() + plan.srs_device_bytes, None),
+            // The ring is inside the worker's MSM stages.
+            SrsMode::Streamed { .. } => (plan.worker_bytes(), None),
         }
     }
 }

@@ -43,8 +43,12 @@
 //! a smaller chunk costs less than streaming them.
 //!
 //! The worker's scratch (the G1 and G2 Pippenger scratch, the classifier, the
-//! batch sums and the NTT tables) is sized once for the longest MSM it runs:
-//! the longest section when the key is resident, one chunk when streamed.
+//! batch sums and the NTT tables) is sized for the longest MSM it runs: the
+//! longest section when the key is resident (made once, kept beside every
+//! stage), one chunk when streamed. A streamed key's scratch and its ring of
+//! chunk buffers are made when the MSMs start and given back when they end,
+//! so the plan counts both inside the MSM stages only: the H polynomial (the
+//! largest stage on a small card) never has them beside it.
 //! The kernels' footprints come in through [`Footprints`] ([`CudaFootprints`]
 //! asks cuzk-cuda's bindings), so the plan's arithmetic is tested on any
 //! machine. It lives here, beside the allocations it describes (`worker.rs`,
@@ -525,9 +529,19 @@ impl VramPlan {
         if !interleaved {
             stages.extend([("msm_l", l), ("msm_a", a), ("msm_b", b)]);
         }
+        // A streamed key's ring and the worker's scratch live only while
+        // the MSMs run (made after the H polynomial, given back after the
+        // sums): counted in the MSM stages, not beside the largest stage.
+        let in_msm = match mode {
+            SrsMode::Streamed { .. } => srs_device_bytes + scratch_bytes,
+            SrsMode::Resident => 0,
+        };
         let stages: Vec<StageBytes> = stages
             .into_iter()
-            .map(|(name, bytes)| StageBytes { name, bytes })
+            .map(|(name, bytes)| StageBytes {
+                name,
+                bytes: bytes + if name.starts_with("msm") { in_msm } else { 0 },
+            })
             .collect();
         let partition_peak = stages.iter().map(|s| s.bytes).max().unwrap_or(0);
         VramPlan {
@@ -553,7 +567,8 @@ impl VramPlan {
     }
 
     /// Chunk buffers in the streamed key's ring: the four the plan counts
-    /// in `srs_device_bytes` (two G2 staging buffers' bytes), and up to
+    /// in `srs_device_bytes` (two G2 staging buffers' bytes, inside the MSM
+    /// stages), and up to
     /// [`EXTRA_RING_SLOTS`] more of a G1 chunk each where the MSM stages
     /// leave room below the partition's largest stage (a, b, c or the H
     /// polynomial), so the plan's peak holds with them. More buffers let
@@ -576,9 +591,23 @@ impl VramPlan {
         4 + (room as usize).min(EXTRA_RING_SLOTS)
     }
 
+    /// Whether the worker's scratch (and a streamed key's ring) is counted
+    /// inside the MSM stages, made when they start and given back when they
+    /// end: with the key streamed. A resident key's worker keeps its scratch
+    /// beside every stage (the key's own bytes dwarf it, and a worker that
+    /// keeps it makes it once).
+    pub fn scratch_in_msm_stages(&self) -> bool {
+        matches!(self.mode, SrsMode::Streamed { .. })
+    }
+
     /// Device bytes at the plan's peak, with the margin.
     pub fn peak(&self) -> u64 {
-        self.srs_device_bytes + self.matrix_bytes + self.worker_bytes() + self.margin
+        let key = match self.mode {
+            SrsMode::Resident => self.srs_device_bytes,
+            // The ring is inside the MSM stages.
+            SrsMode::Streamed { .. } => 0,
+        };
+        key + self.matrix_bytes + self.worker_bytes() + self.margin
     }
 
     /// Whether a, b, c are evaluated on the device under this plan.
@@ -592,9 +621,16 @@ impl VramPlan {
         self.shape.device_abc.and_then(|d| d.stream_terms)
     }
 
-    /// One worker's bytes besides a resident key: scratch plus its largest stage.
+    /// One worker's bytes besides a resident key and resident matrices:
+    /// its largest stage, plus its scratch when that is kept beside every
+    /// stage (a streamed key's ring and the scratch are inside the MSM
+    /// stages: [`VramPlan::scratch_in_msm_stages`]).
     pub fn worker_bytes(&self) -> u64 {
-        self.scratch_bytes + self.partition_peak
+        let beside = match self.scratch_in_msm_stages() {
+            true => 0,
+            false => self.scratch_bytes,
+        };
+        beside + self.partition_peak
     }
 
     /// Whether the plan's peak is within its budget.
@@ -610,10 +646,8 @@ impl VramPlan {
             SrsMode::Resident => self.srs_device_bytes + self.matrix_bytes,
             SrsMode::Streamed { .. } => self.matrix_bytes,
         };
-        let per = match self.mode {
-            SrsMode::Resident => self.worker_bytes(),
-            SrsMode::Streamed { .. } => self.worker_bytes() + self.srs_device_bytes,
-        };
+        // A streaming worker's ring is inside its worker bytes.
+        let per = self.worker_bytes();
         let avail = self.budget.saturating_sub(shared + self.margin);
         (avail / per.max(1)) as usize
     }

@@ -188,10 +188,19 @@ fn device_abc_counts_the_matrices_and_z() {
     // two allocations' alignment each.
     let ranked = 2 * (cuzk_cuda::gather::RankedBitmap::bytes_for(base.aux) + 41 * 32);
     let kept_others = 3 * ((1u64 << 17) * 128 + 512) + (1u64 << 16) * 224 + 512;
+    // The ring and the scratch live only while the MSMs run: inside their
+    // stage, not beside the H polynomial.
     assert_eq!(
         streamed.stages[2].bytes,
-        n * 32 + chunk_bufs + kept + ranked + kept_others
+        n * 32
+            + chunk_bufs
+            + kept
+            + ranked
+            + kept_others
+            + streamed.srs_device_bytes
+            + streamed.scratch_bytes
     );
+    assert_eq!(streamed.worker_bytes(), streamed.partition_peak);
     assert!(streamed.to_string().contains("L, A and B chunks among H's"));
 }
 
@@ -323,6 +332,30 @@ fn peak_adds_up() {
         + Linear.slack();
     assert_eq!(plan.scratch_bytes, expect_scratch);
     assert_eq!(plan.stages[1].bytes, n * 32);
+    // A streamed key's ring and scratch are counted inside the MSM stages
+    // only: the peak is the larger of the H polynomial and an MSM stage
+    // holding them.
+    let streamed = VramPlan::with_mode(
+        demo_shape(20),
+        8 * GIB,
+        SrsMode::Streamed { chunk: 1 << 16 },
+        &Linear,
+    );
+    assert!(streamed.scratch_in_msm_stages());
+    let msm = streamed
+        .stages
+        .iter()
+        .filter(|s| s.name.starts_with("msm"))
+        .map(|s| s.bytes)
+        .max()
+        .unwrap();
+    let h_poly = streamed.stages.iter().find(|s| s.name == "h_poly").unwrap();
+    assert!(msm >= streamed.srs_device_bytes + streamed.scratch_bytes);
+    assert_eq!(streamed.partition_peak, msm.max(h_poly.bytes));
+    assert_eq!(
+        streamed.peak(),
+        streamed.partition_peak + streamed.matrix_bytes + streamed.margin
+    );
 }
 
 /// The 32 GiB PoRep partition pre-compiled (a, b, c left to the prover),
@@ -369,15 +402,12 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
         assert_eq!(names.contains(&"msm_l"), !plan.interleaved, "{plan}");
         assert_eq!(plan.interleaved, (16..=48).contains(&gib), "{plan}");
         // The ring's extra chunk buffers fit beside every MSM stage below
-        // the partition's largest stage (the peak holds with them); every
-        // budget that streams the key has room for at least one more than
-        // four (so the next H chunk's copy need not wait for the last H
-        // chunk's sums).
+        // the partition's largest stage (the peak holds with them).
         if let Some(chunk) = chunk {
             let slots = plan.ring_slots();
             println!("{gib:>4} GiB: {slots} chunk buffers in the ring");
             assert!(
-                (5..=4 + super::EXTRA_RING_SLOTS).contains(&slots),
+                (4..=4 + super::EXTRA_RING_SLOTS).contains(&slots),
                 "{gib} GiB: {slots}"
             );
             let extra = (slots - 4) as u64 * chunk as u64 * super::G1_BYTES;
@@ -404,8 +434,9 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
                 assert!(plan.abc_on_device(), "{plan}");
                 assert_eq!(plan.matrices_streamed(), None, "{plan}");
                 assert_eq!(plan.matrix_bytes, shape.device_abc.unwrap().matrix_bytes);
-                let h = if gib == 24 { HPoly::Lean } else { HPoly::Full };
-                assert_eq!(plan.h_poly, h, "{plan}");
+                // (At 24 GiB the full H too, since the ring and the
+                // scratch are not beside it.)
+                assert_eq!(plan.h_poly, HPoly::Full, "{plan}");
             }
             16 => {
                 assert!(chunk.is_some_and(|c| c >= PREFERRED_MIN_CHUNK), "{plan}");
@@ -496,7 +527,8 @@ fn a_batch_of_32_gib_porep_partitions_fits_only_where_a_card_has_room_for_their_
         assert_eq!(plan.batch_room(), 1, "{gib} GiB: {plan}");
     }
     // The key streamed by choice on an 80 GB card (the 2026-12-06 H100
-    // run's layout, 76.25 GiB of arena): room for six.
+    // run's layout, 76.25 GiB of arena): room for seven (the ring and the
+    // scratch inside the MSM stage, beside the members' scalars).
     let plan = VramPlan::with_matrices(
         shape,
         76 * GIB + GIB / 4,
@@ -511,7 +543,7 @@ fn a_batch_of_32_gib_porep_partitions_fits_only_where_a_card_has_room_for_their_
         "76.25 GiB, streamed: peak {}, room for {room}",
         human(plan.peak())
     );
-    assert_eq!(room, 6, "{plan}");
+    assert_eq!(room, 7, "{plan}");
     // a, b, c on the host: the members' scalars would stream; no batch.
     let host = VramPlan::with_layout(
         Shape {

@@ -299,7 +299,6 @@ impl Worker {
             .expect("a, b, c on the device: checked by the backend");
         let s = self.stream.clone();
         let n = plan.shape.domain;
-        self.size_for(plan)?;
         self.last_key_bytes = 0;
         let mut held = Vec::with_capacity(ws.len());
         for (w, t) in ws.iter().zip(t.iter_mut()) {
@@ -309,13 +308,13 @@ impl Worker {
             clock.report(t)?;
             held.push((dh, dl));
         }
+        // The scratch for the MSM stage alone (the plan counts it there).
+        self.size_for(plan)?;
         let mut clock = Clock::new();
         let sums = self.streamed_batch(chunk, key, ws, held, &mut clock);
         self.pin = None;
+        self.scratch = None;
         let sums = sums?;
-        if self.release_scratch {
-            self.scratch = None;
-        }
         s.synchronize()?;
         let mut shared = StageTimings::default();
         clock.report(&mut shared)?;
