@@ -10,12 +10,15 @@
 //! Without a CUDA device the suite reports its tests ignored and says why in
 //! one line (`cuzk_testkit::gpu_suite`); with one, an unusable device fails.
 
-use cuzk_cuda::abc::{DeviceR1cs, HostIds, HostMatrix, StreamedR1cs, Streaming};
+use cuzk_cuda::abc::{
+    ChunkedR1cs, DeviceR1cs, HostIds, HostMatrix, PinnedR1cs, StreamedR1cs, Streaming,
+};
 use cuzk_cuda::staging::Staging;
 use cuzk_field::limbs::{fr_as_limbs, limbs_as_fr, FrLimbs};
 use ff::Field;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use std::sync::Arc;
 
 use blstrs::Scalar as Fr;
 use cuzk_cuda::testing::test_stream as stream;
@@ -160,6 +163,42 @@ fn abc_matches_the_host_sum() {
                     s.download_vec(&chunked[i]).unwrap(),
                     s.download_vec(&outs[i]).unwrap(),
                     "matrix {i}: streamed in chunks of {chunk} terms ({rows} rows)"
+                );
+            }
+            // The same chunks laid out once and pinned in host memory:
+            // they cross straight from it, with the same outputs.
+            let layout = ChunkedR1cs::new([host(0), host(1), host(2)], table, chunk).unwrap();
+            let pinned = PinnedR1cs::new(s.gpu(), Arc::new(layout)).unwrap();
+            let from_pin = StreamedR1cs::new(&s, fr_as_limbs(&coeffs), [host(0), host(1), host(2)])
+                .unwrap()
+                .with_pinned(&pinned)
+                .unwrap();
+            let mut pinned_out: Vec<_> = (0..3)
+                .map(|_| s.upload_new(&vec![pad; rows + 1]).unwrap())
+                .collect();
+            {
+                let [a, b, c] = &mut pinned_out[..] else {
+                    unreachable!()
+                };
+                let mut io = Streaming {
+                    compute: &s,
+                    copy: &copy,
+                    staging: &mut staging,
+                };
+                from_pin
+                    .evaluate(&mut io, &dz, &mut classes, [a, b, c], chunk)
+                    .unwrap();
+                // Another chunk size than the layout's is refused.
+                let err = from_pin
+                    .evaluate(&mut io, &dz, &mut classes, [a, b, c], chunk + 1)
+                    .unwrap_err();
+                assert!(err.to_string().contains("layout pinned in chunks"), "{err}");
+            }
+            for i in 0..3 {
+                assert_eq!(
+                    s.download_vec(&pinned_out[i]).unwrap(),
+                    s.download_vec(&outs[i]).unwrap(),
+                    "matrix {i}: pinned, in chunks of {chunk} terms ({rows} rows)"
                 );
             }
         }

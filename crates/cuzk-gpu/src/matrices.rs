@@ -9,7 +9,11 @@
 //! When the plan finds no room for the matrices beside the key, they stay
 //! on the host and cross PCIe in chunks of rows for every partition
 //! (cuzk-cuda `StreamedR1cs`): slower than resident, still without a, b, c
-//! on the host.
+//! on the host. The recording is laid out in those chunks and page-locked
+//! in host memory once per process (cuzk-cuda `PinnedR1cs`, shared by
+//! every worker and device), so the chunks cross straight from it with the
+//! checks made once; where host memory cannot be pinned, the chunks cross
+//! through the worker's staging buffers, checked as they are filled.
 //!
 //! Slot rules: a recording is evicted (replaced by another, or for a
 //! partition's room by admission) only when no partition uses it: no worker
@@ -19,7 +23,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use cuzk_cuda::abc::{device_bytes, DeviceR1cs, HostIds, HostMatrix, StreamedR1cs, Streaming};
+use cuzk_cuda::abc::{
+    device_bytes, ChunkedR1cs, DeviceR1cs, HostIds, HostMatrix, PinnedR1cs, StreamedR1cs, Streaming,
+};
 use cuzk_cuda::DeviceBuffer;
 use cuzk_field::limbs::{fr_as_limbs, FrLimbs};
 use cuzk_groth16::prover::StageTimings;
@@ -72,8 +78,36 @@ pub fn witness_shape(w: &Synthesized) -> Shape {
 pub(crate) enum AbcMatrices<'a> {
     /// The recording resident in the device's slot.
     Resident(Arc<DeviceR1cs>),
-    /// The recording on the host, streamed in chunks of this many terms.
-    Streamed(Box<R1csRef<'a>>, usize),
+    /// The recording on the host, streamed in chunks of this many terms,
+    /// straight from its pinned layout when there is one.
+    Streamed(Box<R1csRef<'a>>, usize, Option<Arc<PinnedR1cs>>),
+}
+
+/// A recording laid out and pinned for streaming, or the finding that it
+/// could not be (not tried again).
+struct PinnedEntry {
+    id: CircuitId,
+    terms: usize,
+    pinned: Option<Arc<PinnedR1cs>>,
+}
+
+/// The recordings pinned for streaming in this process, one per circuit
+/// and chunk size, kept for the process's life (as a streamed key's pin is
+/// kept): ~6 GB of host memory for a 32 GiB PoRep partition's.
+static PINNED: Mutex<Vec<PinnedEntry>> = Mutex::new(Vec::new());
+
+/// The streamed matrices from `r1cs` on `s`: straight from `pinned` when
+/// there is one, else through the staging buffers.
+fn streamed_from<'a>(
+    s: &cuzk_cuda::Stream,
+    r1cs: &'a R1csRef<'a>,
+    pinned: Option<&'a PinnedR1cs>,
+) -> cuzk_cuda::Result<StreamedR1cs<'a>> {
+    let streamed = StreamedR1cs::new(s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
+    match pinned {
+        Some(p) => streamed.with_pinned(p),
+        None => Ok(streamed),
+    }
 }
 
 struct Resident {
@@ -175,6 +209,52 @@ impl MatrixSlot {
 }
 
 impl Worker {
+    /// `d`'s matrices laid out in chunks of `terms` terms and page-locked
+    /// in host memory: made once per process (the first partition's
+    /// `r1cs_pin`), then shared by every partition, worker and device.
+    /// `None` when they cannot be (said once, with the reason: the chunks
+    /// then cross through the staging buffers).
+    pub(crate) fn pinned_matrices(
+        &self,
+        d: &DeferredAbc,
+        terms: usize,
+        t: &mut StageTimings,
+    ) -> Option<Arc<PinnedR1cs>> {
+        let mut pinned = PINNED.lock();
+        if let Some(e) = pinned.iter().find(|e| e.id == *d.id() && e.terms == terms) {
+            return e.pinned.clone();
+        }
+        let start = Instant::now();
+        let r1cs = d.r1cs();
+        let made = ChunkedR1cs::new(host_matrices(&r1cs), r1cs.coeffs.len(), terms)
+            .and_then(|layout| PinnedR1cs::new(&self.gpu, Arc::new(layout)));
+        let entry = match made {
+            Ok(p) => {
+                t.record("r1cs_pin", start.elapsed());
+                tracing::info!(
+                    "matrices of circuit {} laid out in chunks of {terms} terms and pinned in                      host memory: {} in {:.1} s (their chunks cross without staging)",
+                    d.id(),
+                    cuzk_arena::human(p.layout().bytes()),
+                    start.elapsed().as_secs_f64()
+                );
+                Some(Arc::new(p))
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "the matrices of circuit {} stay unpinned ({e}): their chunks cross                      through the staging buffers, filled and checked on the host",
+                    d.id()
+                );
+                None
+            }
+        };
+        pinned.push(PinnedEntry {
+            id: *d.id(),
+            terms,
+            pinned: entry.clone(),
+        });
+        entry
+    }
+
     /// `d`'s matrices on the device: uploaded unless already resident
     /// (replacing an idle recording of another circuit). The slot stays
     /// locked during the upload, so two workers never upload it twice.
@@ -300,10 +380,9 @@ impl Worker {
             let [a, b, c] = &mut out;
             match matrices {
                 AbcMatrices::Resident(m) => m.evaluate(&s, &z, &mut classes, [a, b, c])?,
-                AbcMatrices::Streamed(r1cs, terms) => {
-                    let host = HostSide::start(self);
-                    let streamed =
-                        StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
+                AbcMatrices::Streamed(r1cs, terms, pinned) => {
+                    let host = HostSide::start(self, pinned.is_some());
+                    let streamed = streamed_from(&s, r1cs, pinned.as_deref())?;
                     let copy = self.copy.clone();
                     let mut io = Streaming {
                         compute: &s,
@@ -346,10 +425,9 @@ impl Worker {
                     m.evaluate_classified(&s, &z, &classes, which, out)
                 })?
             }
-            AbcMatrices::Streamed(r1cs, terms) => {
-                let host = HostSide::start(self);
-                let streamed =
-                    StreamedR1cs::new(&s, fr_as_limbs(r1cs.coeffs), host_matrices(r1cs))?;
+            AbcMatrices::Streamed(r1cs, terms, pinned) => {
+                let host = HostSide::start(self, pinned.is_some());
+                let streamed = streamed_from(&s, r1cs, pinned.as_deref())?;
                 streamed.classify(&s, &z, &mut classes)?;
                 let copy = self.copy.clone();
                 let h = self.lean_h(n, |worker, which, out| {
@@ -390,14 +468,16 @@ pub fn host_matrices<'a>(r1cs: &R1csRef<'a>) -> [HostMatrix<'a>; 3] {
 struct HostSide {
     start: Instant,
     fence: std::time::Duration,
+    pinned: bool,
 }
 
 impl HostSide {
-    fn start(w: &mut Worker) -> HostSide {
+    fn start(w: &mut Worker, pinned: bool) -> HostSide {
         w.staging.take_times();
         HostSide {
             start: Instant::now(),
             fence: cuzk_cuda::fence_wait_on_this_thread(),
+            pinned,
         }
     }
 
@@ -405,10 +485,14 @@ impl HostSide {
     fn log(self, w: &mut Worker, stage: &str, bytes: u64) {
         let t = w.staging.take_times();
         tracing::info!(
-            "{stage} with the matrices streamed ({}): host {:.3} s, of it filling the staging \
-             buffers {:.3} s, waiting for their copies {:.3} s, allocations waiting for \
-             device memory {:.3} s",
+            "{stage} with the matrices streamed ({}, {}): host {:.3} s, of it filling the \
+             staging buffers {:.3} s, waiting for their copies {:.3} s, allocations waiting \
+             for device memory {:.3} s",
             cuzk_arena::human(bytes),
+            match self.pinned {
+                true => "from pinned host memory",
+                false => "through the staging buffers",
+            },
             self.start.elapsed().as_secs_f64(),
             t.fill.as_secs_f64(),
             t.wait.as_secs_f64(),

@@ -1,5 +1,6 @@
 //! One worker's proving of a partition on its device: its scratch (sized
-//! once for the longest MSM it runs), the stage clock (CUDA events), the H
+//! for the longest MSM it runs: kept with a resident key, made for the MSM
+//! stage alone with a streamed one), the stage clock (CUDA events), the H
 //! polynomial and the five MSMs with the key resident. The streamed-key MSMs
 //! are `streamed.rs`; the resident key's upload is `srs.rs`; a, b, c
 //! evaluated on the device from resident matrices are `matrices.rs`.
@@ -197,10 +198,15 @@ impl Worker {
                     Some(AbcMatrices::Resident(self.make_matrices_resident(d, t)?))
                 }
                 (Some(d), true, Some(terms)) => {
+                    let pinned = self.pinned_matrices(d, terms, t);
                     tracing::info!(
-                        "a, b, c on the device, matrices streamed from the host: {plan}"
+                        "a, b, c on the device, matrices streamed from the host ({}): {plan}",
+                        match pinned {
+                            Some(_) => "pinned",
+                            None => "through the staging buffers",
+                        }
                     );
-                    Some(AbcMatrices::Streamed(Box::new(d.r1cs()), terms))
+                    Some(AbcMatrices::Streamed(Box::new(d.r1cs()), terms, pinned))
                 }
                 _ => None,
             },
@@ -220,7 +226,11 @@ impl Worker {
     ) -> cuzk_cuda::Result<MsmSums> {
         let s = self.stream.clone();
         let n = plan.shape.domain;
-        self.size_for(plan)?;
+        // A streamed key's scratch is made when its MSMs start (after the H
+        // polynomial's vectors are given back): the plan counts it there.
+        if !plan.scratch_in_msm_stages() {
+            self.size_for(plan)?;
+        }
         let mut clock = Clock::new();
         self.last_key_bytes = 0;
 
@@ -275,8 +285,11 @@ impl Worker {
                 self.resident_msms(&srs, w, da, aux_on_device, &mut clock)?
             }
             (SrsMode::Streamed { chunk }, _) => {
+                self.size_for(plan)?;
                 let sums = self.streamed_msms(chunk, key, w, da, aux_on_device, &mut clock, t);
+                // Both only for the MSM stage (the plan counts them there).
                 self.pin = None;
+                self.scratch = None;
                 sums?
             }
             (SrsMode::Resident, None) => unreachable!("a resident plan made its key resident"),

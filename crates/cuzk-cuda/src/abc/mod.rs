@@ -14,8 +14,10 @@ use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
 use crate::launch::{DevPtr, DevPtrMut, Kernel};
 
+mod pinned;
 mod streamed;
 
+pub use pinned::{ChunkedR1cs, PinnedR1cs};
 pub use streamed::{streamed_bytes, StreamedR1cs, Streaming};
 
 /// The SpMV kernels' name in messages (`prover_spmv_u16` / `_u32`).

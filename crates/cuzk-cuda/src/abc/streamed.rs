@@ -4,11 +4,12 @@
 
 use cuzk_field::limbs::FrLimbs;
 
+use super::pinned::{next_chunk, OwnedIds, PinnedR1cs};
 use super::{
     check_ends, check_evaluation, check_table, classify, each_classified, spmv_ids, DeviceIds,
     HostIds, HostMatrix, SpmvArgs, SPMV,
 };
-use crate::device::{DeviceBuffer, Stream};
+use crate::device::{DeviceBuffer, Event, Stream};
 use crate::error::{ensure, Result};
 use crate::staging::Staging;
 
@@ -31,11 +32,51 @@ pub fn streamed_bytes(coeffs: usize, chunk_terms: usize) -> u64 {
 /// to its first term and check it (offsets ordered, columns within z, ids
 /// within the table) in the same pass as the copy, before its kernel is
 /// queued. The SpMV kernels are the resident path's.
+///
+/// With [`StreamedR1cs::with_pinned`], the chunks cross instead straight
+/// from a [`PinnedR1cs`] of the same recording (laid out and checked once,
+/// page-locked in host memory): no fill pass, no staging.
 pub struct StreamedR1cs<'a> {
     coeffs: DeviceBuffer<FrLimbs>,
     coeff_count: usize,
     matrices: [HostMatrix<'a>; 3],
     rows: usize,
+    pinned: Option<&'a PinnedR1cs>,
+}
+
+/// Two sets of chunk buffers (offsets, columns, ids): one is filled while
+/// the other's chunk is evaluated.
+struct ChunkBuffers {
+    row_ptr: [DeviceBuffer<u32>; 2],
+    cols: [DeviceBuffer<u32>; 2],
+    ids: [DeviceIds; 2],
+}
+
+impl ChunkBuffers {
+    /// Buffers for chunks of up to `chunk_terms` terms (and as many rows)
+    /// on `stream`, ids as wide as `wide` says; the copy stream waits for
+    /// their allocation (stream-ordered, on the compute stream).
+    fn new(stream: &Stream, copy: &Stream, chunk_terms: usize, wide: bool) -> Result<Self> {
+        let ids = || -> Result<DeviceIds> {
+            Ok(match wide {
+                false => DeviceIds::U16(stream.alloc(chunk_terms)?),
+                true => DeviceIds::U32(stream.alloc(chunk_terms)?),
+            })
+        };
+        let buffers = ChunkBuffers {
+            row_ptr: [
+                stream.alloc::<u32>(chunk_terms + 1)?,
+                stream.alloc::<u32>(chunk_terms + 1)?,
+            ],
+            cols: [
+                stream.alloc::<u32>(chunk_terms)?,
+                stream.alloc::<u32>(chunk_terms)?,
+            ],
+            ids: [ids()?, ids()?],
+        };
+        copy.wait(&stream.record()?)?;
+        Ok(buffers)
+    }
 }
 
 impl std::fmt::Debug for StreamedR1cs<'_> {
@@ -82,7 +123,46 @@ impl<'a> StreamedR1cs<'a> {
             coeff_count: coeffs.len(),
             matrices,
             rows,
+            pinned: None,
         })
+    }
+
+    /// These matrices' chunks crossing straight from `pinned`, their
+    /// layout in page-locked host memory (checked when it was made): it
+    /// must be of the same recording (rows, terms, id widths and table
+    /// size agree), and evaluations must ask for its chunk size.
+    pub fn with_pinned(mut self, pinned: &'a PinnedR1cs) -> Result<Self> {
+        let layout = pinned.layout();
+        ensure(
+            SPMV,
+            layout.rows() == self.rows && layout.coeff_count() == self.coeff_count,
+            || {
+                format!(
+                    "a pinned layout of {} rows and {} coefficients for matrices of {} rows                      and {}",
+                    layout.rows(),
+                    layout.coeff_count(),
+                    self.rows,
+                    self.coeff_count
+                )
+            },
+        )?;
+        for (which, (name, m)) in ["A", "B", "C"].iter().zip(&self.matrices).enumerate() {
+            let laid = layout.matrix_at(which);
+            let same = laid.cols.len() == m.cols.len()
+                && matches!(
+                    (&laid.ids, m.ids),
+                    (OwnedIds::U16(_), HostIds::U16(_)) | (OwnedIds::U32(_), HostIds::U32(_))
+                );
+            ensure(SPMV, same, || {
+                format!(
+                    "the pinned layout's {name} has {} terms and the matrix {} (or their ids'                      widths differ)",
+                    laid.cols.len(),
+                    m.cols.len()
+                )
+            })?;
+        }
+        self.pinned = Some(pinned);
+        Ok(self)
     }
 
     /// Rows of each matrix.
@@ -155,48 +235,25 @@ impl<'a> StreamedR1cs<'a> {
     ) -> Result<()> {
         ensure(SPMV, chunk_terms > 0, || "chunks of 0 terms".to_string())?;
         check_evaluation(z, classes, 0, self.rows, which, o)?;
+        if let Some(pinned) = self.pinned {
+            return self.evaluate_pinned(pinned, io, z, classes, which, o, chunk_terms);
+        }
         let stream = io.compute;
         let m = &self.matrices[which];
         let name = ["A", "B", "C"][which];
-        let alloc_ids = || -> Result<DeviceIds> {
-            Ok(match m.ids {
-                HostIds::U16(_) => DeviceIds::U16(stream.alloc(chunk_terms)?),
-                HostIds::U32(_) => DeviceIds::U32(stream.alloc(chunk_terms)?),
-            })
-        };
-        let mut row_ptr = [
-            stream.alloc::<u32>(chunk_terms + 1)?,
-            stream.alloc::<u32>(chunk_terms + 1)?,
-        ];
-        let mut cols = [
-            stream.alloc::<u32>(chunk_terms)?,
-            stream.alloc::<u32>(chunk_terms)?,
-        ];
-        let mut ids = [alloc_ids()?, alloc_ids()?];
-        // The copy stream writes into buffers allocated (in stream order) on
-        // the compute stream.
-        io.copy.wait(&stream.record()?)?;
-        let mut used: [Option<crate::device::Event>; 2] = [None, None];
+        let wide = matches!(m.ids, HostIds::U32(_));
+        let ChunkBuffers {
+            mut row_ptr,
+            mut cols,
+            mut ids,
+        } = ChunkBuffers::new(stream, io.copy, chunk_terms, wide)?;
+        let mut used: [Option<Event>; 2] = [None, None];
         let (mut r0, mut k) = (0, 0);
         let out = (|| -> Result<()> {
             while r0 < self.rows {
                 let slot = k % 2;
-                let base = m.row_ptr[r0];
-                // The last row whose end stays within the chunk, at most
-                // chunk_terms rows on (the offsets' order is checked below,
-                // as they cross; out of order, this finds some row).
-                let limit = (r0 + chunk_terms).min(self.rows);
-                let fit = m.row_ptr[r0 + 1..=limit]
-                    .partition_point(|&end| end.wrapping_sub(base) as usize <= chunk_terms);
-                let r1 = r0 + fit.max(1);
-                let end = m.row_ptr[r1];
-                let terms = end.wrapping_sub(base) as usize;
-                ensure(SPMV, end >= base && terms <= chunk_terms, || {
-                    format!(
-                        "chunks of {chunk_terms} terms for {name}'s row {r0} of {} terms",
-                        i64::from(end) - i64::from(base)
-                    )
-                })?;
+                let (r1, base, end) = next_chunk(m, name, r0, self.rows, chunk_terms)?;
+                let terms = (end - base) as usize;
                 if let Some(e) = &used[slot] {
                     io.copy.wait(e)?;
                 }
@@ -316,6 +373,97 @@ impl<'a> StreamedR1cs<'a> {
         })();
         // Whatever happened, the chunk buffers are freed (on the compute
         // stream) only after every copy queued into them.
+        stream.wait(&io.copy.record()?)?;
+        out
+    }
+
+    /// [`StreamedR1cs::evaluate_classified`] from the pinned layout: each
+    /// chunk's offsets, columns and ids copied straight from page-locked
+    /// host memory on the copy stream (the host only queues), into one of
+    /// two sets of chunk buffers while the other's chunk is evaluated.
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate_pinned(
+        &self,
+        pinned: &PinnedR1cs,
+        io: &mut Streaming<'_>,
+        z: &DeviceBuffer<FrLimbs>,
+        classes: &DeviceBuffer<u8>,
+        which: usize,
+        o: &mut DeviceBuffer<FrLimbs>,
+        chunk_terms: usize,
+    ) -> Result<()> {
+        let layout = pinned.layout();
+        ensure(SPMV, layout.chunk_terms() == chunk_terms, || {
+            format!(
+                "chunks of {chunk_terms} terms from a layout pinned in chunks of {}",
+                layout.chunk_terms()
+            )
+        })?;
+        ensure(SPMV, layout.width() <= z.len(), || {
+            format!(
+                "z has {} values, the matrices name {} columns",
+                z.len(),
+                layout.width()
+            )
+        })?;
+        let stream = io.compute;
+        let m = layout.matrix_at(which);
+        let wide = matches!(m.ids, OwnedIds::U32(_));
+        let ChunkBuffers {
+            mut row_ptr,
+            mut cols,
+            mut ids,
+        } = ChunkBuffers::new(stream, io.copy, chunk_terms, wide)?;
+        let pin = pinned.pin();
+        let mut used: [Option<Event>; 2] = [None, None];
+        let out = (|| -> Result<()> {
+            for (k, c) in m.chunks.iter().enumerate() {
+                let slot = k % 2;
+                if let Some(e) = &used[slot] {
+                    io.copy.wait(e)?;
+                }
+                let span = c.base..c.base + c.terms;
+                io.copy
+                    .upload_from_pin(pin, m.offsets_of(c), &mut row_ptr[slot], 0)?;
+                io.copy
+                    .upload_from_pin(pin, &m.cols[span.clone()], &mut cols[slot], 0)?;
+                match (&m.ids, &mut ids[slot]) {
+                    (OwnedIds::U16(v), DeviceIds::U16(d)) => {
+                        io.copy.upload_from_pin(pin, &v[span], d, 0)?
+                    }
+                    (OwnedIds::U32(v), DeviceIds::U32(d)) => {
+                        io.copy.upload_from_pin(pin, &v[span], d, 0)?
+                    }
+                    _ => unreachable!("the chunk ids have the matrix's width"),
+                }
+                stream.wait(&io.copy.record()?)?;
+                let args = SpmvArgs {
+                    row_ptr: row_ptr[slot].arg(),
+                    cols: cols[slot].arg(),
+                    rows: c.r1 - c.r0,
+                    terms: c.terms,
+                    coeffs: self.coeffs.arg(),
+                    z: z.arg(),
+                    classes: classes.arg(),
+                    out: o.arg_mut_at(c.r0),
+                };
+                #[allow(unsafe_code)]
+                // SAFETY: the layout checked each chunk's offsets when it was
+                // made (ordered, from 0 to `terms` <= chunk_terms, the
+                // lengths of its cols and ids), every id below a table of
+                // `coeff_count` entries (this table's: `with_pinned`) and
+                // every column below `width` <= z.len() <= classes.len()
+                // (checked above and by check_evaluation); the pin keeps
+                // that memory allocated and unchanged. out has >= rows
+                // values (check_evaluation), rows r0..r1 start at `args.out`.
+                unsafe {
+                    spmv_ids(stream, &ids[slot], &args)?
+                };
+                used[slot] = Some(stream.record()?);
+            }
+            Ok(())
+        })();
+        // The chunk buffers are freed only after every copy into them.
         stream.wait(&io.copy.record()?)?;
         out
     }
