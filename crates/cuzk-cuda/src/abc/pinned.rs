@@ -62,25 +62,70 @@ pub(crate) struct Chunk {
     pub(crate) offsets_at: usize,
 }
 
+/// The page size host memory is locked in (x86-64 and most arm64 hosts).
+const PAGE: usize = 4096;
+
+/// Values in whole pages of their own: a vector a page longer at each end,
+/// used from its first page boundary. Page-locking works on whole pages,
+/// and a copy from ordinary memory that shares a locked page fails in the
+/// driver (CUDA_ERROR_INVALID_VALUE): a heap allocation of the recording
+/// itself, beside the layout, was such a neighbour. Here every page the pin
+/// locks holds this vector alone.
+pub(crate) struct PageOwned<T> {
+    buf: Vec<T>,
+    at: usize,
+    len: usize,
+}
+
+impl<T: Copy + Default> PageOwned<T> {
+    /// `len` default values in pages of their own.
+    fn new(len: usize) -> Self {
+        let size = std::mem::size_of::<T>();
+        let per_page = PAGE / size;
+        let buf = vec![T::default(); len + 2 * per_page];
+        let addr = buf.as_ptr() as usize;
+        // T's size divides the page, and the vector is aligned to it.
+        let at = (addr.next_multiple_of(PAGE) - addr) / size;
+        PageOwned { buf, at, len }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[T] {
+        &self.buf[self.at..self.at + self.len]
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.buf[self.at..self.at + self.len]
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// A matrix's ids, owned.
 pub(crate) enum OwnedIds {
-    U16(Vec<u16>),
-    U32(Vec<u32>),
+    U16(PageOwned<u16>),
+    U32(PageOwned<u32>),
 }
 
 /// One matrix laid out in chunks.
 pub(crate) struct ChunkedMatrix {
     pub(crate) chunks: Vec<Chunk>,
     /// Each chunk's row offsets from 0 to its term count, one after another.
-    pub(crate) offsets: Vec<u32>,
-    pub(crate) cols: Vec<u32>,
+    pub(crate) offsets: PageOwned<u32>,
+    pub(crate) cols: PageOwned<u32>,
     pub(crate) ids: OwnedIds,
 }
 
 impl ChunkedMatrix {
     /// The rebased row offsets of chunk `c`.
     pub(crate) fn offsets_of(&self, c: &Chunk) -> &[u32] {
-        &self.offsets[c.offsets_at..c.offsets_at + (c.r1 - c.r0) + 1]
+        &self.offsets.as_slice()[c.offsets_at..c.offsets_at + (c.r1 - c.r0) + 1]
+    }
+
+    /// The columns of chunk `c`'s terms.
+    pub(crate) fn cols_of(&self, c: &Chunk) -> &[u32] {
+        &self.cols.as_slice()[c.base..c.base + c.terms]
     }
 }
 
@@ -109,10 +154,14 @@ impl std::fmt::Debug for ChunkedR1cs {
 /// Values copied (and folded) per task when a layout is made.
 const COPY_BLOCK: usize = 1 << 20;
 
-/// `src` copied into a new vector in parallel; the largest value as u32.
-fn copied_max<T: Copy + Default + Send + Sync + Into<u32>>(src: &[T]) -> (Vec<T>, Option<u32>) {
-    let mut dst = vec![T::default(); src.len()];
+/// `src` copied into pages of their own in parallel; the largest value as
+/// u32.
+fn copied_max<T: Copy + Default + Send + Sync + Into<u32>>(
+    src: &[T],
+) -> (PageOwned<T>, Option<u32>) {
+    let mut dst = PageOwned::new(src.len());
     let max = dst
+        .as_mut_slice()
         .par_chunks_mut(COPY_BLOCK)
         .zip(src.par_chunks(COPY_BLOCK))
         .map(|(d, s)| {
@@ -181,7 +230,7 @@ impl ChunkedR1cs {
         }
         // Each chunk's offsets rebased to its first term, checked ordered
         // and within its terms, in parallel over the chunks.
-        let mut offsets = vec![0u32; offsets_at];
+        let mut offsets = PageOwned::<u32>::new(offsets_at);
         let mut parts = Vec::with_capacity(chunks.len());
         let mut rest = offsets.as_mut_slice();
         for c in &chunks {
@@ -278,11 +327,11 @@ impl ChunkedR1cs {
             .iter()
             .flat_map(|m| {
                 [
-                    as_bytes(&m.offsets),
-                    as_bytes(&m.cols),
+                    as_bytes(m.offsets.as_slice()),
+                    as_bytes(m.cols.as_slice()),
                     match &m.ids {
-                        OwnedIds::U16(v) => as_bytes(v),
-                        OwnedIds::U32(v) => as_bytes(v),
+                        OwnedIds::U16(v) => as_bytes(v.as_slice()),
+                        OwnedIds::U32(v) => as_bytes(v.as_slice()),
                     },
                 ]
             })
@@ -365,10 +414,7 @@ mod tests {
                 assert_eq!(c.base, next_term);
                 let want: Vec<u32> = row_ptr[r0..=r1].iter().map(|&p| p - base).collect();
                 assert_eq!(laid.offsets_of(c), &want[..]);
-                assert_eq!(
-                    &laid.cols[c.base..c.base + c.terms],
-                    &cols[c.base..c.base + c.terms]
-                );
+                assert_eq!(laid.cols_of(c), &cols[c.base..c.base + c.terms]);
                 r0 = r1;
                 next_term = c.base + c.terms;
             }
@@ -376,8 +422,12 @@ mod tests {
             let OwnedIds::U32(laid_ids) = &laid.ids else {
                 panic!("32-bit ids stay 32-bit")
             };
-            assert_eq!(laid_ids, &ids);
+            assert_eq!(laid_ids.as_slice(), &ids[..]);
             assert_eq!(r1cs.chunks()[0], laid.chunks.len());
+            // Every range the pin locks starts a page of its own.
+            for r in r1cs.ranges() {
+                assert_eq!(r.as_ptr() as usize % PAGE, 0);
+            }
         }
     }
 

@@ -426,13 +426,13 @@ impl<'a> StreamedR1cs<'a> {
                 io.copy
                     .upload_from_pin(pin, m.offsets_of(c), &mut row_ptr[slot], 0)?;
                 io.copy
-                    .upload_from_pin(pin, &m.cols[span.clone()], &mut cols[slot], 0)?;
+                    .upload_from_pin(pin, m.cols_of(c), &mut cols[slot], 0)?;
                 match (&m.ids, &mut ids[slot]) {
                     (OwnedIds::U16(v), DeviceIds::U16(d)) => {
-                        io.copy.upload_from_pin(pin, &v[span], d, 0)?
+                        io.copy.upload_from_pin(pin, &v.as_slice()[span], d, 0)?
                     }
                     (OwnedIds::U32(v), DeviceIds::U32(d)) => {
-                        io.copy.upload_from_pin(pin, &v[span], d, 0)?
+                        io.copy.upload_from_pin(pin, &v.as_slice()[span], d, 0)?
                     }
                     _ => unreachable!("the chunk ids have the matrix's width"),
                 }

@@ -209,6 +209,10 @@ impl Stream {
         at: usize,
     ) -> Result<()> {
         let op = "upload_from_pin";
+        // Nothing to copy (an empty slice may point anywhere).
+        if src.is_empty() {
+            return Ok(());
+        }
         crate::error::ensure(op, pin.holds(src), || {
             format!("{} values that are not inside the pinned ranges", src.len())
         })?;
@@ -217,9 +221,6 @@ impl Stream {
             at.checked_add(src.len()).is_some_and(|e| e <= dst.len),
             || format!("{} values at {at} into a buffer of {}", src.len(), dst.len),
         )?;
-        if src.is_empty() {
-            return Ok(());
-        }
         let to = dst.ptr + (at * std::mem::size_of::<T>()) as u64;
         let bytes = as_bytes(src);
         #[allow(unsafe_code)]
