@@ -37,7 +37,10 @@ pub enum VramBudget {
     /// What the device has free when it is opened, less a margin (1 GiB or
     /// 3 %, whichever is larger) for the driver and other processes.
     Auto,
-    /// Exactly this many bytes (a large card behaving as a small one).
+    /// This many bytes of the device in all (a large card behaving as a
+    /// small one): the arena reserves the budget less what the device
+    /// already has in use (the CUDA context, other processes), so that
+    /// nvidia-smi's figure stays within it.
     Bytes(u64),
 }
 
@@ -180,9 +183,39 @@ impl fmt::Debug for Arena {
     }
 }
 
+/// The arena a budget reserves on a device with `free` of `total` bytes
+/// free: `auto`, what is free less a margin; a budget of bytes, the budget
+/// less what the device already has in use (this process's CUDA context and
+/// any other process's memory), so that the device's whole use, as
+/// nvidia-smi shows it, stays within the budget. Rounded down to
+/// [`ALIGN`]; the reason when nothing or not enough is left.
+fn arena_bytes(budget: VramBudget, free: u64, total: u64) -> std::result::Result<u64, String> {
+    let in_use = total.saturating_sub(free);
+    let bytes = match budget {
+        VramBudget::Auto => free.saturating_sub((1u64 << 30).max(total / 33)),
+        VramBudget::Bytes(b) if b > total => {
+            return Err(format!(
+                "the device has only {} in all",
+                cuzk_arena::human(total)
+            ))
+        }
+        VramBudget::Bytes(b) if b <= in_use => {
+            return Err(format!(
+                "{} of it is already in use on the device (the CUDA context, other processes)",
+                cuzk_arena::human(in_use)
+            ))
+        }
+        VramBudget::Bytes(b) => b - in_use,
+    } & !(ALIGN - 1);
+    if bytes == 0 {
+        return Err("nothing is left for a VRAM arena".to_string());
+    }
+    Ok(bytes)
+}
+
 impl Arena {
     /// Start-up: asks the device what it has free (once) and reserves the
-    /// budget in one allocation.
+    /// budget in one allocation ([`arena_bytes`]).
     pub(crate) fn reserve(ctx: &Arc<CudaContext>, budget: VramBudget, what: &str) -> Result<Arena> {
         ctx.bind_to_thread()
             .cuda("cuCtxSetCurrent", || what.to_string())?;
@@ -190,26 +223,22 @@ impl Arena {
             .mem_get_info()
             .cuda("cuMemGetInfo", || what.to_string())?;
         let (free, total) = (free as u64, total as u64);
-        let bytes = match budget {
-            VramBudget::Auto => free.saturating_sub((1u64 << 30).max(total / 33)),
-            VramBudget::Bytes(b) => {
-                if b > free {
-                    return Err(Error::OutOfMemory(format!(
-                        "VRAM budget {} asked for on {what}, but the device has only {} free of {}",
-                        cuzk_arena::human(b),
-                        cuzk_arena::human(free),
-                        cuzk_arena::human(total)
-                    )));
-                }
-                b
-            }
-        } & !(ALIGN - 1);
-        if bytes == 0 {
-            return Err(Error::OutOfMemory(format!(
-                "{what} has {} free of {}: nothing left for a VRAM arena",
+        let bytes = arena_bytes(budget, free, total).map_err(|why| {
+            Error::OutOfMemory(format!(
+                "VRAM budget {budget} asked for on {what}, but {why} (the device has {} free of {})",
                 cuzk_arena::human(free),
                 cuzk_arena::human(total)
-            )));
+            ))
+        })?;
+        if let VramBudget::Bytes(b) = budget {
+            tracing::info!(
+                "VRAM budget {} on {what}: {} of the device already in use (this process's CUDA \
+                 context, any other process), so the arena reserves {} and the device's use as \
+                 nvidia-smi counts it stays within the budget",
+                cuzk_arena::human(b),
+                cuzk_arena::human(total - free),
+                cuzk_arena::human(bytes)
+            );
         }
         #[allow(unsafe_code)]
         // SAFETY: a plain device allocation; freed exactly once in ArenaInner::drop.
@@ -344,4 +373,32 @@ pub(crate) fn zero(stream: &Arc<CudaStream>, ptr: u64, bytes: u64) -> Result<()>
     ffi::memset_zero(stream, ptr, bytes as usize).cuda("cuMemsetD8Async", || {
         format!("zeroing a fresh {bytes}-byte region")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    /// A budget of bytes is the device's whole use: the arena is the budget
+    /// less what is already in use; auto keeps its margin below what is
+    /// free; budgets the device cannot give are refused with the numbers.
+    #[test]
+    fn a_budget_counts_what_the_device_already_uses() {
+        let (total, free) = (80 * GIB, 80 * GIB - 800 * (1 << 20));
+        let arena = arena_bytes(VramBudget::Bytes(24 * GIB), free, total).unwrap();
+        assert_eq!(arena, 24 * GIB - 800 * (1 << 20));
+        assert_eq!(arena % ALIGN, 0);
+        let odd = arena_bytes(VramBudget::Bytes(24 * GIB + 100), free, total).unwrap();
+        assert_eq!(odd, arena);
+        let auto = arena_bytes(VramBudget::Auto, free, total).unwrap();
+        assert_eq!(auto, (free - total / 33) & !(ALIGN - 1));
+        let over = arena_bytes(VramBudget::Bytes(81 * GIB), free, total).unwrap_err();
+        assert!(over.contains("80.00 GiB in all"), "{over}");
+        let used = arena_bytes(VramBudget::Bytes(512 << 20), free, total).unwrap_err();
+        assert!(used.contains("800.0 MiB of it is already in use"), "{used}");
+        let none = arena_bytes(VramBudget::Auto, GIB / 2, total).unwrap_err();
+        assert!(none.contains("nothing is left"), "{none}");
+    }
 }

@@ -331,7 +331,7 @@ impl Worker {
         self.ring_slots = plan.ring_slots();
         self.size_scratch(
             plan.msm_len,
-            plan.msm_len.min(plan.shape.b_g2.max(1)),
+            crate::plan::g2_msm_len(plan.mode, plan.msm_len, &plan.shape),
             plan.gather_len,
         )
     }

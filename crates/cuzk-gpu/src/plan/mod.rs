@@ -241,6 +241,17 @@ pub struct PlanError {
     pub margin: u64,
 }
 
+/// Pairs the worker's G2 scratch is sized for: B_G2's whole section with
+/// the key resident; with it streamed, a G2 chunk (half a G1 chunk's
+/// points: the same bytes), the most any streamed G2 MSM sums.
+pub(crate) fn g2_msm_len(mode: SrsMode, msm_len: usize, shape: &Shape) -> usize {
+    let len = match mode {
+        SrsMode::Resident => msm_len,
+        SrsMode::Streamed { chunk } => (chunk / 2).max(1),
+    };
+    len.min(shape.b_g2.max(1))
+}
+
 impl VramPlan {
     /// The plan for `shape` under `budget` bytes: the key resident when it
     /// fits beside one partition, else streamed in the largest power-of-two
@@ -461,7 +472,7 @@ impl VramPlan {
             _ => msm_len,
         };
         let scratch_bytes = fp.msm_g1(msm_len)
-            + fp.msm_g2(msm_len.min(shape.b_g2.max(1)))
+            + fp.msm_g2(g2_msm_len(mode, msm_len, &shape))
             + fp.classifier(msm_len)
             + fp.gather(gather_len)
             + fp.fixed()

@@ -417,6 +417,19 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
         } else {
             assert_eq!(plan.ring_slots(), 0);
         }
+        // The card's own arena is less than its budget (the CUDA context,
+        // auto's margin: a budget of bytes leaves the context out): a GiB
+        // less plans the same at the sizes the H100 runs measured.
+        if matches!(gib, 16 | 24 | 32) {
+            let less = VramPlan::new(shape, budget - GIB, &CudaFootprints).unwrap();
+            assert_eq!(less.mode, plan.mode, "{gib} GiB less one: {less}");
+            let want = match gib {
+                16 => 1 << 22,
+                24 => 1 << 23,
+                _ => 1 << 24,
+            };
+            assert_eq!(plan.mode, SrsMode::Streamed { chunk: want }, "{plan}");
+        }
         // What each budget must get.
         match gib {
             80 | 141 => {
@@ -450,11 +463,13 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
         }
     }
     // A bigger budget never gets a slower layout: streaming chunks never
-    // shrink, the lean H never returns, a, b, c never leave the device.
+    // shrink (but where a, b, c move onto the device: at 12 GiB, with them
+    // on the host, the MSM stage holds no z and takes a larger chunk than
+    // at 16), the lean H never returns, a, b, c never leave the device.
     for w in rows.windows(2) {
         let ((_, c0, h0, d0, _), (gib, c1, h1, d1, _)) = (w[0], w[1]);
         assert!(
-            c1.is_none() || c0.is_some_and(|c0| c0 <= c1.unwrap()),
+            c1.is_none() || c0.is_some_and(|c0| c0 <= c1.unwrap()) || (!d0 && d1),
             "{gib} GiB"
         );
         assert!(!(h0 == HPoly::Full && h1 == HPoly::Lean), "{gib} GiB");
