@@ -211,6 +211,10 @@ pub struct VramPlan {
     /// on the device): L's, A's and B's chunks cross among H's in one stage
     /// (`msm_h`), A's and B's scalars gathered a chunk at a time.
     pub interleaved: bool,
+    /// Chunk buffers in a streamed key's ring (0 with the key resident):
+    /// four, counted in `srs_device_bytes`, and up to [`EXTRA_RING_SLOTS`]
+    /// more of a G1 chunk each, counted in the MSM stages.
+    pub ring: usize,
 }
 
 /// Why no plan fits.
@@ -373,7 +377,7 @@ impl VramPlan {
                     for h_poly in [HPoly::Full, HPoly::Lean] {
                         let plan = Self::with_matrices(shape, budget, mode, h_poly, matrices, fp);
                         if let Some(plan) = fits(plan) {
-                            return Ok(plan);
+                            return Ok(plan.with_ring_room());
                         }
                     }
                 }
@@ -555,7 +559,7 @@ impl VramPlan {
             })
             .collect();
         let partition_peak = stages.iter().map(|s| s.bytes).max().unwrap_or(0);
-        VramPlan {
+        let plan = VramPlan {
             budget,
             shape,
             mode,
@@ -574,7 +578,18 @@ impl VramPlan {
             h_poly,
             gather_len,
             interleaved,
-        }
+            ring: 0,
+        };
+        // A streamed key's ring: four buffers, and more where the MSM
+        // stages leave room below the partition's largest stage.
+        let below = match mode {
+            SrsMode::Streamed { chunk } => {
+                let msm = plan.msm_stage_peak();
+                (partition_peak.saturating_sub(msm) / (chunk as u64 * G1_BYTES)) as usize
+            }
+            SrsMode::Resident => 0,
+        };
+        plan.with_extra_ring(below)
     }
 }
 

@@ -5,28 +5,57 @@
 use super::*;
 
 impl VramPlan {
-    /// Chunk buffers in the streamed key's ring: the four the plan counts
-    /// in `srs_device_bytes` (two G2 staging buffers' bytes, inside the MSM
-    /// stages), and up to [`EXTRA_RING_SLOTS`] more of a G1 chunk each
-    /// where the MSM stages leave room below the partition's largest stage
-    /// (a, b, c or the H polynomial), so the plan's peak holds with them. More buffers let
-    /// the copies run further ahead of the sums: after an H chunk (tens of
-    /// milliseconds of sums) come several light chunks (a few each), and
-    /// with four buffers the next H chunk's copy could not start until the
-    /// previous H chunk was summed. 0 for a resident key.
+    /// Chunk buffers in the streamed key's ring ([`VramPlan::ring`]); 0
+    /// for a resident key. More buffers let the copies run further ahead
+    /// of the sums: after an H chunk (tens of milliseconds of sums) come
+    /// several light chunks (a few each), and with four buffers the next H
+    /// chunk's copy cannot start until the previous H chunk is summed.
     pub(crate) fn ring_slots(&self) -> usize {
-        let SrsMode::Streamed { chunk } = self.mode else {
-            return 0;
-        };
-        let msm = self
-            .stages
+        self.ring
+    }
+
+    /// The largest MSM stage's bytes.
+    pub(crate) fn msm_stage_peak(&self) -> u64 {
+        self.stages
             .iter()
             .filter(|s| s.name.starts_with("msm"))
             .map(|s| s.bytes)
             .max()
-            .unwrap_or(0);
-        let room = self.partition_peak.saturating_sub(msm) / (chunk as u64 * G1_BYTES).max(1);
-        4 + (room as usize).min(EXTRA_RING_SLOTS)
+            .unwrap_or(0)
+    }
+
+    /// This plan with a streamed key's ring of four buffers and `extra`
+    /// more (at most [`EXTRA_RING_SLOTS`]), their bytes in the MSM stages
+    /// and the peak made again; a resident key's plan unchanged.
+    pub(crate) fn with_extra_ring(mut self, extra: usize) -> VramPlan {
+        let SrsMode::Streamed { chunk } = self.mode else {
+            return self;
+        };
+        let extra = extra.min(EXTRA_RING_SLOTS);
+        let slot = chunk as u64 * G1_BYTES;
+        let had = self.ring.saturating_sub(4) as u64;
+        for st in self.stages.iter_mut().filter(|s| s.name.starts_with("msm")) {
+            st.bytes = st.bytes - had * slot + extra as u64 * slot;
+        }
+        self.partition_peak = self.stages.iter().map(|s| s.bytes).max().unwrap_or(0);
+        self.ring = 4 + extra;
+        self
+    }
+
+    /// This plan (a streamed key's, as chosen) with its ring deepened into
+    /// what the budget leaves above its peak, when that room could serve
+    /// neither a second worker nor a second member of a batch (so a deeper
+    /// ring costs nothing else): up to [`EXTRA_RING_SLOTS`] in all.
+    pub(crate) fn with_ring_room(self) -> VramPlan {
+        let SrsMode::Streamed { chunk } = self.mode else {
+            return self;
+        };
+        if self.workers_that_fit() > 1 || self.batch_room() > 1 {
+            return self;
+        }
+        let above = self.budget.saturating_sub(self.peak()) / (chunk as u64 * G1_BYTES);
+        let extra = self.ring.saturating_sub(4) + above as usize;
+        self.with_extra_ring(extra)
     }
 
     /// Whether the worker's scratch (and a streamed key's ring) is counted
