@@ -232,7 +232,8 @@ impl Worker {
             Ok(p) => {
                 t.record("r1cs_pin", start.elapsed());
                 tracing::info!(
-                    "matrices of circuit {} laid out in chunks of {terms} terms and pinned in                      host memory: {} in {:.1} s (their chunks cross without staging)",
+                    "matrices of circuit {} laid out in chunks of {terms} terms and pinned in \
+                     host memory: {} in {:.1} s (their chunks cross without staging)",
                     d.id(),
                     cuzk_arena::human(p.layout().bytes()),
                     start.elapsed().as_secs_f64()
@@ -241,7 +242,8 @@ impl Worker {
             }
             Err(e) => {
                 tracing::warn!(
-                    "the matrices of circuit {} stay unpinned ({e}): their chunks cross                      through the staging buffers, filled and checked on the host",
+                    "the matrices of circuit {} stay unpinned ({e}): their chunks cross \
+                     through the staging buffers, filled and checked on the host",
                     d.id()
                 );
                 None

@@ -138,7 +138,8 @@ impl<'a> StreamedR1cs<'a> {
             layout.rows() == self.rows && layout.coeff_count() == self.coeff_count,
             || {
                 format!(
-                    "a pinned layout of {} rows and {} coefficients for matrices of {} rows                      and {}",
+                    "a pinned layout of {} rows and {} coefficients for matrices of {} rows \
+                     and {}",
                     layout.rows(),
                     layout.coeff_count(),
                     self.rows,
