@@ -212,8 +212,8 @@ pub struct VramPlan {
     /// (`msm_h`), A's and B's scalars gathered a chunk at a time.
     pub interleaved: bool,
     /// Chunk buffers in a streamed key's ring (0 with the key resident):
-    /// four, counted in `srs_device_bytes`, and up to [`EXTRA_RING_SLOTS`]
-    /// more of a G1 chunk each, counted in the MSM stages.
+    /// four, counted in `srs_device_bytes`, and up to four more of a G1
+    /// chunk each, counted in the MSM stages.
     pub ring: usize,
 }
 
