@@ -188,6 +188,19 @@ fn abc_matches_the_host_sum() {
                 from_pin
                     .evaluate(&mut io, &dz, &mut classes, [a, b, c], chunk)
                     .unwrap();
+                // One matrix at a time, out of order (the copies queued
+                // ahead are dropped and start again): the same outputs.
+                for which in [2, 0, 1, 1] {
+                    let mut again = s.upload_new(&vec![pad; rows + 1]).unwrap();
+                    from_pin
+                        .evaluate_classified(&mut io, &dz, &classes, which, &mut again, chunk)
+                        .unwrap();
+                    assert_eq!(
+                        s.download_vec(&again).unwrap(),
+                        s.download_vec(&outs[which]).unwrap(),
+                        "matrix {which} alone, pinned, in chunks of {chunk} terms"
+                    );
+                }
                 // Another chunk size than the layout's is refused.
                 let err = from_pin
                     .evaluate(&mut io, &dz, &mut classes, [a, b, c], chunk + 1)

@@ -15,10 +15,11 @@ use crate::error::{ensure, Result};
 use crate::launch::{DevPtr, DevPtrMut, Kernel};
 
 mod pinned;
+mod prefetch;
 mod streamed;
 
 pub use pinned::{ChunkedR1cs, PinnedR1cs};
-pub use streamed::{streamed_bytes, StreamedR1cs, Streaming};
+pub use streamed::{streamed_bytes, StreamedR1cs, Streaming, PINNED_SETS};
 
 /// The SpMV kernels' name in messages (`prover_spmv_u16` / `_u32`).
 const SPMV: &str = "prover_spmv";

@@ -172,6 +172,24 @@ fn copied_max<T: Copy + Default + Send + Sync + Into<u32>>(
     (dst, max)
 }
 
+/// 16-bit `src` widened into 32-bit values in pages of their own; the
+/// largest.
+fn widened_max(src: &[u16]) -> (PageOwned<u32>, Option<u32>) {
+    let mut dst = PageOwned::new(src.len());
+    let max = dst
+        .as_mut_slice()
+        .par_chunks_mut(COPY_BLOCK)
+        .zip(src.par_chunks(COPY_BLOCK))
+        .map(|(d, s)| {
+            for (d, &v) in d.iter_mut().zip(s) {
+                *d = u32::from(v);
+            }
+            s.iter().copied().max().map(u32::from)
+        })
+        .reduce(|| None, |a, b| a.max(b));
+    (dst, max)
+}
+
 impl ChunkedR1cs {
     /// `matrices` (with a table of `coeff_count` coefficients) laid out in
     /// chunks of at most `chunk_terms` terms and checked, in parallel: an
@@ -189,9 +207,12 @@ impl ChunkedR1cs {
         let rows = matrices[0].row_ptr.len().saturating_sub(1);
         let mut width = 0;
         let mut laid = Vec::with_capacity(3);
+        // One id width for all three (the chunk sets are shared by them):
+        // 16-bit ids widen when another matrix's are 32-bit.
+        let wide = matrices.iter().any(|m| matches!(m.ids, HostIds::U32(_)));
         for (name, m) in ["A", "B", "C"].iter().zip(&matrices) {
             check_ends(name, m, rows, true)?;
-            let (matrix, w) = Self::matrix(name, m, rows, coeff_count, chunk_terms)?;
+            let (matrix, w) = Self::matrix(name, m, rows, coeff_count, chunk_terms, wide)?;
             width = width.max(w);
             laid.push(matrix);
         }
@@ -213,6 +234,7 @@ impl ChunkedR1cs {
         rows: usize,
         coeff_count: usize,
         chunk_terms: usize,
+        wide: bool,
     ) -> Result<(ChunkedMatrix, usize)> {
         let mut chunks = Vec::new();
         let (mut r0, mut offsets_at) = (0, 0);
@@ -261,6 +283,10 @@ impl ChunkedR1cs {
         }
         let (cols, widest) = copied_max(m.cols);
         let (ids, top_id) = match m.ids {
+            HostIds::U16(v) if wide => {
+                let (ids, top) = widened_max(v);
+                (OwnedIds::U32(ids), top)
+            }
             HostIds::U16(v) => {
                 let (ids, top) = copied_max(v);
                 (OwnedIds::U16(ids), top)
@@ -315,6 +341,11 @@ impl ChunkedR1cs {
     /// Chunks of each matrix.
     pub fn chunks(&self) -> [usize; 3] {
         self.matrices.each_ref().map(|m| m.chunks.len())
+    }
+
+    /// Whether the ids are 32 bits wide (all three matrices' alike).
+    pub(crate) fn wide_ids(&self) -> bool {
+        matches!(self.matrices[0].ids, OwnedIds::U32(_))
     }
 
     pub(crate) fn matrix_at(&self, which: usize) -> &ChunkedMatrix {
@@ -454,5 +485,19 @@ mod tests {
         assert!(ChunkedR1cs::new([good, good, good], 1, 8).is_err());
         let ok = ChunkedR1cs::new([good, good, good], 2, 8).unwrap();
         assert_eq!((ok.rows(), ok.width(), ok.chunks()), (1, 1, [1, 1, 1]));
+        // 16-bit ids beside 32-bit ones widen, values kept.
+        let narrow = HostMatrix {
+            row_ptr: &[0, 1],
+            cols: &[0],
+            ids: HostIds::U16(&[1]),
+        };
+        let mixed = ChunkedR1cs::new([narrow, good, good], 2, 8).unwrap();
+        assert!(mixed.wide_ids());
+        let OwnedIds::U32(a) = &mixed.matrix_at(0).ids else {
+            panic!("widened")
+        };
+        assert_eq!(a.as_slice(), &[1]);
+        let all_narrow = ChunkedR1cs::new([narrow, narrow, narrow], 2, 8).unwrap();
+        assert!(!all_narrow.wide_ids());
     }
 }

@@ -2,9 +2,12 @@
 //! through a pinned staging on a copy stream, checked in the copy's pass,
 //! and the resident path's SpMV kernels evaluate them.
 
+use std::cell::RefCell;
+
 use cuzk_field::limbs::FrLimbs;
 
 use super::pinned::{next_chunk, OwnedIds, PinnedR1cs};
+use super::prefetch::Prefetch;
 use super::{
     check_ends, check_evaluation, check_table, classify, each_classified, spmv_ids, DeviceIds,
     HostIds, HostMatrix, SpmvArgs, SPMV,
@@ -13,15 +16,22 @@ use crate::device::{DeviceBuffer, Event, Stream};
 use crate::error::{ensure, Result};
 use crate::staging::Staging;
 
+/// Sets of chunk buffers a pinned recording's chunks cross into: the copies
+/// run up to this many chunks ahead of the SpMV, across matrices (the next
+/// matrix's first chunks cross during the NTTs between). Through the
+/// staging, two (one filled while the other's chunk is evaluated).
+pub const PINNED_SETS: usize = 8;
+
 /// Device bytes [`StreamedR1cs::evaluate`] takes from the arena for chunks
 /// of `chunk_terms` terms (and as many rows), with a table of `coeffs`: the
-/// table and two sets of chunk buffers (one is filled while the other's
-/// chunk is evaluated).
+/// table and [`PINNED_SETS`] sets of chunk buffers (the staged path uses
+/// two of them).
 pub fn streamed_bytes(coeffs: usize, chunk_terms: usize) -> u64 {
     let align = crate::arena::ALIGN;
     let round = |b: u64| b.div_ceil(align) * align;
     let c = chunk_terms as u64;
-    round(coeffs as u64 * 32) + 2 * (round((c + 1) * 4) + round(c * 4) + round(c * 4))
+    round(coeffs as u64 * 32)
+        + PINNED_SETS as u64 * (round((c + 1) * 4) + round(c * 4) + round(c * 4))
 }
 
 /// A circuit's matrices left on the host and streamed to the device in
@@ -42,40 +52,74 @@ pub struct StreamedR1cs<'a> {
     matrices: [HostMatrix<'a>; 3],
     rows: usize,
     pinned: Option<&'a PinnedR1cs>,
+    /// The pinned path's chunk sets and queue, kept across evaluations (so
+    /// the copies run ahead into the next matrix); made on first use.
+    ahead: RefCell<Option<Ahead>>,
 }
 
-/// Two sets of chunk buffers (offsets, columns, ids): one is filled while
-/// the other's chunk is evaluated.
-struct ChunkBuffers {
-    row_ptr: [DeviceBuffer<u32>; 2],
-    cols: [DeviceBuffer<u32>; 2],
-    ids: [DeviceIds; 2],
+/// One set of chunk buffers: a chunk's offsets, columns and ids.
+struct ChunkSet {
+    row_ptr: DeviceBuffer<u32>,
+    cols: DeviceBuffer<u32>,
+    ids: DeviceIds,
 }
 
-impl ChunkBuffers {
-    /// Buffers for chunks of up to `chunk_terms` terms (and as many rows)
-    /// on `stream`, ids as wide as `wide` says; the copy stream waits for
-    /// their allocation (stream-ordered, on the compute stream).
-    fn new(stream: &Stream, copy: &Stream, chunk_terms: usize, wide: bool) -> Result<Self> {
-        let ids = || -> Result<DeviceIds> {
-            Ok(match wide {
-                false => DeviceIds::U16(stream.alloc(chunk_terms)?),
-                true => DeviceIds::U32(stream.alloc(chunk_terms)?),
+/// `sets` sets of chunk buffers for chunks of up to `chunk_terms` terms
+/// (and as many rows) on `stream`, ids as wide as `wide` says; the copy
+/// stream waits for their allocation (stream-ordered, on the compute
+/// stream).
+fn chunk_sets(
+    stream: &Stream,
+    copy: &Stream,
+    chunk_terms: usize,
+    wide: bool,
+    sets: usize,
+) -> Result<Vec<ChunkSet>> {
+    let made = (0..sets)
+        .map(|_| {
+            Ok(ChunkSet {
+                row_ptr: stream.alloc::<u32>(chunk_terms + 1)?,
+                cols: stream.alloc::<u32>(chunk_terms)?,
+                ids: match wide {
+                    false => DeviceIds::U16(stream.alloc(chunk_terms)?),
+                    true => DeviceIds::U32(stream.alloc(chunk_terms)?),
+                },
             })
-        };
-        let buffers = ChunkBuffers {
-            row_ptr: [
-                stream.alloc::<u32>(chunk_terms + 1)?,
-                stream.alloc::<u32>(chunk_terms + 1)?,
-            ],
-            cols: [
-                stream.alloc::<u32>(chunk_terms)?,
-                stream.alloc::<u32>(chunk_terms)?,
-            ],
-            ids: [ids()?, ids()?],
-        };
-        copy.wait(&stream.record()?)?;
-        Ok(buffers)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    copy.wait(&stream.record()?)?;
+    Ok(made)
+}
+
+/// The pinned path's state across evaluations: its chunk sets, each set's
+/// last reader (an SpMV) and last writer (a copy), the queue of chunks
+/// copied ahead, and the streams (the sets are freed only after every copy
+/// into them).
+struct Ahead {
+    sets: Vec<ChunkSet>,
+    read: Vec<Option<Event>>,
+    written: Vec<Option<Event>>,
+    queue: Prefetch,
+    compute: Stream,
+    copy: Stream,
+}
+
+impl Drop for StreamedR1cs<'_> {
+    fn drop(&mut self) {
+        // Copies queued ahead may still be writing the sets: their frees
+        // (on the compute stream) come after them.
+        if let Some(a) = self.ahead.get_mut().take() {
+            let after = a.copy.record().and_then(|e| a.compute.wait(&e));
+            if let Err(e) = after {
+                tracing::warn!(
+                    "ordering the streamed matrices' chunk sets after their copies: {e}"
+                );
+                // Nothing may reuse them before the copies are done.
+                if let Err(e) = a.copy.synchronize() {
+                    tracing::warn!("waiting for the streamed matrices' copies: {e}");
+                }
+            }
+        }
     }
 }
 
@@ -124,6 +168,7 @@ impl<'a> StreamedR1cs<'a> {
             matrices,
             rows,
             pinned: None,
+            ahead: RefCell::new(None),
         })
     }
 
@@ -149,14 +194,9 @@ impl<'a> StreamedR1cs<'a> {
         )?;
         for (which, (name, m)) in ["A", "B", "C"].iter().zip(&self.matrices).enumerate() {
             let laid = layout.matrix_at(which);
-            let same = laid.cols.len() == m.cols.len()
-                && matches!(
-                    (&laid.ids, m.ids),
-                    (OwnedIds::U16(_), HostIds::U16(_)) | (OwnedIds::U32(_), HostIds::U32(_))
-                );
-            ensure(SPMV, same, || {
+            ensure(SPMV, laid.cols.len() == m.cols.len(), || {
                 format!(
-                    "the pinned layout's {name} has {} terms and the matrix {} (or their ids'                      widths differ)",
+                    "the pinned layout's {name} has {} terms and the matrix {}",
                     laid.cols.len(),
                     m.cols.len()
                 )
@@ -243,11 +283,7 @@ impl<'a> StreamedR1cs<'a> {
         let m = &self.matrices[which];
         let name = ["A", "B", "C"][which];
         let wide = matches!(m.ids, HostIds::U32(_));
-        let ChunkBuffers {
-            mut row_ptr,
-            mut cols,
-            mut ids,
-        } = ChunkBuffers::new(stream, io.copy, chunk_terms, wide)?;
+        let mut sets = chunk_sets(stream, io.copy, chunk_terms, wide, 2)?;
         let mut used: [Option<Event>; 2] = [None, None];
         let (mut r0, mut k) = (0, 0);
         let out = (|| -> Result<()> {
@@ -265,7 +301,7 @@ impl<'a> StreamedR1cs<'a> {
                     .upload_fold(
                         io.copy,
                         &m.row_ptr[r0..=r1],
-                        &mut row_ptr[slot],
+                        &mut sets[slot].row_ptr,
                         0,
                         |s: &[u32], d: &mut [u32]| {
                             let mut ordered = true;
@@ -290,7 +326,7 @@ impl<'a> StreamedR1cs<'a> {
                     .upload_fold(
                         io.copy,
                         &m.cols[span.clone()],
-                        &mut cols[slot],
+                        &mut sets[slot].cols,
                         0,
                         |s: &[u32], d: &mut [u32]| {
                             d.copy_from_slice(s);
@@ -299,7 +335,7 @@ impl<'a> StreamedR1cs<'a> {
                         u32::max,
                     )?
                     .map_or(0, |c| c as usize + 1);
-                let top_id = match (m.ids, &mut ids[slot]) {
+                let top_id = match (m.ids, &mut sets[slot].ids) {
                     (HostIds::U16(v), DeviceIds::U16(d)) => io.staging.upload_fold(
                         io.copy,
                         &v[span],
@@ -346,8 +382,8 @@ impl<'a> StreamedR1cs<'a> {
                 )?;
                 stream.wait(&io.copy.record()?)?;
                 let args = SpmvArgs {
-                    row_ptr: row_ptr[slot].arg(),
-                    cols: cols[slot].arg(),
+                    row_ptr: sets[slot].row_ptr.arg(),
+                    cols: sets[slot].cols.arg(),
                     rows: r1 - r0,
                     terms,
                     coeffs: self.coeffs.arg(),
@@ -364,7 +400,7 @@ impl<'a> StreamedR1cs<'a> {
                 // (checked likewise); out has >= rows values (checked by
                 // check_evaluation), and rows r0..r1 start at `args.out`.
                 unsafe {
-                    spmv_ids(stream, &ids[slot], &args)?
+                    spmv_ids(stream, &sets[slot].ids, &args)?
                 };
                 used[slot] = Some(stream.record()?);
                 r0 = r1;
@@ -380,8 +416,11 @@ impl<'a> StreamedR1cs<'a> {
 
     /// [`StreamedR1cs::evaluate_classified`] from the pinned layout: each
     /// chunk's offsets, columns and ids copied straight from page-locked
-    /// host memory on the copy stream (the host only queues), into one of
-    /// two sets of chunk buffers while the other's chunk is evaluated.
+    /// host memory on the copy stream (the host only queues), into a ring of
+    /// [`PINNED_SETS`] chunk sets kept across evaluations: the copies run
+    /// as far ahead of the SpMV as the sets allow, into the next matrix's
+    /// chunks too, which then cross during whatever the compute stream runs
+    /// before that matrix is evaluated.
     #[allow(clippy::too_many_arguments)]
     fn evaluate_pinned(
         &self,
@@ -408,66 +447,104 @@ impl<'a> StreamedR1cs<'a> {
             )
         })?;
         let stream = io.compute;
+        let mut ahead = self.ahead.borrow_mut();
+        if ahead.is_none() {
+            *ahead = Some(Ahead {
+                sets: chunk_sets(stream, io.copy, chunk_terms, layout.wide_ids(), PINNED_SETS)?,
+                read: (0..PINNED_SETS).map(|_| None).collect(),
+                written: (0..PINNED_SETS).map(|_| None).collect(),
+                queue: Prefetch::new(layout.chunks(), PINNED_SETS),
+                compute: stream.clone(),
+                copy: io.copy.clone(),
+            });
+        }
+        let a = ahead.as_mut().expect("made above");
+        ensure(
+            SPMV,
+            std::sync::Arc::ptr_eq(&a.compute.inner, &stream.inner)
+                && std::sync::Arc::ptr_eq(&a.copy.inner, &io.copy.inner),
+            || "one streamed evaluation's matrices on other streams than the first's".to_string(),
+        )?;
         let m = layout.matrix_at(which);
-        let wide = matches!(m.ids, OwnedIds::U32(_));
-        let ChunkBuffers {
-            mut row_ptr,
-            mut cols,
-            mut ids,
-        } = ChunkBuffers::new(stream, io.copy, chunk_terms, wide)?;
-        let pin = pinned.pin();
-        let mut used: [Option<Event>; 2] = [None, None];
-        let out = (|| -> Result<()> {
-            for (k, c) in m.chunks.iter().enumerate() {
-                let slot = k % 2;
-                if let Some(e) = &used[slot] {
-                    io.copy.wait(e)?;
-                }
-                let span = c.base..c.base + c.terms;
-                io.copy
-                    .upload_from_pin(pin, m.offsets_of(c), &mut row_ptr[slot], 0)?;
-                io.copy
-                    .upload_from_pin(pin, m.cols_of(c), &mut cols[slot], 0)?;
-                match (&m.ids, &mut ids[slot]) {
-                    (OwnedIds::U16(v), DeviceIds::U16(d)) => {
-                        io.copy.upload_from_pin(pin, &v.as_slice()[span], d, 0)?
-                    }
-                    (OwnedIds::U32(v), DeviceIds::U32(d)) => {
-                        io.copy.upload_from_pin(pin, &v.as_slice()[span], d, 0)?
-                    }
-                    _ => unreachable!("the chunk ids have the matrix's width"),
-                }
-                stream.wait(&io.copy.record()?)?;
-                let args = SpmvArgs {
-                    row_ptr: row_ptr[slot].arg(),
-                    cols: cols[slot].arg(),
-                    rows: c.r1 - c.r0,
-                    terms: c.terms,
-                    coeffs: self.coeffs.arg(),
-                    z: z.arg(),
-                    classes: classes.arg(),
-                    out: o.arg_mut_at(c.r0),
-                };
-                #[allow(unsafe_code)]
-                // SAFETY: the layout checked each chunk's offsets when it was
-                // made (ordered, from 0 to `terms` <= chunk_terms, the
-                // lengths of its cols and ids), every id below a table of
-                // `coeff_count` entries (this table's: `with_pinned`) and
-                // every column below `width` <= z.len() <= classes.len()
-                // (checked above and by check_evaluation); the pin keeps
-                // that memory allocated and unchanged. out has >= rows
-                // values (check_evaluation), rows r0..r1 start at `args.out`.
-                unsafe {
-                    spmv_ids(stream, &ids[slot], &args)?
-                };
-                used[slot] = Some(stream.record()?);
-            }
-            Ok(())
-        })();
-        // The chunk buffers are freed only after every copy into them.
-        stream.wait(&io.copy.record()?)?;
-        out
+        a.queue.start(which);
+        for (k, c) in m.chunks.iter().enumerate() {
+            copy_ahead(a, pinned)?;
+            let slot = a
+                .queue
+                .take(which, k)
+                .ok_or_else(|| crate::Error::BadArguments {
+                    kernel: SPMV,
+                    message: format!("chunk {k} of matrix {which} was not queued to cross"),
+                })?;
+            let set = &a.sets[slot.set];
+            stream.wait(
+                a.written[slot.set]
+                    .as_ref()
+                    .expect("copied before it is taken"),
+            )?;
+            let args = SpmvArgs {
+                row_ptr: set.row_ptr.arg(),
+                cols: set.cols.arg(),
+                rows: c.r1 - c.r0,
+                terms: c.terms,
+                coeffs: self.coeffs.arg(),
+                z: z.arg(),
+                classes: classes.arg(),
+                out: o.arg_mut_at(c.r0),
+            };
+            #[allow(unsafe_code)]
+            // SAFETY: the set holds this chunk (the queue hands out the set
+            // its copy wrote, and no later copy into the set is queued
+            // before this SpMV is recorded as its reader); the layout
+            // checked each chunk's offsets when it was made (ordered, from
+            // 0 to `terms` <= chunk_terms, the lengths of its cols and
+            // ids), every id below a table of `coeff_count` entries (this
+            // table's: `with_pinned`) and every column below `width` <=
+            // z.len() <= classes.len() (checked above and by
+            // check_evaluation); the pin keeps that memory allocated and
+            // unchanged. out has >= rows values (check_evaluation), rows
+            // r0..r1 start at `args.out`.
+            unsafe {
+                spmv_ids(stream, &set.ids, &args)?
+            };
+            a.read[slot.set] = Some(stream.record()?);
+        }
+        // The next matrix's first chunks cross while the compute stream
+        // runs what comes before it.
+        copy_ahead(a, pinned)
     }
+}
+
+/// Queues the copies of the chunks `a`'s queue lets run ahead: each waits
+/// on the copy stream for its set's last reader, then crosses straight
+/// from the pin.
+fn copy_ahead(a: &mut Ahead, pinned: &PinnedR1cs) -> Result<()> {
+    let layout = pinned.layout();
+    let pin = pinned.pin();
+    while let Some(slot) = a.queue.next_copy() {
+        if let Some(e) = &a.read[slot.set] {
+            a.copy.wait(e)?;
+        }
+        let m = layout.matrix_at(slot.which);
+        let c = &m.chunks[slot.k];
+        let span = c.base..c.base + c.terms;
+        let set = &mut a.sets[slot.set];
+        a.copy
+            .upload_from_pin(pin, m.offsets_of(c), &mut set.row_ptr, 0)?;
+        a.copy
+            .upload_from_pin(pin, m.cols_of(c), &mut set.cols, 0)?;
+        match (&m.ids, &mut set.ids) {
+            (OwnedIds::U16(v), DeviceIds::U16(d)) => {
+                a.copy.upload_from_pin(pin, &v.as_slice()[span], d, 0)?
+            }
+            (OwnedIds::U32(v), DeviceIds::U32(d)) => {
+                a.copy.upload_from_pin(pin, &v.as_slice()[span], d, 0)?
+            }
+            _ => unreachable!("the sets' ids have the layout's one width"),
+        }
+        a.written[slot.set] = Some(a.copy.record()?);
+    }
+    Ok(())
 }
 
 /// What a streamed evaluation crosses through: the compute stream its
