@@ -264,7 +264,11 @@ impl<'a> StreamedR1cs<'a> {
     /// stream into one of two sets of chunk buffers while the compute
     /// stream evaluates the other. A chunk whose offsets are out of order,
     /// or that names a column past z or an id past the table, is refused
-    /// before its kernel is queued (rows and matrix named).
+    /// before its kernel is queued (rows and matrix named). With a pinned
+    /// layout ([`StreamedR1cs::with_pinned`]) the chunks cross straight
+    /// from it into [`PINNED_SETS`] sets kept across calls, as far ahead as
+    /// the sets allow; calls for A, B, C in that order keep the copies
+    /// running ahead, any other order starts them again.
     pub fn evaluate_classified(
         &self,
         io: &mut Streaming<'_>,
