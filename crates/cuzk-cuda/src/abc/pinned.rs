@@ -154,27 +154,13 @@ impl std::fmt::Debug for ChunkedR1cs {
 /// Values copied (and folded) per task when a layout is made.
 const COPY_BLOCK: usize = 1 << 20;
 
-/// `src` copied into pages of their own in parallel; the largest value as
-/// u32.
-fn copied_max<T: Copy + Default + Send + Sync + Into<u32>>(
-    src: &[T],
-) -> (PageOwned<T>, Option<u32>) {
-    let mut dst = PageOwned::new(src.len());
-    let max = dst
-        .as_mut_slice()
-        .par_chunks_mut(COPY_BLOCK)
-        .zip(src.par_chunks(COPY_BLOCK))
-        .map(|(d, s)| {
-            d.copy_from_slice(s);
-            s.iter().map(|&v| v.into()).max()
-        })
-        .reduce(|| None, |a, b| a.max(b));
-    (dst, max)
-}
-
-/// 16-bit `src` widened into 32-bit values in pages of their own; the
-/// largest.
-fn widened_max(src: &[u16]) -> (PageOwned<u32>, Option<u32>) {
+/// `src` copied (widened where `D` is wider) into pages of their own in
+/// parallel; its largest value.
+fn copied_max<S, D>(src: &[S]) -> (PageOwned<D>, Option<u32>)
+where
+    S: Copy + Sync + Into<D> + Into<u32>,
+    D: Copy + Default + Send,
+{
     let mut dst = PageOwned::new(src.len());
     let max = dst
         .as_mut_slice()
@@ -182,9 +168,9 @@ fn widened_max(src: &[u16]) -> (PageOwned<u32>, Option<u32>) {
         .zip(src.par_chunks(COPY_BLOCK))
         .map(|(d, s)| {
             for (d, &v) in d.iter_mut().zip(s) {
-                *d = u32::from(v);
+                *d = v.into();
             }
-            s.iter().copied().max().map(u32::from)
+            s.iter().map(|&v| Into::<u32>::into(v)).max()
         })
         .reduce(|| None, |a, b| a.max(b));
     (dst, max)
@@ -281,18 +267,18 @@ impl ChunkedR1cs {
                 )
             })?;
         }
-        let (cols, widest) = copied_max(m.cols);
+        let (cols, widest) = copied_max::<u32, u32>(m.cols);
         let (ids, top_id) = match m.ids {
             HostIds::U16(v) if wide => {
-                let (ids, top) = widened_max(v);
+                let (ids, top) = copied_max::<u16, u32>(v);
                 (OwnedIds::U32(ids), top)
             }
             HostIds::U16(v) => {
-                let (ids, top) = copied_max(v);
+                let (ids, top) = copied_max::<u16, u16>(v);
                 (OwnedIds::U16(ids), top)
             }
             HostIds::U32(v) => {
-                let (ids, top) = copied_max(v);
+                let (ids, top) = copied_max::<u32, u32>(v);
                 (OwnedIds::U32(ids), top)
             }
         };
