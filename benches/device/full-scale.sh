@@ -282,7 +282,11 @@ budget_run() {
     --vram-budget "$b" --timeline "$FS/timeline-$label.jsonl" > "$FS/$label.log" 2>&1
   echo "budget $b ($exe) rc=$?" >> "$FS/$label.log"
   t1=$(date +%s)
-  awk -v a="$t0" -v e="$t1" '$1 >= a && $1 <= e && $3 + 0 > v {v = $3} END {printf "nvidia-smi peak %.1f GiB\n", v / 1024}' \
+  # No sample inside the window (a short run between two samples, a sampler that stalled)
+  # says so instead of reading 0.0.
+  awk -v a="$t0" -v e="$t1" '$1 >= a && $1 <= e {n++; if ($3 + 0 > v) v = $3 + 0}
+      END {if (n) printf "nvidia-smi peak %.1f GiB (%d samples, %s..%s)\n", v / 1024, n, a, e;
+           else printf "nvidia-smi peak: no sample between %s and %s\n", a, e}' \
     "$FS/samples.txt" >> "$FS/$label.log"
   [ "$label" = budget-auto ] || cmp "$FS/proof-1-budget-auto.bin" "$FS/proof-1-$label.bin" >> "$FS/$label.log" 2>&1 \
     && echo "proof identical to auto's (same --rng-seed)" >> "$FS/$label.log"
