@@ -18,6 +18,7 @@ use cuzk_field::limbs::as_bytes;
 use rayon::prelude::*;
 
 use super::{check_ends, HostIds, HostMatrix, SPMV};
+use crate::device::PAGE;
 use crate::device::{Gpu, HostPin};
 use crate::error::{ensure, Result};
 
@@ -61,9 +62,6 @@ pub(crate) struct Chunk {
     pub(crate) terms: usize,
     pub(crate) offsets_at: usize,
 }
-
-/// The page size host memory is locked in (x86-64 and most arm64 hosts).
-const PAGE: usize = 4096;
 
 /// Values in whole pages of their own: a vector a page longer at each end,
 /// used from its first page boundary. Page-locking works on whole pages,

@@ -186,7 +186,7 @@ fn whole_pages(slices: &[&[u8]]) -> Vec<(usize, usize)> {
 }
 
 /// The page size the ranges are rounded to (x86-64 and most arm64 hosts).
-const PAGE: usize = 4096;
+pub(crate) const PAGE: usize = 4096;
 
 /// This process's locked-memory limit in bytes (`Max locked memory` in
 /// /proc/self/limits): `None` when unlimited or unknown.

@@ -14,6 +14,7 @@ pub use buffer::{DeviceBuffer, PinnedBuffer};
 pub(crate) use buffer::{KernelOut, MappedBuffer};
 pub use gpu::{supported, Gpu, MIN_COMPUTE_CAPABILITY, MIN_DRIVER_CUDA};
 pub use hostpin::HostPin;
+pub(crate) use hostpin::PAGE;
 pub use stream::{Event, Stream};
 
 use std::collections::HashMap;

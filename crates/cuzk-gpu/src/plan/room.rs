@@ -3,6 +3,7 @@
 //! makes its stages (`mod.rs`).
 
 use super::*;
+use crate::streamed::RING;
 
 impl VramPlan {
     /// Chunk buffers in the streamed key's ring ([`VramPlan::ring`]); 0
@@ -33,12 +34,12 @@ impl VramPlan {
         };
         let extra = extra.min(EXTRA_RING_SLOTS);
         let slot = chunk as u64 * G1_BYTES;
-        let had = self.ring.saturating_sub(4) as u64;
+        let had = self.ring.saturating_sub(RING) as u64;
         for st in self.stages.iter_mut().filter(|s| s.name.starts_with("msm")) {
             st.bytes = st.bytes - had * slot + extra as u64 * slot;
         }
         self.partition_peak = self.stages.iter().map(|s| s.bytes).max().unwrap_or(0);
-        self.ring = 4 + extra;
+        self.ring = RING + extra;
         self
     }
 
@@ -54,7 +55,7 @@ impl VramPlan {
             return self;
         }
         let above = self.budget.saturating_sub(self.peak()) / (chunk as u64 * G1_BYTES);
-        let extra = self.ring.saturating_sub(4) + above as usize;
+        let extra = self.ring.saturating_sub(RING) + above as usize;
         self.with_extra_ring(extra)
     }
 
