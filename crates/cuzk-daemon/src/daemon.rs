@@ -499,8 +499,12 @@ fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Whole milliseconds, rounded up: a stage that ran reads at least 1, so 0
+/// on the wire means the stage did not run (a 2 KiB PoSt's synthesis takes
+/// well under a millisecond on a fast host).
 fn millis(d: Duration) -> u64 {
-    d.as_millis().try_into().unwrap_or(u64::MAX)
+    let ms = d.as_nanos().div_ceil(1_000_000);
+    ms.try_into().unwrap_or(u64::MAX)
 }
 
 /// What identifies a request's content (not its id or priority).

@@ -443,3 +443,13 @@ fn a_request_id_longer_than_the_bound_is_refused() {
     req.request_id.truncate(MAX_REQUEST_ID_BYTES);
     assert_eq!(check_envelope(&req).unwrap(), Priority::Normal);
 }
+
+#[test]
+fn a_stage_that_ran_reads_at_least_one_millisecond() {
+    assert_eq!(super::millis(Duration::ZERO), 0);
+    assert_eq!(super::millis(Duration::from_nanos(1)), 1);
+    assert_eq!(super::millis(Duration::from_micros(600)), 1);
+    assert_eq!(super::millis(Duration::from_millis(3)), 3);
+    assert_eq!(super::millis(Duration::from_micros(3_001)), 4);
+    assert_eq!(super::millis(Duration::MAX), u64::MAX);
+}
