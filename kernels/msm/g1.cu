@@ -19,3 +19,8 @@ CUZK_MSM_CURVE_KERNELS(g1, cuzk::fq_t, __launch_bounds__(64, 6), __launch_bounds
 // residency variants are in g1_variants.cu, a benchmark unit
 // (kernels/manifest-dev.toml).
 CUZK_MSM_ACCUMULATE_KERNEL(msm_accumulate_g1_unbounded, cuzk::fq_t, , true)
+
+// The kept-bucket accumulation, merge and reduction of a streamed key's H section
+// (pippenger.cuh, CUZK_MSM_KEPT_KERNELS): the production accumulation's
+// bounds and prefetch.
+CUZK_MSM_KEPT_KERNELS(g1, cuzk::fq_t, , true)

@@ -106,7 +106,14 @@ __device__ __forceinline__ void block_sum_to(xyzz_t<F> acc, xyzz_t<F>* __restric
 /// Step 2. Thread t of `nthreads` owns entries [t·chunk, (t+1)·chunk) with
 /// chunk = ⌈total / nthreads⌉, total = offsets[nkeys] (read on the device, so
 /// the host need not wait for the sort). Writes part_keys/part_pts[2t, 2t+1].
-template <class F, bool PREFETCH = true>
+///
+/// KEPT: the buckets hold sums from earlier calls (one MSM over several
+/// chunks of points, reduced once): a run wholly inside the thread's share
+/// starts from its bucket's sum instead of infinity, so keeping costs a
+/// load, not an addition. Every key is written once per call (by the
+/// thread whose share holds its whole run, or by the merge), so the
+/// read-and-write needs no atomics.
+template <class F, bool PREFETCH = true, bool KEPT = false>
 __device__ __forceinline__ void accumulate_runs(const affine_t<F>* __restrict__ bases,
                                                 const uint32_t* __restrict__ entries,
                                                 const uint32_t* __restrict__ offsets,
@@ -164,11 +171,12 @@ __device__ __forceinline__ void accumulate_runs(const affine_t<F>* __restrict__ 
             }
             runs++;
             if (pos == end) break;
-            acc = X::infinity();
             do {
                 key++;
             } while (offsets[key + 1] <= pos);
             run_end = min(offsets[key + 1], end);
+            // A run ending before the share's end is written here, whole.
+            acc = KEPT && run_end < end ? bucket_sums[key] : X::infinity();
         }
     }
     if (runs == 1) {  // the only run was written as the head; keep the list sorted
@@ -180,8 +188,9 @@ __device__ __forceinline__ void accumulate_runs(const affine_t<F>* __restrict__ 
 /// Step 3. Thread t sums the runs of in[t·chunk, (t+1)·chunk). With
 /// `out_keys` null (the last level: one thread, chunk ≥ len) every run is
 /// final; otherwise the first and last runs go to out slots 2t and 2t+1.
-/// KEY_NONE entries only trail the list and are skipped.
-template <class F>
+/// KEY_NONE entries only trail the list and are skipped. KEPT: a final run
+/// is added to its bucket's sum from earlier calls (see accumulate_runs).
+template <class F, bool KEPT = false>
 __device__ __forceinline__ void merge_runs(const uint32_t* __restrict__ in_keys,
                                            const xyzz_t<F>* __restrict__ in_pts, uint32_t len,
                                            uint32_t chunk, uint32_t nthreads,
@@ -213,7 +222,7 @@ __device__ __forceinline__ void merge_runs(const uint32_t* __restrict__ in_keys,
                 out_keys[2 * t] = key;
                 out_pts[2 * t] = acc;
             } else {
-                bucket_sums[key] = acc;
+                bucket_sums[key] = KEPT ? add_ool(bucket_sums[key], acc) : acc;
             }
             runs++;
             key = k;
@@ -222,7 +231,7 @@ __device__ __forceinline__ void merge_runs(const uint32_t* __restrict__ in_keys,
         acc = add_ool(acc, in_pts[pos]);
     }
     if (last_level) {
-        bucket_sums[key] = acc;
+        bucket_sums[key] = KEPT ? add_ool(bucket_sums[key], acc) : acc;
     } else if (runs == 0) {
         out_keys[2 * t] = key;
         out_pts[2 * t] = acc;
@@ -248,8 +257,10 @@ __device__ __forceinline__ xyzz_t<F> mul_u32(const xyzz_t<F>& p, uint32_t k) {
 
 /// Step 4. Thread g = w·S + s reduces buckets [s·m, min((s+1)·m, B)) of
 /// window w (bucket index j holds digit j+1; B = buckets_per_window) to
-/// Σ_j (j+1)·B_j, written to out[g].
-template <class F>
+/// Σ_j (j+1)·B_j, written to out[g]. A bucket is read where `offsets` says
+/// it is non-empty; with ALL, every bucket (kept buckets, set to infinity
+/// before their first call; `offsets` unread).
+template <class F, bool ALL = false>
 __device__ __forceinline__ void reduce_segments(const xyzz_t<F>* __restrict__ bucket_sums,
                                                 const uint32_t* __restrict__ offsets,
                                                 uint32_t buckets_per_window, uint32_t m,
@@ -264,7 +275,7 @@ __device__ __forceinline__ void reduce_segments(const xyzz_t<F>* __restrict__ bu
     X running = X::infinity(), tri = X::infinity();
     for (int j = (int)len - 1; j >= 0; j--) {
         const uint32_t key = first + j;
-        if (offsets[key] != offsets[key + 1]) running = add_reduce(running, bucket_sums[key]);
+        if (ALL || offsets[key] != offsets[key + 1]) running = add_reduce(running, bucket_sums[key]);
         tri = add_reduce(tri, running);  // tri = Σ_j (j − s·m + 1)·B_j
     }
     out[g] = add_ool(tri, mul_u32(running, s * m));
@@ -489,6 +500,33 @@ __device__ __forceinline__ void shift_bases(const affine_t<F>* __restrict__ in, 
         cuzk::xyzz_t<F>* part_pts) {                                                             \
         cuzk::msm::accumulate_runs<F, PREFETCH>(bases, entries, offsets, nkeys, nthreads,        \
                                                 bucket_sums, part_keys, part_pts);               \
+    }
+
+/// The kept-bucket accumulation, merge and reduction (see accumulate_runs'
+/// KEPT, reduce_segments' ALL): one MSM summed over several calls into
+/// buckets that outlive each call, for a streamed key's H section. G1 only
+/// (H is a G1 section); the production kernels are left as they were.
+#define CUZK_MSM_KEPT_KERNELS(SUFFIX, F, BOUNDS, PREFETCH)                                      \
+    extern "C" __global__ void BOUNDS msm_accumulate_kept_##SUFFIX(                              \
+        const cuzk::affine_t<F>* bases, const uint32_t* entries, const uint32_t* offsets,       \
+        uint32_t nkeys, uint32_t nthreads, cuzk::xyzz_t<F>* bucket_sums, uint32_t* part_keys,    \
+        cuzk::xyzz_t<F>* part_pts) {                                                             \
+        cuzk::msm::accumulate_runs<F, PREFETCH, true>(bases, entries, offsets, nkeys, nthreads,  \
+                                                      bucket_sums, part_keys, part_pts);         \
+    }                                                                                            \
+    extern "C" __global__ void msm_merge_kept_##SUFFIX(                                          \
+        const uint32_t* in_keys, const cuzk::xyzz_t<F>* in_pts, uint32_t len, uint32_t chunk,    \
+        uint32_t nthreads, cuzk::xyzz_t<F>* bucket_sums, uint32_t* out_keys,                     \
+        cuzk::xyzz_t<F>* out_pts) {                                                              \
+        cuzk::msm::merge_runs<F, true>(in_keys, in_pts, len, chunk, nthreads, bucket_sums,       \
+                                       out_keys, out_pts);                                       \
+    }                                                                                            \
+    extern "C" __global__ void msm_reduce_kept_##SUFFIX(                                         \
+        const cuzk::xyzz_t<F>* bucket_sums, const uint32_t* offsets,                             \
+        uint32_t buckets_per_window, uint32_t m, uint32_t segments, uint32_t windows,            \
+        cuzk::xyzz_t<F>* out) {                                                                  \
+        cuzk::msm::reduce_segments<F, true>(bucket_sums, offsets, buckets_per_window, m,         \
+                                            segments, windows, out);                             \
     }
 
 /// A bitmap batch-sum kernel with the given launch bounds (occupancy variants).

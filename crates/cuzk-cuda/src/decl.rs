@@ -103,6 +103,8 @@ declare_kernels! {
     ) for {
         "msm/g1.cu" msm_accumulate_g1_unbounded<G1AffineLimbs>,
         "msm/g2.cu" msm_accumulate_g2_noprefetch<G2AffineLimbs>,
+        // Into buckets kept across calls (a streamed key's H, G1 only).
+        "msm/g1.cu" msm_accumulate_kept_g1<G1AffineLimbs>,
         #[cfg(feature = "tuning")]
         "msm/g1.cu" msm_accumulate_g1<G1AffineLimbs>,
         #[cfg(feature = "tuning")]
@@ -120,6 +122,7 @@ declare_kernels! {
     ) for {
         "msm/g1.cu" msm_merge_g1,
         "msm/g2.cu" msm_merge_g2,
+        "msm/g1.cu" msm_merge_kept_g1,
     };
     family MsmReduceSegments = (
         bucket_sums: DevPtr<u64>, offsets: DevPtr<u32>, buckets_per_window: u32, m: u32,
@@ -127,6 +130,8 @@ declare_kernels! {
     ) for {
         "msm/g1.cu" msm_reduce_segments_g1,
         "msm/g2.cu" msm_reduce_segments_g2,
+        // Every bucket, offsets unread (kept buckets).
+        "msm/g1.cu" msm_reduce_kept_g1,
     };
     family MsmSumGroups = (input: DevPtr<u64>, len: u32, out: DevPtrMut<u64>) for {
         "msm/g1.cu" msm_sum_groups_g1,

@@ -553,6 +553,110 @@ fn msm_g2_radix_sort_matches_cpu() {
     radix_msm_suite::<G2>("msm_g2_radix_sort_matches_cpu", 5003);
 }
 
+/// One G1 MSM summed chunk by chunk into kept buckets (a streamed key's H),
+/// against the CPU's over the whole: each chunk's points in buffers of their
+/// own, one chunk in two index-list calls, a run of one scalar across a
+/// chunk boundary, another MSM on the same scratch between the chunks, both
+/// sorts, the buckets made twice on one MSM. No call gives the identity;
+/// G2 (no kept kernels) and buckets of another MSM's window are refused.
+fn kept_buckets_suite(name: &str) {
+    let Some(s) = stream() else { return };
+    let mut rng = rng(name);
+    let chunk = 1usize << 12;
+    let n = 3 * chunk + 1001;
+    let b = bases::<G1>(&mut rng, n);
+    let mut scalars = special_scalars(&mut rng, n);
+    let repeated = Fr::random(&mut rng);
+    for sc in &mut scalars[chunk - 500..chunk + 3000] {
+        *sc = repeated;
+    }
+    let expected = G1::msm_ref(&b, &scalars);
+    let other_b = bases::<G1>(&mut rng, 777);
+    let other_s = random_scalars(&mut rng, 777);
+    let other_expected = G1::msm_ref(&other_b, &other_s);
+    let (db_other, ds_other) = (
+        upload_bases::<G1>(&s, &other_b),
+        upload_scalars(&s, &other_s),
+    );
+    let chunks: Vec<_> = (0..n)
+        .step_by(chunk)
+        .map(|start| {
+            let end = (start + chunk).min(n);
+            let db = upload_bases::<G1>(&s, &b[start..end]);
+            let ds = upload_scalars(&s, &scalars[start..end]);
+            (db, ds, end - start)
+        })
+        .collect();
+    // Chunk 1 in two calls: indices i % 3 != 0, then i % 3 == 0.
+    let split: Vec<(DeviceBuffer<u32>, usize)> = [false, true]
+        .iter()
+        .map(|&third| {
+            let idx: Vec<u32> = (0..chunk as u32)
+                .filter(|i| (i % 3 == 0) == third)
+                .collect();
+            (s.upload_new(&idx).unwrap(), idx.len())
+        })
+        .collect();
+    for (c, sort) in [
+        (16u32, BucketSort::Counting),
+        (20, BucketSort::Counting),
+        (13, BucketSort::Radix),
+        (20, BucketSort::Radix),
+    ] {
+        let label = format!("c = {c}, {sort:?}");
+        let mut msm = Msm::<G1>::with_kept_window(&s, chunk, c).expect("kept msm");
+        msm.set_kept_sort(sort).expect("kept sort");
+        for round in 0..2 {
+            let mut kept = msm.kept_buckets().expect("kept buckets");
+            assert_eq!(kept.window_bits(), c);
+            for (k, (db, ds, len)) in chunks.iter().enumerate() {
+                if k == 1 {
+                    for (di, count) in &split {
+                        msm.enqueue_kept(&mut kept, db, ds, Some(di), *count)
+                            .unwrap_or_else(|e| panic!("{label}: {e}"));
+                    }
+                } else {
+                    msm.enqueue_kept(&mut kept, db, ds, None, *len)
+                        .unwrap_or_else(|e| panic!("{label}: {e}"));
+                }
+                let other = msm.run(&db_other, &ds_other).unwrap();
+                assert_eq!(other, other_expected, "{label}: an MSM between kept calls");
+            }
+            assert_eq!(kept.calls(), chunks.len() + 1);
+            msm.finish_kept(&kept).unwrap();
+            assert_eq!(msm.result().unwrap(), expected, "{label}, round {round}");
+        }
+        let none = msm.kept_buckets().unwrap();
+        msm.finish_kept(&none).unwrap();
+        assert_eq!(
+            msm.result().unwrap(),
+            G1Projective::identity(),
+            "{label}: no call"
+        );
+    }
+    // Buckets of another window are refused, and G2 has no kept kernels.
+    let mut a = Msm::<G1>::with_kept_window(&s, chunk, 16).unwrap();
+    let mut other = Msm::<G1>::with_kept_window(&s, chunk, 18).unwrap();
+    let mut kept = other.kept_buckets().unwrap();
+    let (db, ds, len) = &chunks[0];
+    let err = a.enqueue_kept(&mut kept, db, ds, None, *len).unwrap_err();
+    assert!(err.to_string().contains("buckets for c = 18"), "{err}");
+    let err = Msm::<G2>::with_kept_window(&s, 100, 16).unwrap_err();
+    assert!(
+        err.to_string().contains("no kept-bucket kernels for G2"),
+        "{err}"
+    );
+    let err = Msm::<G1>::new(&s, 100).unwrap().kept_buckets().unwrap_err();
+    assert!(
+        err.to_string().contains("not made for kept buckets"),
+        "{err}"
+    );
+}
+
+fn msm_g1_kept_buckets_match_cpu() {
+    kept_buckets_suite("msm_g1_kept_buckets_match_cpu");
+}
+
 /// Batch sums by bitmap and by index list against the CPU sum.
 fn batch_suite<C: HostCurve>(name: &str) {
     let Some(s) = stream() else { return };
@@ -945,6 +1049,7 @@ fn main() -> std::process::ExitCode {
             radix_sort_matches_counting_sort,
             msm_g1_radix_sort_matches_cpu,
             msm_g2_radix_sort_matches_cpu,
+            msm_g1_kept_buckets_match_cpu,
             batch_sum_g1_matches_cpu,
             batch_sum_g2_matches_cpu,
             kernel_variants_g1_match_cpu,

@@ -30,6 +30,9 @@ pub(crate) struct Scratch {
     pub(crate) g2_len: usize,
     /// Aux values the gather is sized for.
     pub(crate) gather_len: usize,
+    /// The window of H's kept buckets the G1 MSM holds (the plan's
+    /// `h_kept`; a streamed key's).
+    pub(crate) h_kept: Option<u32>,
     /// The plain G1 MSM; `None` while a shifted H MSM has its room.
     pub(crate) g1: Option<Msm<G1>>,
     pub(crate) g2: Msm<G2>,
@@ -333,6 +336,7 @@ impl Worker {
             plan.msm_len,
             crate::plan::g2_msm_len(plan.mode, plan.msm_len, &plan.shape),
             plan.gather_len,
+            plan.h_kept,
         )
     }
 
@@ -483,21 +487,28 @@ impl Worker {
         len: usize,
         g2_len: usize,
         gather_len: usize,
+        h_kept: Option<u32>,
     ) -> cuzk_cuda::Result<()> {
         // (A partition that failed inside a shifted msm_h leaves no plain G1
         // scratch: that one is made again.)
         if self.scratch.as_ref().is_some_and(|sc| {
-            (sc.len, sc.g2_len, sc.gather_len) == (len, g2_len, gather_len) && sc.g1.is_some()
+            (sc.len, sc.g2_len, sc.gather_len, sc.h_kept) == (len, g2_len, gather_len, h_kept)
+                && sc.g1.is_some()
         }) {
             return Ok(());
         }
         self.scratch = None; // free the old scratch before making the new one
         let s = &self.stream;
+        let g1 = match h_kept {
+            Some(c) => Msm::with_kept_window(s, len, c)?,
+            None => Msm::new(s, len)?,
+        };
         self.scratch = Some(Scratch {
             len,
             g2_len,
             gather_len,
-            g1: Some(Msm::new(s, len)?),
+            h_kept,
+            g1: Some(g1),
             g2: Msm::new(s, g2_len)?,
             classifier: Classifier::new(s, len)?,
             gather: BitmapGather::new(s, gather_len)?,

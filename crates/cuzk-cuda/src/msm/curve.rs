@@ -38,6 +38,12 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     const ACCUMULATE: Kernel<MsmAccumulate<Self::Affine>>;
     #[doc(hidden)]
     const MERGE: Kernel<MsmMerge>;
+    /// The accumulation, merge and reduction of buckets kept across calls
+    /// ([`KeptBuckets`](super::KeptBuckets)); `None` where the curve has
+    /// none (G2: no streamed section needs it, and its unit would take
+    /// minutes more to compile).
+    #[doc(hidden)]
+    const KEPT: Option<KeptKernels<Self::Affine>>;
     #[doc(hidden)]
     const REDUCE_SEGMENTS: Kernel<MsmReduceSegments>;
     #[doc(hidden)]
@@ -86,6 +92,27 @@ pub trait MsmCurve: sealed::Sealed + Send + Sync + 'static {
     fn add(p: &Self::Projective, q: &Self::Projective) -> Self::Projective;
 }
 
+/// A curve's kernels for buckets kept across calls (kernels/msm/pippenger.cuh,
+/// `CUZK_MSM_KEPT_KERNELS`).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct KeptKernels<P> {
+    /// Accumulation: a run wholly inside a thread's share starts from its
+    /// bucket's sum.
+    pub accumulate: Kernel<MsmAccumulate<P>>,
+    /// Merge: a final run is added to its bucket's sum.
+    pub merge: Kernel<MsmMerge>,
+    /// Reduction of every bucket (offsets unread).
+    pub reduce: Kernel<MsmReduceSegments>,
+}
+
+impl<P> Clone for KeptKernels<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<P> Copy for KeptKernels<P> {}
+
 /// Jacobian (X·ZZ·ZZZ², Y·ZZZ⁴, ZZ·ZZZ) of an XYZZ point: the same map as
 /// `xyzz_t::to_jacobian` on the device (x = X/ZZ, y = Y/ZZZ, ZZ³ = ZZZ²).
 fn xyzz_to_jacobian<F: ff::Field>(x: F, y: F, zz: F, zzz: F) -> (F, F, F) {
@@ -131,6 +158,11 @@ impl MsmCurve for G1 {
     /// against 488.7 at 2^26 (msm_accumulate_g1's launch bounds).
     const ACCUMULATE: Kernel<MsmAccumulate<G1AffineLimbs>> = decl::msm_accumulate_g1_unbounded;
     const MERGE: Kernel<MsmMerge> = decl::msm_merge_g1;
+    const KEPT: Option<KeptKernels<G1AffineLimbs>> = Some(KeptKernels {
+        accumulate: decl::msm_accumulate_kept_g1,
+        merge: decl::msm_merge_kept_g1,
+        reduce: decl::msm_reduce_kept_g1,
+    });
     const REDUCE_SEGMENTS: Kernel<MsmReduceSegments> = decl::msm_reduce_segments_g1;
     const SUM_GROUPS: Kernel<MsmSumGroups> = decl::msm_sum_groups_g1;
     const HORNER: Kernel<MsmHorner> = decl::msm_horner_g1;
@@ -183,6 +215,7 @@ impl MsmCurve for G2 {
     /// Without the prefetch: fewer spills (H200 17:51Z, 2^24: 376 ms against 425).
     const ACCUMULATE: Kernel<MsmAccumulate<G2AffineLimbs>> = decl::msm_accumulate_g2_noprefetch;
     const MERGE: Kernel<MsmMerge> = decl::msm_merge_g2;
+    const KEPT: Option<KeptKernels<G2AffineLimbs>> = None;
     const REDUCE_SEGMENTS: Kernel<MsmReduceSegments> = decl::msm_reduce_segments_g2;
     const SUM_GROUPS: Kernel<MsmSumGroups> = decl::msm_sum_groups_g2;
     const HORNER: Kernel<MsmHorner> = decl::msm_horner_g2;

@@ -23,6 +23,12 @@
 //! 3. per window Σ_b b·B_b by running sums over segments of buckets, one
 //!    thread per segment, then a tree sum per window and Horner over windows.
 //!
+//! **Kept buckets** ([`KeptBuckets`]): one MSM summed over several calls
+//! (a streamed key's H section, chunk by chunk) at the whole section's
+//! window, its buckets kept between calls and reduced once
+//! ([`Msm::with_kept_window`], [`Msm::enqueue_kept`], [`Msm::finish_kept`];
+//! [`choose_kept_window_bits`] picks c under a byte budget).
+//!
 //! **Shifted bases** ([`ShiftedBases`]): for resident bases, precomputed
 //! copies 2^(c·S·k)·P let the W windows share S bucket sets (one reduction
 //! per set instead of per window), so a larger c pays; [`Msm::for_shifted`]
@@ -49,7 +55,8 @@
 //!
 //! One file per concern: [`curve`] (the [`MsmCurve`] trait, [`G1`], [`G2`]
 //! and their kernel-name tables), [`plan`] (window choice, memory and launch
-//! shape: arithmetic over sizes), `shifted` ([`ShiftedBases`]), `pippenger` ([`Msm`]: accumulation,
+//! shape: arithmetic over sizes), `shifted` ([`ShiftedBases`]), `kept_buckets`
+//! ([`KeptBuckets`]), `pippenger` ([`Msm`]: accumulation,
 //! reduction and the host Horner), `bucket_sort` (step 1, both sorts),
 //! `batch_sum` ([`BatchSum`] and the tree sums), `classify` ([`Classifier`])
 //! and [`data`] (benchmark and test inputs made on the device). The prefix
@@ -60,6 +67,7 @@ mod bucket_sort;
 mod classify;
 pub mod curve;
 pub mod data;
+mod kept_buckets;
 mod pippenger;
 pub mod plan;
 mod shifted;
@@ -68,10 +76,11 @@ pub use batch_sum::BatchSum;
 pub use bucket_sort::BucketSort;
 pub use classify::{ClassCounts, Classifier};
 pub use curve::{MsmCurve, G1, G2};
+pub use kept_buckets::KeptBuckets;
 pub use pippenger::{Msm, MsmPhases};
 pub use plan::{
-    choose_shifted_shape, choose_window_bits, copies_for, scratch_bytes, shifted_scratch_bytes,
-    windows_for, MsmPlan,
+    choose_kept_window_bits, choose_shifted_shape, choose_window_bits, copies_for, scratch_bytes,
+    shifted_scratch_bytes, windows_for, MsmPlan,
 };
 pub use shifted::ShiftedBases;
 

@@ -18,9 +18,10 @@ use super::plan::{
 use super::shifted::ShiftedBases;
 use super::{MAX_LEN, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
 use crate::decl;
+use crate::decl::{MsmAccumulate, MsmMerge, MsmReduceSegments};
 use crate::device::{grid, DeviceBuffer, Event, KernelOut, MappedBuffer, Stream};
 use crate::error::{ensure, Result};
-use crate::launch::DevPtrMut;
+use crate::launch::{DevPtr, DevPtrMut, Kernel};
 use crate::scan::SCAN_TILE;
 
 /// Step times of the last profiled MSM: (step, milliseconds) in launch order
@@ -55,6 +56,9 @@ pub struct Msm<C: MsmCurve> {
     /// For an MSM made by [`Msm::new`]: the accumulation's and the
     /// reduction's resident threads, to plan shorter calls with.
     pub(super) adaptive: Option<(u32, u32)>,
+    /// The plan of calls into kept buckets ([`Msm::with_kept_window`]),
+    /// which the scratch was also sized for (the buckets aside).
+    pub(super) kept: Option<MsmPlan>,
     pub(super) _curve: PhantomData<C>,
 }
 
@@ -245,22 +249,36 @@ impl<C: MsmCurve> Msm<C> {
 
     /// An MSM with an explicit plan (e.g. from a sweep).
     pub fn with_plan(stream: &Stream, plan: MsmPlan) -> Result<Self> {
-        let keys = plan.keys();
-        let parts = 2 * plan.accumulate_threads as usize;
+        Self::with_plans(stream, plan, None)
+    }
+
+    /// An MSM for `plan` whose buffers also hold the calls of `kept` (into
+    /// buckets of their own, [`Msm::enqueue_kept`]).
+    pub(super) fn with_plans(
+        stream: &Stream,
+        plan: MsmPlan,
+        kept: Option<MsmPlan>,
+    ) -> Result<Self> {
         let xw = C::XYZZ_WORDS;
-        let sets = plan.sets as usize;
+        let mut most = buffer_lens(&plan);
+        if let Some(k) = &kept {
+            for (m, k) in most.iter_mut().zip(buffer_lens(k)) {
+                *m = (*m).max(k);
+            }
+        }
+        let [keys, entries, parts, segments, groups, sets] = most;
         Ok(Msm {
             stream: stream.clone(),
             counts: stream.alloc(keys)?,
             offsets: stream.alloc(keys + 1)?,
             cursors: stream.alloc(keys + 1)?,
             tile_sums: stream.alloc(keys.div_ceil(SCAN_TILE) + 1)?,
-            entries: stream.alloc((plan.max_len * plan.slots() as usize).max(1))?,
-            bucket_sums: stream.alloc(keys * xw)?,
+            entries: stream.alloc(entries.max(1))?,
+            bucket_sums: stream.alloc(plan.keys() * xw)?,
             part_keys: [stream.alloc(parts)?, stream.alloc(parts)?],
             part_pts: [stream.alloc(parts * xw)?, stream.alloc(parts * xw)?],
-            segment_sums: stream.alloc(sets * plan.segments() as usize * xw)?,
-            group_sums: stream.alloc(sets * plan.sum_blocks() as usize * xw)?,
+            segment_sums: stream.alloc(segments * xw)?,
+            group_sums: stream.alloc(groups * xw)?,
             // Room for any window size's sums (≤ 128 windows: a few KiB),
             // so that a shorter call can run under a smaller window.
             window_sums: MappedBuffer::new(
@@ -279,6 +297,7 @@ impl<C: MsmCurve> Msm<C> {
             marks: Vec::new(),
             held: plan.clone(),
             adaptive: None,
+            kept,
             plan,
             _curve: PhantomData,
         })
@@ -444,6 +463,25 @@ impl<C: MsmCurve> Msm<C> {
         indices: Option<&DeviceBuffer<u32>>,
         len: usize,
     ) -> Result<()> {
+        self.marks.clear();
+        self.checked_sort(bases, points, scalars, indices, len)?;
+        let accumulate = accumulate_kernel::<C>(self.plan.accumulate_variant)?;
+        let buckets = self.bucket_sums.arg_mut();
+        self.accumulate_buckets(bases, len, buckets, (accumulate, C::MERGE))?;
+        let (buckets, offsets) = (self.bucket_sums.arg(), self.offsets.arg());
+        self.reduce_windows(C::REDUCE_SEGMENTS, buckets, offsets)
+    }
+
+    /// Step 1 under the current plan, after checking the call against it:
+    /// `len` pairs over the first `points` bases (of each copy).
+    pub(super) fn checked_sort(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        points: usize,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: Option<&DeviceBuffer<u32>>,
+        len: usize,
+    ) -> Result<()> {
         let kernel = decl::msm_digit_histogram.name();
         let plan = self.plan.clone();
         ensure(kernel, len <= plan.max_len, || {
@@ -471,35 +509,35 @@ impl<C: MsmCurve> Msm<C> {
         )?;
         let bound = points.min(scalars.len()).min(u32::MAX as usize) as u32;
         let stride = points.min(u32::MAX as usize) as u32;
-        self.marks.clear();
-
-        self.sort(scalars, indices, len, bound, stride)?;
-        self.accumulate_buckets(bases, len, plan.keys() as u32)?;
-        self.reduce_windows()
+        self.sort(scalars, indices, len, bound, stride)
     }
 
     /// Step 2: every bucket's sum of its points. The sorted entries are cut
     /// into equal chunks, one per thread, whatever the buckets' sizes (PoRep
     /// scalars repeat, so some buckets are huge); a bucket that straddles
-    /// chunks leaves partial sums, merged level by level into the buckets.
-    fn accumulate_buckets(
+    /// chunks leaves partial sums, merged level by level into `buckets`
+    /// (the plan's keys × XYZZ words, checked by the caller) with the
+    /// accumulation and merge kernels of `kernels`.
+    pub(super) fn accumulate_buckets(
         &mut self,
         bases: &DeviceBuffer<C::Affine>,
         len: usize,
-        keys: u32,
+        buckets: DevPtrMut<u64>,
+        kernels: (Kernel<MsmAccumulate<C::Affine>>, Kernel<MsmMerge>),
     ) -> Result<()> {
         let plan = self.plan.clone();
         let s = self.stream.clone();
         let s = &s;
         let t = plan.accumulate_threads;
-        let accumulate = accumulate_kernel::<C>(plan.accumulate_variant)?;
+        let keys = plan.keys() as u32;
+        let (accumulate, merge) = kernels;
         let args = (
             bases.arg(),
             self.entries.arg(),
             self.offsets.arg(),
             keys,
             t,
-            self.bucket_sums.arg_mut(),
+            buckets,
             self.part_keys[0].arg_mut(),
             self.part_pts[0].arg_mut(),
         );
@@ -541,7 +579,7 @@ impl<C: MsmCurve> Msm<C> {
                 len_parts,
                 chunk,
                 threads,
-                self.bucket_sums.arg_mut(),
+                buckets,
                 out_keys,
                 out_pts,
             );
@@ -550,7 +588,7 @@ impl<C: MsmCurve> Msm<C> {
             // 2·threads < len_parts and keys written by earlier levels (< keys).
             unsafe {
                 s.launch(
-                    C::MERGE,
+                    merge,
                     grid(threads.div_ceil(MERGE_THREADS), MERGE_THREADS),
                     args,
                     || format!("{len_parts} partial sums, chunk {chunk}"),
@@ -568,16 +606,24 @@ impl<C: MsmCurve> Msm<C> {
 
     /// Step 3: per window Σ_b b·B_b by running sums over segments of buckets
     /// (one thread per segment, one full wave), then the tree sum of each
-    /// window's segments into `window_sums`.
-    fn reduce_windows(&mut self) -> Result<()> {
+    /// window's segments into `window_sums`. `buckets` holds the plan's
+    /// keys; `reduce` reads a bucket where `offsets` says it is non-empty
+    /// (`C::REDUCE_SEGMENTS`), or every bucket (the kept reduction, offsets
+    /// null and unread).
+    pub(super) fn reduce_windows(
+        &mut self,
+        reduce: Kernel<MsmReduceSegments>,
+        buckets: DevPtr<u64>,
+        offsets: DevPtr<u32>,
+    ) -> Result<()> {
         let plan = self.plan.clone();
         let s = self.stream.clone();
         let s = &s;
         let segs = plan.segments();
         let nthreads = segs * plan.sets;
         let args = (
-            self.bucket_sums.arg(),
-            self.offsets.arg(),
+            buckets,
+            offsets,
             plan.buckets_per_window(),
             plan.segment_len,
             segs,
@@ -586,10 +632,11 @@ impl<C: MsmCurve> Msm<C> {
         );
         #[allow(unsafe_code)]
         // SAFETY: reads keys < windows·buckets (bucket sums only where offsets
-        // say non-empty), writes windows·segments sums.
+        // say non-empty, or all of them: set before the first call), writes
+        // windows·segments sums.
         unsafe {
             s.launch(
-                C::REDUCE_SEGMENTS,
+                reduce,
                 grid(nthreads.div_ceil(REDUCE_THREADS), REDUCE_THREADS),
                 args,
                 || {
@@ -642,4 +689,19 @@ impl<C: MsmCurve> Msm<C> {
         }
         Ok(acc)
     }
+}
+
+/// Element counts of an MSM's buffers under plan `p`, the bucket sums
+/// aside: keys, entries, partial slots, segment sums, group sums, window
+/// sums (in points, not words).
+fn buffer_lens(p: &MsmPlan) -> [usize; 6] {
+    let sets = p.sets as usize;
+    [
+        p.keys(),
+        p.max_len * p.slots() as usize,
+        2 * p.accumulate_threads as usize,
+        sets * p.segments() as usize,
+        sets * p.sum_blocks() as usize,
+        sets,
+    ]
 }

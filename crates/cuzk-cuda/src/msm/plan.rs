@@ -129,6 +129,58 @@ pub fn choose_window_bits(len: usize, xyzz_bytes: usize, budget_bytes: usize) ->
         })
 }
 
+/// Device bytes an MSM of up to `len` pairs made for kept calls at
+/// `kept_bits` ([`Msm::with_kept_window`](super::Msm::with_kept_window))
+/// takes beyond [`scratch_bytes`]`(len, held_bits)`: the kept buckets, and
+/// what its key arrays and entries grow by to hold the kept calls' plan
+/// (its partial and segment sums are counted at their largest already).
+pub fn kept_extra_bytes(len: usize, held_bits: u32, kept_bits: u32, xyzz_bytes: usize) -> usize {
+    let keys = |c: u32| (windows_for(c) as usize) << (c - 1);
+    let key_arrays = |c: u32| keys(c) * 4 * 3 + (keys(c) / SCAN_TILE + 2) * 4;
+    let entries = |c: u32| len * windows_for(c) as usize * 4;
+    keys(kept_bits) * xyzz_bytes
+        + key_arrays(kept_bits).saturating_sub(key_arrays(held_bits))
+        + entries(kept_bits).saturating_sub(entries(held_bits))
+}
+
+/// The window size for one MSM of `total` pairs summed in calls of up to
+/// `chunk` pairs into kept buckets ([`KeptBuckets`](super::KeptBuckets)):
+/// the cheapest by the cost model of [`choose_window_bits`], counted once
+/// over the whole (`total`·W additions, one reduction), among sizes up to
+/// 20 whose [`kept_extra_bytes`] fit `budget_bytes`; `None` when none fits
+/// or none beats summing each chunk as an MSM of its own (at its own
+/// window, one reduction per chunk), as for a section of one chunk.
+pub fn choose_kept_window_bits(
+    total: usize,
+    chunk: usize,
+    xyzz_bytes: usize,
+    budget_bytes: usize,
+) -> Option<u32> {
+    const MAX_AUTO_WINDOW_BITS: u32 = 20;
+    let (total, chunk) = (total.max(1), chunk.max(1));
+    let cost = |len: usize, c: u32| {
+        let w = windows_for(c) as f64;
+        len as f64 * w + 3.0 * w * (1u64 << (c - 1)) as f64
+    };
+    let held = choose_window_bits(chunk, xyzz_bytes, usize::MAX);
+    let chunks = total.div_ceil(chunk);
+    let per_chunk = (total / chunk) as f64 * cost(chunk, held)
+        + match total % chunk {
+            0 => 0.0,
+            r => cost(r, choose_window_bits(r, xyzz_bytes, usize::MAX)),
+        };
+    if chunks < 2 {
+        return None;
+    }
+    (MIN_WINDOW_BITS..=MAX_AUTO_WINDOW_BITS)
+        .filter(|&c| kept_extra_bytes(chunk, held, c, xyzz_bytes) <= budget_bytes)
+        .filter(|&c| chunk.saturating_mul(windows_for(c) as usize) <= u32::MAX as usize)
+        .map(|c| (cost(total, c), c))
+        .filter(|&(k, _)| k < per_chunk)
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
 /// Base copies an MSM with c-bit windows over `sets` bucket sets reads:
 /// window w uses copy w / sets, so ⌈W / sets⌉.
 pub fn copies_for(window_bits: u32, sets: u32) -> u32 {
@@ -441,6 +493,50 @@ mod tests {
                     bytes <= 17 * RADIX_GROUP_PAIRS.max(len) + (1 << 20),
                     "2^{log}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn kept_windows_pay_one_reduction_and_fit_their_budget() {
+        let g1 = 192;
+        let h = (1usize << 27) - 1;
+        let all = usize::MAX;
+        // A 32 GiB partition's H in 2^22..2^25-point chunks: the whole
+        // section's window (c = 20, as resident), one reduction.
+        for log in 22..=25u32 {
+            assert_eq!(
+                choose_kept_window_bits(h, 1 << log, g1, all),
+                Some(20),
+                "2^{log}"
+            );
+        }
+        // One chunk holds the whole section: nothing to keep.
+        assert_eq!(choose_kept_window_bits(h, 1 << 27, g1, all), None);
+        assert_eq!(choose_kept_window_bits(1000, 4096, g1, all), None);
+        // Under a byte budget: the largest window whose bytes fit, fewer
+        // bytes for a smaller one, none when not even the smallest gain fits.
+        let chunk = 1usize << 22;
+        let held = choose_window_bits(chunk, g1, all);
+        let at = |c| kept_extra_bytes(chunk, held, c, g1);
+        assert!(at(18) < at(19) && at(19) < at(20));
+        assert!(at(20) > 1 << 30 && at(20) < 3 << 29, "{}", at(20));
+        assert_eq!(choose_kept_window_bits(h, chunk, g1, at(20) - 1), Some(19));
+        assert_eq!(choose_kept_window_bits(h, chunk, g1, at(19)), Some(19));
+        let c = choose_kept_window_bits(h, chunk, g1, at(18)).expect("c = 18 beats 2^22 chunks");
+        assert_eq!(c, 18);
+        assert_eq!(choose_kept_window_bits(h, chunk, g1, 1 << 20), None);
+        // Each choice is cheaper than the chunks' own MSMs by the model.
+        let cost = |len: usize, c: u32| {
+            let w = windows_for(c) as f64;
+            len as f64 * w + 3.0 * w * (1u64 << (c - 1)) as f64
+        };
+        for log in 20..=26u32 {
+            let chunk = 1usize << log;
+            if let Some(c) = choose_kept_window_bits(h, chunk, g1, all) {
+                let own = choose_window_bits(chunk, g1, all);
+                let per_chunk = h.div_ceil(chunk) as f64 * cost(chunk, own);
+                assert!(cost(h, c) < per_chunk, "2^{log}: c = {c}");
             }
         }
     }

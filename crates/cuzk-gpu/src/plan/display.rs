@@ -31,6 +31,9 @@ impl fmt::Display for VramPlan {
                 h.window_bits, h.sets, h.copies
             )?;
         }
+        if let Some(c) = self.h_kept {
+            write!(f, "; H's chunks into kept buckets (c = {c}, one reduction)")?;
+        }
         if self.h_poly == HPoly::Lean {
             write!(f, "; lean H polynomial (two vectors at a time)")?;
         }

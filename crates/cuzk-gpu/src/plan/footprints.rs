@@ -2,7 +2,9 @@
 //! arithmetic is tested on any machine, and cuzk-cuda's own sizes.
 
 use cuzk_cuda::gather::BitmapGather;
-use cuzk_cuda::msm::{choose_shifted_shape, copies_for, Classifier, Msm, MsmCurve, G1, G2};
+use cuzk_cuda::msm::{
+    choose_kept_window_bits, choose_shifted_shape, copies_for, Classifier, Msm, MsmCurve, G1, G2,
+};
 
 use super::{ShiftedH, G1_BYTES};
 
@@ -18,6 +20,14 @@ pub trait Footprints {
     /// whose extra copies and scratch (less the plain MSM's, which it
     /// replaces) fit `bytes`; `None` when none beats the plain MSM.
     fn shifted_h_shape(&self, len: usize, bytes: u64) -> Option<ShiftedH>;
+    /// What a G1 MSM of up to `len` pairs made for kept calls at `window_bits`
+    /// (a streamed key's H chunks into kept buckets) takes beyond
+    /// [`Footprints::msm_g1`], its kept buckets included.
+    fn msm_g1_kept(&self, len: usize, window_bits: u32) -> u64;
+    /// The window of H's kept buckets for a section of `h` points in chunks
+    /// of `chunk`, the cheapest whose [`Footprints::msm_g1_kept`] fits
+    /// `bytes`; `None` when none does or none beats an MSM per chunk.
+    fn kept_h_window(&self, h: usize, chunk: usize, bytes: u64) -> Option<u32>;
     /// The zero/one/other classifier for up to `len` scalars.
     fn classifier(&self, len: usize) -> u64;
     /// The density-bitmap gather of A's and B's scalars from up to `len`
@@ -54,6 +64,18 @@ impl Footprints for CudaFootprints {
                 copies: copies_for(c, sets),
             }
         })
+    }
+    fn msm_g1_kept(&self, len: usize, window_bits: u32) -> u64 {
+        Msm::<G1>::kept_bytes_for(len, window_bits)
+    }
+    fn kept_h_window(&self, h: usize, chunk: usize, bytes: u64) -> Option<u32> {
+        let xyzz = G1::XYZZ_WORDS * 8;
+        // choose_kept_window_bits counts no alignment slack.
+        let c = choose_kept_window_bits(h, chunk, xyzz, bytes as usize)?;
+        match self.msm_g1_kept(chunk, c) <= bytes {
+            true => Some(c),
+            false => choose_kept_window_bits(h, chunk, xyzz, bytes as usize / 8 * 7),
+        }
     }
     fn classifier(&self, len: usize) -> u64 {
         Classifier::bytes_for(len)

@@ -202,6 +202,11 @@ pub struct VramPlan {
     /// counted in `srs_device_bytes`, the larger of the two MSMs' scratch in
     /// `scratch_bytes`: they take turns).
     pub h_shift: Option<ShiftedH>,
+    /// `Some(c)`: a streamed key's H chunks are summed into buckets kept
+    /// across the chunks, one MSM at c-bit windows reduced once (cuzk-cuda
+    /// `KeptBuckets`; counted in `scratch_bytes`, so in the MSM stages),
+    /// instead of an MSM per chunk at the chunk's own window.
+    pub h_kept: Option<u32>,
     /// How a, b and c share the device in the H polynomial.
     pub h_poly: HPoly,
     /// Aux values the worker's gather scratch is sized for (A's and B's
@@ -377,7 +382,7 @@ impl VramPlan {
                     for h_poly in [HPoly::Full, HPoly::Lean] {
                         let plan = Self::with_matrices(shape, budget, mode, h_poly, matrices, fp);
                         if let Some(plan) = fits(plan) {
-                            return Ok(plan.with_ring_room());
+                            return Ok(plan.with_kept_h(fp).with_ring_room());
                         }
                     }
                 }
@@ -575,6 +580,7 @@ impl VramPlan {
             partition_peak,
             margin: budget / 64 + (64 << 20),
             h_shift: None,
+            h_kept: None,
             h_poly,
             gather_len,
             interleaved,

@@ -43,6 +43,43 @@ impl VramPlan {
         self
     }
 
+    /// This plan (a streamed key's, as chosen) with H's chunks summed into
+    /// kept buckets ([`VramPlan::h_kept`]: one MSM over the section at its
+    /// own window, one reduction, instead of an MSM per chunk) where the
+    /// MSM stages have room for them within the budget and it costs no
+    /// worker or batch member: the cheapest window that room holds
+    /// ([`Footprints::kept_h_window`]). The ring's extra buffers are made
+    /// again after, from what is left below the largest stage (the buckets
+    /// save more than a deeper ring: docs/small-cards.md).
+    pub(crate) fn with_kept_h(self, fp: &dyn Footprints) -> VramPlan {
+        let SrsMode::Streamed { chunk } = self.mode else {
+            return self;
+        };
+        let base = self.with_extra_ring(0);
+        let (workers, batch) = (base.workers_that_fit(), base.batch_room());
+        // Beside the partition: the margin and resident matrices.
+        let beside = base.peak() - base.partition_peak;
+        let room = base
+            .budget
+            .saturating_sub(beside + base.msm_stage_peak());
+        let kept = fp.kept_h_window(base.shape.h, chunk, room).and_then(|c| {
+            let extra = fp.msm_g1_kept(base.msm_len, c);
+            let mut p = base.clone();
+            p.h_kept = Some(c);
+            p.scratch_bytes += extra;
+            for st in p.stages.iter_mut().filter(|s| s.name.starts_with("msm")) {
+                st.bytes += extra;
+            }
+            p.partition_peak = p.stages.iter().map(|s| s.bytes).max().unwrap_or(0);
+            let keeps = p.fits() && p.workers_that_fit() >= workers && p.batch_room() >= batch;
+            keeps.then_some(p)
+        });
+        let plan = kept.unwrap_or(base);
+        let slot = chunk as u64 * G1_BYTES;
+        let below = plan.partition_peak.saturating_sub(plan.msm_stage_peak()) / slot;
+        plan.with_extra_ring(below as usize)
+    }
+
     /// This plan (a streamed key's, as chosen) with its ring deepened into
     /// what the budget leaves above its peak, when that room could serve
     /// neither a second worker nor a second member of a batch (so a deeper

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use cuzk_cuda::msm::{BatchSum, Classifier, Msm, MsmCurve, G1, G2};
+use cuzk_cuda::msm::{BatchSum, Classifier, KeptBuckets, Msm, MsmCurve, G1, G2};
 use cuzk_cuda::{DeviceBuffer, Event, Stream};
 use cuzk_field::limbs::{
     fr_as_limbs, g1_as_limbs, g2_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs, G2AffineLimbs,
@@ -64,7 +64,8 @@ impl<'a> Section<'a> {
         }
     }
 
-    /// H: full-width scalars, each chunk summed by its own MSM.
+    /// H: full-width scalars, each chunk summed by its own MSM or into the
+    /// section's kept buckets.
     fn h(key: &'a ProvingKey, scalars: Scalars<'a>, count: usize) -> Self {
         Section {
             light: false,
@@ -157,6 +158,17 @@ impl Ring {
         self.slots[i] = Some(b.recast()?);
         r
     }
+}
+
+/// Where a chunk's other scalars (neither zero nor one) are summed.
+enum Others<'k, C: MsmCurve> {
+    /// Through Pippenger now, an MSM of the chunk's own (left queued).
+    Own,
+    /// Kept with their points for one MSM later (a light section's, kept.rs).
+    Kept(&'k mut Kept),
+    /// Into the section's kept buckets (H's, at the plan's window): one MSM
+    /// over every chunk, reduced after the last.
+    Buckets(&'k mut KeptBuckets<C>),
 }
 
 /// The worker's G1 or G2 classifier, MSM and batch sum.
@@ -374,6 +386,7 @@ impl Worker {
             members,
             order: &order,
             kept: (0..members.len() * chunks.len()).map(|_| None).collect(),
+            h_buckets: None,
             carry: None,
             queued: false,
             waited: None,
@@ -458,16 +471,15 @@ impl Worker {
     }
 
     /// Queues one chunk's sums: scalars classified, the ones batch-summed,
-    /// the zeros skipped, the others kept for one MSM later (a light
-    /// section's: `kept`, kept.rs) or through Pippenger now. Returns the
-    /// kept others' sum when it was read now, whether an MSM is left
-    /// queued for the chunk's result (`on_device::chunk_result`), and an
-    /// event after the classification (for the stage's breakdown).
+    /// the zeros skipped, the others as `to` says. Returns the kept others'
+    /// sum when it was read now, whether an MSM is left queued for the
+    /// chunk's result (`on_device::chunk_result`), and an event after the
+    /// classification (for the stage's breakdown).
     fn enqueue_chunk<C: MsmCurve>(
         &mut self,
         bases: &DeviceBuffer<C::Affine>,
         scalars: &DeviceBuffer<FrLimbs>,
-        kept: Option<&mut Kept>,
+        to: Others<'_, C>,
         last: bool,
         parts: fn(&mut Worker) -> Parts<'_, C>,
     ) -> cuzk_cuda::Result<(Option<C::Projective>, bool, Event)> {
@@ -477,11 +489,18 @@ impl Worker {
         let classified = s.record()?;
         sum.enqueue_indices(bases, classifier.ones(), counts.ones)?;
         let others = classifier.others();
-        let (carry, queued) = match kept {
-            Some(k) => k.sum(&s, msm, bases, scalars, others, counts.others, last)?,
-            None => {
+        let (carry, queued) = match to {
+            Others::Kept(k) => k.sum(&s, msm, bases, scalars, others, counts.others, last)?,
+            Others::Own => {
                 msm.enqueue(bases, scalars, Some(others), counts.others)?;
                 (None, true)
+            }
+            Others::Buckets(b) => {
+                msm.enqueue_kept(b, bases, scalars, Some(others), counts.others)?;
+                if last {
+                    msm.finish_kept(b)?;
+                }
+                (None, last)
             }
         };
         Ok((carry, queued, classified))

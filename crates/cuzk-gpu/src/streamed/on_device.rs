@@ -3,11 +3,11 @@
 //! [`batch::run`] drives them.
 
 use cuzk_cuda::gather::copy_pad;
-use cuzk_cuda::msm::{MsmCurve, G1, G2};
+use cuzk_cuda::msm::{KeptBuckets, MsmCurve, G1, G2};
 use cuzk_cuda::{DeviceBuffer, Event, Stream};
 use cuzk_field::limbs::{fr_as_limbs, FrLimbs};
 
-use super::{g1_parts, g2_parts, Bases, Parts, Ring, Section};
+use super::{g1_parts, g2_parts, Bases, Others, Parts, Ring, Section};
 use crate::batch::{BatchOrder, Crossing, Crossings, Sum};
 use crate::dense::DenseScalars;
 use crate::kept::{kept_points, Kept};
@@ -28,6 +28,10 @@ pub(super) struct OnDevice<'x, 'a> {
     /// Member m's kept others of section s at `m * sections + s`, while
     /// the section's chunks run.
     pub(super) kept: Vec<Option<Kept>>,
+    /// H's kept buckets while its chunks run, when the worker's G1 MSM
+    /// was made for them (the plan's `h_kept`) and the batch has one
+    /// member: every H chunk's others summed into them, reduced once.
+    pub(super) h_buckets: Option<KeptBuckets<G1>>,
     /// The kept others' sum read inside `enqueue`, added to its result.
     pub(super) carry: Option<Sum>,
     /// Whether `enqueue` left an MSM queued for `result`.
@@ -41,10 +45,15 @@ impl Crossings for OnDevice<'_, '_> {
     type Error = cuzk_cuda::Error;
 
     /// A light section's kept others: a share of a chunk's points
-    /// (`kept_points`), counted by the plan.
+    /// (`kept_points`), counted by the plan; H's kept buckets, when the
+    /// worker's MSM holds them and the batch has one member.
     fn prepare(&mut self, m: usize, s: usize) -> cuzk_cuda::Result<()> {
         let section = &self.members[m][s];
         if !section.light {
+            let (_, msm, _) = g1_parts(self.worker);
+            if self.members.len() == 1 && msm.kept_window().is_some() {
+                self.h_buckets = Some(msm.kept_buckets()?);
+            }
             return Ok(());
         }
         let stream = &self.worker.stream;
@@ -98,14 +107,20 @@ impl Crossings for OnDevice<'_, '_> {
         let kept = self.kept[m * self.members[m].len() + c.section].as_mut();
         let (carry, queued, classified) = match section.bases {
             Bases::G1(_) => {
+                let to = match (kept, self.h_buckets.as_mut()) {
+                    (Some(k), _) => Others::Kept(k),
+                    (None, Some(b)) if !section.light => Others::Buckets(b),
+                    (None, _) => Others::Own,
+                };
                 let (carry, queued, classified) = ring.with_slot(slot, |b, ring| {
-                    w.enqueue_chunk(b, &ring.scalars, kept, last, g1_parts)
+                    w.enqueue_chunk(b, &ring.scalars, to, last, g1_parts)
                 })?;
                 (carry.map(Sum::G1), queued, classified)
             }
             Bases::G2(_) => {
+                let to = kept.map_or(Others::Own, Others::Kept);
                 let (carry, queued, classified) = ring.with_slot(slot, |b, ring| {
-                    w.enqueue_chunk(b, &ring.scalars, kept, last, g2_parts)
+                    w.enqueue_chunk(b, &ring.scalars, to, last, g2_parts)
                 })?;
                 (carry.map(Sum::G2), queued, classified)
             }
@@ -144,6 +159,10 @@ impl Crossings for OnDevice<'_, '_> {
     fn release(&mut self, m: usize, s: usize) -> cuzk_cuda::Result<()> {
         let kept = self.kept[m * self.members[m].len() + s].take();
         debug_assert!(kept.is_none_or(|k| k.is_empty()), "others left kept");
+        if !self.members[m][s].light {
+            // Read by the last H chunk's result, before this.
+            self.h_buckets = None;
+        }
         Ok(())
     }
 
