@@ -286,6 +286,9 @@ impl CudaBackend {
                         VramPlan::with_matrices(shape, budget, mode, h_poly, x, &CudaFootprints)
                     }
                 };
+                // H's kept buckets as the planner would give them (a forced
+                // layout forces where things live, not how H is summed).
+                let p = p.with_kept_h(&CudaFootprints);
                 if p.fits() {
                     Ok(p)
                 } else {

@@ -649,7 +649,9 @@ fn a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof() {
 /// the buffer holds (kept.rs). Each layout's proof is the CPU's: a, b, c on
 /// the device (L's, A's and B's chunks among H's, their four buffers alive
 /// at once), on the host (the sections in turn), the compact witness, and
-/// a batch of two over one pass.
+/// a batch of two over one pass. A partition alone sums H's chunks into
+/// kept buckets (cuzk-cuda `KeptBuckets`), the batch's members each chunk
+/// by an MSM of its own.
 fn small_chunks_keep_the_others_and_give_the_cpu_proofs() {
     use cuzk_gpu::{HPoly, MatrixLayout, Shape, SrsMode};
     use cuzk_groth16::prover::{finish, StageTimings};
@@ -671,6 +673,8 @@ fn small_chunks_keep_the_others_and_give_the_cpu_proofs() {
             let plan = gpu.last_plan().unwrap();
             assert_eq!(plan.mode, mode, "{what}: {plan}");
             assert_eq!(plan.interleaved, which != "full", "{what}: {plan}");
+            // H's chunks summed into kept buckets (one MSM, one reduction).
+            assert!(plan.h_kept.is_some(), "{what}: {plan}");
             eprintln!("{what}: identical [{}]", stage_list(&out.timings.stages, 2));
         }
         let (full1, w1) = full_and_deferred(&deferred, k, seed ^ 32);

@@ -59,9 +59,7 @@ impl VramPlan {
         let (workers, batch) = (base.workers_that_fit(), base.batch_room());
         // Beside the partition: the margin and resident matrices.
         let beside = base.peak() - base.partition_peak;
-        let room = base
-            .budget
-            .saturating_sub(beside + base.msm_stage_peak());
+        let room = base.budget.saturating_sub(beside + base.msm_stage_peak());
         let kept = fp.kept_h_window(base.shape.h, chunk, room).and_then(|c| {
             let extra = fp.msm_g1_kept(base.msm_len, c);
             let mut p = base.clone();

@@ -47,7 +47,11 @@ impl Footprints for Linear {
     fn kept_h_window(&self, h: usize, chunk: usize, bytes: u64) -> Option<u32> {
         // The widest of c = 16..=20 that fits, for a section of two chunks or more.
         (h > chunk)
-            .then(|| (16..=20).rev().find(|&c| self.msm_g1_kept(chunk, c) <= bytes))
+            .then(|| {
+                (16..=20)
+                    .rev()
+                    .find(|&c| self.msm_g1_kept(chunk, c) <= bytes)
+            })
             .flatten()
     }
     fn classifier(&self, len: usize) -> u64 {
