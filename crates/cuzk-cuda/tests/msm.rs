@@ -558,7 +558,8 @@ fn msm_g2_radix_sort_matches_cpu() {
 /// own, one chunk in two index-list calls, a run of one scalar across a
 /// chunk boundary, another MSM on the same scratch between the chunks, both
 /// sorts, the buckets made twice on one MSM. No call gives the identity;
-/// G2 (no kept kernels) and buckets of another MSM's window are refused.
+/// G2 (no kept kernels), a window below the MSM's own and buckets of
+/// another MSM's window are refused.
 fn kept_buckets_suite(name: &str) {
     let Some(s) = stream() else { return };
     let mut rng = rng(name);
@@ -641,6 +642,9 @@ fn kept_buckets_suite(name: &str) {
     let (db, ds, len) = &chunks[0];
     let err = a.enqueue_kept(&mut kept, db, ds, None, *len).unwrap_err();
     assert!(err.to_string().contains("buckets for c = 18"), "{err}");
+    let own = Msm::<G1>::window_bits_for(chunk);
+    let err = Msm::<G1>::with_kept_window(&s, chunk, own - 1).unwrap_err();
+    assert!(err.to_string().contains("below the"), "{err}");
     let err = Msm::<G2>::with_kept_window(&s, 100, 16).unwrap_err();
     assert!(
         err.to_string().contains("no kept-bucket kernels for G2"),

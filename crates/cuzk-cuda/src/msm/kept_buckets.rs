@@ -90,6 +90,11 @@ impl<C: MsmCurve> Msm<C> {
             || format!("window size {window_bits} outside {MIN_WINDOW_BITS}..={MAX_WINDOW_BITS}"),
         )?;
         let held_bits = Self::window_bits_for(max_len);
+        // At least the MSM's own window: no more windows (entries, radix
+        // groups) than its own calls, so one scratch holds both.
+        ensure(kernel, window_bits >= held_bits, || {
+            format!("kept window {window_bits} below the {held_bits} bits {max_len} pairs run at")
+        })?;
         ensure(kernel, max_len < MAX_LEN, || {
             format!("{max_len} pairs: at most 2^31 − 1")
         })?;

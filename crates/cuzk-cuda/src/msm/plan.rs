@@ -146,8 +146,10 @@ pub fn kept_extra_bytes(len: usize, held_bits: u32, kept_bits: u32, xyzz_bytes: 
 /// The window size for one MSM of `total` pairs summed in calls of up to
 /// `chunk` pairs into kept buckets ([`KeptBuckets`](super::KeptBuckets)):
 /// the cheapest by the cost model of [`choose_window_bits`], counted once
-/// over the whole (`total`·W additions, one reduction), among sizes up to
-/// 20 whose [`kept_extra_bytes`] fit `budget_bytes`; `None` when none fits
+/// over the whole (`total`·W additions, one reduction), among sizes from
+/// the chunk's own window up to 20 whose [`kept_extra_bytes`] fit
+/// `budget_bytes` (a smaller window has more windows than the chunk's
+/// scratch was sized for, and never pays); `None` when none fits
 /// or none beats summing each chunk as an MSM of its own (at its own
 /// window, one reduction per chunk), as for a section of one chunk.
 pub fn choose_kept_window_bits(
@@ -172,7 +174,7 @@ pub fn choose_kept_window_bits(
     if chunks < 2 {
         return None;
     }
-    (MIN_WINDOW_BITS..=MAX_AUTO_WINDOW_BITS)
+    (held..=MAX_AUTO_WINDOW_BITS)
         .filter(|&c| kept_extra_bytes(chunk, held, c, xyzz_bytes) <= budget_bytes)
         .filter(|&c| chunk.saturating_mul(windows_for(c) as usize) <= u32::MAX as usize)
         .map(|c| (cost(total, c), c))
