@@ -214,7 +214,7 @@ pub(crate) fn auto_vram_budget(total: u64) -> u64 {
 /// workers fit), with a, b, c computed on the host (full synthesis).
 pub(crate) fn on_card(known: Known, budget: u64) -> String {
     let shape = cuzk_gpu::Shape::of_circuit(&shape_of(&known.summary()));
-    match cuzk_gpu::VramPlan::new_with(shape, budget, &cuzk_gpu::CudaFootprints, false) {
+    match cuzk_gpu::VramPlan::new(shape, budget, &cuzk_gpu::CudaFootprints) {
         Ok(plan) => match plan.mode {
             cuzk_gpu::SrsMode::Resident => {
                 format!(

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::matrices::{witness_shape, MatrixSlot};
-use crate::plan::{CudaFootprints, Shape, SrsMode, VramPlan};
+use crate::plan::{CudaFootprints, PlanOptions, Shape, SrsMode, VramPlan};
 use crate::resident::{KeyShape, Keys};
 use crate::srs::SrsSlot;
 use cuzk_pipeline::admission::{Admission, AdmissionError, AdmissionTicket};
@@ -26,8 +26,9 @@ pub struct VramAdmission {
     capacity: u64,
     keys: SrsSlot,
     matrices: MatrixSlot,
-    /// Plans may keep H shifted: the workers' setting (`GpuConfig::shifted_h`).
-    shifted_h: bool,
+    /// What plans may use: the workers' settings (`GpuConfig::shifted_h`,
+    /// `GpuConfig::kept_h`).
+    options: PlanOptions,
     state: Arc<(Mutex<u64>, Condvar)>,
 }
 
@@ -52,7 +53,7 @@ impl VramAdmission {
             capacity,
             keys,
             matrices,
-            shifted_h: false,
+            options: PlanOptions::default(),
             state: Arc::new((Mutex::new(0), Condvar::new())),
         }
     }
@@ -61,7 +62,14 @@ impl VramAdmission {
     /// workers it admits for do (`GpuDevice::open` sets both from one
     /// `GpuConfig`).
     pub fn with_shifted_h(mut self, on: bool) -> Self {
-        self.shifted_h = on;
+        self.options.shifted_h = on;
+        self
+    }
+
+    /// This admission planning a streamed H into kept buckets (where there
+    /// is room) when `on`, as the workers it admits for do.
+    pub fn with_kept_h(mut self, on: bool) -> Self {
+        self.options.kept_h = on;
         self
     }
 
@@ -71,7 +79,7 @@ impl VramAdmission {
     }
 
     fn plan_shape(&self, shape: Shape) -> Result<VramPlan, AdmissionError> {
-        VramPlan::new_with(shape, self.capacity, &CudaFootprints, self.shifted_h)
+        VramPlan::new_with(shape, self.capacity, &CudaFootprints, self.options)
             .map_err(AdmissionError::new)
     }
 

@@ -16,7 +16,9 @@ use parking_lot::Mutex;
 
 use crate::error::{gpu_err, GpuError};
 use crate::matrices::{witness_shape, MatrixSlot};
-use crate::plan::{CudaFootprints, HPoly, MatrixLayout, PlanError, Shape, SrsMode, VramPlan};
+use crate::plan::{
+    CudaFootprints, HPoly, MatrixLayout, PlanError, PlanOptions, Shape, SrsMode, VramPlan,
+};
 use crate::srs::SrsSlot;
 use crate::worker::Worker;
 use crate::{GpuConfig, ZUpload, ZUploadReport, FILL_THREADS, STAGE_BYTES};
@@ -31,6 +33,9 @@ pub struct CudaBackend {
     forced: Mutex<Option<(SrsMode, HPoly, Option<MatrixLayout>)>>,
     /// Whether plans may keep H shifted (see [`CudaBackend::set_shifted_h`]).
     shifted_h: std::sync::atomic::AtomicBool,
+    /// Whether plans may give a streamed H kept buckets (see
+    /// [`CudaBackend::set_kept_h`]).
+    kept_h: std::sync::atomic::AtomicBool,
     /// The device, its keys and its arena's size, outside the worker's lock
     /// (for [`Backend::prepare_key`], which must not wait for a partition).
     gpu: Gpu,
@@ -91,6 +96,7 @@ impl CudaBackend {
                 b.inner.lock().release_scratch = true;
                 b.inner.lock().z_upload = config.z_upload;
                 b.set_shifted_h(config.shifted_h);
+                b.set_kept_h(config.kept_h);
                 Ok(b)
             })
             .collect()
@@ -142,6 +148,7 @@ impl CudaBackend {
             last_plan: Mutex::new(None),
             forced: Mutex::new(None),
             shifted_h: std::sync::atomic::AtomicBool::new(false),
+            kept_h: std::sync::atomic::AtomicBool::new(true),
             gpu: pin_gpu,
             keys: pin_keys,
             capacity,
@@ -211,12 +218,7 @@ impl CudaBackend {
 
     /// The plan a partition of `shape` would run under, or why none fits.
     pub fn plan(&self, shape: Shape) -> Result<VramPlan, PlanError> {
-        VramPlan::new_with(
-            shape,
-            self.budget_bytes(),
-            &CudaFootprints,
-            self.shifted_h(),
-        )
+        VramPlan::new_with(shape, self.budget_bytes(), &CudaFootprints, self.options())
     }
 
     /// Whether this worker's plans may keep H shifted (`VramPlan::h_shift`;
@@ -230,8 +232,20 @@ impl CudaBackend {
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn shifted_h(&self) -> bool {
-        self.shifted_h.load(std::sync::atomic::Ordering::Relaxed)
+    /// Whether this worker's plans may give a streamed H kept buckets
+    /// (`VramPlan::h_kept`; on unless its [`GpuConfig`] says otherwise,
+    /// off only to measure against). As with
+    /// [`CudaBackend::set_shifted_h`], a worker under `VramAdmission` runs
+    /// the admission's plan, made with the same setting.
+    pub fn set_kept_h(&self, on: bool) {
+        self.kept_h.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn options(&self) -> PlanOptions {
+        use std::sync::atomic::Ordering::Relaxed;
+        PlanOptions::default()
+            .with_shifted_h(self.shifted_h.load(Relaxed))
+            .with_kept_h(self.kept_h.load(Relaxed))
     }
 
     /// Key bytes the last partition (or batch, [`CudaBackend::msm_sums_batch`])
@@ -277,7 +291,7 @@ impl CudaBackend {
     ) -> Result<VramPlan, GpuError> {
         let plan = match (*self.forced.lock(), admitted) {
             (None, Some(plan)) => Ok(plan.clone()),
-            (None, None) => VramPlan::new_with(shape, budget, &CudaFootprints, self.shifted_h())
+            (None, None) => VramPlan::new_with(shape, budget, &CudaFootprints, self.options())
                 .map_err(GpuError::Plan),
             (Some((mode, h_poly, matrices)), _) => {
                 let p = match matrices {
@@ -288,7 +302,10 @@ impl CudaBackend {
                 };
                 // H's kept buckets as the planner would give them (a forced
                 // layout forces where things live, not how H is summed).
-                let p = p.with_kept_h(&CudaFootprints);
+                let p = match self.options().kept_h {
+                    true => p.with_kept_h(&CudaFootprints),
+                    false => p,
+                };
                 if p.fits() {
                     Ok(p)
                 } else {
@@ -406,7 +423,7 @@ impl Backend for CudaBackend {
         let forced = matches!(*self.forced.lock(), Some((SrsMode::Streamed { .. }, _, _)));
         if !forced {
             let shape = Shape::of_key(key);
-            let plan = VramPlan::new_with(shape, self.capacity, &CudaFootprints, false);
+            let plan = VramPlan::new(shape, self.capacity, &CudaFootprints);
             if matches!(plan, Ok(ref p) if p.mode == SrsMode::Resident) {
                 return Ok(());
             }

@@ -38,6 +38,10 @@ pub struct GpuConfig {
     /// resident and save ~40 ms a partition, so they pay in a long-running
     /// daemon, not a one-shot command.
     pub shifted_h: bool,
+    /// A streamed key's H chunks summed into buckets kept across the
+    /// section where the MSM stage has room (`VramPlan::h_kept`). On by
+    /// default; off only to measure against.
+    pub kept_h: bool,
     /// How a deferred witness's z crosses to the device.
     pub z_upload: ZUpload,
 }
@@ -48,6 +52,7 @@ impl Default for GpuConfig {
             budget: VramBudget::Auto,
             workers: DEFAULT_GPU_WORKERS,
             shifted_h: false,
+            kept_h: true,
             z_upload: ZUpload::default(),
         }
     }
@@ -69,6 +74,12 @@ impl GpuConfig {
     /// This configuration with H over shifted bases allowed or not.
     pub fn with_shifted_h(mut self, on: bool) -> Self {
         self.shifted_h = on;
+        self
+    }
+
+    /// This configuration with a streamed H's kept buckets allowed or not.
+    pub fn with_kept_h(mut self, on: bool) -> Self {
+        self.kept_h = on;
         self
     }
 
@@ -127,7 +138,8 @@ impl GpuDevice {
         let matrices = workers[0].resident_matrices();
         let admission = Arc::new(
             VramAdmission::with_slots(arena_bytes, keys.clone(), matrices)
-                .with_shifted_h(config.shifted_h),
+                .with_shifted_h(config.shifted_h)
+                .with_kept_h(config.kept_h),
         );
         Ok(GpuDevice {
             info: gpu.info().clone(),
@@ -190,10 +202,11 @@ impl GpuDevice {
             self.info.name,
             cuzk_arena::human(self.arena_bytes),
             self.workers.len(),
-            if self.config.shifted_h {
-                ", H over shifted bases"
-            } else {
-                ""
+            match (self.config.shifted_h, self.config.kept_h) {
+                (true, true) => ", H over shifted bases",
+                (true, false) => ", H over shifted bases, no kept buckets for a streamed H",
+                (false, true) => "",
+                (false, false) => ", no kept buckets for a streamed H",
             }
         )
     }

@@ -34,8 +34,8 @@ pub use device::{
 pub use error::GpuError;
 pub use matrices::{host_matrices, matrix_bytes, witness_shape, MatrixSlot};
 pub use plan::{
-    CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, Shape, ShiftedH,
-    SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
+    CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, PlanOptions, Shape,
+    ShiftedH, SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
     SCALAR_BYTES, SHIFTED_H_WORKERS, STREAM_TERMS,
 };
 pub use resident::{KeyInUse, KeyShape};

@@ -650,8 +650,8 @@ fn a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof() {
 /// the device (L's, A's and B's chunks among H's, their four buffers alive
 /// at once), on the host (the sections in turn), the compact witness, and
 /// a batch of two over one pass. A partition alone sums H's chunks into
-/// kept buckets (cuzk-cuda `KeptBuckets`), the batch's members each chunk
-/// by an MSM of its own.
+/// kept buckets (cuzk-cuda `KeptBuckets`), or with them turned off each
+/// chunk by an MSM of its own, as the batch's members do.
 fn small_chunks_keep_the_others_and_give_the_cpu_proofs() {
     use cuzk_gpu::{HPoly, MatrixLayout, Shape, SrsMode};
     use cuzk_groth16::prover::{finish, StageTimings};
@@ -677,6 +677,14 @@ fn small_chunks_keep_the_others_and_give_the_cpu_proofs() {
             assert!(plan.h_kept.is_some(), "{what}: {plan}");
             eprintln!("{what}: identical [{}]", stage_list(&out.timings.stages, 2));
         }
+        // The kept buckets off: each H chunk an MSM of its own, the same proof.
+        gpu.set_kept_h(false);
+        let what = format!("2^{k}, chunks of {chunk}, deferred witness, no kept buckets");
+        proved_as_on_cpu(&gpu, &key, &w, &full, &mut rng, &what);
+        let plan = gpu.last_plan().unwrap();
+        gpu.set_kept_h(true);
+        assert_eq!(plan.h_kept, None, "{what}: {plan}");
+        eprintln!("{what}: identical");
         let (full1, w1) = full_and_deferred(&deferred, k, seed ^ 32);
         let mut t = vec![StageTimings::default(); 2];
         let sums = gpu.msm_sums_batch(&key, &[&w, &w1], &mut t).unwrap();

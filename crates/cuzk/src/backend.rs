@@ -1,5 +1,6 @@
 //! Choosing where work runs: the prover's backend (`--backend auto|cuda|cpu`,
-//! `--vram-budget`, `--shifted-h` or `CUZK_SHIFTED_H`) and the key
+//! `--vram-budget`, `--shifted-h` or `CUZK_SHIFTED_H`, `--no-kept-h` or
+//! `CUZK_KEPT_H=0`) and the key
 //! generator's fixed-base step. Every choice is announced on stderr, and
 //! `auto` says why when it runs on the CPU.
 
@@ -23,6 +24,9 @@ pub(crate) struct BackendArgs {
     /// Keep two shifted copies of H's points beside a resident key and run H's MSM over them: ~3% less per partition once the key is resident, 7 s more to make the copies when it goes resident at 32 GiB (worth it in long runs). Also on when the environment has CUZK_SHIFTED_H=1.
     #[arg(long)]
     pub(crate) shifted_h: bool,
+    /// With the key streamed, sum each of H's chunks as an MSM of its own instead of into buckets kept across the section (the default where the card has room for them: one reduction at the section's window). For measuring the default against; also when the environment has CUZK_KEPT_H=0.
+    #[arg(long)]
+    pub(crate) no_kept_h: bool,
 }
 
 fn parse_budget(s: &str) -> Result<VramBudget, cuzk_gpu::BudgetError> {
@@ -45,13 +49,15 @@ pub(crate) struct GpuWorkerArgs {
 /// Resolves `args` with `workers` CUDA workers on the first GPU, saying on
 /// stderr which backend runs (and, for `auto` on the CPU, why).
 fn choose(args: &BackendArgs, workers: usize) -> Result<Option<GpuDevice>> {
-    // The one setting this binary also reads from the environment (`--help` says so).
+    // The two settings this binary also reads from the environment (`--help` says so).
     let shifted_h = args.shifted_h
         || std::env::var_os("CUZK_SHIFTED_H").is_some_and(|v| !v.is_empty() && v != "0");
+    let kept_h = !args.no_kept_h && std::env::var_os("CUZK_KEPT_H").is_none_or(|v| v != "0");
     let config = GpuConfig::default()
         .with_budget(args.vram_budget)
         .with_workers(workers)
-        .with_shifted_h(shifted_h);
+        .with_shifted_h(shifted_h)
+        .with_kept_h(kept_h);
     match cuzk_gpu::resolve(args.backend, Some(&[0]), &config)
         .with_context(|| format!("--backend {}", args.backend))?
     {

@@ -266,21 +266,23 @@ impl VramPlan {
     /// fits beside one partition, else streamed in the largest power-of-two
     /// chunk that fits; an error with the numbers when not even the smallest
     /// chunk fits.
-    /// H's points plain ([`VramPlan::new_with`] may shift them).
+    /// The default [`PlanOptions`]: H's points plain, a streamed H into
+    /// kept buckets where there is room.
     pub fn new(shape: Shape, budget: u64, fp: &dyn Footprints) -> Result<VramPlan, PlanError> {
-        Self::new_with(shape, budget, fp, false)
+        Self::new_with(shape, budget, fp, PlanOptions::default())
     }
 
-    /// [`VramPlan::new`], with H's MSM over shifted bases when `shifted_h`
-    /// and [`VramPlan::with_shifted_h`] finds room.
+    /// [`VramPlan::new`] under `options`: H's MSM over shifted bases when
+    /// `shifted_h` and [`VramPlan::with_shifted_h`] finds room; a streamed
+    /// H's kept buckets only when `kept_h`.
     pub fn new_with(
         shape: Shape,
         budget: u64,
         fp: &dyn Footprints,
-        shifted_h: bool,
+        options: PlanOptions,
     ) -> Result<VramPlan, PlanError> {
-        let plan = Self::plain(shape, budget, fp)?;
-        Ok(if shifted_h {
+        let plan = Self::plain(shape, budget, fp, options.kept_h)?;
+        Ok(if options.shifted_h {
             plan.with_shifted_h(fp)
         } else {
             plan
@@ -323,8 +325,14 @@ impl VramPlan {
     }
 
     /// The plan without shifted bases: the first candidate that fits, in
-    /// the module docs' order.
-    fn plain(shape: Shape, budget: u64, fp: &dyn Footprints) -> Result<VramPlan, PlanError> {
+    /// the module docs' order (a streamed one with H's kept buckets where
+    /// there is room, when `kept_h`).
+    fn plain(
+        shape: Shape,
+        budget: u64,
+        fp: &dyn Footprints,
+        kept_h: bool,
+    ) -> Result<VramPlan, PlanError> {
         // a, b, c: on the device from resident matrices, from streamed
         // matrices, or on the host (the matrices not counted).
         let on_host = Shape {
@@ -382,7 +390,8 @@ impl VramPlan {
                     for h_poly in [HPoly::Full, HPoly::Lean] {
                         let plan = Self::with_matrices(shape, budget, mode, h_poly, matrices, fp);
                         if let Some(plan) = fits(plan) {
-                            return Ok(plan.with_kept_h(fp).with_ring_room());
+                            let plan = if kept_h { plan.with_kept_h(fp) } else { plan };
+                            return Ok(plan.with_ring_room());
                         }
                     }
                 }
@@ -601,10 +610,12 @@ impl VramPlan {
 
 mod display;
 mod footprints;
+mod options;
 mod room;
 mod shape;
 
 pub use footprints::{CudaFootprints, Footprints};
+pub use options::PlanOptions;
 pub use shape::{DeviceAbc, Shape, STREAM_TERMS};
 
 #[cfg(test)]

@@ -18,6 +18,11 @@ pub(crate) fn porep_32gib() -> CircuitShape {
     }
 }
 
+/// The default options with H over shifted bases allowed.
+fn shifted() -> PlanOptions {
+    PlanOptions::default().with_shifted_h(true)
+}
+
 /// Footprints shaped like the real kernels': linear in the length.
 struct Linear;
 
@@ -255,8 +260,8 @@ fn a_32_gib_porep_partition_keeps_h_shifted_beside_two_workers() {
     let shape =
         Shape::of_circuit(&circuit).with_device_abc(&circuit, 5_916_000_000, 1_526, 309_405_051);
     let arena = 145_006_595_840; // 135.05 GiB
-    let plain = VramPlan::new_with(shape, arena, &CudaFootprints, false).unwrap();
-    let shifted = VramPlan::new_with(shape, arena, &CudaFootprints, true).unwrap();
+    let plain = VramPlan::new(shape, arena, &CudaFootprints).unwrap();
+    let shifted = VramPlan::new_with(shape, arena, &CudaFootprints, shifted()).unwrap();
     println!("{plain}\n{shifted}");
     assert_eq!(plain.h_shift, None);
     let h = shifted.h_shift.expect("room for H's copies");
@@ -286,17 +291,17 @@ fn a_32_gib_porep_partition_keeps_h_shifted_beside_two_workers() {
 #[test]
 fn h_stays_plain_without_room() {
     let shape = demo_shape(24);
-    let plain = VramPlan::new_with(shape, 140 * GIB, &Linear, false).unwrap();
-    let roomy = VramPlan::new_with(shape, 140 * GIB, &Linear, true).unwrap();
+    let plain = VramPlan::new(shape, 140 * GIB, &Linear).unwrap();
+    let roomy = VramPlan::new_with(shape, 140 * GIB, &Linear, shifted()).unwrap();
     assert!(roomy.h_shift.is_some(), "{roomy}");
     assert!(roomy.workers_that_fit() >= SHIFTED_H_WORKERS, "{roomy}");
     // Just enough for one plain partition: no copy fits.
     let fit_at = |p: &VramPlan| ((p.peak() - p.margin + (64 << 20)) * 64).div_ceil(63);
     let tight = fit_at(&plain);
-    let p = VramPlan::new_with(shape, tight, &Linear, true).unwrap();
+    let p = VramPlan::new_with(shape, tight, &Linear, shifted()).unwrap();
     assert_eq!(p.mode, SrsMode::Resident, "{p}");
     assert_eq!(p.h_shift, None, "{p}");
-    let streamed = VramPlan::new_with(demo_shape(26), 16 * GIB, &Linear, true).unwrap();
+    let streamed = VramPlan::new_with(demo_shape(26), 16 * GIB, &Linear, shifted()).unwrap();
     assert!(matches!(streamed.mode, SrsMode::Streamed { .. }));
     assert_eq!(streamed.h_shift, None);
 }
@@ -605,4 +610,31 @@ fn a_batch_of_32_gib_porep_partitions_fits_only_where_a_card_has_room_for_their_
         &CudaFootprints,
     );
     assert_eq!(host.batch_room(), 1, "{host}");
+}
+
+/// H's kept buckets off (`PlanOptions::kept_h`, for measuring against):
+/// the same layout at every streamed budget, no buckets, and the room they
+/// took back in the ring where it fits.
+#[test]
+fn kept_buckets_off_leave_the_layout_and_give_the_room_back() {
+    let shape = porep_32gib_deferred();
+    let off = PlanOptions::default().with_kept_h(false);
+    for gib in [12u64, 16, 24, 32, 40, 48, 80] {
+        let on = VramPlan::new(shape, gib * GIB, &CudaFootprints).unwrap();
+        let plain = VramPlan::new_with(shape, gib * GIB, &CudaFootprints, off).unwrap();
+        assert_eq!(plain.h_kept, None, "{gib} GiB: {plain}");
+        assert_eq!(
+            (plain.mode, plain.h_poly, plain.matrices_streamed()),
+            (on.mode, on.h_poly, on.matrices_streamed()),
+            "{gib} GiB"
+        );
+        assert!(
+            plain.fits() && plain.ring_slots() >= on.ring_slots(),
+            "{gib} GiB: {plain}"
+        );
+        if let Some(c) = on.h_kept {
+            let extra = CudaFootprints.msm_g1_kept(on.msm_len, c);
+            assert_eq!(on.scratch_bytes, plain.scratch_bytes + extra, "{gib} GiB");
+        }
+    }
 }

@@ -1,0 +1,39 @@
+//! [`PlanOptions`]: the settings of `GpuConfig` the planner reads.
+
+/// What a plan may use beyond the layout its budget decides: the settings
+/// of `GpuConfig` the planner reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PlanOptions {
+    /// H's MSM over shifted bases beside a resident key, where there is
+    /// room ([`VramPlan::with_shifted_h`](super::VramPlan::with_shifted_h)).
+    /// Off by default.
+    pub shifted_h: bool,
+    /// A streamed key's H chunks into kept buckets, where the MSM stage has
+    /// room ([`VramPlan::h_kept`](super::VramPlan::h_kept)). On by default;
+    /// off to measure against.
+    pub kept_h: bool,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        PlanOptions {
+            shifted_h: false,
+            kept_h: true,
+        }
+    }
+}
+
+impl PlanOptions {
+    /// These options with H over shifted bases allowed or not.
+    pub fn with_shifted_h(mut self, on: bool) -> Self {
+        self.shifted_h = on;
+        self
+    }
+
+    /// These options with H's kept buckets allowed or not.
+    pub fn with_kept_h(mut self, on: bool) -> Self {
+        self.kept_h = on;
+        self
+    }
+}
