@@ -307,6 +307,28 @@ fn indexed_suite<C: HostCurve>(name: &str) {
         "{} indexed prefix",
         C::NAME
     );
+    // A list longer than the MSM was made for: in parts (a last part
+    // shorter, and a list of exactly two parts), the same sums; one call
+    // alone is refused.
+    let mut small = Msm::<C>::new(&s, 1000).unwrap();
+    assert_eq!(small.capacity(), 1000);
+    let whole = C::msm_ref(&sel_b, &sel_s);
+    assert_eq!(
+        small
+            .run_indexed_in_parts(&db, &ds, &di, idx.len())
+            .unwrap(),
+        whole,
+        "{} indexed in parts",
+        C::NAME
+    );
+    let expected = C::msm_ref(&sel_b[..2000], &sel_s[..2000]);
+    assert_eq!(
+        small.run_indexed_in_parts(&db, &ds, &di, 2000).unwrap(),
+        expected,
+        "{} indexed in two parts",
+        C::NAME
+    );
+    assert!(small.run_indexed(&db, &ds, &di, 1001).is_err());
 }
 
 fn msm_g1_matches_cpu() {

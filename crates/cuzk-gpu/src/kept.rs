@@ -9,7 +9,8 @@
 //! member's section ([`Kept`], [`kept_points`] of a chunk's points)
 //! and one MSM sums them when it fills or the section's last chunk is in.
 //! A chunk with more others than the buffer holds (H's: all of them) is
-//! summed by its own MSM, as before. [`keep_step`] decides, for each chunk;
+//! summed by its own MSM, as before: in parts when the MSM's scratch holds
+//! fewer (the G2 MSM of a streamed key is sized for a kept buffer). [`keep_step`] decides, for each chunk;
 //! the tests below check that every other is summed exactly once.
 
 use cuzk_cuda::gather::gather_rows;
@@ -143,6 +144,13 @@ impl Kept {
         }
         let queued = match step.queued {
             Queued::Nothing => false,
+            // More others than the MSM's scratch holds (a G2 MSM is sized
+            // for a kept buffer, not a chunk): in parts, read now.
+            Queued::Own if others > msm.capacity() => {
+                let own = msm.run_indexed_in_parts(bases, scalars, indices, others)?;
+                carry = Some(carry.map_or(own, |c| C::add(&c, &own)));
+                false
+            }
             Queued::Own => {
                 msm.enqueue(bases, scalars, Some(indices), others)?;
                 true

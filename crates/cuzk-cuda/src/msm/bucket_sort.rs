@@ -105,7 +105,8 @@ impl<C: MsmCurve> Msm<C> {
         }
         let bound = bound.min(scalars.len()).min(u32::MAX as usize) as u32;
         self.marks.clear();
-        self.sort(scalars, indices, len, bound, bound)?;
+        let idx = indices.map_or(DevPtr::null(), |b| b.arg());
+        self.sort(scalars, idx, len, bound, bound)?;
         let offsets = self.stream.download_vec(&self.offsets)?;
         let total = offsets[self.plan.keys()] as usize;
         let entries = self.stream.download_vec(&self.entries)?;
@@ -114,17 +115,19 @@ impl<C: MsmCurve> Msm<C> {
 
     /// Step 1: entries grouped by bucket key, offsets[key] where each starts
     /// (offsets[keys] = the number of entries). Marks "start" first.
+    /// `idx_ptr`: the pairs' indices (`len` of them, checked by the
+    /// caller), or null for pairs 0..len.
     pub(super) fn sort(
         &mut self,
         scalars: &DeviceBuffer<FrLimbs>,
-        indices: Option<&DeviceBuffer<u32>>,
+        idx_ptr: DevPtr<u32>,
         len: usize,
         bound: u32,
         stride: u32,
     ) -> Result<()> {
         self.mark("start")?;
         if self.plan.sort == BucketSort::Radix {
-            return self.radix_sort(scalars, indices, len, bound, stride);
+            return self.radix_sort(scalars, idx_ptr, len, bound, stride);
         }
         let plan = self.plan.clone();
         let s = self.stream.clone();
@@ -137,7 +140,6 @@ impl<C: MsmCurve> Msm<C> {
                 .clamp(1, s.gpu().info().multiprocessors * DIGIT_BLOCKS_PER_SM),
             DIGIT_THREADS,
         );
-        let idx_ptr = indices.map_or(DevPtr::null(), |b| b.arg());
         let sizes = || {
             format!(
                 "{len} pairs, c = {}, {} windows",
@@ -202,7 +204,7 @@ impl<C: MsmCurve> Msm<C> {
     fn radix_sort(
         &mut self,
         scalars: &DeviceBuffer<FrLimbs>,
-        indices: Option<&DeviceBuffer<u32>>,
+        idx_ptr: DevPtr<u32>,
         len: usize,
         bound: u32,
         stride: u32,
@@ -230,7 +232,6 @@ impl<C: MsmCurve> Msm<C> {
         ensure(scatter, len * group as usize <= r.keys[0].len(), || {
             format!("{len} pairs × {group} windows, scratch {}", r.keys[0].len())
         })?;
-        let idx_ptr = indices.map_or(DevPtr::null(), |b| b.arg());
         fill_u32(s, &mut self.counts, 0, keys)?;
         fill_u32(s, &mut r.done, 0, 1)?;
         if len > 0 {

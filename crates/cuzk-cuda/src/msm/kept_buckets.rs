@@ -212,7 +212,7 @@ impl<C: MsmCurve> Msm<C> {
         let kernels = self.check_kept(kept)?;
         self.plan = kept.plan.clone();
         self.marks.clear();
-        self.checked_sort(bases, bases.len(), scalars, indices, len)?;
+        self.checked_sort(bases, bases.len(), scalars, indices.map(|i| (i, 0)), len)?;
         let buckets = kept.buckets.arg_mut();
         self.accumulate_buckets(bases, len, buckets, (kernels.accumulate, kernels.merge))?;
         kept.calls += 1;

@@ -303,6 +303,12 @@ impl<C: MsmCurve> Msm<C> {
         })
     }
 
+    /// Pairs one call may sum: what the scratch was made for
+    /// ([`Msm::run_indexed_in_parts`] takes any number).
+    pub fn capacity(&self) -> usize {
+        self.held.max_len
+    }
+
     /// The plan (window size, windows, buckets) this MSM was set up with.
     pub fn plan(&self) -> &MsmPlan {
         &self.plan
@@ -393,6 +399,40 @@ impl<C: MsmCurve> Msm<C> {
         self.result()
     }
 
+    /// Σ `scalars[idx[j]]·bases[idx[j]]` for j < count, as
+    /// [`Msm::run_indexed`], for a list of any length: in calls of at most
+    /// the pairs this MSM was made for, each read and added on the host
+    /// (for the occasional list longer than the scratch was sized for: a
+    /// streamed chunk with more other scalars than its section usually has).
+    pub fn run_indexed_in_parts(
+        &mut self,
+        bases: &DeviceBuffer<C::Affine>,
+        scalars: &DeviceBuffer<FrLimbs>,
+        indices: &DeviceBuffer<u32>,
+        count: usize,
+    ) -> Result<C::Projective> {
+        let kernel = decl::msm_digit_histogram.name();
+        ensure(kernel, count <= indices.len(), || {
+            format!("{count} pairs but {} indices", indices.len())
+        })?;
+        ensure(kernel, self.held.copies() == 1, || {
+            "an MSM over shifted bases takes no index list in parts".to_string()
+        })?;
+        let part = self.held.max_len.max(1);
+        let mut sum: Option<C::Projective> = None;
+        for at in (0..count.max(1)).step_by(part) {
+            let len = part.min(count - at.min(count));
+            self.fit_plan(len);
+            self.enqueue_over(bases, bases.len(), scalars, Some((indices, at)), len)?;
+            let got = self.result()?;
+            sum = Some(match sum {
+                Some(s) => C::add(&s, &got),
+                None => got,
+            });
+        }
+        Ok(sum.expect("one part at least"))
+    }
+
     /// Queues the MSM on the stream without waiting; [`Msm::result`] reads it.
     /// With `indices`, the pairs are idx[0..len); else 0..len.
     pub fn enqueue(
@@ -413,7 +453,7 @@ impl<C: MsmCurve> Msm<C> {
             },
         )?;
         self.fit_plan(len);
-        self.enqueue_over(bases, bases.len(), scalars, indices, len)
+        self.enqueue_over(bases, bases.len(), scalars, indices.map(|i| (i, 0)), len)
     }
 
     /// As [`Msm::enqueue`] over shifted bases, with a plan made for them
@@ -440,6 +480,7 @@ impl<C: MsmCurve> Msm<C> {
                 )
             },
         )?;
+        let indices = indices.map(|i| (i, 0));
         self.enqueue_over(bases.points(), bases.len(), scalars, indices, len)
     }
 
@@ -454,13 +495,13 @@ impl<C: MsmCurve> Msm<C> {
     }
 
     /// The MSM over the first `points` bases of `bases` (copy k of a shifted
-    /// set at k·points).
+    /// set at k·points); with `indices`, over idx[at..at + len).
     fn enqueue_over(
         &mut self,
         bases: &DeviceBuffer<C::Affine>,
         points: usize,
         scalars: &DeviceBuffer<FrLimbs>,
-        indices: Option<&DeviceBuffer<u32>>,
+        indices: Option<(&DeviceBuffer<u32>, usize)>,
         len: usize,
     ) -> Result<()> {
         self.marks.clear();
@@ -473,13 +514,14 @@ impl<C: MsmCurve> Msm<C> {
     }
 
     /// Step 1 under the current plan, after checking the call against it:
-    /// `len` pairs over the first `points` bases (of each copy).
+    /// `len` pairs over the first `points` bases (of each copy); with
+    /// `indices` (a list and where in it to start), idx[at..at + len).
     pub(super) fn checked_sort(
         &mut self,
         bases: &DeviceBuffer<C::Affine>,
         points: usize,
         scalars: &DeviceBuffer<FrLimbs>,
-        indices: Option<&DeviceBuffer<u32>>,
+        indices: Option<(&DeviceBuffer<u32>, usize)>,
         len: usize,
     ) -> Result<()> {
         let kernel = decl::msm_digit_histogram.name();
@@ -488,8 +530,8 @@ impl<C: MsmCurve> Msm<C> {
             format!("{len} pairs, planned for at most {}", plan.max_len)
         })?;
         match indices {
-            Some(idx) => ensure(kernel, len <= idx.len(), || {
-                format!("{len} pairs but {} indices", idx.len())
+            Some((idx, at)) => ensure(kernel, at.saturating_add(len) <= idx.len(), || {
+                format!("{len} pairs from {at} but {} indices", idx.len())
             })?,
             None => ensure(kernel, len <= points, || {
                 format!("{len} scalars but {points} {} bases", C::NAME)
@@ -509,7 +551,8 @@ impl<C: MsmCurve> Msm<C> {
         )?;
         let bound = points.min(scalars.len()).min(u32::MAX as usize) as u32;
         let stride = points.min(u32::MAX as usize) as u32;
-        self.sort(scalars, indices, len, bound, stride)
+        let idx = indices.map_or(DevPtr::null(), |(i, at)| i.arg_at(at));
+        self.sort(scalars, idx, len, bound, stride)
     }
 
     /// Step 2: every bucket's sum of its points. The sorted entries are cut

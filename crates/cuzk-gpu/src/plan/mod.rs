@@ -251,12 +251,14 @@ pub struct PlanError {
 }
 
 /// Pairs the worker's G2 scratch is sized for: B_G2's whole section with
-/// the key resident; with it streamed, a G2 chunk (half a G1 chunk's
-/// points: the same bytes), the most any streamed G2 MSM sums.
+/// the key resident; with it streamed, a light section's kept buffer of G2
+/// points (`kept_points` of a G2 chunk, itself half a G1 chunk's points),
+/// the most a streamed G2 MSM sums in one call (a chunk with more others
+/// sums them in parts: `Kept::sum`).
 pub(crate) fn g2_msm_len(mode: SrsMode, msm_len: usize, shape: &Shape) -> usize {
     let len = match mode {
         SrsMode::Resident => msm_len,
-        SrsMode::Streamed { chunk } => (chunk / 2).max(1),
+        SrsMode::Streamed { chunk } => crate::kept::kept_points((chunk / 2).max(1)),
     };
     len.min(shape.b_g2.max(1))
 }

@@ -424,10 +424,11 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
         let names: Vec<&str> = plan.stages.iter().map(|s| s.name).collect();
         assert_eq!(names.contains(&"msm_l"), !plan.interleaved, "{plan}");
         assert_eq!(plan.interleaved, (16..=48).contains(&gib), "{plan}");
-        // A streamed key's H chunks go into kept buckets at the resident
-        // window wherever the MSM stage has room for them (not at 12 GiB).
-        let kept = (16..=48).contains(&gib).then_some(20);
-        assert_eq!(plan.h_kept, kept, "{plan}");
+        // A streamed key's H chunks go into kept buckets wherever the MSM
+        // stage has room for them: at the resident window (c = 20), or one
+        // less where the largest chunk leaves room for that only.
+        assert_eq!(plan.h_kept.is_some(), (12..=48).contains(&gib), "{plan}");
+        assert!(plan.h_kept.is_none_or(|c| c >= 19), "{plan}");
         // The ring's buffers beyond four are counted in the MSM stages (its
         // four in the key's device bytes), and the peak holds with them:
         // they take room below the largest stage, or what the budget leaves
@@ -455,19 +456,23 @@ fn a_32_gib_porep_partition_plans_under_every_card_budget() {
             assert_eq!(plan.ring_slots(), 0);
         }
         // The card's own arena is less than its budget (the CUDA context,
-        // auto's margin: a budget of bytes leaves the context out): a GiB
-        // less plans the same at the sizes the H100 runs measured.
+        // ~0.8 GiB on an H100, is left out of a budget of bytes): the plans
+        // at a GiB less are the ones the cards run, pinned here; the budget
+        // itself may afford a larger chunk (16 GiB: 2^23 with c = 19).
         if matches!(gib, 16 | 24 | 32) {
             let less = VramPlan::new(shape, budget - GIB, &CudaFootprints).unwrap();
             println!("{gib:>4} GiB less one: {less}");
-            assert_eq!(less.mode, plan.mode, "{gib} GiB less one: {less}");
             assert!(less.h_kept.is_some(), "{gib} GiB less one: {less}");
             let want = match gib {
                 16 => 1 << 22,
                 24 => 1 << 23,
                 _ => 1 << 24,
             };
-            assert_eq!(plan.mode, SrsMode::Streamed { chunk: want }, "{plan}");
+            assert_eq!(less.mode, SrsMode::Streamed { chunk: want }, "{less}");
+            assert!(
+                matches!(plan.mode, SrsMode::Streamed { chunk } if chunk >= want),
+                "{plan}"
+            );
         }
         // What each budget must get.
         match gib {
@@ -573,12 +578,14 @@ fn a_batch_of_32_gib_porep_partitions_fits_only_where_a_card_has_room_for_their_
     let member = crate::batch::member_bytes(&shape, 1 << 23);
     println!("member at 2^23: {}", human(member));
     assert!((9_020_000_000..9_040_000_000).contains(&member), "{member}");
-    // Under every card's own plan there is no room for a second member:
-    // a streamed key's plan fills the card, and a resident key has nothing
-    // to share.
+    // Under the cards' own plans there is no room for a second member up
+    // to 40 GiB (a streamed key's plan fills the card) nor from 80 GiB (a
+    // resident key has nothing to share); at 48 GiB, with the G2 MSM's
+    // scratch sized for a kept buffer, a second member fits.
     for gib in [12u64, 16, 24, 32, 40, 48, 80, 141] {
         let plan = VramPlan::new(shape, gib * GIB, &CudaFootprints).unwrap();
-        assert_eq!(plan.batch_room(), 1, "{gib} GiB: {plan}");
+        let room = if gib == 48 { 2 } else { 1 };
+        assert_eq!(plan.batch_room(), room, "{gib} GiB: {plan}");
     }
     // The key streamed by choice on an 80 GB card (the 2026-12-06 H100
     // run's layout, 76.25 GiB of arena): room for seven (the ring and the
