@@ -302,6 +302,9 @@ pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
     let provers = Provers::of(&engine_config);
     let (budget, reserve) = (engine_config.memory_budget, engine_config.host_reserve());
     let engine = Engine::start(engine_config)?;
+    // A GPU's recording pinned for streaming (~6 GB for the 32 GiB PoRep
+    // circuit) is host memory beside the keys and partitions: counted here.
+    cuzk_gpu::count_pinned_matrices_in(Arc::new(engine.host_lender()));
     let share = EngineShare {
         lender: engine.host_lender(),
         budget,

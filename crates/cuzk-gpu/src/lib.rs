@@ -32,7 +32,9 @@ pub use device::{
     resolve, BackendChoice, GpuConfig, GpuDevice, ResolveError, Resolved, DEFAULT_GPU_WORKERS,
 };
 pub use error::GpuError;
-pub use matrices::{host_matrices, matrix_bytes, witness_shape, MatrixSlot};
+pub use matrices::{
+    count_pinned_matrices_in, host_matrices, matrix_bytes, witness_shape, MatrixSlot,
+};
 pub use plan::{
     CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, PlanOptions, Shape,
     ShiftedH, SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,

@@ -29,6 +29,7 @@ use cuzk_cuda::abc::{
 use cuzk_cuda::DeviceBuffer;
 use cuzk_field::limbs::{fr_as_limbs, FrLimbs};
 use cuzk_groth16::prover::StageTimings;
+use cuzk_pipeline::HostBudget;
 use cuzk_synth::precompiled::{CircuitId, CoeffIdsRef, DeferredAbc, MatrixRef, R1csRef};
 use cuzk_synth::Synthesized;
 use parking_lot::{Mutex, MutexGuard};
@@ -89,6 +90,27 @@ struct PinnedEntry {
     id: CircuitId,
     terms: usize,
     pinned: Option<Arc<PinnedR1cs>>,
+    /// Its host bytes' loan from the process's budget
+    /// ([`count_pinned_matrices_in`]), held while the pin lives (the
+    /// process's life).
+    _loan: Option<Box<dyn Send + Sync>>,
+}
+
+/// The budget pinned recordings are counted in; none until one is given
+/// (then they are not counted).
+static PIN_BUDGET: Mutex<Option<Arc<dyn HostBudget>>> = Mutex::new(None);
+
+/// Whether a recording left unpinned for want of room has been logged.
+static NO_ROOM_SAID: Mutex<bool> = Mutex::new(false);
+
+/// Counts every recording this process pins for streaming from now on in
+/// `budget`, the engine's host budget (cuzk-sched's `HostLender`; the daemon
+/// and the `cuzk` CLI give theirs): a pinned 32 GiB PoRep recording is
+/// ~6 GB. One without room there now is not pinned (it is asked from a
+/// prover thread, so it never waits): its chunks cross through the staging
+/// buffers, and a later partition tries again.
+pub fn count_pinned_matrices_in(budget: Arc<dyn HostBudget>) {
+    *PIN_BUDGET.lock() = Some(budget);
 }
 
 /// The recordings pinned for streaming in this process, one per circuit
@@ -226,6 +248,29 @@ impl Worker {
         }
         let start = Instant::now();
         let r1cs = d.r1cs();
+        // Counted before it is made; without room now, not pinned (and not
+        // remembered: a later partition asks again).
+        let budget = PIN_BUDGET.lock().clone();
+        let bytes = ChunkedR1cs::bytes_at_most(&host_matrices(&r1cs), terms);
+        let loan = match budget.map(|b| b.try_borrow(bytes)) {
+            None => None,
+            Some(Some(loan)) => Some(loan),
+            Some(None) => {
+                // Said once per circuit at info, then at debug.
+                let first = !std::mem::replace(&mut *NO_ROOM_SAID.lock(), true);
+                let what = format!(
+                    "the host budget has no room now for the {} pinned layout of circuit \
+                     {}'s matrices: this partition's chunks cross through the staging buffers",
+                    cuzk_arena::human(bytes),
+                    d.id()
+                );
+                match first {
+                    true => tracing::info!("{what} (said once)"),
+                    false => tracing::debug!("{what}"),
+                }
+                return None;
+            }
+        };
         let made = ChunkedR1cs::new(host_matrices(&r1cs), r1cs.coeffs.len(), terms)
             .and_then(|layout| PinnedR1cs::new(&self.gpu, Arc::new(layout)));
         let entry = match made {
@@ -253,6 +298,7 @@ impl Worker {
             id: *d.id(),
             terms,
             pinned: entry.clone(),
+            _loan: entry.as_ref().and(loan),
         });
         entry
     }

@@ -180,6 +180,25 @@ impl Intake {
         })
     }
 
+    /// [`Intake::lend`] without waiting (what [`HostBudget::try_borrow`] is
+    /// for the engine's lender): the loan when the budget has room
+    /// for it now (beside admitted partitions, other loans and loans
+    /// waiting), else `None`. For a caller that must not wait on the
+    /// partitions (a prover thread, which would wait on itself).
+    pub fn try_lend(self: &Arc<Self>, bytes: u64) -> Option<HostLoan> {
+        let mut st = self.state.lock();
+        if st.reserved + st.lent + st.claimed + bytes > self.lendable() {
+            return None;
+        }
+        st.lent += bytes;
+        drop(st);
+        self.changed.notify_all();
+        Some(HostLoan {
+            intake: Arc::clone(self),
+            bytes,
+        })
+    }
+
     /// The most that can be lent: the budget less the reserve (loans never
     /// take the reserve's bytes).
     pub fn lendable(&self) -> u64 {

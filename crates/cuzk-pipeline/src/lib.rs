@@ -33,7 +33,7 @@ pub use job::{
     DemoSource, Job, JobError, JobId, JobOutput, JobResult, PartitionError, PartitionReport,
     PartitionSource, Priority, Randomness, SourceError, Stage, Verification,
 };
-pub use memory::{witness_bytes, PartitionFootprint, Provers};
+pub use memory::{witness_bytes, HostBudget, PartitionFootprint, Provers};
 pub use metrics::{JobCounts, MemoryMetrics, Meters, MetricsSnapshot, StageMetrics};
 pub use scheduler::{Scheduler, StartError, SubmitError};
 pub use stage::{ProvedPartition, StageContext, SynthesizedPartition};

@@ -202,6 +202,17 @@ pub fn witness_bytes(w: &Synthesized) -> u64 {
         + bits(&w.b_input_density)
 }
 
+/// Host memory outside the partitions that something else borrows from the
+/// engine's budget without waiting (cuzk-sched's `HostLender` is one): a GPU
+/// backend's recording pinned for streaming, counted where the partitions
+/// are.
+pub trait HostBudget: Send + Sync {
+    /// A loan of `bytes`, held for as long as the returned value lives, or
+    /// `None` when the budget has no room for it now. Never waits (it is
+    /// asked from a prover thread, beside that thread's own partition).
+    fn try_borrow(&self, bytes: u64) -> Option<Box<dyn Send + Sync>>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

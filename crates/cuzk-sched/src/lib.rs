@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cuzk_pipeline::{
-    priority_channel, DeviceWorker, EngineConfig, HostLoan, Intake, Job, JobHandle, JobId,
-    JobState, Meters, MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition, Provers,
-    Scheduler, StageContext, StartError, SubmitError, SynthesizedPartition, Timeline,
+    priority_channel, DeviceWorker, EngineConfig, HostBudget, HostLoan, Intake, Job, JobHandle,
+    JobId, JobState, Meters, MetricsSnapshot, PriorityReceiver, PrioritySender, ProvedPartition,
+    Provers, Scheduler, StageContext, StartError, SubmitError, SynthesizedPartition, Timeline,
 };
 
 /// The pipelined engine: a synthesis pool, prover workers per device and an
@@ -106,12 +106,25 @@ impl Engine {
 #[derive(Debug, Clone)]
 pub struct HostLender(Arc<Intake>);
 
+impl HostBudget for HostLender {
+    fn try_borrow(&self, bytes: u64) -> Option<Box<dyn Send + Sync>> {
+        self.try_lend(bytes)
+            .map(|loan| Box::new(loan) as Box<dyn Send + Sync>)
+    }
+}
+
 impl HostLender {
     /// Takes `bytes` out of the partitions' budget until the loan drops,
     /// waiting for admitted partitions to leave room; `None` if it could
     /// never fit. See [`Intake::lend`].
     pub fn lend(&self, bytes: u64) -> Option<HostLoan> {
         self.0.lend(bytes)
+    }
+
+    /// A loan of `bytes` only if the budget has room for it now; never
+    /// waits. See [`Intake::try_lend`].
+    pub fn try_lend(&self, bytes: u64) -> Option<HostLoan> {
+        self.0.try_lend(bytes)
     }
 
     /// The most a loan may take: the engine's budget less its reserve.

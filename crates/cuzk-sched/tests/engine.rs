@@ -235,6 +235,44 @@ fn a_loan_waits_for_admitted_partitions_and_shrinks_what_is_admitted() {
     assert_eq!((m.lent, m.lend_waiting, m.reserved), (0, 0, 0));
 }
 
+/// A loan tried now never waits: refused while admitted partitions hold
+/// the room it needs, made from what they leave, given back on drop.
+#[test]
+fn a_loan_tried_now_takes_only_the_room_there_is() {
+    let need = one_partition();
+    let mut cfg = config(1, 1);
+    cfg.memory_budget = 2 * need;
+    let engine = Arc::new(Engine::start(cfg).unwrap());
+    let lender = engine.host_lender();
+    let gate = Gate::new();
+    let job = engine
+        .submit(demo_job(
+            10,
+            Arc::new(GatedSource::new(demo_source(10, 1, 3), gate.clone(), 0)),
+            1,
+        ))
+        .unwrap();
+    gate.wait_held();
+    let held = engine.metrics().memory.reserved;
+    assert!(held >= need, "partition 0 holds its room: {held}");
+    assert!(
+        lender.try_lend(2 * need).is_none(),
+        "no room now: refused at once"
+    );
+    let room = 2 * need - held;
+    let loan = lender.try_lend(room).expect("the room left");
+    assert_eq!(engine.metrics().memory.lent, room);
+    assert!(lender.try_lend(1).is_none(), "the budget is full");
+    drop(loan);
+    assert_eq!(engine.metrics().memory.lent, 0);
+    gate.open();
+    let out = ok(job.wait());
+    assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
+    engine.wait_idle();
+    let loan = lender.try_lend(2 * need).expect("idle: the whole budget");
+    drop(loan);
+}
+
 #[test]
 fn full_channels_hold_synthesis_back_and_metrics_show_it() {
     let backend = FaultyBackend::new();

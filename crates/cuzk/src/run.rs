@@ -116,8 +116,12 @@ pub(crate) fn run_jobs(
     );
     let t = Instant::now();
     let outputs = match settings.schedule {
-        Schedule::Serial => prove_all::<SerialScheduler>(config, jobs, settings.what),
-        Schedule::Pipelined { .. } => prove_all::<Engine>(config, jobs, settings.what),
+        Schedule::Serial => prove_all::<SerialScheduler>(config, jobs, settings.what, |_| {}),
+        // A GPU's recording pinned for streaming is counted in the engine's
+        // host budget beside the partitions.
+        Schedule::Pipelined { .. } => prove_all::<Engine>(config, jobs, settings.what, |engine| {
+            cuzk_gpu::count_pinned_matrices_in(Arc::new(engine.host_lender()))
+        }),
     }
     .with_context(|| format!("host budget: {why}"))?;
     Ok(EngineRun {
@@ -130,15 +134,18 @@ pub(crate) fn run_jobs(
     })
 }
 
-/// Starts `S`, submits every job at once (so the next job's partitions fill
-/// the pipeline while the last ones of the previous are proved), shows the
-/// partitions proved, waits for all, and shuts down.
+/// Starts `S` (then `started` with it), submits every job at once (so the
+/// next job's partitions fill the pipeline while the last ones of the
+/// previous are proved), shows the partitions proved, waits for all, and
+/// shuts down.
 fn prove_all<S: Scheduler>(
     config: EngineConfig,
     jobs: Vec<Job>,
     what: &str,
+    started: impl FnOnce(&S),
 ) -> Result<Vec<JobOutput>> {
     let engine = S::start(config).context("starting the engine")?;
+    started(&engine);
     let mut handles = Vec::with_capacity(jobs.len());
     for job in jobs {
         let label = job.label.clone();

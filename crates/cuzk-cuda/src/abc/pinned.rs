@@ -297,6 +297,30 @@ impl ChunkedR1cs {
         ))
     }
 
+    /// At least the host bytes [`ChunkedR1cs::new`]`(matrices, _,
+    /// chunk_terms)` lays out (within ~1% above, from the matrices' sizes
+    /// alone, nothing copied): to count the layout's memory before making it.
+    pub fn bytes_at_most(matrices: &[HostMatrix<'_>; 3], chunk_terms: usize) -> u64 {
+        let chunk_terms = chunk_terms.max(1) as u64;
+        let wide = matrices.iter().any(|m| matches!(m.ids, HostIds::U32(_)));
+        matrices
+            .iter()
+            .map(|m| {
+                let rows = m.row_ptr.len().saturating_sub(1) as u64;
+                let terms = m.cols.len() as u64;
+                // Whole rows per chunk: two neighbours hold more than a
+                // chunk's terms, or the chunk has its most rows.
+                let chunks = 2 * terms / chunk_terms + rows / chunk_terms + 2;
+                let id = if wide || matches!(m.ids, HostIds::U32(_)) {
+                    4
+                } else {
+                    2
+                };
+                (rows + 1 + chunks) * 4 + terms * 4 + terms * id
+            })
+            .sum()
+    }
+
     /// Terms per chunk at most.
     pub fn chunk_terms(&self) -> usize {
         self.chunk_terms
@@ -439,6 +463,20 @@ mod tests {
             };
             assert_eq!(laid_ids.as_slice(), &ids[..]);
             assert_eq!(r1cs.chunks()[0], laid.chunks.len());
+            // Counted before it is made: at least its bytes, within 1%
+            // (plus the chunks' offsets, a few per chunk).
+            let most = ChunkedR1cs::bytes_at_most(&[m, m, m], chunk_terms);
+            let chunks: usize = r1cs.chunks().iter().sum();
+            assert!(
+                most >= r1cs.bytes(),
+                "{chunk_terms}: {most} < {}",
+                r1cs.bytes()
+            );
+            assert!(
+                most <= r1cs.bytes() + r1cs.bytes() / 100 + 12 * chunks as u64 + 64,
+                "{chunk_terms}: {most} against {}",
+                r1cs.bytes()
+            );
             // Every range the pin locks starts a page of its own.
             for r in r1cs.ranges() {
                 assert_eq!(r.as_ptr() as usize % PAGE, 0);
