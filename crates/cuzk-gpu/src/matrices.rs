@@ -100,15 +100,12 @@ struct PinnedEntry {
 /// (then they are not counted).
 static PIN_BUDGET: Mutex<Option<Arc<dyn HostBudget>>> = Mutex::new(None);
 
-/// Whether a recording left unpinned for want of room has been logged.
-static NO_ROOM_SAID: Mutex<bool> = Mutex::new(false);
-
 /// Counts every recording this process pins for streaming from now on in
 /// `budget`, the engine's host budget (cuzk-sched's `HostLender`; the daemon
 /// and the `cuzk` CLI give theirs): a pinned 32 GiB PoRep recording is
-/// ~6 GB. One without room there now is not pinned (it is asked from a
-/// prover thread, so it never waits): its chunks cross through the staging
-/// buffers, and a later partition tries again.
+/// ~6 GB. It is asked from a prover thread, which cannot wait for the
+/// partitions beside it: when they hold the whole budget at that moment,
+/// the recording is pinned uncounted and a warning says so.
 pub fn count_pinned_matrices_in(budget: Arc<dyn HostBudget>) {
     *PIN_BUDGET.lock() = Some(budget);
 }
@@ -248,28 +245,26 @@ impl Worker {
         }
         let start = Instant::now();
         let r1cs = d.r1cs();
-        // Counted before it is made; without room now, not pinned (and not
-        // remembered: a later partition asks again).
+        // Counted in the host budget before it is made, when the budget
+        // has room now. Without room it is pinned all the same, uncounted
+        // (a partition's prover cannot wait for the partitions beside it,
+        // and the staging buffers would cost every partition ~0.3 s at
+        // 16 GiB), and the log says so.
         let budget = PIN_BUDGET.lock().clone();
         let bytes = ChunkedR1cs::bytes_at_most(&host_matrices(&r1cs), terms);
         let loan = match budget.map(|b| b.try_borrow(bytes)) {
-            None => None,
-            Some(Some(loan)) => Some(loan),
             Some(None) => {
-                // Said once per circuit at info, then at debug.
-                let first = !std::mem::replace(&mut *NO_ROOM_SAID.lock(), true);
-                let what = format!(
-                    "the host budget has no room now for the {} pinned layout of circuit \
-                     {}'s matrices: this partition's chunks cross through the staging buffers",
+                tracing::warn!(
+                    "the host budget had no room for the {} pinned layout of circuit {}'s \
+                     matrices when it was made (partitions held it all): pinned beyond the \
+                     budget; leave it that much memory",
                     cuzk_arena::human(bytes),
                     d.id()
                 );
-                match first {
-                    true => tracing::info!("{what} (said once)"),
-                    false => tracing::debug!("{what}"),
-                }
-                return None;
+                None
             }
+            Some(loan) => loan,
+            None => None,
         };
         let made = ChunkedR1cs::new(host_matrices(&r1cs), r1cs.coeffs.len(), terms)
             .and_then(|layout| PinnedR1cs::new(&self.gpu, Arc::new(layout)));
