@@ -33,7 +33,7 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::job::Priority;
 use crate::metrics::MemoryMetrics;
@@ -171,13 +171,7 @@ impl Intake {
             self.changed.wait_for(&mut st, RECHECK);
         }
         st.claimed -= bytes;
-        st.lent += bytes;
-        drop(st);
-        self.changed.notify_all();
-        Some(HostLoan {
-            intake: Arc::clone(self),
-            bytes,
-        })
+        Some(self.grant(st, bytes))
     }
 
     /// [`Intake::lend`] without waiting (what [`HostBudget::try_borrow`] is
@@ -190,13 +184,18 @@ impl Intake {
         if st.reserved + st.lent + st.claimed + bytes > self.lendable() {
             return None;
         }
+        Some(self.grant(st, bytes))
+    }
+
+    /// Lends `bytes` that `st` has room for.
+    fn grant(self: &Arc<Self>, mut st: MutexGuard<'_, IntakeState>, bytes: u64) -> HostLoan {
         st.lent += bytes;
         drop(st);
         self.changed.notify_all();
-        Some(HostLoan {
+        HostLoan {
             intake: Arc::clone(self),
             bytes,
-        })
+        }
     }
 
     /// The most that can be lent: the budget less the reserve (loans never

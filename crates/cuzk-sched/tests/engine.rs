@@ -12,8 +12,8 @@ use cuzk_pipeline::testing::{
     GatedSource,
 };
 use cuzk_pipeline::{
-    CountingAdmission, Device, EventKind, JobError, JobId, JobOutput, JobResult, Priority, Provers,
-    Scheduler, Stage, StartError, SubmitError,
+    CountingAdmission, Device, EventKind, JobError, JobHandle, JobId, JobOutput, JobResult,
+    Priority, Provers, Scheduler, Stage, StartError, SubmitError,
 };
 use cuzk_sched::Engine;
 
@@ -193,14 +193,7 @@ fn a_loan_waits_for_admitted_partitions_and_shrinks_what_is_admitted() {
         engine.host_lender().lend(2 * need + 1).is_none(),
         "never fits"
     );
-    let gate = Gate::new();
-    let job = engine
-        .submit(demo_job(
-            10,
-            Arc::new(GatedSource::new(demo_source(10, 1, 3), gate.clone(), 0)),
-            1,
-        ))
-        .unwrap();
+    let (gate, job) = gated_job(&engine);
     let job_id = job.id();
     gate.wait_held();
     let lender = engine.host_lender();
@@ -235,6 +228,20 @@ fn a_loan_waits_for_admitted_partitions_and_shrinks_what_is_admitted() {
     assert_eq!((m.lent, m.lend_waiting, m.reserved), (0, 0, 0));
 }
 
+/// A three-partition demo job whose partition 0 holds in synthesis until
+/// the gate opens.
+fn gated_job(engine: &Engine) -> (Arc<Gate>, JobHandle) {
+    let gate = Gate::new();
+    let job = engine
+        .submit(demo_job(
+            10,
+            Arc::new(GatedSource::new(demo_source(10, 1, 3), gate.clone(), 0)),
+            1,
+        ))
+        .unwrap();
+    (gate, job)
+}
+
 /// A loan tried now never waits: refused while admitted partitions hold
 /// the room it needs, made from what they leave, given back on drop.
 #[test]
@@ -244,14 +251,7 @@ fn a_loan_tried_now_takes_only_the_room_there_is() {
     cfg.memory_budget = 2 * need;
     let engine = Arc::new(Engine::start(cfg).unwrap());
     let lender = engine.host_lender();
-    let gate = Gate::new();
-    let job = engine
-        .submit(demo_job(
-            10,
-            Arc::new(GatedSource::new(demo_source(10, 1, 3), gate.clone(), 0)),
-            1,
-        ))
-        .unwrap();
+    let (gate, job) = gated_job(&engine);
     gate.wait_held();
     let held = engine.metrics().memory.reserved;
     assert!(held >= need, "partition 0 holds its room: {held}");
