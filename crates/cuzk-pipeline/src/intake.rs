@@ -180,7 +180,7 @@ impl Intake {
     /// waiting), else `None`. For a caller that must not wait on the
     /// partitions (a prover thread, which would wait on itself).
     pub fn try_lend(self: &Arc<Self>, bytes: u64) -> Option<HostLoan> {
-        let mut st = self.state.lock();
+        let st = self.state.lock();
         if st.reserved + st.lent + st.claimed + bytes > self.lendable() {
             return None;
         }
