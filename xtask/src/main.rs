@@ -65,6 +65,13 @@ fn main() -> Result<()> {
         bail!("no task given");
     };
     let root = workspace_root();
+    // `--help` after a task: this usage, for the tasks whose arguments are
+    // parsed here (bench, demo and fixtures pass theirs on).
+    let own_args = !matches!(task.as_str(), "bench" | "demo" | "fixtures");
+    if own_args && args[1..].iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return Ok(());
+    }
     match task.as_str() {
         "kernels" => kernels::build(&root, &kernels::Options::parse(&args[1..])?).map(|_| ()),
         "bundle" => bundle::build(&root, &kernels::Options::parse(&args[1..])?),
