@@ -127,15 +127,32 @@ impl Backend for Guarded {
     fn host_working_set(&self, shape: &cuzk_synth::CircuitShape) -> u64 {
         self.inner.host_working_set(shape)
     }
+
+    fn batch_room(&self, key: &ProvingKey, witness: &Synthesized) -> usize {
+        match self.health.out_of_service() {
+            Some(_) => 1,
+            None => self.inner.batch_room(key, witness),
+        }
+    }
+
+    fn msm_sums_batch(
+        &self,
+        key: &ProvingKey,
+        witnesses: &[&Synthesized],
+        timings: &mut [StageTimings],
+        admitted: Option<&(dyn std::any::Any + Send + Sync)>,
+    ) -> Result<Vec<MsmSums>, ProveError> {
+        self.guarded(|inner| inner.msm_sums_batch(key, witnesses, timings, admitted))
+    }
 }
 
 impl Guarded {
     /// `run` on the inner backend unless the device is out of service; a
     /// device fault takes it out of service.
-    fn guarded(
+    fn guarded<T>(
         &self,
-        run: impl FnOnce(&dyn Backend) -> Result<MsmSums, ProveError>,
-    ) -> Result<MsmSums, ProveError> {
+        run: impl FnOnce(&dyn Backend) -> Result<T, ProveError>,
+    ) -> Result<T, ProveError> {
         if let Some(why) = self.health.out_of_service() {
             return Err(self.diverted(why));
         }

@@ -112,6 +112,34 @@ impl Admission for VramAdmission {
         self.admit_plan(plan, circuit)
     }
 
+    /// A batch of `members` partitions over one pass of a streamed key
+    /// (cuzk-gpu's `msm_sums_batch`): the plan's room and each member's
+    /// held state after the first (the plan's `batch_room` of them at
+    /// most; more, or a plan that shares no pass: `None`).
+    fn admit_batch(
+        &self,
+        _shape: &CircuitShape,
+        witness: &cuzk_synth::Synthesized,
+        members: usize,
+    ) -> Option<Result<AdmissionTicket, AdmissionError>> {
+        let plan = match self.plan_shape(witness_shape(witness)) {
+            Ok(plan) => plan,
+            Err(e) => return Some(Err(e)),
+        };
+        let SrsMode::Streamed { chunk } = plan.mode else {
+            return None;
+        };
+        if members < 2 || members > plan.batch_room() || witness.deferred.is_none() {
+            return None;
+        }
+        let circuit = match &witness.deferred {
+            Some(d) if plan.matrices_streamed().is_none() => Some(*d.id()),
+            _ => None,
+        };
+        let extra = (members as u64 - 1) * crate::batch::member_bytes(&plan.shape, chunk);
+        Some(self.admit_plan_with(plan, circuit, extra))
+    }
+
     /// No plan at all (not even the smallest: a, b, c on the host, the
     /// lean H, the key streamed in the smallest chunks) fits the arena.
     fn check(&self, shape: &CircuitShape) -> Result<(), AdmissionError> {
@@ -134,7 +162,19 @@ impl VramAdmission {
         plan: VramPlan,
         matrices_of: Option<cuzk_synth::precompiled::CircuitId>,
     ) -> Result<AdmissionTicket, AdmissionError> {
+        self.admit_plan_with(plan, matrices_of, 0)
+    }
+
+    /// [`VramAdmission::admit_plan`] with `extra` bytes beside the plan's
+    /// (a batch's members after the first).
+    fn admit_plan_with(
+        &self,
+        plan: VramPlan,
+        matrices_of: Option<cuzk_synth::precompiled::CircuitId>,
+        extra: u64,
+    ) -> Result<AdmissionTicket, AdmissionError> {
         let (need, key) = Self::split(&plan);
+        let need = need + extra;
         let key_bytes = key.map_or(0, |k| k.bytes());
         let room = self.capacity.saturating_sub(plan.margin);
         if need + key_bytes + plan.matrix_bytes > room {

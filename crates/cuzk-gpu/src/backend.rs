@@ -343,6 +343,18 @@ impl CudaBackend {
         ws: &[&Synthesized],
         t: &mut [StageTimings],
     ) -> Result<Vec<MsmSums>, ProveError> {
+        self.batch_planned(key, ws, t, None)
+    }
+
+    /// [`CudaBackend::msm_sums_batch`] under `admitted`, the plan the
+    /// device's admission reserved the batch's room for, when there is one.
+    fn batch_planned(
+        &self,
+        key: &ProvingKey,
+        ws: &[&Synthesized],
+        t: &mut [StageTimings],
+        admitted: Option<&VramPlan>,
+    ) -> Result<Vec<MsmSums>, ProveError> {
         assert_eq!(ws.len(), t.len(), "one StageTimings per witness");
         let Some(first) = ws.first() else {
             return Ok(Vec::new());
@@ -364,7 +376,7 @@ impl CudaBackend {
         }
         let mut worker = self.inner.lock();
         let budget = worker.arena.capacity();
-        let plan = self.plan_for(shape, budget, None)?;
+        let plan = self.plan_for(shape, budget, admitted)?;
         let shares = matches!(plan.mode, SrsMode::Streamed { .. })
             && plan.interleaved
             && first.deferred.is_some();
@@ -430,6 +442,32 @@ impl Backend for CudaBackend {
         }
         self.keys.pin_in_host(&self.gpu, key).map_err(gpu_err)?;
         Ok(())
+    }
+
+    /// The plan's `batch_room` where a batch shares the key's
+    /// pass (the key streamed, a, b, c on the device), else 1.
+    fn batch_room(&self, _key: &ProvingKey, witness: &Synthesized) -> usize {
+        match self.plan(witness_shape(witness)) {
+            Ok(plan)
+                if matches!(plan.mode, SrsMode::Streamed { .. })
+                    && plan.interleaved
+                    && witness.deferred.is_some() =>
+            {
+                plan.batch_room()
+            }
+            _ => 1,
+        }
+    }
+
+    fn msm_sums_batch(
+        &self,
+        key: &ProvingKey,
+        ws: &[&Synthesized],
+        t: &mut [StageTimings],
+        admitted: Option<&(dyn std::any::Any + Send + Sync)>,
+    ) -> Result<Vec<MsmSums>, ProveError> {
+        let plan = admitted.and_then(|a| a.downcast_ref::<VramPlan>());
+        self.batch_planned(key, ws, t, plan)
     }
 
     fn last_run(&self) -> Option<String> {

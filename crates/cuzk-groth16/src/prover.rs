@@ -210,6 +210,34 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// How many partitions of `witness`'s circuit one
+    /// [`Backend::msm_sums_batch`] call takes with gain: more than one where
+    /// the backend shares work between them (a GPU streaming the key passes
+    /// each chunk of it once for all). The default, 1: no gain.
+    fn batch_room(&self, key: &ProvingKey, witness: &Synthesized) -> usize {
+        let _ = (key, witness);
+        1
+    }
+
+    /// The sums of several partitions of one circuit in one call, each
+    /// member's own in `timings[m]`; `admitted`, when given, is the plan the
+    /// device's admission reserved room for the whole batch under. The
+    /// default proves them one after the other.
+    fn msm_sums_batch(
+        &self,
+        key: &ProvingKey,
+        witnesses: &[&Synthesized],
+        timings: &mut [StageTimings],
+        admitted: Option<&(dyn std::any::Any + Send + Sync)>,
+    ) -> Result<Vec<MsmSums>, ProveError> {
+        let _ = admitted;
+        witnesses
+            .iter()
+            .zip(timings.iter_mut())
+            .map(|(w, t)| self.msm_sums(key, w, t))
+            .collect()
+    }
+
     /// Host memory a partition of `shape` needs on top of its witness while
     /// this backend proves it, at the peak: what an engine reserves for it
     /// beside the witness. The default is the CPU prover's

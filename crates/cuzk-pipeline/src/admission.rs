@@ -111,6 +111,21 @@ pub trait Admission: Send + Sync {
         self.admit(shape)
     }
 
+    /// Room for `members` partitions of `witness`'s shape proved together,
+    /// in one backend call ([`cuzk_groth16::prover::Backend::msm_sums_batch`]):
+    /// one ticket for the batch's peak, blocking as [`Admission::admit`]
+    /// does. `None` where the device holds no batch of that many (the
+    /// default): its partitions are then proved one by one.
+    fn admit_batch(
+        &self,
+        shape: &CircuitShape,
+        witness: &cuzk_synth::Synthesized,
+        members: usize,
+    ) -> Option<Result<AdmissionTicket, AdmissionError>> {
+        let _ = (shape, witness, members);
+        None
+    }
+
     /// Whether a partition of `shape` can ever fit on the device: checked
     /// when a job is submitted, so that a device too small for it refuses
     /// the job before any synthesis (naming what it needs and what it has)
@@ -132,6 +147,16 @@ pub struct AlwaysAdmit;
 impl Admission for AlwaysAdmit {
     fn admit(&self, _shape: &CircuitShape) -> Result<AdmissionTicket, AdmissionError> {
         Ok(AdmissionTicket::free())
+    }
+
+    /// A batch is as free as a partition.
+    fn admit_batch(
+        &self,
+        _shape: &CircuitShape,
+        _witness: &cuzk_synth::Synthesized,
+        _members: usize,
+    ) -> Option<Result<AdmissionTicket, AdmissionError>> {
+        Some(Ok(AdmissionTicket::free()))
     }
 
     fn usage(&self) -> (u64, u64) {
@@ -157,6 +182,16 @@ impl CountingAdmission {
 }
 
 impl Admission for CountingAdmission {
+    /// A batch is one backend call: it takes one slot.
+    fn admit_batch(
+        &self,
+        shape: &CircuitShape,
+        _witness: &cuzk_synth::Synthesized,
+        _members: usize,
+    ) -> Option<Result<AdmissionTicket, AdmissionError>> {
+        Some(self.admit(shape))
+    }
+
     fn admit(&self, _shape: &CircuitShape) -> Result<AdmissionTicket, AdmissionError> {
         let (lock, freed) = &*self.used;
         let mut used = lock.lock();

@@ -92,6 +92,12 @@ impl<T> PriorityReceiver<T> {
         }
     }
 
+    /// The next message from the most urgent non-empty lane, if one is
+    /// waiting now; never blocks.
+    pub fn try_recv(&self) -> Option<T> {
+        self.lanes.iter().find_map(|lane| lane.try_recv().ok())
+    }
+
     /// Messages waiting, all lanes.
     pub fn len(&self) -> usize {
         self.lanes.iter().map(Receiver::len).sum()

@@ -174,7 +174,7 @@ impl Intake {
         Some(self.grant(st, bytes))
     }
 
-    /// [`Intake::lend`] without waiting (what [`HostBudget::try_borrow`] is
+    /// [`Intake::lend`] without waiting (what [`crate::HostBudget::try_borrow`] is
     /// for the engine's lender): the loan when the budget has room
     /// for it now (beside admitted partitions, other loans and loans
     /// waiting), else `None`. For a caller that must not wait on the

@@ -450,6 +450,10 @@ pub struct PartitionReport {
     pub shape: CircuitShape,
     /// Synthesis wall time.
     pub synthesis: Duration,
+    /// Partitions proved in the same backend call, this one among them (1
+    /// alone; a batch shares the key's pass over PCIe: the plan's "key ...
+    /// crossed" is the batch's).
+    pub batch: usize,
 }
 
 /// A finished job: one proof per partition, in partition order.

@@ -148,6 +148,9 @@ pub struct ProvedPartition {
     pub public_inputs: Option<Vec<Fr>>,
     /// Its memory: the witness when kept, else nothing (but the slot).
     pub reservation: Reservation,
+    /// Partitions proved in the same backend call, itself among them (1
+    /// alone; more in a batch: [`SynthesizedPartition::prove_batch`]).
+    pub batch: usize,
 }
 
 impl Admitted {
@@ -309,7 +312,6 @@ impl SynthesizedPartition {
         } else {
             ctx.fallback.last_run()
         };
-        let shape = witness.shape();
         let (sums, timings) = match result {
             Ok(out) => out,
             Err(e) => {
@@ -323,7 +325,44 @@ impl SynthesizedPartition {
         ctx.timeline
             .emit(job.id(), partition, EventKind::ProveEnd, worker);
         drop(ticket);
-        reservation.release(job.footprint().working_set + grown);
+        let done = SynthesizedPartition {
+            job,
+            partition,
+            witness,
+            public_inputs,
+            synthesis,
+            reservation,
+        };
+        let run = Run {
+            backend,
+            device: on.device,
+            plan,
+            grown,
+            batch: 1,
+        };
+        Some(done.proved(ctx, sums, timings, run))
+    }
+
+    /// The proved partition, after its prove step's end event and with the
+    /// device's room given back: the working set released, the witness
+    /// kept for a retry when verifying, else recycled.
+    fn proved(
+        self,
+        ctx: &StageContext,
+        sums: MsmSums,
+        timings: StageTimings,
+        run: Run,
+    ) -> ProvedPartition {
+        let SynthesizedPartition {
+            job,
+            partition,
+            witness,
+            public_inputs,
+            synthesis,
+            mut reservation,
+        } = self;
+        let shape = witness.shape();
+        reservation.release(job.footprint().working_set + run.grown);
         let witness = if ctx.verify {
             Some(witness)
         } else {
@@ -332,22 +371,36 @@ impl SynthesizedPartition {
             reservation.release(rest);
             None
         };
-        Some(ProvedPartition {
+        ProvedPartition {
             job,
             partition,
             sums,
-            backend,
-            device: on.device,
+            backend: run.backend,
+            device: run.device,
             timings,
-            plan,
+            plan: run.plan,
             shape,
             synthesis,
             witness,
             public_inputs,
             reservation,
-        })
+            batch: run.batch,
+        }
     }
 }
+
+/// How a partition's prove step ran: the backend that made its sums, on
+/// which device, its plan, the host bytes its reservation grew by (a
+/// fallback's working set), and the batch's size.
+struct Run {
+    backend: &'static str,
+    device: usize,
+    plan: Option<String>,
+    grown: u64,
+    batch: usize,
+}
+
+mod batch;
 
 impl ProvedPartition {
     /// Its job's priority (the lane to queue it on).
@@ -372,6 +425,7 @@ impl ProvedPartition {
             witness,
             public_inputs,
             reservation,
+            batch,
         } = self;
         if job.is_finished() {
             drop(witness);
@@ -411,6 +465,7 @@ impl ProvedPartition {
                         plan,
                         shape,
                         synthesis,
+                        batch,
                     },
                 );
             }

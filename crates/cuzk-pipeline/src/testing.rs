@@ -365,6 +365,11 @@ pub struct FaultyBackend {
     gate: Arc<Gate>,
     /// `Some(bytes)`: the host working set it reports (a GPU's is 0).
     host_working_set: Option<u64>,
+    /// What [`Backend::batch_room`] says (1 unless set: no batches).
+    batch_room: std::sync::atomic::AtomicUsize,
+    /// Each [`Backend::msm_sums_batch`] call's partitions, by their first
+    /// public input (the demo's seed).
+    batches: Mutex<Vec<Vec<Fr>>>,
 }
 
 impl FaultyBackend {
@@ -375,6 +380,8 @@ impl FaultyBackend {
             faults: Mutex::new(Vec::new()),
             gate: Gate::new(),
             host_working_set: None,
+            batch_room: std::sync::atomic::AtomicUsize::new(1),
+            batches: Mutex::new(Vec::new()),
         })
     }
 
@@ -387,6 +394,8 @@ impl FaultyBackend {
             faults: Mutex::new(Vec::new()),
             gate: Gate::new(),
             host_working_set: Some(0),
+            batch_room: std::sync::atomic::AtomicUsize::new(1),
+            batches: Mutex::new(Vec::new()),
         })
     }
 
@@ -398,6 +407,20 @@ impl FaultyBackend {
     /// The gate of [`BackendFault::Gate`].
     pub fn gate(&self) -> &Arc<Gate> {
         &self.gate
+    }
+
+    /// Says `room` to [`Backend::batch_room`] from now on: the engine then
+    /// proves up to `room` queued partitions of one key in one
+    /// [`Backend::msm_sums_batch`] call (each member as `msm_sums` would,
+    /// faults included).
+    pub fn set_batch_room(&self, room: usize) {
+        self.batch_room
+            .store(room, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Every batch proved so far, each as its members' first public inputs.
+    pub fn batches(&self) -> Vec<Vec<Fr>> {
+        self.batches.lock().clone()
     }
 
     fn fault_for(&self, witness: &Synthesized) -> Option<BackendFault> {
@@ -449,6 +472,29 @@ impl Backend for FaultyBackend {
     fn host_working_set(&self, shape: &cuzk_synth::CircuitShape) -> u64 {
         self.host_working_set
             .unwrap_or_else(|| self.inner.host_working_set(shape))
+    }
+
+    fn batch_room(&self, _key: &ProvingKey, _witness: &Synthesized) -> usize {
+        self.batch_room.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn msm_sums_batch(
+        &self,
+        key: &ProvingKey,
+        witnesses: &[&Synthesized],
+        timings: &mut [StageTimings],
+        _admitted: Option<&(dyn std::any::Any + Send + Sync)>,
+    ) -> Result<Vec<MsmSums>, ProveError> {
+        let firsts = witnesses
+            .iter()
+            .map(|w| w.input_assignment.get(1).copied().unwrap_or_default())
+            .collect();
+        self.batches.lock().push(firsts);
+        witnesses
+            .iter()
+            .zip(timings.iter_mut())
+            .map(|(w, t)| self.msm_sums(key, w, t))
+            .collect()
     }
 }
 

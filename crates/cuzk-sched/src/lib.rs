@@ -70,13 +70,41 @@ impl Engine {
         epilogue: PrioritySender<ProvedPartition>,
     ) -> impl FnOnce(String) + Send + 'static {
         move |name| {
-            while let Some(witness) = inbox.recv() {
-                let Some(proved) = witness.prove(&on, &ctx, &name) else {
-                    continue;
-                };
-                if let Err(lost) = epilogue.send(proved.priority(), proved) {
-                    lost.0.job.abandon();
+            // A partition taken while forming a batch that could not join it.
+            let mut carried: Option<SynthesizedPartition> = None;
+            loop {
+                let Some(first) = carried.take().or_else(|| inbox.recv()) else {
                     break;
+                };
+                // A batch forms from partitions already queued, never by
+                // waiting for more (batch_room is 1 for a CRITICAL one).
+                let room = first.batch_room(&on);
+                let mut batch = vec![first];
+                while batch.len() < room {
+                    match inbox.try_recv() {
+                        Some(w) if batch[0].batches_with(&w) => batch.push(w),
+                        Some(w) => {
+                            carried = Some(w);
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+                // One more urgent than the batch goes first.
+                let urgent = carried.take_if(|w| w.priority().rank() < batch[0].priority().rank());
+                let mut proved = Vec::with_capacity(batch.len() + 1);
+                if let Some(w) = urgent {
+                    proved.extend(w.prove(&on, &ctx, &name));
+                }
+                match batch.len() {
+                    1 => proved.extend(batch.pop().and_then(|w| w.prove(&on, &ctx, &name))),
+                    _ => proved.extend(SynthesizedPartition::prove_batch(batch, &on, &ctx, &name)),
+                }
+                for p in proved {
+                    if let Err(lost) = epilogue.send(p.priority(), p) {
+                        lost.0.job.abandon();
+                        return;
+                    }
                 }
             }
         }

@@ -324,6 +324,85 @@ fn full_channels_hold_synthesis_back_and_metrics_show_it() {
     engine.shutdown();
 }
 
+/// A backend that gains from batches (room 3) gets the partitions of one
+/// key already queued for its prover in one call, never waiting for more:
+/// four queued bulk partitions go in batches of at most three, each proof
+/// the one it makes alone, each report naming its batch; a CRITICAL job's
+/// partition queued beside them joins no batch and is proved first.
+#[test]
+fn queued_partitions_of_one_key_are_proved_in_batches_and_critical_ones_alone() {
+    let backend = FaultyBackend::new();
+    backend.set_batch_room(3);
+    backend.inject(demo_inputs(10, 9, 0), BackendFault::Gate);
+    let mut cfg = config(2, 1);
+    cfg.devices = vec![Device::new("batching-0", backend.clone(), 1)];
+    cfg.prover_queue = 8;
+    let engine = Engine::start(cfg).unwrap();
+    // A one-partition job holds the prover at the gate (alone: nothing was
+    // queued when it came) while the bulk job's five partitions queue.
+    let holder = engine
+        .submit(demo_job(10, demo_source(10, 9, 1), 9))
+        .unwrap();
+    backend.gate().wait_held();
+    let bulk = engine
+        .submit(demo_job(10, demo_source(10, 1, 5), 1))
+        .unwrap();
+    wait_until("five bulk partitions queued", || {
+        engine.metrics().stage(Stage::Prove).queued == 5
+    });
+    let urgent = engine
+        .submit(demo_job(10, demo_source(10, 20, 1), 20).with_priority(Priority::Critical))
+        .unwrap();
+    wait_until("the critical partition queued too", || {
+        engine.metrics().stage(Stage::Prove).queued == 6
+    });
+    backend.gate().open();
+    let holder = ok(holder.wait());
+    let bulk = ok(bulk.wait());
+    let urgent = ok(urgent.wait());
+    assert_eq!(verify_demo_output(&holder, 10, 9), vec![true]);
+    assert_eq!(holder.partitions[0].batch, 1);
+    assert_eq!(verify_demo_output(&bulk, 10, 1), vec![true; 5]);
+    assert_eq!(verify_demo_output(&urgent, 10, 20), vec![true]);
+    let first = |seed: u64, i: usize| demo_inputs(10, seed, i)[0];
+    let batches = backend.batches();
+    assert!(!batches.is_empty(), "no batch was formed");
+    let critical = first(20, 0);
+    for b in &batches {
+        assert!((2..=3).contains(&b.len()), "{} in a batch", b.len());
+        assert!(!b.contains(&critical), "the critical partition in a batch");
+    }
+    // Five queued partitions in batches of at most three: two batches (3 +
+    // 2), every partition in exactly one, its report naming the batch's size.
+    let batched: Vec<_> = batches.iter().flatten().copied().collect();
+    let mut sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
+    sizes.sort();
+    assert_eq!(sizes, vec![2, 3], "{batches:?}");
+    for (i, p) in bulk.partitions.iter().enumerate() {
+        assert_eq!(batched.iter().filter(|&&x| x == first(1, i)).count(), 1);
+        let size = batches
+            .iter()
+            .find(|b| b.contains(&first(1, i)))
+            .unwrap()
+            .len();
+        assert_eq!(p.batch, size, "partition {i}");
+    }
+    assert_eq!(urgent.partitions[0].batch, 1);
+    // The critical partition was proved before the batch it was queued
+    // beside (it was taken while the batch formed, or first of all).
+    let tl = engine.timeline();
+    let critical_end = tl.first(urgent.id, 0, EventKind::ProveEnd).expect("proved");
+    let first_bulk = (0..5)
+        .filter_map(|i| tl.first(bulk.id, i, EventKind::ProveStart))
+        .min()
+        .expect("bulk proved");
+    assert!(
+        critical_end <= first_bulk,
+        "the critical partition waited for the bulk"
+    );
+    engine.shutdown();
+}
+
 #[test]
 fn a_held_device_leaves_the_work_to_the_others() {
     // Both devices (one worker each) share one gated backend: while one

@@ -67,10 +67,14 @@ pub(crate) fn report_partitions(
         let busy = p.timings.total();
         synthesis += p.synthesis;
         proving += busy;
-        let plan = p
+        let mut plan = p
             .plan
             .as_deref()
             .map_or_else(String::new, |plan| format!("; {plan}"));
+        if p.batch > 1 {
+            // Its key pass (and "crossed" figure) shared with the others.
+            plan.push_str(&format!("; proved in a batch of {}", p.batch));
+        }
         eprintln!(
             "{label}partition {}/{}: synthesis {}, proving stages {} ({}: {}; {:?}{plan})",
             k + 1,

@@ -1,0 +1,133 @@
+//! The prove step for several partitions of one key in one backend call
+//! ([`Backend::msm_sums_batch`](cuzk_groth16::prover::Backend::msm_sums_batch)): which partitions may share a call, and
+//! the step itself, beside the single partition's ([`SynthesizedPartition::prove`]).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use cuzk_groth16::prover::{check_key_shape, StageTimings};
+use cuzk_synth::Synthesized;
+
+use super::{catch_panic, ProvedPartition, Run, StageContext, SynthesizedPartition};
+use crate::config::DeviceWorker;
+use crate::job::{PartitionError, Priority, Stage};
+use crate::timeline::EventKind;
+
+impl SynthesizedPartition {
+    /// How many partitions this one may be proved with in one backend call
+    /// on `on` (its backend's [`Backend::batch_room`](cuzk_groth16::prover::Backend::batch_room)): 1 for a CRITICAL
+    /// partition (a deadline never waits on a batch's other members), a
+    /// finished job's, or where the backend gains nothing.
+    pub fn batch_room(&self, on: &DeviceWorker) -> usize {
+        if self.job.priority() == Priority::Critical || self.job.is_finished() {
+            return 1;
+        }
+        let room = catch_unwind(AssertUnwindSafe(|| {
+            on.backend.batch_room(self.job.key(), &self.witness)
+        }));
+        room.unwrap_or(1).max(1)
+    }
+
+    /// Whether `other` may be proved in one batch with this one: a
+    /// partition of the same key and circuit, not CRITICAL.
+    pub fn batches_with(&self, other: &SynthesizedPartition) -> bool {
+        other.job.priority() != Priority::Critical
+            && Arc::ptr_eq(self.job.shared_key(), other.job.shared_key())
+            && self.witness.shape() == other.witness.shape()
+            && self.witness.deferred == other.witness.deferred
+    }
+
+    /// The prove step for several partitions of one key in one backend
+    /// call ([`Backend::msm_sums_batch`](cuzk_groth16::prover::Backend::msm_sums_batch): a GPU streaming the key passes it
+    /// once for all of them), under one admission ticket for the batch
+    /// ([`crate::Admission::admit_batch`]). Members of finished jobs are
+    /// dropped first; where the device admits no such batch, or the batch
+    /// fails as a whole, each member is proved on its own
+    /// ([`SynthesizedPartition::prove`]: its own fallback or failure).
+    /// Each proved member reports the batch's size.
+    pub fn prove_batch(
+        batch: Vec<SynthesizedPartition>,
+        on: &DeviceWorker,
+        ctx: &StageContext,
+        worker: &str,
+    ) -> Vec<ProvedPartition> {
+        let mut live = Vec::with_capacity(batch.len());
+        for p in batch {
+            match p.job.is_finished() {
+                true => ctx.discard(&p.job, p.partition, worker, p.reservation),
+                false => live.push(p),
+            }
+        }
+        let one_by_one = |live: Vec<SynthesizedPartition>| -> Vec<ProvedPartition> {
+            live.into_iter()
+                .filter_map(|p| p.prove(on, ctx, worker))
+                .collect()
+        };
+        let n = live.len();
+        if n < 2 {
+            return one_by_one(live);
+        }
+        let (job, witness) = (Arc::clone(&live[0].job), &live[0].witness);
+        let ticket = catch_panic(Stage::Prove, || {
+            on.backend
+                .prepare_key(job.shared_key())
+                .map_err(PartitionError::from)?;
+            Ok(on.admission.admit_batch(job.shape(), witness, n))
+        });
+        let ticket = match ticket {
+            Ok(Some(Ok(t))) => t,
+            // No batch of n here, or a refusal each member meets on its own.
+            _ => return one_by_one(live),
+        };
+        for p in &live {
+            ctx.timeline
+                .emit(p.job.id(), p.partition, EventKind::ProveStart, worker);
+        }
+        let mut timings = vec![StageTimings::default(); n];
+        let result = {
+            let _busy = ctx.meters.stage(Stage::Prove).busy();
+            let ws: Vec<&Synthesized> = live.iter().map(|p| &p.witness).collect();
+            catch_panic(Stage::Prove, || {
+                for w in &ws {
+                    check_key_shape(job.key(), &w.shape())?;
+                }
+                Ok(on
+                    .backend
+                    .msm_sums_batch(job.key(), &ws, &mut timings, ticket.plan())?)
+            })
+        };
+        let sums = match result {
+            Ok(sums) if sums.len() == n => sums,
+            other => {
+                let why = match other {
+                    Err(e) => crate::ErrorChain(&e).to_string(),
+                    Ok(s) => format!("{} sums for {n} partitions", s.len()),
+                };
+                tracing::warn!(job = %job.id(), members = n, error = %why,
+                    "a batch failed as a whole; proving its partitions one by one");
+                drop(ticket);
+                return one_by_one(live);
+            }
+        };
+        let plan = on.backend.last_run();
+        for p in &live {
+            ctx.timeline
+                .emit(p.job.id(), p.partition, EventKind::ProveEnd, worker);
+        }
+        drop(ticket);
+        live.into_iter()
+            .zip(sums)
+            .zip(timings)
+            .map(|((p, sums), timings)| {
+                let run = Run {
+                    backend: on.backend.name(),
+                    device: on.device,
+                    plan: plan.clone(),
+                    grown: 0,
+                    batch: n,
+                };
+                p.proved(ctx, sums, timings, run)
+            })
+            .collect()
+    }
+}
