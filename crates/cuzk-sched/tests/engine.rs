@@ -403,6 +403,47 @@ fn queued_partitions_of_one_key_are_proved_in_batches_and_critical_ones_alone() 
     engine.shutdown();
 }
 
+/// A batch that fails as a whole (one member out of device memory) is
+/// proved one by one: the others on the device, that member on the
+/// fallback, every proof valid, every report a batch of one, and the
+/// TIMELINE shows the failed batch's span and each member's own.
+#[test]
+fn a_failed_batch_is_proved_one_by_one() {
+    let backend = FaultyBackend::new();
+    backend.set_batch_room(3);
+    backend.inject(demo_inputs(10, 9, 0), BackendFault::Gate);
+    backend.inject(demo_inputs(10, 1, 1), BackendFault::OutOfDeviceMemory);
+    let mut cfg = config(2, 1);
+    cfg.devices = vec![Device::new("batching-0", backend.clone(), 1)];
+    cfg.prover_queue = 8;
+    let engine = Engine::start(cfg).unwrap();
+    let holder = engine
+        .submit(demo_job(10, demo_source(10, 9, 1), 9))
+        .unwrap();
+    backend.gate().wait_held();
+    let job = engine
+        .submit(demo_job(10, demo_source(10, 1, 3), 1))
+        .unwrap();
+    wait_until("three partitions queued", || {
+        engine.metrics().stage(Stage::Prove).queued == 3
+    });
+    backend.gate().open();
+    ok(holder.wait());
+    let out = ok(job.wait());
+    assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
+    assert_eq!(backend.batches().len(), 1, "one batch tried");
+    assert!(out.partitions.iter().all(|p| p.batch == 1));
+    assert_eq!(out.partitions[1].backend, "cpu", "the fallback proved it");
+    let starts = engine
+        .timeline()
+        .events()
+        .into_iter()
+        .filter(|e| e.job == out.id && e.kind == EventKind::ProveStart)
+        .count();
+    assert_eq!(starts, 6, "the batch's three spans and each member's own");
+    engine.shutdown();
+}
+
 #[test]
 fn a_held_device_leaves_the_work_to_the_others() {
     // Both devices (one worker each) share one gated backend: while one

@@ -1,6 +1,7 @@
 //! The prove step for several partitions of one key in one backend call
-//! ([`Backend::msm_sums_batch`](cuzk_groth16::prover::Backend::msm_sums_batch)): which partitions may share a call, and
-//! the step itself, beside the single partition's ([`SynthesizedPartition::prove`]).
+//! (`Backend::msm_sums_batch`): which partitions may share a call, and the
+//! step itself, beside the single partition's
+//! ([`SynthesizedPartition::prove`]).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -15,9 +16,10 @@ use crate::timeline::EventKind;
 
 impl SynthesizedPartition {
     /// How many partitions this one may be proved with in one backend call
-    /// on `on` (its backend's [`Backend::batch_room`](cuzk_groth16::prover::Backend::batch_room)): 1 for a CRITICAL
-    /// partition (a deadline never waits on a batch's other members), a
-    /// finished job's, or where the backend gains nothing.
+    /// on `on` (its backend's
+    /// [`Backend::batch_room`](cuzk_groth16::prover::Backend::batch_room)):
+    /// 1 for a CRITICAL partition (a deadline never waits on a batch's other
+    /// members), a finished job's, or where the backend gains nothing.
     pub fn batch_room(&self, on: &DeviceWorker) -> usize {
         if self.job.priority() == Priority::Critical || self.job.is_finished() {
             return 1;
@@ -38,13 +40,15 @@ impl SynthesizedPartition {
     }
 
     /// The prove step for several partitions of one key in one backend
-    /// call ([`Backend::msm_sums_batch`](cuzk_groth16::prover::Backend::msm_sums_batch): a GPU streaming the key passes it
-    /// once for all of them), under one admission ticket for the batch
-    /// ([`crate::Admission::admit_batch`]). Members of finished jobs are
-    /// dropped first; where the device admits no such batch, or the batch
-    /// fails as a whole, each member is proved on its own
-    /// ([`SynthesizedPartition::prove`]: its own fallback or failure).
-    /// Each proved member reports the batch's size.
+    /// call
+    /// ([`Backend::msm_sums_batch`](cuzk_groth16::prover::Backend::msm_sums_batch):
+    /// a GPU streaming the key passes it once for all of them), under one
+    /// admission ticket for the batch ([`crate::Admission::admit_batch`]).
+    /// Members of finished jobs are dropped first; where the device admits
+    /// no such batch, or the batch fails as a whole, each member is proved
+    /// on its own ([`SynthesizedPartition::prove`]: its own fallback or
+    /// failure; the TIMELINE then shows the failed batch's span and the
+    /// member's own). Each proved member reports the batch's size.
     pub fn prove_batch(
         batch: Vec<SynthesizedPartition>,
         on: &DeviceWorker,
@@ -105,6 +109,10 @@ impl SynthesizedPartition {
                 };
                 tracing::warn!(job = %job.id(), members = n, error = %why,
                     "a batch failed as a whole; proving its partitions one by one");
+                for p in &live {
+                    ctx.timeline
+                        .emit(p.job.id(), p.partition, EventKind::ProveEnd, worker);
+                }
                 drop(ticket);
                 return one_by_one(live);
             }
