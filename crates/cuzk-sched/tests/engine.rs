@@ -324,6 +324,28 @@ fn full_channels_hold_synthesis_back_and_metrics_show_it() {
     engine.shutdown();
 }
 
+/// An engine with one prover whose test backend batches up to three
+/// partitions (`inject` adds its faults), held at the gate by a
+/// one-partition job (seed 9), which went alone: nothing was queued when
+/// it came.
+fn held_batching_engine(
+    inject: impl FnOnce(&FaultyBackend),
+) -> (Arc<FaultyBackend>, Engine, JobHandle) {
+    let backend = FaultyBackend::new();
+    backend.set_batch_room(3);
+    backend.inject(demo_inputs(10, 9, 0), BackendFault::Gate);
+    inject(&backend);
+    let mut cfg = config(2, 1);
+    cfg.devices = vec![Device::new("batching-0", backend.clone(), 1)];
+    cfg.prover_queue = 8;
+    let engine = Engine::start(cfg).unwrap();
+    let holder = engine
+        .submit(demo_job(10, demo_source(10, 9, 1), 9))
+        .unwrap();
+    backend.gate().wait_held();
+    (backend, engine, holder)
+}
+
 /// A backend that gains from batches (room 3) gets the partitions of one
 /// key already queued for its prover in one call, never waiting for more:
 /// four queued bulk partitions go in batches of at most three, each proof
@@ -331,19 +353,9 @@ fn full_channels_hold_synthesis_back_and_metrics_show_it() {
 /// partition queued beside them joins no batch and is proved first.
 #[test]
 fn queued_partitions_of_one_key_are_proved_in_batches_and_critical_ones_alone() {
-    let backend = FaultyBackend::new();
-    backend.set_batch_room(3);
-    backend.inject(demo_inputs(10, 9, 0), BackendFault::Gate);
-    let mut cfg = config(2, 1);
-    cfg.devices = vec![Device::new("batching-0", backend.clone(), 1)];
-    cfg.prover_queue = 8;
-    let engine = Engine::start(cfg).unwrap();
-    // A one-partition job holds the prover at the gate (alone: nothing was
-    // queued when it came) while the bulk job's five partitions queue.
-    let holder = engine
-        .submit(demo_job(10, demo_source(10, 9, 1), 9))
-        .unwrap();
-    backend.gate().wait_held();
+    // A one-partition job holds the prover while the bulk job's five
+    // partitions queue.
+    let (backend, engine, holder) = held_batching_engine(|_| {});
     let bulk = engine
         .submit(demo_job(10, demo_source(10, 1, 5), 1))
         .unwrap();
@@ -409,18 +421,8 @@ fn queued_partitions_of_one_key_are_proved_in_batches_and_critical_ones_alone() 
 /// TIMELINE shows the failed batch's span and each member's own.
 #[test]
 fn a_failed_batch_is_proved_one_by_one() {
-    let backend = FaultyBackend::new();
-    backend.set_batch_room(3);
-    backend.inject(demo_inputs(10, 9, 0), BackendFault::Gate);
-    backend.inject(demo_inputs(10, 1, 1), BackendFault::OutOfDeviceMemory);
-    let mut cfg = config(2, 1);
-    cfg.devices = vec![Device::new("batching-0", backend.clone(), 1)];
-    cfg.prover_queue = 8;
-    let engine = Engine::start(cfg).unwrap();
-    let holder = engine
-        .submit(demo_job(10, demo_source(10, 9, 1), 9))
-        .unwrap();
-    backend.gate().wait_held();
+    let (backend, engine, holder) =
+        held_batching_engine(|b| b.inject(demo_inputs(10, 1, 1), BackendFault::OutOfDeviceMemory));
     let job = engine
         .submit(demo_job(10, demo_source(10, 1, 3), 1))
         .unwrap();
