@@ -58,12 +58,6 @@ impl<C: MsmCurve> KeptBuckets<C> {
     pub fn calls(&self) -> usize {
         self.calls
     }
-
-    /// Device bytes of the buckets for c-bit windows (with alignment slack).
-    pub fn bytes_for(window_bits: u32) -> u64 {
-        let keys = (windows_for(window_bits) as u64) << (window_bits - 1);
-        keys * C::XYZZ_WORDS as u64 * 8 + crate::arena::ALIGN
-    }
 }
 
 /// The kept-bucket kernels of curve `C`, or the error naming why it has
@@ -160,30 +154,32 @@ impl<C: MsmCurve> Msm<C> {
     /// kept buckets (a 2^22-point chunk at c = 20 sorts by radix).
     #[doc(hidden)]
     pub fn set_kept_sort(&mut self, sort: BucketSort) -> Result<()> {
-        let kernel = kept_kernels::<C>()?.accumulate.name();
-        let Some(kept) = self.kept.as_mut() else {
-            return Err(Error::BadArguments {
-                kernel,
-                message: "this MSM was not made for kept buckets (Msm::with_kept_window)".into(),
-            });
-        };
+        let kept = self.kept_plan()?;
         if sort == BucketSort::Radix && self.radix.is_none() {
             let group = radix_group_slots(kept.max_len, kept.slots(), kept.copies());
             self.radix = Some(RadixScratch::new(&self.stream, kept.max_len, group)?);
         }
-        kept.sort = sort;
+        if let Some(k) = self.kept.as_mut() {
+            k.sort = sort;
+        }
         Ok(())
+    }
+
+    /// The plan of the kept calls this MSM was made for, or the error
+    /// saying it was made otherwise.
+    fn kept_plan(&self) -> Result<MsmPlan> {
+        let kernel = kept_kernels::<C>()?.accumulate.name();
+        self.kept.clone().ok_or_else(|| Error::BadArguments {
+            kernel,
+            message: "this MSM was not made for kept buckets (Msm::with_kept_window)".into(),
+        })
     }
 
     /// Buckets for the kept calls this MSM was made for
     /// ([`Msm::with_kept_window`]), every one infinity (set by a kernel on
     /// the stream: no copy-engine memset queues behind copies in flight).
     pub fn kept_buckets(&mut self) -> Result<KeptBuckets<C>> {
-        let kernel = kept_kernels::<C>()?.accumulate.name();
-        let plan = self.kept.clone().ok_or_else(|| Error::BadArguments {
-            kernel,
-            message: "this MSM was not made for kept buckets (Msm::with_kept_window)".into(),
-        })?;
+        let plan = self.kept_plan()?;
         let words = Self::kept_bucket_words(plan.window_bits);
         let buckets = self.stream.alloc::<u64>(words)?;
         let mut halves = buckets.recast::<u32>()?;

@@ -421,7 +421,7 @@ impl<C: MsmCurve> Msm<C> {
         let part = self.held.max_len.max(1);
         let mut sum: Option<C::Projective> = None;
         for at in (0..count.max(1)).step_by(part) {
-            let len = part.min(count - at.min(count));
+            let len = part.min(count.saturating_sub(at));
             self.fit_plan(len);
             self.enqueue_over(bases, bases.len(), scalars, Some((indices, at)), len)?;
             let got = self.result()?;
