@@ -20,14 +20,17 @@ use cuzk_field::limbs::FrLimbs;
 use super::bucket_sort::{BucketSort, RadixScratch};
 use super::curve::{accumulate_kernel, KeptKernels, MsmCurve};
 use super::plan::{
-    kept_extra_bytes, radix_group_slots, resident_threads, windows_for, MsmPlan,
-    ACCUMULATE_THREADS, REDUCE_THREADS,
+    choose_kept_window_bits, kept_extra_bytes, radix_group_slots, resident_threads, windows_for,
+    MsmPlan, ACCUMULATE_THREADS, REDUCE_THREADS,
 };
 use super::{Msm, MAX_LEN, MAX_WINDOW_BITS, MIN_WINDOW_BITS};
 use crate::device::{DeviceBuffer, Stream};
 use crate::error::{ensure, Error, Result};
 use crate::launch::DevPtr;
 use crate::scan::fill_u32;
+
+/// Alignment slack [`Msm::kept_bytes_for`] counts beyond the buffers' bytes.
+const KEPT_SLACK: u64 = 4 * crate::arena::ALIGN;
 
 /// The buckets of one MSM summed over several [`Msm::enqueue_kept`] calls
 /// (made by [`Msm::kept_buckets`], set to infinity).
@@ -142,7 +145,15 @@ impl<C: MsmCurve> Msm<C> {
             window_bits,
             xyzz,
         ) as u64
-            + 4 * crate::arena::ALIGN
+            + KEPT_SLACK
+    }
+
+    /// The window for kept buckets over a section of `total` pairs summed
+    /// in calls of up to `chunk` ([`choose_kept_window_bits`](super::plan::choose_kept_window_bits))
+    /// whose [`Msm::kept_bytes_for`] fits `bytes`.
+    pub fn choose_kept_window(total: usize, chunk: usize, bytes: u64) -> Option<u32> {
+        let room = bytes.saturating_sub(KEPT_SLACK) as usize;
+        choose_kept_window_bits(total, chunk, C::XYZZ_WORDS * 8, room)
     }
 
     fn kept_bucket_words(window_bits: u32) -> usize {

@@ -2,9 +2,7 @@
 //! arithmetic is tested on any machine, and cuzk-cuda's own sizes.
 
 use cuzk_cuda::gather::BitmapGather;
-use cuzk_cuda::msm::{
-    choose_kept_window_bits, choose_shifted_shape, copies_for, Classifier, Msm, MsmCurve, G1, G2,
-};
+use cuzk_cuda::msm::{choose_shifted_shape, copies_for, Classifier, Msm, MsmCurve, G1, G2};
 
 use super::{ShiftedH, G1_BYTES};
 
@@ -69,13 +67,7 @@ impl Footprints for CudaFootprints {
         Msm::<G1>::kept_bytes_for(len, window_bits)
     }
     fn kept_h_window(&self, h: usize, chunk: usize, bytes: u64) -> Option<u32> {
-        let xyzz = G1::XYZZ_WORDS * 8;
-        // choose_kept_window_bits counts no alignment slack.
-        let c = choose_kept_window_bits(h, chunk, xyzz, bytes as usize)?;
-        match self.msm_g1_kept(chunk, c) <= bytes {
-            true => Some(c),
-            false => choose_kept_window_bits(h, chunk, xyzz, bytes as usize / 8 * 7),
-        }
+        Msm::<G1>::choose_kept_window(h, chunk, bytes)
     }
     fn classifier(&self, len: usize) -> u64 {
         Classifier::bytes_for(len)
