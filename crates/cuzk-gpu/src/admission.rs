@@ -129,7 +129,7 @@ impl Admission for VramAdmission {
         let SrsMode::Streamed { chunk } = plan.mode else {
             return None;
         };
-        if members < 2 || members > plan.batch_room() || witness.deferred.is_none() {
+        if members < 2 || members > plan.batch_room() {
             return None;
         }
         let circuit = match &witness.deferred {

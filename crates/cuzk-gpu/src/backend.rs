@@ -444,19 +444,11 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
-    /// The plan's `batch_room` where a batch shares the key's
-    /// pass (the key streamed, a, b, c on the device), else 1.
+    /// The plan's `batch_room`: more than 1 only where a batch shares the
+    /// key's pass (the key streamed, a, b, c on the device).
     fn batch_room(&self, _key: &ProvingKey, witness: &Synthesized) -> usize {
-        match self.plan(witness_shape(witness)) {
-            Ok(plan)
-                if matches!(plan.mode, SrsMode::Streamed { .. })
-                    && plan.interleaved
-                    && witness.deferred.is_some() =>
-            {
-                plan.batch_room()
-            }
-            _ => 1,
-        }
+        self.plan(witness_shape(witness))
+            .map_or(1, |plan| plan.batch_room())
     }
 
     fn msm_sums_batch(
