@@ -5,6 +5,11 @@
 use super::*;
 use crate::streamed::RING;
 
+/// Batch members a plan's extras may not cost (a 32 GiB PoRep proof's ten
+/// partitions, the most one proof queues at once); beyond them a batch
+/// member lost is one that would seldom form.
+pub(crate) const BATCH_COUNTED: usize = 10;
+
 impl VramPlan {
     /// Chunk buffers in the streamed key's ring ([`VramPlan::ring`]); 0
     /// for a resident key. More buffers let the copies run further ahead
@@ -47,7 +52,8 @@ impl VramPlan {
     /// kept buckets ([`VramPlan::h_kept`]: one MSM over the section at its
     /// own window, one reduction, instead of an MSM per chunk) where the
     /// MSM stages have room for them within the budget and it costs no
-    /// worker or batch member: the cheapest window that room holds
+    /// worker (of the first [`SHIFTED_H_WORKERS`]) or batch member (of the
+    /// first [`BATCH_COUNTED`]): the cheapest window that room holds
     /// ([`Footprints::kept_h_window`]). The ring's extra buffers are made
     /// again after, from what is left below the largest stage (the buckets
     /// save more than a deeper ring: docs/small-cards.md).
@@ -56,7 +62,15 @@ impl VramPlan {
             return self;
         };
         let base = self.with_extra_ring(0);
-        let (workers, batch) = (base.workers_that_fit(), base.batch_room());
+        // Workers and batch members beyond what runs at once cost nothing
+        // when lost (a tiny circuit under a large budget fits dozens).
+        let counted = |p: &VramPlan| {
+            (
+                p.workers_that_fit().min(SHIFTED_H_WORKERS),
+                p.batch_room().min(BATCH_COUNTED),
+            )
+        };
+        let (workers, batch) = counted(&base);
         // Beside the partition: the margin and resident matrices.
         let beside = base.peak() - base.partition_peak;
         let room = base.budget.saturating_sub(beside + base.msm_stage_peak());
@@ -69,7 +83,8 @@ impl VramPlan {
                 st.bytes += extra;
             }
             p.partition_peak = p.stages.iter().map(|s| s.bytes).max().unwrap_or(0);
-            let keeps = p.fits() && p.workers_that_fit() >= workers && p.batch_room() >= batch;
+            let (w, b) = counted(&p);
+            let keeps = p.fits() && w >= workers && b >= batch;
             keeps.then_some(p)
         });
         let plan = kept.unwrap_or(base);

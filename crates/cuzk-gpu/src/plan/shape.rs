@@ -1,5 +1,6 @@
 //! What a partition and its key look like, in counts: the planner's input.
 
+use cuzk_cuda::abc::PINNED_SETS;
 use cuzk_synth::CircuitShape;
 
 use super::{G1_BYTES, G2_BYTES};
@@ -52,12 +53,17 @@ pub struct DeviceAbc {
 pub const STREAM_TERMS: usize = 1 << 24;
 
 impl DeviceAbc {
-    /// Terms per chunk when these matrices stream: [`STREAM_TERMS`], or half
-    /// the longest matrix when that is less (two chunk buffers are made, one
-    /// filled while the other's chunk is evaluated: they stay below the
-    /// matrices' own bytes).
+    /// Terms per chunk when these matrices stream: [`STREAM_TERMS`], or a
+    /// sixteenth of the longest matrix when that is less. Up to
+    /// [`PINNED_SETS`] chunks' buffers are made (the copies run that far
+    /// ahead of the SpMV), 12 bytes a term each: at half the longest
+    /// matrix's terms they stay below the matrices' own bytes (≥ 6 bytes a
+    /// term in each of three matrices), so streaming never asks for more
+    /// than keeping them resident would.
     pub fn chunk_terms(&self) -> usize {
-        STREAM_TERMS.min(self.terms.div_ceil(2)).max(1)
+        STREAM_TERMS
+            .min(self.terms.div_ceil(2 * PINNED_SETS))
+            .max(1)
     }
 }
 

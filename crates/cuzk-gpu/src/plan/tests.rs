@@ -645,3 +645,65 @@ fn kept_buckets_off_leave_the_layout_and_give_the_room_back() {
         }
     }
 }
+
+/// The 2^`k` demo circuit's shape with its a, b, c deferred to the device
+/// (the recording's real matrix bytes and terms).
+fn demo_deferred_shape(k: u32) -> Shape {
+    use cuzk_synth::precompiled::{record, witness, DeferredAbc};
+    use cuzk_synth::DemoCircuit;
+    let r1cs = record(DemoCircuit::new(k, 0.95, 1)).unwrap();
+    let d = DeferredAbc::new(r1cs.content_id(), std::sync::Arc::new(r1cs));
+    let w = d
+        .synthesized(witness(DemoCircuit::new(k, 0.95, 2)).unwrap())
+        .unwrap();
+    crate::witness_shape(&w)
+}
+
+/// A tiny circuit under a large budget fits dozens of workers and a batch
+/// of thousands: H's kept buckets may cost some of those, never a worker
+/// or batch member that would run (the H100's gpu_prover run of 2026-12-06
+/// found 2^10 in chunks of 64 under 76.25 GiB without them: they cost 5 of
+/// a batch room of 759,205).
+#[test]
+fn kept_buckets_for_a_tiny_circuit_under_a_large_budget() {
+    let budget = 76 * GIB + GIB / 4;
+    let mode = SrsMode::Streamed { chunk: 64 };
+    let plan = VramPlan::with_matrices(
+        demo_deferred_shape(10),
+        budget,
+        mode,
+        HPoly::Full,
+        MatrixLayout::Resident,
+        &CudaFootprints,
+    )
+    .with_kept_h(&CudaFootprints);
+    assert!(plan.workers_that_fit() > SHIFTED_H_WORKERS, "{plan}");
+    assert!(plan.batch_room() > room::BATCH_COUNTED, "{plan}");
+    assert!(plan.h_kept.is_some(), "{plan}");
+    assert!(plan.fits(), "{plan}");
+}
+
+/// Streamed matrices never ask for more device memory than resident ones:
+/// the chunk buffers in flight (`PINNED_SETS` of them) stay below the
+/// matrices' bytes at the demo recordings' real sizes (at 2^10 and 2^16
+/// chunks of half the longest matrix outgrew them once the copies ran
+/// eight chunks ahead).
+#[test]
+fn streamed_matrices_take_less_than_resident_ones() {
+    for k in [10u32, 14] {
+        let mut shape = demo_deferred_shape(k);
+        let resident = VramPlan::with_mode(shape, 0, SrsMode::Resident, &CudaFootprints);
+        let abc = shape.device_abc.as_mut().unwrap();
+        abc.stream_terms = Some(abc.chunk_terms());
+        let staging = cuzk_cuda::abc::streamed_bytes(abc.coeffs, abc.chunk_terms());
+        assert!(
+            staging < abc.matrix_bytes,
+            "2^{k}: {staging} against {abc:?}"
+        );
+        let streamed = VramPlan::with_mode(shape, 0, SrsMode::Resident, &CudaFootprints);
+        assert!(
+            streamed.peak() < resident.peak(),
+            "2^{k}: streamed {streamed} against resident {resident}"
+        );
+    }
+}
