@@ -264,10 +264,13 @@ step_porep_sh() {
 # the kernels it was built from: carry the baseline's in .device-carry/fs/kernels-base/
 # (its bundle's kernels folder) when the kernel sources changed since. A budget written
 # B-nokept (e.g. 16GiB-nokept) runs B with CUZK_KEPT_H=0: a streamed H's chunks each summed
-# by an MSM of its own, the same build's default measured against (budget-B-nokept.log).
+# by an MSM of its own, the same build's default measured against (budget-B-nokept.log);
+# B-noahead runs it with CUZK_RING_AHEAD=0: the streamed key's first chunks cross only after
+# the H polynomial (budget-B-noahead.log).
 budget_run() {
-  local exe=$1 label=$2 b=$3 t0 t1 kernels=$FS/kernels kept=1
+  local exe=$1 label=$2 b=$3 t0 t1 kernels=$FS/kernels kept=1 ahead=1
   case $b in *-nokept) b=${b%-nokept}; kept=0 ;; esac
+  case $b in *-noahead) b=${b%-noahead}; ahead=0 ;; esac
   [ "$exe" = cuzk-base ] && [ -d "$FS/kernels-base" ] && kernels=$FS/kernels-base
   # The nvidia-smi window opens once the previous run's device memory is given back (up to
   # 15 s): on 2026-12-06 a 16 GiB run's window caught the 32 GiB run before it at 32.7 GiB.
@@ -278,12 +281,12 @@ budget_run() {
     sleep 1
   done
   t0=$(date +%s)
-  CUZK_KEPT_H=$kept CUZK_FATBIN_DIR="$kernels" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info,cuzk_gpu::matrices=info" \
+  CUZK_KEPT_H=$kept CUZK_RING_AHEAD=$ahead CUZK_FATBIN_DIR="$kernels" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info,cuzk_gpu::matrices=info" \
     /usr/bin/time -v "$bin/$exe" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-$label.bin" \
     --prover-id f01000 --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" \
     --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
     --vram-budget "$b" --timeline "$FS/timeline-$label.jsonl" > "$FS/$label.log" 2>&1
-  echo "budget $b ($exe, CUZK_KEPT_H=$kept) rc=$?" >> "$FS/$label.log"
+  echo "budget $b ($exe, CUZK_KEPT_H=$kept CUZK_RING_AHEAD=$ahead) rc=$?" >> "$FS/$label.log"
   t1=$(date +%s)
   # No sample inside the window (a short run between two samples, a sampler that stalled)
   # says so instead of reading 0.0.

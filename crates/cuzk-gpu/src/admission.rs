@@ -27,7 +27,7 @@ pub struct VramAdmission {
     keys: SrsSlot,
     matrices: MatrixSlot,
     /// What plans may use: the workers' settings (`GpuConfig::shifted_h`,
-    /// `GpuConfig::kept_h`).
+    /// `GpuConfig::kept_h`, `GpuConfig::ring_ahead`).
     options: PlanOptions,
     state: Arc<(Mutex<u64>, Condvar)>,
 }
@@ -70,6 +70,13 @@ impl VramAdmission {
     /// is room) when `on`, as the workers it admits for do.
     pub fn with_kept_h(mut self, on: bool) -> Self {
         self.options.kept_h = on;
+        self
+    }
+
+    /// This admission planning a streamed key's first chunks during the H
+    /// polynomial (where they fit) when `on`, as the workers it admits for do.
+    pub fn with_ring_ahead(mut self, on: bool) -> Self {
+        self.options.ring_ahead = on;
         self
     }
 

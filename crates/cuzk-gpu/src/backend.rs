@@ -36,6 +36,9 @@ pub struct CudaBackend {
     /// Whether plans may give a streamed H kept buckets (see
     /// [`CudaBackend::set_kept_h`]).
     kept_h: std::sync::atomic::AtomicBool,
+    /// Whether plans may fill a streamed key's first ring buffers during
+    /// the H polynomial (see [`CudaBackend::set_ring_ahead`]).
+    ring_ahead: std::sync::atomic::AtomicBool,
     /// The device, its keys and its arena's size, outside the worker's lock
     /// (for [`Backend::prepare_key`], which must not wait for a partition).
     gpu: Gpu,
@@ -97,6 +100,7 @@ impl CudaBackend {
                 b.inner.lock().z_upload = config.z_upload;
                 b.set_shifted_h(config.shifted_h);
                 b.set_kept_h(config.kept_h);
+                b.set_ring_ahead(config.ring_ahead);
                 Ok(b)
             })
             .collect()
@@ -137,7 +141,6 @@ impl CudaBackend {
                 z_upload: ZUpload::default(),
                 last_z: None,
                 last_key_bytes: 0,
-                ring_slots: 0,
                 gpu,
                 arena,
                 stream,
@@ -149,6 +152,7 @@ impl CudaBackend {
             forced: Mutex::new(None),
             shifted_h: std::sync::atomic::AtomicBool::new(false),
             kept_h: std::sync::atomic::AtomicBool::new(true),
+            ring_ahead: std::sync::atomic::AtomicBool::new(true),
             gpu: pin_gpu,
             keys: pin_keys,
             capacity,
@@ -241,11 +245,21 @@ impl CudaBackend {
         self.kept_h.store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Whether this worker's plans may fill a streamed key's first ring
+    /// buffers while a partition's H polynomial runs (`VramPlan::ring_ahead`;
+    /// on unless its [`GpuConfig`] says otherwise, off only to measure
+    /// against). A worker under `VramAdmission` runs the admission's plan.
+    pub fn set_ring_ahead(&self, on: bool) {
+        self.ring_ahead
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
     fn options(&self) -> PlanOptions {
         use std::sync::atomic::Ordering::Relaxed;
         PlanOptions::default()
             .with_shifted_h(self.shifted_h.load(Relaxed))
             .with_kept_h(self.kept_h.load(Relaxed))
+            .with_ring_ahead(self.ring_ahead.load(Relaxed))
     }
 
     /// Key bytes the last partition (or batch, [`CudaBackend::msm_sums_batch`])
@@ -304,6 +318,10 @@ impl CudaBackend {
                 // layout forces where things live, not how H is summed).
                 let p = match self.options().kept_h {
                     true => p.with_kept_h(&CudaFootprints),
+                    false => p,
+                };
+                let p = match self.options().ring_ahead {
+                    true => p.with_ring_ahead(),
                     false => p,
                 };
                 if p.fits() {

@@ -71,13 +71,6 @@ pub(crate) struct DenseScalars<'a> {
     pub(crate) ranked: RankedBitmap,
 }
 
-impl DenseScalars<'_> {
-    /// Scalars in the section.
-    pub(crate) fn len(&self) -> usize {
-        self.num_inputs + self.index.ones()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,6 +42,10 @@ pub struct GpuConfig {
     /// section where the MSM stage has room (`VramPlan::h_kept`). On by
     /// default; off only to measure against.
     pub kept_h: bool,
+    /// A streamed key's first chunks crossing during a partition's H
+    /// polynomial where the ring's buffers fit beside it
+    /// (`VramPlan::ring_ahead`). On by default; off only to measure against.
+    pub ring_ahead: bool,
     /// How a deferred witness's z crosses to the device.
     pub z_upload: ZUpload,
 }
@@ -53,6 +57,7 @@ impl Default for GpuConfig {
             workers: DEFAULT_GPU_WORKERS,
             shifted_h: false,
             kept_h: true,
+            ring_ahead: true,
             z_upload: ZUpload::default(),
         }
     }
@@ -80,6 +85,13 @@ impl GpuConfig {
     /// This configuration with a streamed H's kept buckets allowed or not.
     pub fn with_kept_h(mut self, on: bool) -> Self {
         self.kept_h = on;
+        self
+    }
+
+    /// This configuration with the ring's first buffers filled during the H
+    /// polynomial or not.
+    pub fn with_ring_ahead(mut self, on: bool) -> Self {
+        self.ring_ahead = on;
         self
     }
 
@@ -139,7 +151,8 @@ impl GpuDevice {
         let admission = Arc::new(
             VramAdmission::with_slots(arena_bytes, keys.clone(), matrices)
                 .with_shifted_h(config.shifted_h)
-                .with_kept_h(config.kept_h),
+                .with_kept_h(config.kept_h)
+                .with_ring_ahead(config.ring_ahead),
         );
         Ok(GpuDevice {
             info: gpu.info().clone(),
@@ -197,16 +210,25 @@ impl GpuDevice {
     /// `cuda:0 (NVIDIA H200, VRAM arena 130.0 GiB, 2 GPU worker(s))`.
     pub fn describe(&self) -> String {
         format!(
-            "cuda:{} ({}, VRAM arena {}, {} GPU worker(s){})",
+            "cuda:{} ({}, VRAM arena {}, {} GPU worker(s){}{}{})",
             self.info.ordinal,
             self.info.name,
             cuzk_arena::human(self.arena_bytes),
             self.workers.len(),
-            match (self.config.shifted_h, self.config.kept_h) {
-                (true, true) => ", H over shifted bases",
-                (true, false) => ", H over shifted bases, no kept buckets for a streamed H",
-                (false, true) => "",
-                (false, false) => ", no kept buckets for a streamed H",
+            if self.config.shifted_h {
+                ", H over shifted bases"
+            } else {
+                ""
+            },
+            if self.config.kept_h {
+                ""
+            } else {
+                ", no kept buckets for a streamed H"
+            },
+            if self.config.ring_ahead {
+                ""
+            } else {
+                ", a streamed key's chunks only after the H polynomial"
             }
         )
     }

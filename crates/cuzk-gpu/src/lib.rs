@@ -38,7 +38,7 @@ pub use matrices::{
 pub use plan::{
     CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, PlanOptions, Shape,
     ShiftedH, SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
-    SCALAR_BYTES, SHIFTED_H_WORKERS, STREAM_TERMS,
+    RING_AHEAD, SCALAR_BYTES, SHIFTED_H_WORKERS, STREAM_TERMS,
 };
 pub use resident::{KeyInUse, KeyShape};
 pub use srs::{SlotUsage, SrsSlot};

@@ -67,9 +67,6 @@ pub(crate) struct Worker {
     pub(crate) last_z: Option<crate::ZUploadReport>,
     /// Key bytes the last partition copied in (0 with the key resident).
     pub(crate) last_key_bytes: u64,
-    /// Chunk buffers of the streamed key's ring under the current plan
-    /// (`VramPlan::ring_slots`).
-    pub(crate) ring_slots: usize,
 }
 
 /// Device-event marks of one partition's stages on the compute stream.
@@ -287,9 +284,13 @@ impl Worker {
             (SrsMode::Resident, Some(srs)) => {
                 self.resident_msms(&srs, w, da, aux_on_device, &mut clock)?
             }
-            (SrsMode::Streamed { chunk }, _) => {
+            (SrsMode::Streamed { .. }, _) => {
+                // The ring's first buffers and crossings while the H
+                // polynomial runs, before the scratch waits for its vectors.
+                let interleaved = aux_on_device.is_some();
+                let ring = self.open_ring_ahead(plan, key, n, w.num_aux(), interleaved)?;
                 self.size_for(plan)?;
-                let sums = self.streamed_msms(chunk, key, w, da, aux_on_device, &mut clock, t);
+                let sums = self.streamed_msms(ring, key, w, da, aux_on_device, &mut clock, t);
                 // Both only for the MSM stage (the plan counts them there).
                 self.pin = None;
                 self.scratch = None;
@@ -331,7 +332,6 @@ impl Worker {
 
     /// The worker's scratch sized for `plan`'s MSMs and gathers.
     pub(crate) fn size_for(&mut self, plan: &VramPlan) -> cuzk_cuda::Result<()> {
-        self.ring_slots = plan.ring_slots();
         self.size_scratch(
             plan.msm_len,
             crate::plan::g2_msm_len(plan.mode, plan.msm_len, &plan.shape),

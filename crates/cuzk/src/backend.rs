@@ -1,6 +1,6 @@
 //! Choosing where work runs: the prover's backend (`--backend auto|cuda|cpu`,
 //! `--vram-budget`, `--shifted-h` or `CUZK_SHIFTED_H`, `--no-kept-h` or
-//! `CUZK_KEPT_H=0`) and the key
+//! `CUZK_KEPT_H=0`, `--no-ring-ahead` or `CUZK_RING_AHEAD=0`) and the key
 //! generator's fixed-base step. Every choice is announced on stderr, and
 //! `auto` says why when it runs on the CPU.
 
@@ -27,6 +27,9 @@ pub(crate) struct BackendArgs {
     /// With the key streamed, sum each of H's chunks as an MSM of its own instead of into buckets kept across the section (the default where the card has room for them: one reduction at the section's window). For measuring the default against; also when the environment has CUZK_KEPT_H=0.
     #[arg(long)]
     pub(crate) no_kept_h: bool,
+    /// With the key streamed, start its first chunks crossing only after a partition's H polynomial instead of during it (the default where the card has room for their buffers beside it). For measuring the default against; also when the environment has CUZK_RING_AHEAD=0.
+    #[arg(long)]
+    pub(crate) no_ring_ahead: bool,
 }
 
 fn parse_budget(s: &str) -> Result<VramBudget, cuzk_gpu::BudgetError> {
@@ -49,15 +52,18 @@ pub(crate) struct GpuWorkerArgs {
 /// Resolves `args` with `workers` CUDA workers on the first GPU, saying on
 /// stderr which backend runs (and, for `auto` on the CPU, why).
 fn choose(args: &BackendArgs, workers: usize) -> Result<Option<GpuDevice>> {
-    // The two settings this binary also reads from the environment (`--help` says so).
+    // The settings this binary also reads from the environment (`--help` says so).
     let shifted_h = args.shifted_h
         || std::env::var_os("CUZK_SHIFTED_H").is_some_and(|v| !v.is_empty() && v != "0");
     let kept_h = !args.no_kept_h && std::env::var_os("CUZK_KEPT_H").is_none_or(|v| v != "0");
+    let ring_ahead =
+        !args.no_ring_ahead && std::env::var_os("CUZK_RING_AHEAD").is_none_or(|v| v != "0");
     let config = GpuConfig::default()
         .with_budget(args.vram_budget)
         .with_workers(workers)
         .with_shifted_h(shifted_h)
-        .with_kept_h(kept_h);
+        .with_kept_h(kept_h)
+        .with_ring_ahead(ring_ahead);
     match cuzk_gpu::resolve(args.backend, Some(&[0]), &config)
         .with_context(|| format!("--backend {}", args.backend))?
     {

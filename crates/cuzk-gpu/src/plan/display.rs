@@ -42,6 +42,9 @@ impl fmt::Display for VramPlan {
         }
         if matches!(self.mode, SrsMode::Streamed { .. }) {
             write!(f, "; a ring of {} chunk buffers", self.ring_slots())?;
+            if self.ring_ahead > 0 {
+                write!(f, " ({} filled during the H polynomial)", self.ring_ahead)?;
+            }
         }
         match (self.abc_on_device(), self.matrices_streamed()) {
             (true, None) => write!(

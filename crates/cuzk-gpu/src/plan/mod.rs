@@ -220,7 +220,20 @@ pub struct VramPlan {
     /// four, counted in `srs_device_bytes`, and up to four more of a G1
     /// chunk each, counted in the MSM stages.
     pub ring: usize,
+    /// Of the ring's buffers, how many a partition proved alone makes
+    /// while its H polynomial runs, their chunks crossing then instead of
+    /// after it (the first H chunk's copy hidden behind the NTTs): as many
+    /// as fit below the partition's largest stage beside the stages before
+    /// the MSMs, at most [`RING_AHEAD`]; 0 with the key resident
+    /// ([`VramPlan::with_ring_ahead`]).
+    pub ring_ahead: usize,
 }
+
+/// The most ring buffers made, and filled, during the H polynomial: the
+/// first chunk's copy is what the sums wait for (~30 ms at 2^24 points on
+/// PCIe gen5, H100 2026-12-06); the second keeps the copy engine busy
+/// while the first chunk's sums start.
+pub const RING_AHEAD: usize = 2;
 
 /// Why no plan fits.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -284,10 +297,13 @@ impl VramPlan {
         options: PlanOptions,
     ) -> Result<VramPlan, PlanError> {
         let plan = Self::plain(shape, budget, fp, options.kept_h)?;
-        Ok(if options.shifted_h {
-            plan.with_shifted_h(fp)
-        } else {
-            plan
+        let plan = match options.shifted_h {
+            true => plan.with_shifted_h(fp),
+            false => plan,
+        };
+        Ok(match options.ring_ahead {
+            true => plan.with_ring_ahead(),
+            false => plan,
         })
     }
 
@@ -596,6 +612,7 @@ impl VramPlan {
             gather_len,
             interleaved,
             ring: 0,
+            ring_ahead: 0,
         };
         // A streamed key's ring: four buffers, and more where the MSM
         // stages leave room below the partition's largest stage.

@@ -13,6 +13,11 @@ pub struct PlanOptions {
     /// room ([`VramPlan::h_kept`](super::VramPlan::h_kept)). On by default;
     /// off to measure against.
     pub kept_h: bool,
+    /// A streamed key's first chunks crossing while a partition's H
+    /// polynomial runs, where the ring's buffers fit beside it
+    /// ([`VramPlan::ring_ahead`](super::VramPlan::ring_ahead)). On by
+    /// default; off to measure against.
+    pub ring_ahead: bool,
 }
 
 impl Default for PlanOptions {
@@ -20,6 +25,7 @@ impl Default for PlanOptions {
         PlanOptions {
             shifted_h: false,
             kept_h: true,
+            ring_ahead: true,
         }
     }
 }
@@ -34,6 +40,13 @@ impl PlanOptions {
     /// These options with H's kept buckets allowed or not.
     pub fn with_kept_h(mut self, on: bool) -> Self {
         self.kept_h = on;
+        self
+    }
+
+    /// These options with the ring's first buffers filled during the H
+    /// polynomial or not.
+    pub fn with_ring_ahead(mut self, on: bool) -> Self {
+        self.ring_ahead = on;
         self
     }
 }

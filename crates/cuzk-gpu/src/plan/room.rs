@@ -109,6 +109,26 @@ impl VramPlan {
         self.with_extra_ring(extra)
     }
 
+    /// This plan with [`VramPlan::ring_ahead`] set: the ring buffers (at
+    /// most [`RING_AHEAD`] and the ring's own count) that fit beside the
+    /// largest stage before the MSMs within the partition's peak, so the
+    /// peak is the same. A resident key's plan unchanged.
+    pub fn with_ring_ahead(mut self) -> VramPlan {
+        let SrsMode::Streamed { chunk } = self.mode else {
+            return self;
+        };
+        let before = self
+            .stages
+            .iter()
+            .filter(|s| !s.name.starts_with("msm"))
+            .map(|s| s.bytes)
+            .max()
+            .unwrap_or(0);
+        let room = self.partition_peak.saturating_sub(before) / (chunk as u64 * G1_BYTES);
+        self.ring_ahead = (room as usize).min(RING_AHEAD).min(self.ring_slots());
+        self
+    }
+
     /// Whether the worker's scratch (and a streamed key's ring) is counted
     /// inside the MSM stages, made when they start and given back when they
     /// end: with the key streamed. A resident key's worker keeps its scratch

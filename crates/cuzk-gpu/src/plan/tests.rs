@@ -707,3 +707,60 @@ fn streamed_matrices_take_less_than_resident_ones() {
         );
     }
 }
+
+/// A streamed key's first ring buffers beside the stages before the MSMs
+/// (`VramPlan::ring_ahead`): within the partition's peak, so the plan's
+/// peak, layout and ring are the same with them as without; none with the
+/// key resident or the option off.
+#[test]
+fn ring_ahead_fits_beside_the_h_polynomial_within_the_peak() {
+    let shape = porep_32gib_deferred();
+    let off = PlanOptions::default().with_ring_ahead(false);
+    // The H100's arenas of 2026-12-06 too: each budget less its 0.53 GiB (543 MiB)
+    // CUDA context (16 GiB → 15.47 GiB: 2^23 chunks, the lean H).
+    let h100 = [16u64, 24, 32].map(|g| g * GIB - 543 * (1 << 20));
+    for bytes in [12u64, 15, 16, 23, 24, 31, 32, 40, 48, 80]
+        .map(|g| g * GIB)
+        .into_iter()
+        .chain(h100)
+    {
+        let gib = bytes.div_ceil(GIB);
+        let on = VramPlan::new(shape, bytes, &CudaFootprints).unwrap();
+        let plain = VramPlan::new_with(shape, bytes, &CudaFootprints, off).unwrap();
+        assert_eq!(plain.ring_ahead, 0, "{gib} GiB: {plain}");
+        assert_eq!(
+            VramPlan {
+                ring_ahead: 0,
+                ..on.clone()
+            },
+            plain,
+            "{gib} GiB"
+        );
+        println!("{gib:>4} GiB: {on}");
+        let SrsMode::Streamed { chunk } = on.mode else {
+            assert_eq!(on.ring_ahead, 0, "{gib} GiB: {on}");
+            continue;
+        };
+        let before = on
+            .stages
+            .iter()
+            .filter(|s| !s.name.starts_with("msm"))
+            .map(|s| s.bytes)
+            .max()
+            .unwrap();
+        let slot = chunk as u64 * G1_BYTES;
+        assert!(
+            before + on.ring_ahead as u64 * slot <= on.partition_peak,
+            "{gib} GiB: {on}"
+        );
+        assert!(
+            on.ring_ahead <= RING_AHEAD.min(on.ring_slots()),
+            "{gib} GiB"
+        );
+        // At the cards' budgets (and a GiB less, their arenas) the first
+        // chunk's copy is hidden: at least one buffer fits.
+        if matches!(gib, 15 | 16 | 23 | 24 | 31 | 32) {
+            assert!(on.ring_ahead >= 1, "{} GiB: {on}", human(bytes));
+        }
+    }
+}

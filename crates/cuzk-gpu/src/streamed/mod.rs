@@ -105,15 +105,51 @@ impl<'a> Section<'a> {
     }
 }
 
+/// A partition's sections when L's, A's and B's chunks cross among H's:
+/// H, L, A, B_G1, B_G2 over `scalars` (H's, the aux values, A's and B's),
+/// `n` the domain, `aux` the aux values' count.
+fn interleaved_sections<'a>(
+    key: &'a ProvingKey,
+    n: usize,
+    aux: usize,
+    scalars: [Scalars<'a>; 4],
+) -> Vec<Section<'a>> {
+    let [h, l, a, b] = scalars;
+    let mut v = vec![
+        Section::h(key, h, n - 1),
+        Section::g1("L", &key.l, l, aux),
+        Section::g1("A", &key.a, a, key.a.len()),
+    ];
+    v.extend(Section::b(key, b, key.b_g1.len()));
+    v
+}
+
+/// The order a stage crosses its members' sections in (`chunk`-point
+/// chunks): interleaved (`mixed`: the first section's chunks with the
+/// others spread between them), or in turn.
+fn stage_order(members: &[Vec<Section<'_>>], chunk: usize, mixed: bool) -> BatchOrder {
+    let chunks: Vec<usize> = members[0].iter().map(|x| x.chunks(chunk)).collect();
+    match mixed {
+        true => BatchOrder::new(&chunks, members.len(), members.len()),
+        false => BatchOrder::in_turn(&chunks),
+    }
+}
+
 /// The ring of chunk buffers, one chunk of scalars, and what has crossed.
-struct Ring {
-    /// `chunk` G1 points' bytes each; taken out while recast for a chunk.
+pub(crate) struct Ring {
+    /// `chunk` G1 points' bytes each; taken out while recast for a chunk,
+    /// and not yet made while the ring is open ahead of its stage
+    /// ([`Ring::complete`]).
     slots: Vec<Option<DeviceBuffer<G1AffineLimbs>>>,
     /// The copy that filled each slot.
     uploaded: Vec<Option<Event>>,
     /// The sums that last read each slot (its next copy waits for them).
     used: Vec<Option<Event>>,
-    scalars: DeviceBuffer<FrLimbs>,
+    /// Made with the ring's other buffers when its stage starts.
+    scalars: Option<DeviceBuffer<FrLimbs>>,
+    /// The crossings started before the first stage that uses the ring,
+    /// in its order: (section, chunk) of crossing 0, 1, …
+    ahead: Vec<(usize, usize)>,
     chunk: usize,
     /// Key bytes copied in so far.
     crossed: u64,
@@ -123,26 +159,63 @@ struct Ring {
 }
 
 impl Ring {
-    /// A ring of `slots` chunk buffers (at least [`RING`]).
-    fn new(s: &Stream, copy: &Stream, chunk: usize, slots: usize) -> cuzk_cuda::Result<Ring> {
+    /// A ring of `slots` chunk buffers (at least [`RING`]), of which the
+    /// first `ahead` are made now and zeroed on the copy stream, so copies
+    /// into them need not wait for the compute stream's queue (the H
+    /// polynomial); the rest, and the scalars, when its stage starts.
+    fn new(
+        s: &Stream,
+        copy: &Stream,
+        chunk: usize,
+        slots: usize,
+        ahead: usize,
+    ) -> cuzk_cuda::Result<Ring> {
         let n = slots.max(RING);
         let mut slots = Vec::with_capacity(n);
-        for _ in 0..n {
-            slots.push(Some(s.alloc::<G1AffineLimbs>(chunk)?));
+        for _ in 0..ahead.min(n) {
+            let mut b = s.alloc_uninit::<G1AffineLimbs>(chunk)?;
+            copy.zero_range(&mut b, 0, chunk)?;
+            slots.push(Some(b));
         }
-        let scalars = s.alloc::<FrLimbs>(chunk)?;
-        // The copy stream writes into buffers allocated on the compute stream.
-        copy.wait(&s.record()?)?;
+        slots.resize_with(n, || None);
         Ok(Ring {
             slots,
             uploaded: (0..n).map(|_| None).collect(),
             used: (0..n).map(|_| None).collect(),
-            scalars,
+            scalars: None,
+            ahead: Vec::new(),
             chunk,
             crossed: 0,
             chunks: 0,
             trace: Trace::default(),
         })
+    }
+
+    /// The buffers not made yet, and the scalars: when the stage starts.
+    fn complete(&mut self, s: &Stream, copy: &Stream) -> cuzk_cuda::Result<()> {
+        if self.scalars.is_some() {
+            return Ok(());
+        }
+        for slot in self.slots.iter_mut().filter(|b| b.is_none()) {
+            *slot = Some(s.alloc::<G1AffineLimbs>(self.chunk)?);
+        }
+        self.scalars = Some(s.alloc::<FrLimbs>(self.chunk)?);
+        // The copy stream writes into buffers zeroed on the compute stream.
+        copy.wait(&s.record()?)?;
+        Ok(())
+    }
+
+    /// The chunk's scalars' buffer (made by [`Ring::complete`]).
+    fn scalars(&self) -> &DeviceBuffer<FrLimbs> {
+        self.scalars
+            .as_ref()
+            .expect("the ring completed before its stage")
+    }
+
+    fn scalars_mut(&mut self) -> &mut DeviceBuffer<FrLimbs> {
+        self.scalars
+            .as_mut()
+            .expect("the ring completed before its stage")
     }
 
     /// Runs `f` on slot `i`'s buffer as points of type `T` (taken out of
@@ -194,10 +267,11 @@ impl Worker {
     /// (a batch of one, [`Worker::streamed_batch`]); without it every scalar
     /// streams from the host beside its bases (A's and B's gathered on the
     /// host first) and the sections run in turn.
+    /// `ring`: the partition's ring ([`Worker::open_ring_ahead`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn streamed_msms(
         &mut self,
-        chunk: usize,
+        mut ring: Ring,
         key: &ProvingKey,
         w: &Synthesized,
         dh: DeviceBuffer<FrLimbs>,
@@ -206,11 +280,10 @@ impl Worker {
         t: &mut StageTimings,
     ) -> cuzk_cuda::Result<MsmSums> {
         if let Some(dl) = aux_on_device {
-            let mut sums = self.streamed_batch(chunk, key, &[w], vec![(dh, dl)], clock)?;
+            let mut sums = self.streamed_batch(ring, key, &[w], vec![(dh, dl)], clock)?;
             return Ok(sums.pop().expect("one member"));
         }
         let n = dh.len();
-        let mut ring = self.open_ring(chunk, key)?;
         let aux = w.num_aux();
         let h = Section::h(key, Scalars::Device(&dh), n - 1);
         let h = self.phase(&mut ring, "msm_h", &[vec![h]], false, clock)?[0][0].g1();
@@ -247,13 +320,12 @@ impl Worker {
     /// every member, since all the members' H scalars are on the device.
     pub(crate) fn streamed_batch(
         &mut self,
-        chunk: usize,
+        mut ring: Ring,
         key: &ProvingKey,
         ws: &[&Synthesized],
         held: Vec<(DeviceBuffer<FrLimbs>, DeviceBuffer<FrLimbs>)>,
         clock: &mut Clock,
     ) -> cuzk_cuda::Result<Vec<MsmSums>> {
-        let mut ring = self.open_ring(chunk, key)?;
         let mut dense = Vec::with_capacity(ws.len());
         for (w, (_, dl)) in ws.iter().zip(&held) {
             let a = self.dense_section(dl, w, Dense::A, key.a.len())?;
@@ -265,13 +337,13 @@ impl Worker {
             .zip(&held)
             .zip(&dense)
             .map(|((w, (dh, dl)), (a, b))| {
-                let mut v = vec![
-                    Section::h(key, Scalars::Device(dh), dh.len() - 1),
-                    Section::g1("L", &key.l, Scalars::Device(dl), w.num_aux()),
-                    Section::g1("A", &key.a, Scalars::Dense(a), a.len()),
+                let scalars = [
+                    Scalars::Device(dh),
+                    Scalars::Device(dl),
+                    Scalars::Dense(a),
+                    Scalars::Dense(b),
                 ];
-                v.extend(Section::b(key, Scalars::Dense(b), b.len()));
-                v
+                interleaved_sections(key, dh.len(), w.num_aux(), scalars)
             })
             .collect();
         let got = self.phase(&mut ring, "msm_h_l_a_b", &members, true, clock)?;
@@ -323,7 +395,9 @@ impl Worker {
         // The scratch for the MSM stage alone (the plan counts it there).
         self.size_for(plan)?;
         let mut clock = Clock::new();
-        let sums = self.streamed_batch(chunk, key, ws, held, &mut clock);
+        let sums = self
+            .open_ring(chunk, key, plan.ring_slots(), 0)
+            .and_then(|ring| self.streamed_batch(ring, key, ws, held, &mut clock));
         self.pin = None;
         self.scratch = None;
         let sums = sums?;
@@ -337,9 +411,16 @@ impl Worker {
         Ok(sums)
     }
 
-    /// The ring of chunk buffers, and the key's pin in host memory when
-    /// there is one (else the chunks cross through the staging buffers).
-    fn open_ring(&mut self, chunk: usize, key: &ProvingKey) -> cuzk_cuda::Result<Ring> {
+    /// The ring of `slots` chunk buffers, `ahead` of them made now
+    /// ([`Ring::new`]), and the key's pin in host memory when there is one
+    /// (else the chunks cross through the staging buffers).
+    fn open_ring(
+        &mut self,
+        chunk: usize,
+        key: &ProvingKey,
+        slots: usize,
+        ahead: usize,
+    ) -> cuzk_cuda::Result<Ring> {
         self.pin = self.srs.host_pin(key);
         if self.pin.is_none() {
             tracing::info!(
@@ -347,7 +428,45 @@ impl Worker {
                  the staging buffers"
             );
         }
-        Ring::new(&self.stream, &self.copy, chunk, self.ring_slots)
+        Ring::new(&self.stream, &self.copy, chunk, slots, ahead)
+    }
+
+    /// A partition's ring under `plan` (streamed), opened while its H
+    /// polynomial runs (queued, not finished): the plan's
+    /// [`VramPlan::ring_ahead`] buffers made from what the stages before
+    /// the MSMs leave free (the plan keeps them within the partition's
+    /// peak) and the first crossings of the MSM stage started into them on
+    /// the copy stream, in the order that stage crosses them: H's and the
+    /// light sections' interleaved when the aux values are on the device
+    /// (`interleaved`), else H's alone. The rest of the ring is made when
+    /// the stage starts. `n`: the domain; `aux`: the witness's aux values.
+    pub(crate) fn open_ring_ahead(
+        &mut self,
+        plan: &VramPlan,
+        key: &ProvingKey,
+        n: usize,
+        aux: usize,
+        interleaved: bool,
+    ) -> cuzk_cuda::Result<Ring> {
+        let SrsMode::Streamed { chunk } = plan.mode else {
+            unreachable!("a ring only for a streamed key")
+        };
+        let mut ring = self.open_ring(chunk, key, plan.ring_slots(), plan.ring_ahead)?;
+        if plan.ring_ahead == 0 {
+            return Ok(ring);
+        }
+        // A crossing reads only its section's points: no scalars here.
+        let none = || Scalars::Host(&[]);
+        let sections = match interleaved {
+            true => interleaved_sections(key, n, aux, [none(), none(), none(), none()]),
+            false => vec![Section::h(key, none(), n - 1)],
+        };
+        let order = stage_order(std::slice::from_ref(&sections), chunk, interleaved);
+        for (i, c) in order.crossings().iter().enumerate().take(plan.ring_ahead) {
+            self.upload_task(&mut ring, i, &sections[c.section], c.chunk)?;
+            ring.ahead.push((c.section, c.chunk));
+        }
+        Ok(ring)
     }
 
     fn close_ring(&mut self, ring: Ring) {
@@ -373,23 +492,24 @@ impl Worker {
         clock: &mut Clock,
     ) -> cuzk_cuda::Result<Vec<Vec<Sum>>> {
         let s = self.stream.clone();
+        ring.complete(&s, &self.copy)?;
         clock.start(&s, name)?;
-        let chunks: Vec<usize> = members[0].iter().map(|x| x.chunks(ring.chunk)).collect();
-        let order = match mixed {
-            true => BatchOrder::new(&chunks, members.len(), members.len()),
-            false => BatchOrder::in_turn(&chunks),
-        };
+        let order = stage_order(members, ring.chunk, mixed);
         let ahead = ring.slots.len();
+        let started = std::mem::take(&mut ring.ahead);
         let mut device = on_device::OnDevice {
             worker: self,
             ring: &mut *ring,
             members,
             order: &order,
-            kept: (0..members.len() * chunks.len()).map(|_| None).collect(),
+            kept: (0..members.len() * members[0].len())
+                .map(|_| None)
+                .collect(),
             h_buckets: None,
             carry: None,
             queued: false,
             waited: None,
+            ahead: started,
         };
         let sums = batch::run(&order, ahead, &mut device)?;
         clock.stop(&s)?;

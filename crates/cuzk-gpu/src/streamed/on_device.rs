@@ -39,6 +39,9 @@ pub(super) struct OnDevice<'x, 'a> {
     /// The compute stream's events around the wait for the copy of the
     /// crossing whose sums are queued.
     pub(super) waited: Option<(Event, Event)>,
+    /// (section, chunk) of the crossings started before the stage, in its
+    /// order ([`Worker::open_ring_ahead`]): not started again.
+    pub(super) ahead: Vec<(usize, usize)>,
 }
 
 impl Crossings for OnDevice<'_, '_> {
@@ -69,6 +72,20 @@ impl Crossings for OnDevice<'_, '_> {
     /// Copies the crossing's points into slot i mod [`RING`] on the copy
     /// stream, after the sums that last read that slot.
     fn cross(&mut self, i: usize, c: &Crossing) -> cuzk_cuda::Result<()> {
+        if let Some(&started) = self.ahead.get(i) {
+            // Started while the H polynomial ran: the same chunk, or a bug.
+            return match started == (c.section, c.chunk) {
+                true => Ok(()),
+                false => Err(cuzk_cuda::Error::BadArguments {
+                    kernel: "streamed key",
+                    message: format!(
+                        "crossing {i} was started ahead as section {} chunk {}, the stage \
+                         crosses section {} chunk {} there",
+                        started.0, started.1, c.section, c.chunk
+                    ),
+                }),
+            };
+        }
         let section = &self.members[0][c.section];
         self.worker
             .upload_task(self.ring, i % self.ring.slots.len(), section, c.chunk)
@@ -91,14 +108,15 @@ impl Crossings for OnDevice<'_, '_> {
         // queue behind the copy stream's uploads in flight.
         let before = s.record()?;
         match section.scalars {
-            Scalars::Device(d) => copy_pad(&s, d, start, len, &mut ring.scalars)?,
+            Scalars::Device(d) => copy_pad(&s, d, start, len, ring.scalars_mut())?,
             Scalars::Host(h) => {
-                w.stage_upload(&s, fr_as_limbs(&h[start..end]), &mut ring.scalars, 0)?;
-                if len < ring.chunk {
-                    s.zero_range(&mut ring.scalars, len, ring.chunk - len)?;
+                w.stage_upload(&s, fr_as_limbs(&h[start..end]), ring.scalars_mut(), 0)?;
+                let chunk = ring.chunk;
+                if len < chunk {
+                    s.zero_range(ring.scalars_mut(), len, chunk - len)?;
                 }
             }
-            Scalars::Dense(d) => dense_chunk(&s, d, start, end, &mut ring.scalars)?,
+            Scalars::Dense(d) => dense_chunk(&s, d, start, end, ring.scalars_mut())?,
         }
         let last = self
             .order
@@ -113,14 +131,14 @@ impl Crossings for OnDevice<'_, '_> {
                     (None, _) => Others::Own,
                 };
                 let (carry, queued, classified) = ring.with_slot(slot, |b, ring| {
-                    w.enqueue_chunk(b, &ring.scalars, to, last, g1_parts)
+                    w.enqueue_chunk(b, ring.scalars(), to, last, g1_parts)
                 })?;
                 (carry.map(Sum::G1), queued, classified)
             }
             Bases::G2(_) => {
                 let to = kept.map_or(Others::Own, Others::Kept);
                 let (carry, queued, classified) = ring.with_slot(slot, |b, ring| {
-                    w.enqueue_chunk(b, &ring.scalars, to, last, g2_parts)
+                    w.enqueue_chunk(b, ring.scalars(), to, last, g2_parts)
                 })?;
                 (carry.map(Sum::G2), queued, classified)
             }
