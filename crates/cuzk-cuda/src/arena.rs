@@ -186,11 +186,18 @@ impl fmt::Debug for Arena {
 /// The arena a budget reserves on a device with `free` of `total` bytes
 /// free: `auto`, what is free less a margin; a budget of bytes, the budget
 /// less what the device already has in use (this process's CUDA context and
-/// any other process's memory), so that the device's whole use, as
-/// nvidia-smi shows it, stays within the budget. Rounded down to
-/// [`ALIGN`]; the reason when nothing or not enough is left.
-fn arena_bytes(budget: VramBudget, free: u64, total: u64) -> std::result::Result<u64, String> {
-    let in_use = total.saturating_sub(free);
+/// any other process's memory) and `later`, what the driver will still take
+/// beside the arena (local memory at the first launch that needs it), so
+/// that the device's whole use, as nvidia-smi shows it, stays within the
+/// budget. Rounded down to [`ALIGN`]; the reason when nothing or not enough
+/// is left.
+fn arena_bytes(
+    budget: VramBudget,
+    free: u64,
+    total: u64,
+    later: u64,
+) -> std::result::Result<u64, String> {
+    let in_use = total.saturating_sub(free) + later;
     let bytes = match budget {
         VramBudget::Auto => free.saturating_sub((1u64 << 30).max(total / 33)),
         VramBudget::Bytes(b) if b > total => {
@@ -201,7 +208,8 @@ fn arena_bytes(budget: VramBudget, free: u64, total: u64) -> std::result::Result
         }
         VramBudget::Bytes(b) if b <= in_use => {
             return Err(format!(
-                "{} of it is already in use on the device (the CUDA context, other processes)",
+                "{} of it is in use on the device or will be (the CUDA context, its local \
+                 memory, other processes)",
                 cuzk_arena::human(in_use)
             ))
         }
@@ -213,17 +221,72 @@ fn arena_bytes(budget: VramBudget, free: u64, total: u64) -> std::result::Result
     Ok(bytes)
 }
 
+/// What the driver will still take on the device after the arena is
+/// reserved: local memory for every thread the device can hold at once
+/// (each thread's stack and the largest of the kernels' own local bytes),
+/// reserved at the first launch that needs it (an H100 run of 2026-12-06
+/// read nvidia-smi ~0.3 GiB above the budget once the kernels had run), and
+/// the printf and malloc heaps. The stack's local memory is asked for now
+/// (setting the stack limit to its own value): what that took is in use
+/// already and not counted again.
+pub(crate) fn driver_later<'f>(
+    ctx: &Arc<CudaContext>,
+    functions: impl Iterator<Item = &'f cudarc::driver::CudaFunction>,
+) -> Result<u64> {
+    use cudarc::driver::sys::{CUdevice_attribute as A, CUfunction_attribute as F, CUlimit as L};
+    let free = || {
+        ctx.mem_get_info()
+            .cuda("cuMemGetInfo", || "local memory".into())
+    };
+    let (before, _) = free()?;
+    let stack = ctx
+        .get_limit(L::CU_LIMIT_STACK_SIZE)
+        .cuda("cuCtxGetLimit", || "stack size".into())?;
+    ctx.set_limit(L::CU_LIMIT_STACK_SIZE, stack)
+        .cuda("cuCtxSetLimit", || format!("stack size {stack}"))?;
+    let (after, _) = free()?;
+    let mut local = 0;
+    for f in functions {
+        let bytes = f
+            .get_attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
+            .cuda("cuFuncGetAttribute", || "local size".into())?;
+        local = local.max(bytes.max(0) as u64);
+    }
+    let attr = |a| {
+        ctx.attribute(a)
+            .cuda("cuDeviceGetAttribute", || format!("{a:?}"))
+            .map(|v| v.max(0) as u64)
+    };
+    let threads = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+        * attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?;
+    let mut heaps = 0;
+    for limit in [L::CU_LIMIT_PRINTF_FIFO_SIZE, L::CU_LIMIT_MALLOC_HEAP_SIZE] {
+        heaps += ctx
+            .get_limit(limit)
+            .cuda("cuCtxGetLimit", || format!("{limit:?}"))? as u64;
+    }
+    let need = (stack as u64 + local) * threads + heaps;
+    let taken = (before as u64).saturating_sub(after as u64);
+    Ok(need.saturating_sub(taken))
+}
+
 impl Arena {
     /// Start-up: asks the device what it has free (once) and reserves the
-    /// budget in one allocation ([`arena_bytes`]).
-    pub(crate) fn reserve(ctx: &Arc<CudaContext>, budget: VramBudget, what: &str) -> Result<Arena> {
+    /// budget in one allocation ([`arena_bytes`]), `later` bytes left for
+    /// what the driver will still take ([`driver_later`]).
+    pub(crate) fn reserve(
+        ctx: &Arc<CudaContext>,
+        budget: VramBudget,
+        later: u64,
+        what: &str,
+    ) -> Result<Arena> {
         ctx.bind_to_thread()
             .cuda("cuCtxSetCurrent", || what.to_string())?;
         let (free, total) = ctx
             .mem_get_info()
             .cuda("cuMemGetInfo", || what.to_string())?;
         let (free, total) = (free as u64, total as u64);
-        let bytes = arena_bytes(budget, free, total).map_err(|why| {
+        let bytes = arena_bytes(budget, free, total, later).map_err(|why| {
             Error::OutOfMemory(format!(
                 "VRAM budget {budget} asked for on {what}, but {why} (the device has {} free of {})",
                 cuzk_arena::human(free),
@@ -233,10 +296,12 @@ impl Arena {
         if let VramBudget::Bytes(b) = budget {
             tracing::info!(
                 "VRAM budget {} on {what}: {} of the device already in use (this process's CUDA \
-                 context, any other process), so the arena reserves {} and the device's use as \
+                 context, any other process) and {} left for the local memory the driver takes \
+                 at the first launches, so the arena reserves {} and the device's use as \
                  nvidia-smi counts it stays within the budget",
                 cuzk_arena::human(b),
                 cuzk_arena::human(total - free),
+                cuzk_arena::human(later),
                 cuzk_arena::human(bytes)
             );
         }
@@ -387,18 +452,27 @@ mod tests {
     #[test]
     fn a_budget_counts_what_the_device_already_uses() {
         let (total, free) = (80 * GIB, 80 * GIB - 800 * (1 << 20));
-        let arena = arena_bytes(VramBudget::Bytes(24 * GIB), free, total).unwrap();
+        let arena = arena_bytes(VramBudget::Bytes(24 * GIB), free, total, 0).unwrap();
         assert_eq!(arena, 24 * GIB - 800 * (1 << 20));
         assert_eq!(arena % ALIGN, 0);
-        let odd = arena_bytes(VramBudget::Bytes(24 * GIB + 100), free, total).unwrap();
+        let odd = arena_bytes(VramBudget::Bytes(24 * GIB + 100), free, total, 0).unwrap();
         assert_eq!(odd, arena);
-        let auto = arena_bytes(VramBudget::Auto, free, total).unwrap();
+        let auto = arena_bytes(VramBudget::Auto, free, total, 0).unwrap();
         assert_eq!(auto, (free - total / 33) & !(ALIGN - 1));
-        let over = arena_bytes(VramBudget::Bytes(81 * GIB), free, total).unwrap_err();
+        let over = arena_bytes(VramBudget::Bytes(81 * GIB), free, total, 0).unwrap_err();
         assert!(over.contains("80.00 GiB in all"), "{over}");
-        let used = arena_bytes(VramBudget::Bytes(512 << 20), free, total).unwrap_err();
-        assert!(used.contains("800.0 MiB of it is already in use"), "{used}");
-        let none = arena_bytes(VramBudget::Auto, GIB / 2, total).unwrap_err();
+        let used = arena_bytes(VramBudget::Bytes(512 << 20), free, total, 0).unwrap_err();
+        assert!(used.contains("800.0 MiB of it is in use"), "{used}");
+        let none = arena_bytes(VramBudget::Auto, GIB / 2, total, 0).unwrap_err();
         assert!(none.contains("nothing is left"), "{none}");
+        // What the driver takes later (the H100's 132 SMs × 2048 threads ×
+        // 1 KiB of stack, and 9 MiB of heaps) comes off a budget of bytes.
+        let later = 132 * 2048 * 1024 + (9 << 20);
+        let less = arena_bytes(VramBudget::Bytes(24 * GIB), free, total, later).unwrap();
+        assert_eq!(less, (arena - later) & !(ALIGN - 1));
+        let auto_less = arena_bytes(VramBudget::Auto, free, total, later).unwrap();
+        assert_eq!(auto_less, auto, "auto's margin covers it");
+        let tight = arena_bytes(VramBudget::Bytes(1 << 30), free, total, later).unwrap_err();
+        assert!(tight.contains("1.05 GiB of it is in use"), "{tight}");
     }
 }

@@ -115,7 +115,8 @@ impl Gpu {
         }
         let functions = declared_functions(&modules, &info)?;
         tracing::debug!(%info, kernels = functions.len(), "loaded cuzk kernels");
-        let arena = Arena::reserve(&ctx, budget, &info.to_string())?;
+        let later = crate::arena::driver_later(&ctx, functions.values())?;
+        let arena = Arena::reserve(&ctx, budget, later, &info.to_string())?;
         Ok(Gpu {
             inner: Arc::new(GpuInner {
                 arena,
