@@ -222,13 +222,17 @@ fn arena_bytes(
 }
 
 /// What the driver will still take on the device after the arena is
-/// reserved: local memory for every thread the device can hold at once
-/// (each thread's stack and the largest of the kernels' own local bytes),
-/// reserved at the first launch that needs it (an H100 run of 2026-12-06
-/// read nvidia-smi ~0.3 GiB above the budget once the kernels had run), and
-/// the printf and malloc heaps. The stack's local memory is asked for now
-/// (setting the stack limit to its own value): what that took is in use
-/// already and not counted again.
+/// reserved: local memory, reserved at the first launch that needs it, and
+/// the printf and malloc heaps. Local memory is counted as every thread the
+/// device can hold at once with the stack limit's bytes, plus the most any
+/// one kernel's own local bytes take at its occupancy (a thread's local
+/// bytes × the threads its registers let a multiprocessor hold). On an H100
+/// that is 264 MiB of stack and 55 MiB for a G2 kernel's 1.7 KB frame at 256
+/// threads: the run of 2026-12-06 read nvidia-smi ~0.3 GiB above the arena
+/// and the context once the kernels had run (counting every kernel's frame
+/// for every thread, 0.7 GiB, left 0.5 GiB of a 24 GiB budget unused). The
+/// stack's local memory is asked for now (setting the stack limit to its own
+/// value): what that took is in use already and not counted again.
 pub(crate) fn driver_later<'f>(
     ctx: &Arc<CudaContext>,
     functions: impl Iterator<Item = &'f cudarc::driver::CudaFunction>,
@@ -241,31 +245,35 @@ pub(crate) fn driver_later<'f>(
     let (before, _) = free()?;
     let stack = ctx
         .get_limit(L::CU_LIMIT_STACK_SIZE)
-        .cuda("cuCtxGetLimit", || "stack size".into())?;
-    ctx.set_limit(L::CU_LIMIT_STACK_SIZE, stack)
+        .cuda("cuCtxGetLimit", || "stack size".into())? as u64;
+    ctx.set_limit(L::CU_LIMIT_STACK_SIZE, stack as usize)
         .cuda("cuCtxSetLimit", || format!("stack size {stack}"))?;
     let (after, _) = free()?;
-    let mut local = 0;
-    for f in functions {
-        let bytes = f
-            .get_attribute(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)
-            .cuda("cuFuncGetAttribute", || "local size".into())?;
-        local = local.max(bytes.max(0) as u64);
-    }
     let attr = |a| {
         ctx.attribute(a)
             .cuda("cuDeviceGetAttribute", || format!("{a:?}"))
             .map(|v| v.max(0) as u64)
     };
-    let threads = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
-        * attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?;
+    let sms = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let threads = attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?;
+    let registers = attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?;
+    let mut local = 0;
+    for f in functions {
+        let get = |a| {
+            f.get_attribute(a)
+                .cuda("cuFuncGetAttribute", || format!("{a:?}"))
+                .map(|v| v.max(0) as u64)
+        };
+        let resident = threads.min(registers / get(F::CU_FUNC_ATTRIBUTE_NUM_REGS)?.max(1));
+        local = local.max(get(F::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)? * resident);
+    }
     let mut heaps = 0;
     for limit in [L::CU_LIMIT_PRINTF_FIFO_SIZE, L::CU_LIMIT_MALLOC_HEAP_SIZE] {
         heaps += ctx
             .get_limit(limit)
             .cuda("cuCtxGetLimit", || format!("{limit:?}"))? as u64;
     }
-    let need = (stack as u64 + local) * threads + heaps;
+    let need = sms * (stack * threads + local) + heaps;
     let taken = (before as u64).saturating_sub(after as u64);
     Ok(need.saturating_sub(taken))
 }
