@@ -114,7 +114,10 @@ fn kept_buckets_for_a_tiny_circuit_under_a_large_budget() {
     )
     .with_kept_h(&CudaFootprints);
     assert!(plan.workers_that_fit() > SHIFTED_H_WORKERS, "{plan}");
-    assert!(plan.batch_room() > crate::plan::room::BATCH_COUNTED, "{plan}");
+    assert!(
+        plan.batch_room() > crate::plan::room::BATCH_COUNTED,
+        "{plan}"
+    );
     assert!(plan.h_kept.is_some(), "{plan}");
     assert!(plan.fits(), "{plan}");
 }
