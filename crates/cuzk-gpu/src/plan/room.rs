@@ -30,6 +30,17 @@ impl VramPlan {
             .unwrap_or(0)
     }
 
+    /// The largest stage's bytes before the MSMs (a, b, c and the H
+    /// polynomial).
+    pub(crate) fn before_msm_peak(&self) -> u64 {
+        self.stages
+            .iter()
+            .filter(|s| !s.name.starts_with("msm"))
+            .map(|s| s.bytes)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// This plan with a streamed key's ring of four buffers and `extra`
     /// more (at most [`EXTRA_RING_SLOTS`]), their bytes in the MSM stages
     /// and the peak made again; a resident key's plan unchanged.
@@ -117,14 +128,8 @@ impl VramPlan {
         let SrsMode::Streamed { chunk } = self.mode else {
             return self;
         };
-        let before = self
-            .stages
-            .iter()
-            .filter(|s| !s.name.starts_with("msm"))
-            .map(|s| s.bytes)
-            .max()
-            .unwrap_or(0);
-        let room = self.partition_peak.saturating_sub(before) / (chunk as u64 * G1_BYTES);
+        let room =
+            self.partition_peak.saturating_sub(self.before_msm_peak()) / (chunk as u64 * G1_BYTES);
         self.ring_ahead = (room as usize).min(RING_AHEAD).min(self.ring_slots());
         self
     }

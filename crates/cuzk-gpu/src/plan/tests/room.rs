@@ -183,13 +183,8 @@ fn ring_ahead_fits_beside_the_h_polynomial_within_the_peak() {
             assert_eq!(on.ring_ahead, 0, "{gib} GiB: {on}");
             continue;
         };
-        let before = on
-            .stages
-            .iter()
-            .filter(|s| !s.name.starts_with("msm"))
-            .map(|s| s.bytes)
-            .max()
-            .unwrap();
+        let before = on.before_msm_peak();
+        assert!(before > 0, "{gib} GiB: {on}");
         let slot = chunk as u64 * G1_BYTES;
         assert!(
             before + on.ring_ahead as u64 * slot <= on.partition_peak,
