@@ -289,6 +289,10 @@ impl Worker {
                 // polynomial runs, before the scratch waits for its vectors.
                 let interleaved = aux_on_device.is_some();
                 let ring = self.open_ring_ahead(plan, key, n, w.num_aux(), interleaved)?;
+                // A's and B's rank indexes too (host work the device would
+                // otherwise idle for after the H polynomial).
+                let aux_on_device =
+                    aux_on_device.map(|aux| (aux, crate::streamed::dense_indexes(w)));
                 self.size_for(plan)?;
                 let sums = self.streamed_msms(ring, key, w, da, aux_on_device, &mut clock, t);
                 // Both only for the MSM stage (the plan counts them there).

@@ -105,6 +105,21 @@ impl<'a> Section<'a> {
     }
 }
 
+/// What a member of a streamed pass brings to it: its H scalars and aux
+/// values in VRAM, and A's and B's rank indexes ([`dense_indexes`]).
+pub(crate) struct Member {
+    pub(crate) h: DeviceBuffer<FrLimbs>,
+    pub(crate) aux: DeviceBuffer<FrLimbs>,
+    pub(crate) dense: [DenseIndex; 2],
+}
+
+/// A's and B's rank indexes over `w`'s density bitmaps: host work over
+/// ~2 M words each at 32 GiB, made while the partition's H polynomial runs
+/// (after it, before the MSM stage's first kernels, the device would idle).
+pub(crate) fn dense_indexes(w: &Synthesized) -> [DenseIndex; 2] {
+    [&w.a_aux_density, &w.b_aux_density].map(|d| DenseIndex::new(d.as_words(), w.num_aux()))
+}
+
 /// A partition's sections when L's, A's and B's chunks cross among H's:
 /// H, L, A, B_G1, B_G2 over `scalars` (H's, the aux values, A's and B's),
 /// `n` the domain, `aux` the aux values' count.
@@ -275,12 +290,13 @@ impl Worker {
         key: &ProvingKey,
         w: &Synthesized,
         dh: DeviceBuffer<FrLimbs>,
-        aux_on_device: Option<DeviceBuffer<FrLimbs>>,
+        aux_on_device: Option<(DeviceBuffer<FrLimbs>, [DenseIndex; 2])>,
         clock: &mut Clock,
         t: &mut StageTimings,
     ) -> cuzk_cuda::Result<MsmSums> {
-        if let Some(dl) = aux_on_device {
-            let mut sums = self.streamed_batch(ring, key, &[w], vec![(dh, dl)], clock)?;
+        if let Some((aux, dense)) = aux_on_device {
+            let member = Member { h: dh, aux, dense };
+            let mut sums = self.streamed_batch(ring, key, &[w], vec![member], clock)?;
             return Ok(sums.pop().expect("one member"));
         }
         let n = dh.len();
@@ -323,19 +339,26 @@ impl Worker {
         mut ring: Ring,
         key: &ProvingKey,
         ws: &[&Synthesized],
-        held: Vec<(DeviceBuffer<FrLimbs>, DeviceBuffer<FrLimbs>)>,
+        held: Vec<Member>,
         clock: &mut Clock,
     ) -> cuzk_cuda::Result<Vec<MsmSums>> {
-        let mut dense = Vec::with_capacity(ws.len());
-        for (w, (_, dl)) in ws.iter().zip(&held) {
-            let a = self.dense_section(dl, w, Dense::A, key.a.len())?;
-            let b = self.dense_section(dl, w, Dense::B, key.b_g1.len())?;
-            dense.push((a, b));
+        let mut dense = Vec::with_capacity(held.len());
+        let mut scalars = Vec::with_capacity(held.len());
+        for member in held {
+            let [ia, ib] = member.dense;
+            scalars.push((member.h, member.aux));
+            dense.push((ia, ib));
+        }
+        let mut sections = Vec::with_capacity(ws.len());
+        for ((w, (_, dl)), (ia, ib)) in ws.iter().zip(&scalars).zip(dense) {
+            let a = self.dense_section(dl, w, Dense::A, key.a.len(), ia)?;
+            let b = self.dense_section(dl, w, Dense::B, key.b_g1.len(), ib)?;
+            sections.push((a, b));
         }
         let members: Vec<Vec<Section<'_>>> = ws
             .iter()
-            .zip(&held)
-            .zip(&dense)
+            .zip(&scalars)
+            .zip(&sections)
             .map(|((w, (dh, dl)), (a, b))| {
                 let scalars = [
                     Scalars::Device(dh),
@@ -387,10 +410,11 @@ impl Worker {
         let mut held = Vec::with_capacity(ws.len());
         for (w, t) in ws.iter().zip(t.iter_mut()) {
             let mut clock = Clock::new();
-            let (dh, dl) = self.device_h(&matrices, w, n, plan.h_poly, &mut clock)?;
+            let (h, aux) = self.device_h(&matrices, w, n, plan.h_poly, &mut clock)?;
+            let dense = dense_indexes(w);
             s.synchronize()?;
             clock.report(t)?;
-            held.push((dh, dl));
+            held.push(Member { h, aux, dense });
         }
         // The scratch for the MSM stage alone (the plan counts it there).
         self.size_for(plan)?;
@@ -521,17 +545,18 @@ impl Worker {
 
     /// A's (`Dense::A`) or B's scalars to be gathered a chunk at a time
     /// from `dl`, checked to number the key section's `points`: its inputs
-    /// and its bitmap (with the set bits before each word) go up now, before
-    /// any chunk is in flight.
+    /// and its bitmap (with the set bits before each word, `index`, made
+    /// from the same bitmap by [`dense_indexes`]) go up now, before any
+    /// chunk is in flight.
     fn dense_section<'a>(
         &mut self,
         dl: &'a DeviceBuffer<FrLimbs>,
         w: &'a Synthesized,
         which: Dense,
         points: usize,
+        index: DenseIndex,
     ) -> cuzk_cuda::Result<DenseScalars<'a>> {
         let (inputs, density) = self.dense_parts(w, which);
-        let index = DenseIndex::new(density, w.num_aux());
         if inputs.len() + index.ones() != points {
             return Err(cuzk_cuda::Error::BadArguments {
                 kernel: "prover_gather_ranks",
