@@ -263,7 +263,8 @@ fn every_mode_gives_the_same_proof_bytes() {
     let key = Arc::new(key);
     // Pre-compiled, every partition's witness is compact and within what
     // the engine reserves for it (partition 0's count of values other than
-    // 0 and 1, the compact size).
+    // 0 and 1 and a 1/256 margin, the compact size; the count differs a
+    // little between partitions: by 65 of 1.69 M at 32 GiB).
     {
         use cuzk_pipeline::PartitionSource;
         let source = PorepSource::with_synthesis(c1, &key, &pre.0).unwrap();
@@ -274,7 +275,15 @@ fn every_mode_gives_the_same_proof_bytes() {
         for k in 0..source.num_partitions() {
             let w = source.synthesize(k).unwrap();
             let compact = w.compact_aux.as_ref().expect("a compact witness");
-            assert_eq!(compact.others().len(), others, "partition {k}");
+            let count = compact.others().len();
+            if k == 0 {
+                assert_eq!(
+                    others,
+                    count + count.div_ceil(256),
+                    "partition 0's and a margin"
+                );
+            }
+            assert!(count <= others, "partition {k}");
             assert!(w.aux_assignment.is_empty(), "partition {k}");
             let held = cuzk_pipeline::witness_bytes(&w);
             assert!(
