@@ -316,11 +316,12 @@ impl CudaBackend {
                 };
                 // H's kept buckets as the planner would give them (a forced
                 // layout forces where things live, not how H is summed).
-                let p = match self.options().kept_h {
+                let options = self.options();
+                let p = match options.kept_h {
                     true => p.with_kept_h(&CudaFootprints),
                     false => p,
                 };
-                let p = match self.options().ring_ahead {
+                let p = match options.ring_ahead {
                     true => p.with_ring_ahead(),
                     false => p,
                 };

@@ -244,15 +244,10 @@ impl Worker {
         held: Vec<Member>,
         clock: &mut Clock,
     ) -> cuzk_cuda::Result<Vec<MsmSums>> {
-        let mut dense = Vec::with_capacity(held.len());
-        let mut scalars = Vec::with_capacity(held.len());
-        for member in held {
-            let [ia, ib] = member.dense;
-            scalars.push((member.h, member.aux));
-            dense.push((ia, ib));
-        }
+        let (scalars, dense): (Vec<_>, Vec<_>) =
+            held.into_iter().map(|m| ((m.h, m.aux), m.dense)).unzip();
         let mut sections = Vec::with_capacity(ws.len());
-        for ((w, (_, dl)), (ia, ib)) in ws.iter().zip(&scalars).zip(dense) {
+        for ((w, (_, dl)), [ia, ib]) in ws.iter().zip(&scalars).zip(dense) {
             let a = self.dense_section(dl, w, Dense::A, key.a.len(), ia)?;
             let b = self.dense_section(dl, w, Dense::B, key.b_g1.len(), ib)?;
             sections.push((a, b));
