@@ -198,6 +198,15 @@ declare_kernels! {
     kernel "prover/expand.cu" prover_expand_z(
         packed: DevPtr<u64>, len: u32, others_at: u32, others: u32, out: DevPtrMut<FrLimbs>,
     );
+    kernel "prover/expand.cu" prover_expand_span(
+        codes: DevPtr<u64>, before: DevPtr<u32>, others: DevPtr<FrLimbs>, nothers: u32,
+        start: u32, n: u32, out: DevPtrMut<FrLimbs>, total: u32,
+    );
+    kernel "prover/expand.cu" prover_gather_ranks_compact(
+        codes: DevPtr<u64>, before: DevPtr<u32>, others: DevPtr<FrLimbs>, nothers: u32,
+        words: DevPtr<u64>, w0: u32, w1: u32, n: u32, offsets: DevPtr<u32>, r0: u32, r1: u32,
+        out: DevPtrMut<FrLimbs>,
+    );
     kernel "prover/gather.cu" prover_word_popcounts(
         words: DevPtr<u64>, nwords: u32, n: u32, counts: DevPtrMut<u32>,
     );

@@ -6,6 +6,7 @@
 
 use cuzk_field::limbs::{DeviceRepr, FrLimbs};
 
+use crate::compact::CompactOnDevice;
 use crate::decl;
 use crate::device::{grid, DeviceBuffer, Stream};
 use crate::error::{ensure, Result};
@@ -285,6 +286,74 @@ impl RankedBitmap {
                 grid(span.div_ceil(256 / 32).clamp(1, 1 << 16), 256),
                 args,
                 || format!("words {w0}..={w1}, ranks {r0}..{r1}"),
+            )
+        }
+    }
+}
+
+impl RankedBitmap {
+    /// [`RankedBitmap::gather`] reading each value in place from a compact
+    /// vector (`values`, [`CompactOnDevice`]): `out[head + r − r0]` = value
+    /// i_r for the set bits i_r of rank `r0 ≤ r < r1`, in words `w0..=w1`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gather_compact(
+        &self,
+        s: &Stream,
+        values: &CompactOnDevice,
+        words: (usize, usize),
+        ranks: (usize, usize),
+        out: &mut DeviceBuffer<FrLimbs>,
+        head: usize,
+    ) -> Result<()> {
+        let kernel = decl::prover_gather_ranks_compact.name();
+        let ((w0, w1), (r0, r1)) = (words, ranks);
+        ensure(
+            kernel,
+            w0 <= w1
+                && w1 < self.n.div_ceil(64)
+                && r0 < r1
+                && r1 <= self.ones
+                && self.n <= values.len()
+                && head + (r1 - r0) <= out.len(),
+            || {
+                format!(
+                    "words {w0}..={w1} of {}, ranks {r0}..{r1} of {}, a compact vector of {}, {} \
+                     into a buffer of {} at {head}",
+                    self.n.div_ceil(64),
+                    self.ones,
+                    values.len(),
+                    r1.saturating_sub(r0),
+                    out.len()
+                )
+            },
+        )?;
+        let (codes, before, others, nothers) = values.args();
+        let args = (
+            codes,
+            before,
+            others,
+            nothers,
+            self.words.arg(),
+            w0 as u32,
+            w1 as u32,
+            self.n as u32,
+            self.offsets.arg(),
+            r0 as u32,
+            r1 as u32,
+            out.arg_mut_at(head),
+        );
+        let span = (w1 - w0 + 1) as u32;
+        #[allow(unsafe_code)]
+        // SAFETY: reads words w0..=w1 < nwords and their offsets, values
+        // below n ≤ values.len() (bits ≥ n masked; the compact vector's
+        // arrays hold ⌈len / 32⌉ words, its others are read below their
+        // count); writes out[head + r − r0] for r in [r0, r1) only.
+        unsafe {
+            s.launch(
+                decl::prover_gather_ranks_compact,
+                grid(span.div_ceil(256 / 32).clamp(1, 1 << 16), 256),
+                args,
+                || format!("words {w0}..={w1}, ranks {r0}..{r1}, compact"),
             )
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod abc;
 pub mod arena;
+pub mod compact;
 mod decl;
 mod device;
 mod error;

@@ -241,6 +241,45 @@ impl Stream {
         host.mark_used(self)
     }
 
+    /// Pinned host → device, asynchronous (ordered on this stream):
+    /// `host[from..from + count]` into `dst[offset..]` (a chunk of values
+    /// parked in host memory back to the device).
+    pub fn upload_pinned_range<T: DeviceRepr>(
+        &self,
+        host: &PinnedBuffer<T>,
+        from: usize,
+        count: usize,
+        dst: &mut DeviceBuffer<T>,
+        offset: usize,
+    ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        if from.checked_add(count).is_none_or(|e| e > host.len)
+            || offset.checked_add(count).is_none_or(|e| e > dst.len)
+        {
+            return Err(Error::BadArguments {
+                kernel: "upload_pinned_range",
+                message: format!(
+                    "{count} values from {from} of {} pinned at offset {offset} into a buffer of {}",
+                    host.len, dst.len
+                ),
+            });
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        let at = dst.ptr + (offset * size) as u64;
+        let src = &host.bytes.as_slice()[from * size..(from + count) * size];
+        #[allow(unsafe_code)]
+        // SAFETY: the range lies in `host` and in dst's live region from
+        // `offset` (checked above); the pinned memory stays alive (owned by
+        // `host`), which records the copy's completion below, so it is not
+        // rewritten before the copy ran.
+        unsafe { ffi::copy_htod(&self.inner, at, src) }.cuda("cuMemcpyHtoDAsync", || {
+            format!("{} pinned bytes", count * size)
+        })?;
+        host.mark_used(self)
+    }
+
     /// Pinned host → device, asynchronous (ordered on this stream).
     pub fn upload_pinned<T: DeviceRepr>(
         &self,

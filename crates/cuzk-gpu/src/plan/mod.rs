@@ -559,11 +559,9 @@ impl VramPlan {
         let interleaved = matches!(mode, SrsMode::Streamed { .. }) && shape.device_abc.is_some();
         // A's and B's bitmaps on the device with their word offsets, and
         // their inputs, for the gathers by rank.
-        let ranked = match shape.device_abc {
-            Some(d) if interleaved => {
-                2 * (RankedBitmap::bytes_for(shape.aux) + (d.z - shape.aux).max(1) as u64 * s)
-            }
-            _ => 0,
+        let ranked = match interleaved {
+            true => ranked_bytes(&shape),
+            false => 0,
         };
         let mut stages = Vec::with_capacity(6);
         if let Some(bytes) = abc {
@@ -627,14 +625,24 @@ impl VramPlan {
     }
 }
 
+/// A's and B's bitmaps on the device with their word offsets, and their
+/// inputs, for the gathers by rank (a, b, c evaluated on the device: z's
+/// inputs are A's; B's are as many at most).
+pub(crate) fn ranked_bytes(shape: &Shape) -> u64 {
+    let inputs = shape.device_abc.map_or(0, |d| d.z - shape.aux);
+    2 * (RankedBitmap::bytes_for(shape.aux) + inputs.max(1) as u64 * SCALAR_BYTES)
+}
+
 mod display;
 mod footprints;
 mod options;
+mod parked;
 mod room;
 mod shape;
 
 pub use footprints::{CudaFootprints, Footprints};
 pub use options::PlanOptions;
+pub use parked::{ParkedBatch, PARKED_CHUNK_GAIN};
 pub use shape::{DeviceAbc, Shape, STREAM_TERMS};
 
 #[cfg(test)]

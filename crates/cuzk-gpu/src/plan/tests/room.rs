@@ -201,3 +201,65 @@ fn ring_ahead_fits_beside_the_h_polynomial_within_the_peak() {
         }
     }
 }
+
+/// Parked batches at the real shape (a 32 GiB PoRep partition, 1.69 M of
+/// its aux values neither 0 nor 1) under the H100's arenas for the cards'
+/// budgets (the budget less the context and the driver's memory): on a
+/// 16 GiB card, where no held member fits, ten parked members fit the
+/// pass at twice the plan's chunk, within the budget at every stage; a
+/// bound on the members (host memory) is kept; the pass holds fewer
+/// members than the budget allows nowhere, more nowhere.
+#[test]
+fn parked_batches_of_32_gib_porep_partitions_fit_the_small_cards() {
+    let shape = porep_32gib_deferred();
+    let others = 1_690_000;
+    for (card, arena) in [(16u64, 15.14f64), (24, 23.14), (32, 31.14)] {
+        let budget = (arena * GIB as f64) as u64;
+        let plan = VramPlan::new(shape, budget, &CudaFootprints).unwrap();
+        assert_eq!(plan.batch_room(), 1, "{card} GiB: {plan}");
+        let parked = plan.parked_batch(&CudaFootprints, others, 10);
+        let Some(p) = parked else {
+            println!("{card:>3} GiB: no parked batch under {plan}");
+            assert_eq!(card, 32, "{plan}");
+            continue;
+        };
+        let (SrsMode::Streamed { chunk: own }, SrsMode::Streamed { chunk }) =
+            (plan.mode, p.plan.mode)
+        else {
+            panic!("streamed plans");
+        };
+        println!(
+            "{card:>3} GiB: {} members at 2^{} (own 2^{}), member {}, pass {}, peak {} of {}, host {}",
+            p.members,
+            chunk.trailing_zeros(),
+            own.trailing_zeros(),
+            human(p.member_bytes),
+            human(p.pass_bytes),
+            human(p.peak()),
+            human(budget),
+            human(p.host_bytes())
+        );
+        assert!(chunk >= own * PARKED_CHUNK_GAIN, "{card} GiB");
+        assert!(p.peak() <= budget, "{card} GiB");
+        assert_eq!(p.plan.h_kept, None);
+        assert_eq!(p.plan.ring_slots(), 4);
+        assert_eq!(
+            p.plan.before_msm_peak(),
+            plan.before_msm_peak(),
+            "{card} GiB"
+        );
+        // A compact member: ~0.1 GB of aux values, 0.05 GB of bitmaps, and
+        // its kept others (an eighth of a chunk's points per light section).
+        let kept = crate::kept::kept_bytes(chunk, 3, 1);
+        assert!(p.member_bytes > kept && p.member_bytes < kept + 160_000_000);
+        // One more member would not fit, unless the bound stopped it.
+        let more = p.pass_bytes + p.member_bytes + (p.plan.peak() - p.plan.partition_peak);
+        assert!(p.members == 10 || more > budget, "{card} GiB");
+        if card == 16 {
+            assert_eq!((p.members, chunk), (10, 1 << 23), "{card} GiB");
+        }
+        let fewer = plan.parked_batch(&CudaFootprints, others, 3).unwrap();
+        assert_eq!(fewer.members, p.members.min(3), "{card} GiB");
+        assert!(plan.parked_batch(&CudaFootprints, others, 1).is_none());
+    }
+}
