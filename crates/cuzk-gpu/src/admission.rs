@@ -80,6 +80,13 @@ impl VramAdmission {
         self
     }
 
+    /// This admission reserving parked batches' room (where the plan
+    /// parks) when `on`, as the workers it admits for do.
+    pub fn with_parked_batches(mut self, on: bool) -> Self {
+        self.options.parked_batches = on;
+        self
+    }
+
     /// The plan a partition of `shape` runs under on this device.
     pub fn plan(&self, shape: &CircuitShape) -> Result<VramPlan, AdmissionError> {
         self.plan_shape(Shape::of_circuit(shape))
@@ -136,13 +143,27 @@ impl Admission for VramAdmission {
         let SrsMode::Streamed { chunk } = plan.mode else {
             return None;
         };
-        if members < 2 || members > plan.batch_room() {
+        if members < 2 {
             return None;
         }
         let circuit = match &witness.deferred {
             Some(d) if plan.matrices_streamed().is_none() => Some(*d.id()),
             _ => None,
         };
+        if members > plan.batch_room() {
+            // A parked batch (the workers' `batch_room` offered it): its
+            // peak beyond the plan's, for the most others plus 1/256.
+            let others = witness.compact_aux.as_ref()?.others().len();
+            let parked = match self.options.parked_batches {
+                true => plan.parked_batch(&CudaFootprints, others + others / 256, members)?,
+                false => return None,
+            };
+            if parked.members < members {
+                return None;
+            }
+            let extra = parked.peak().saturating_sub(plan.peak());
+            return Some(self.admit_plan_with(plan, circuit, extra));
+        }
         let extra = (members as u64 - 1) * crate::batch::member_bytes(&plan.shape, chunk);
         Some(self.admit_plan_with(plan, circuit, extra))
     }

@@ -17,7 +17,8 @@ use parking_lot::Mutex;
 use crate::error::{gpu_err, GpuError};
 use crate::matrices::{witness_shape, MatrixSlot};
 use crate::plan::{
-    CudaFootprints, HPoly, MatrixLayout, PlanError, PlanOptions, Shape, SrsMode, VramPlan,
+    CudaFootprints, HPoly, MatrixLayout, ParkedBatch, PlanError, PlanOptions, Shape, SrsMode,
+    VramPlan,
 };
 use crate::srs::SrsSlot;
 use crate::worker::Worker;
@@ -39,6 +40,12 @@ pub struct CudaBackend {
     /// Whether plans may fill a streamed key's first ring buffers during
     /// the H polynomial (see [`CudaBackend::set_ring_ahead`]).
     ring_ahead: std::sync::atomic::AtomicBool,
+    /// Whether batches may park their members (see
+    /// [`CudaBackend::set_parked_batches`]).
+    parked_batches: std::sync::atomic::AtomicBool,
+    /// Whether a batch parks its members even where held ones fit, at the
+    /// plan's own chunk (see [`CudaBackend::force_parked`]).
+    force_parked: std::sync::atomic::AtomicBool,
     /// The device, its keys and its arena's size, outside the worker's lock
     /// (for [`Backend::prepare_key`], which must not wait for a partition).
     gpu: Gpu,
@@ -101,6 +108,7 @@ impl CudaBackend {
                 b.set_shifted_h(config.shifted_h);
                 b.set_kept_h(config.kept_h);
                 b.set_ring_ahead(config.ring_ahead);
+                b.set_parked_batches(config.parked_batches);
                 Ok(b)
             })
             .collect()
@@ -141,6 +149,8 @@ impl CudaBackend {
                 z_upload: ZUpload::default(),
                 last_z: None,
                 last_key_bytes: 0,
+                parked: Vec::new(),
+                last_parked: (0, 0),
                 gpu,
                 arena,
                 stream,
@@ -153,6 +163,8 @@ impl CudaBackend {
             shifted_h: std::sync::atomic::AtomicBool::new(false),
             kept_h: std::sync::atomic::AtomicBool::new(true),
             ring_ahead: std::sync::atomic::AtomicBool::new(true),
+            parked_batches: std::sync::atomic::AtomicBool::new(true),
+            force_parked: std::sync::atomic::AtomicBool::new(false),
             gpu: pin_gpu,
             keys: pin_keys,
             capacity,
@@ -254,12 +266,53 @@ impl CudaBackend {
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Whether this worker's batches may park their members where no held
+    /// member fits (`VramPlan::parked_batch`; on unless its [`GpuConfig`]
+    /// says otherwise, off only to measure against).
+    pub fn set_parked_batches(&self, on: bool) {
+        self.parked_batches
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Tests: batches park their members whenever the plan streams the key
+    /// with a, b, c on the device, the pass at the plan's own chunk (a
+    /// forced small chunk gives many chunks per section), even where held
+    /// members would fit.
+    pub fn force_parked(&self, on: bool) {
+        self.force_parked
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The parked batch for `ws` under `plan`: `None` when parked batches
+    /// are off, a member's witness is not compact, or the plan parks no
+    /// batch. Sized for the most others a member holds plus 1/256 (the
+    /// count varies between a proof's partitions); forced (tests), at the
+    /// plan's own chunk.
+    fn parked_for(&self, plan: &VramPlan, ws: &[&Synthesized], most: usize) -> Option<ParkedBatch> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if !self.parked_batches.load(Relaxed) {
+            return None;
+        }
+        let others = ws
+            .iter()
+            .map(|w| w.compact_aux.as_ref().map(|c| c.others().len()))
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .max()?;
+        let others = others + others / 256;
+        match (self.force_parked.load(Relaxed), plan.mode) {
+            (true, SrsMode::Streamed { chunk }) => plan.parked_at(&CudaFootprints, chunk, others, most),
+            _ => plan.parked_batch(&CudaFootprints, others, most),
+        }
+    }
+
     fn options(&self) -> PlanOptions {
         use std::sync::atomic::Ordering::Relaxed;
         PlanOptions::default()
             .with_shifted_h(self.shifted_h.load(Relaxed))
             .with_kept_h(self.kept_h.load(Relaxed))
             .with_ring_ahead(self.ring_ahead.load(Relaxed))
+            .with_parked_batches(self.parked_batches.load(Relaxed))
     }
 
     /// Key bytes the last partition (or batch, [`CudaBackend::msm_sums_batch`])
@@ -406,6 +459,16 @@ impl CudaBackend {
                 .map(|(w, t)| worker.prove(&plan, key, w, t).map_err(gpu_err))
                 .collect();
         }
+        let forced = self.force_parked.load(std::sync::atomic::Ordering::Relaxed);
+        if forced || ws.len() > plan.batch_room() {
+            if let Some(parked) = self.parked_for(&plan, ws, ws.len()) {
+                if parked.members >= ws.len() {
+                    return worker
+                        .prove_batch_parked(&plan, &parked, key, ws, t)
+                        .map_err(gpu_err);
+                }
+            }
+        }
         if ws.len() > plan.batch_room() {
             return Err(GpuError::BatchDoesNotFit {
                 members: ws.len(),
@@ -465,9 +528,19 @@ impl Backend for CudaBackend {
 
     /// The plan's `batch_room`: more than 1 only where a batch shares the
     /// key's pass (the key streamed, a, b, c on the device).
+    /// Held members where they fit, else a parked batch's members (of the
+    /// first [`BATCH_COUNTED`](crate::plan::BATCH_COUNTED): a proof's
+    /// partitions) where the plan parks one.
     fn batch_room(&self, _key: &ProvingKey, witness: &Synthesized) -> usize {
-        self.plan(witness_shape(witness))
-            .map_or(1, |plan| plan.batch_room())
+        let Ok(plan) = self.plan(witness_shape(witness)) else {
+            return 1;
+        };
+        match plan.batch_room() {
+            1 => self
+                .parked_for(&plan, &[witness], crate::plan::BATCH_COUNTED)
+                .map_or(1, |b| b.members),
+            held => held,
+        }
     }
 
     fn msm_sums_batch(
@@ -484,9 +557,15 @@ impl Backend for CudaBackend {
     fn last_run(&self) -> Option<String> {
         let plan = self.last_plan.lock().clone()?;
         let worker = self.inner.lock();
-        let crossed = match worker.last_key_bytes {
-            0 => String::new(),
-            b => format!("; key {:.2} GB crossed", b as f64 / 1e9),
+        let crossed = match (worker.last_key_bytes, worker.last_parked) {
+            (0, _) => String::new(),
+            (b, (0, _)) => format!("; key {:.2} GB crossed", b as f64 / 1e9),
+            (b, (members, h)) => format!(
+                "; a parked batch of {members}: key {:.2} GB crossed (its share), H coefficients \
+                 {:.2} GB each way",
+                b as f64 / 1e9,
+                h as f64 / 1e9
+            ),
         };
         Some(format!("{plan}; arena {}{crossed}", worker.arena.usage()))
     }

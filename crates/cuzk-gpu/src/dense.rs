@@ -7,6 +7,7 @@
 //! before each word), with nothing uploaded per chunk (cuzk-cuda's
 //! `RankedBitmap`: the bitmap and its word offsets go up once).
 
+use cuzk_cuda::compact::CompactOnDevice;
 use cuzk_cuda::gather::RankedBitmap;
 use cuzk_cuda::DeviceBuffer;
 use cuzk_field::limbs::FrLimbs;
@@ -60,11 +61,20 @@ fn live_bits(w: usize, len: usize) -> u64 {
     }
 }
 
+/// The aux values a section's scalars are gathered from, in VRAM.
+#[derive(Clone, Copy)]
+pub(crate) enum AuxValues<'a> {
+    /// Every value in full (z's tail, when a, b, c were evaluated there).
+    Full(&'a DeviceBuffer<FrLimbs>),
+    /// Compact, read in place (a parked batch member's).
+    Compact(&'a CompactOnDevice),
+}
+
 /// A section's scalars, gathered a chunk at a time: `inputs` first (on the
 /// device), then the aux values (`aux`, in VRAM) at the set bits of the
 /// bitmap (`index` on the host, `ranked` on the device).
 pub(crate) struct DenseScalars<'a> {
-    pub(crate) aux: &'a DeviceBuffer<FrLimbs>,
+    pub(crate) aux: AuxValues<'a>,
     pub(crate) inputs: DeviceBuffer<FrLimbs>,
     pub(crate) num_inputs: usize,
     pub(crate) index: DenseIndex,

@@ -46,6 +46,11 @@ pub struct GpuConfig {
     /// polynomial where the ring's buffers fit beside it
     /// (`VramPlan::ring_ahead`). On by default; off only to measure against.
     pub ring_ahead: bool,
+    /// Batches of a streamed key's partitions with their state parked
+    /// (`VramPlan::parked_batch`: H coefficients in pinned host memory,
+    /// ~4.3 GB a member at 32 GiB, aux values compact in VRAM) where no
+    /// held member fits. On by default; off only to measure against.
+    pub parked_batches: bool,
     /// How a deferred witness's z crosses to the device.
     pub z_upload: ZUpload,
 }
@@ -58,6 +63,7 @@ impl Default for GpuConfig {
             shifted_h: false,
             kept_h: true,
             ring_ahead: true,
+            parked_batches: true,
             z_upload: ZUpload::default(),
         }
     }
@@ -92,6 +98,12 @@ impl GpuConfig {
     /// polynomial or not.
     pub fn with_ring_ahead(mut self, on: bool) -> Self {
         self.ring_ahead = on;
+        self
+    }
+
+    /// This configuration with parked batches allowed or not.
+    pub fn with_parked_batches(mut self, on: bool) -> Self {
+        self.parked_batches = on;
         self
     }
 
@@ -152,7 +164,8 @@ impl GpuDevice {
             VramAdmission::with_slots(arena_bytes, keys.clone(), matrices)
                 .with_shifted_h(config.shifted_h)
                 .with_kept_h(config.kept_h)
-                .with_ring_ahead(config.ring_ahead),
+                .with_ring_ahead(config.ring_ahead)
+                .with_parked_batches(config.parked_batches),
         );
         Ok(GpuDevice {
             info: gpu.info().clone(),
@@ -210,7 +223,7 @@ impl GpuDevice {
     /// `cuda:0 (NVIDIA H200, VRAM arena 130.0 GiB, 2 GPU worker(s))`.
     pub fn describe(&self) -> String {
         format!(
-            "cuda:{} ({}, VRAM arena {}, {} GPU worker(s){}{}{})",
+            "cuda:{} ({}, VRAM arena {}, {} GPU worker(s){}{}{}{})",
             self.info.ordinal,
             self.info.name,
             cuzk_arena::human(self.arena_bytes),
@@ -229,6 +242,11 @@ impl GpuDevice {
                 ""
             } else {
                 ", a streamed key's chunks only after the H polynomial"
+            },
+            if self.config.parked_batches {
+                ""
+            } else {
+                ", no parked batches"
             }
         )
     }

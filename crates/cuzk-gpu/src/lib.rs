@@ -36,9 +36,10 @@ pub use matrices::{
     count_pinned_matrices_in, host_matrices, matrix_bytes, witness_shape, MatrixSlot,
 };
 pub use plan::{
-    CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, PlanError, PlanOptions, Shape,
-    ShiftedH, SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK, PREFERRED_MIN_CHUNK,
-    RING_AHEAD, SCALAR_BYTES, SHIFTED_H_WORKERS, STREAM_TERMS,
+    CudaFootprints, DeviceAbc, Footprints, HPoly, MatrixLayout, ParkedBatch, PlanError,
+    PlanOptions, Shape, ShiftedH, SrsMode, StageBytes, VramPlan, G1_BYTES, G2_BYTES, MIN_CHUNK,
+    PARKED_CHUNK_GAIN, PREFERRED_MIN_CHUNK, RING_AHEAD, SCALAR_BYTES, SHIFTED_H_WORKERS,
+    STREAM_TERMS,
 };
 pub use resident::{KeyInUse, KeyShape};
 pub use srs::{SlotUsage, SrsSlot};

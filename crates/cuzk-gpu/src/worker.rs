@@ -65,8 +65,15 @@ pub(crate) struct Worker {
     pub(crate) z_upload: crate::ZUpload,
     /// What the last z upload moved.
     pub(crate) last_z: Option<crate::ZUploadReport>,
-    /// Key bytes the last partition copied in (0 with the key resident).
+    /// Key bytes the last partition copied in (0 with the key resident);
+    /// after a batch, each member's share.
     pub(crate) last_key_bytes: u64,
+    /// Pinned host buffers for parked H coefficients, one per member of
+    /// the largest parked batch so far (made once, kept).
+    pub(crate) parked: Vec<cuzk_cuda::PinnedBuffer<FrLimbs>>,
+    /// After a parked batch: its size and the H coefficients' bytes each
+    /// member moved each way (0 otherwise).
+    pub(crate) last_parked: (usize, u64),
 }
 
 /// Device-event marks of one partition's stages on the compute stream.
@@ -124,6 +131,12 @@ pub(crate) enum Scalars<'a> {
     Host(&'a [Fr]),
     /// Gathered a chunk at a time from aux values in VRAM.
     Dense(&'a crate::dense::DenseScalars<'a>),
+    /// Expanded a chunk at a time from a compact vector in VRAM (a parked
+    /// batch member's aux values, L's scalars).
+    Compact(&'a cuzk_cuda::compact::CompactOnDevice),
+    /// Parked in pinned host memory, a chunk copied back ahead of its sums
+    /// (a parked batch member's H coefficients).
+    Parked(&'a cuzk_cuda::PinnedBuffer<FrLimbs>),
 }
 
 /// The H polynomial with a, b, c all on the device: three NTT pairs, the H
@@ -233,6 +246,7 @@ impl Worker {
         }
         let mut clock = Clock::new();
         self.last_key_bytes = 0;
+        self.last_parked = (0, 0);
 
         // H polynomial: a, b, c in zeroed n-long buffers (the padding stays
         // zero), evaluated on the device from z, or uploaded through the

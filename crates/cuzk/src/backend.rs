@@ -1,6 +1,7 @@
 //! Choosing where work runs: the prover's backend (`--backend auto|cuda|cpu`,
 //! `--vram-budget`, `--shifted-h` or `CUZK_SHIFTED_H`, `--no-kept-h` or
-//! `CUZK_KEPT_H=0`, `--no-ring-ahead` or `CUZK_RING_AHEAD=0`) and the key
+//! `CUZK_KEPT_H=0`, `--no-ring-ahead` or `CUZK_RING_AHEAD=0`,
+//! `--no-parked-batches` or `CUZK_PARKED_BATCHES=0`) and the key
 //! generator's fixed-base step. Every choice is announced on stderr, and
 //! `auto` says why when it runs on the CPU.
 
@@ -30,6 +31,9 @@ pub(crate) struct BackendArgs {
     /// With the key streamed, start its first chunks crossing only after a partition's H polynomial instead of during it (the default where the card has room for their buffers beside it). For measuring the default against; also when the environment has CUZK_RING_AHEAD=0.
     #[arg(long)]
     pub(crate) no_ring_ahead: bool,
+    /// With the key streamed and no room for a second partition's state on the card, prove the partitions queued together one at a time instead of in a parked batch (the default where the batch's pass reaches a larger chunk: each member's H coefficients parked in pinned host memory, ~4.3 GB at 32 GiB, its aux values compact on the card, and the key crossing PCIe once for the batch). For measuring the default against, or a host short of memory; also when the environment has CUZK_PARKED_BATCHES=0.
+    #[arg(long)]
+    pub(crate) no_parked_batches: bool,
 }
 
 fn parse_budget(s: &str) -> Result<VramBudget, cuzk_gpu::BudgetError> {
@@ -58,12 +62,15 @@ fn choose(args: &BackendArgs, workers: usize) -> Result<Option<GpuDevice>> {
     let kept_h = !args.no_kept_h && std::env::var_os("CUZK_KEPT_H").is_none_or(|v| v != "0");
     let ring_ahead =
         !args.no_ring_ahead && std::env::var_os("CUZK_RING_AHEAD").is_none_or(|v| v != "0");
+    let parked = !args.no_parked_batches
+        && std::env::var_os("CUZK_PARKED_BATCHES").is_none_or(|v| v != "0");
     let config = GpuConfig::default()
         .with_budget(args.vram_budget)
         .with_workers(workers)
         .with_shifted_h(shifted_h)
         .with_kept_h(kept_h)
-        .with_ring_ahead(ring_ahead);
+        .with_ring_ahead(ring_ahead)
+        .with_parked_batches(parked);
     match cuzk_gpu::resolve(args.backend, Some(&[0]), &config)
         .with_context(|| format!("--backend {}", args.backend))?
     {

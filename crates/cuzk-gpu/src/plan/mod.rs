@@ -643,6 +643,7 @@ mod shape;
 pub use footprints::{CudaFootprints, Footprints};
 pub use options::PlanOptions;
 pub use parked::{ParkedBatch, PARKED_CHUNK_GAIN};
+pub(crate) use room::BATCH_COUNTED;
 pub use shape::{DeviceAbc, Shape, STREAM_TERMS};
 
 #[cfg(test)]

@@ -18,6 +18,12 @@ pub struct PlanOptions {
     /// ([`VramPlan::ring_ahead`](super::VramPlan::ring_ahead)). On by
     /// default; off to measure against.
     pub ring_ahead: bool,
+    /// Batches of a streamed key's partitions with their state parked
+    /// (H coefficients in pinned host memory, aux values compact in VRAM)
+    /// where no held member fits and the pass reaches a larger chunk
+    /// ([`VramPlan::parked_batch`](super::VramPlan::parked_batch)). On by
+    /// default; off to measure against.
+    pub parked_batches: bool,
 }
 
 impl Default for PlanOptions {
@@ -26,6 +32,7 @@ impl Default for PlanOptions {
             shifted_h: false,
             kept_h: true,
             ring_ahead: true,
+            parked_batches: true,
         }
     }
 }
@@ -47,6 +54,12 @@ impl PlanOptions {
     /// polynomial or not.
     pub fn with_ring_ahead(mut self, on: bool) -> Self {
         self.ring_ahead = on;
+        self
+    }
+
+    /// These options with parked batches allowed or not.
+    pub fn with_parked_batches(mut self, on: bool) -> Self {
+        self.parked_batches = on;
         self
     }
 }

@@ -108,39 +108,57 @@ impl VramPlan {
         if !self.interleaved || most < 2 {
             return None;
         }
-        let matrices = match self.matrices_streamed() {
-            Some(_) => MatrixLayout::Streamed,
-            None => MatrixLayout::Resident,
-        };
         let longest = self.shape.longest_msm().max(MIN_CHUNK).next_power_of_two();
         let lowest = own.saturating_mul(PARKED_CHUNK_GAIN);
         let chunks = std::iter::successors(Some(longest), |c| Some(c / 2))
             .take_while(|&c| c >= lowest && c >= MIN_CHUNK);
         let mut best: Option<ParkedBatch> = None;
         for chunk in chunks {
-            let mode = SrsMode::Streamed { chunk };
-            let plan =
-                VramPlan::with_matrices(self.shape, self.budget, mode, self.h_poly, matrices, fp)
-                    .with_extra_ring(0);
-            let beside = plan.peak() - plan.partition_peak;
-            if beside + plan.before_msm_peak() > plan.budget {
-                continue;
-            }
-            let member = Self::parked_member_bytes(&plan.shape, chunk, others);
-            let base = plan.parked_pass_bytes(chunk, 0, others);
-            let room = plan.budget.saturating_sub(beside + base);
-            let members = ((room / member.max(1)) as usize).min(most);
             // Chunks are tried largest first: a smaller one only for more members.
-            if members >= 2 && best.as_ref().is_none_or(|b| members > b.members) {
-                let pass_bytes = plan.parked_pass_bytes(chunk, members, others);
-                best = Some(ParkedBatch {
-                    plan,
-                    members,
-                    member_bytes: member,
-                    pass_bytes,
-                });
+            match self.parked_at(fp, chunk, others, most) {
+                Some(b) if best.as_ref().is_none_or(|x| b.members > x.members) => best = Some(b),
+                _ => {}
             }
         }
         best
+    }
+
+    /// The parked batch for this plan's partitions with the pass at
+    /// `chunk` points (whatever this plan's own chunk), as many members as
+    /// fit up to `most`; `None` where the stages before the MSMs or two
+    /// members do not fit, or this plan does not stream the key with a,
+    /// b, c on the device. [`VramPlan::parked_batch`] picks the chunk;
+    /// tests force one.
+    pub fn parked_at(
+        &self,
+        fp: &dyn Footprints,
+        chunk: usize,
+        others: usize,
+        most: usize,
+    ) -> Option<ParkedBatch> {
+        if !matches!(self.mode, SrsMode::Streamed { .. }) || !self.interleaved || most < 2 {
+            return None;
+        }
+        let matrices = match self.matrices_streamed() {
+            Some(_) => MatrixLayout::Streamed,
+            None => MatrixLayout::Resident,
+        };
+        let mode = SrsMode::Streamed { chunk };
+        let plan = VramPlan::with_matrices(self.shape, self.budget, mode, self.h_poly, matrices, fp)
+            .with_extra_ring(0);
+        let beside = plan.peak() - plan.partition_peak;
+        if beside + plan.before_msm_peak() > plan.budget {
+            return None;
+        }
+        let member = Self::parked_member_bytes(&plan.shape, chunk, others);
+        let base = plan.parked_pass_bytes(chunk, 0, others);
+        let room = plan.budget.saturating_sub(beside + base);
+        let members = ((room / member.max(1)) as usize).min(most);
+        (members >= 2).then(|| ParkedBatch {
+            pass_bytes: plan.parked_pass_bytes(chunk, members, others),
+            plan,
+            members,
+            member_bytes: member,
+        })
     }
 }

@@ -22,7 +22,7 @@ use cuzk_synth::Synthesized;
 
 use crate::batch::{self, BatchOrder, Sum};
 use crate::breakdown::Breakdown;
-use crate::dense::{DenseIndex, DenseScalars};
+use crate::dense::{AuxValues, DenseIndex, DenseScalars};
 use crate::kept::Kept;
 use crate::plan::{SrsMode, VramPlan};
 use crate::worker::{Clock, Dense, Scalars, Worker};
@@ -248,8 +248,8 @@ impl Worker {
             held.into_iter().map(|m| ((m.h, m.aux), m.dense)).unzip();
         let mut sections = Vec::with_capacity(ws.len());
         for ((w, (_, dl)), [ia, ib]) in ws.iter().zip(&scalars).zip(dense) {
-            let a = self.dense_section(dl, w, Dense::A, key.a.len(), ia)?;
-            let b = self.dense_section(dl, w, Dense::B, key.b_g1.len(), ib)?;
+            let a = self.dense_section(AuxValues::Full(dl), w, Dense::A, key.a.len(), ia)?;
+            let b = self.dense_section(AuxValues::Full(dl), w, Dense::B, key.b_g1.len(), ib)?;
             sections.push((a, b));
         }
         let members: Vec<Vec<Section<'_>>> = ws
@@ -304,6 +304,7 @@ impl Worker {
         let s = self.stream.clone();
         let n = plan.shape.domain;
         self.last_key_bytes = 0;
+        self.last_parked = (0, 0);
         let mut held = Vec::with_capacity(ws.len());
         for (w, t) in ws.iter().zip(t.iter_mut()) {
             let mut clock = Clock::new();
@@ -412,6 +413,21 @@ impl Worker {
         mixed: bool,
         clock: &mut Clock,
     ) -> cuzk_cuda::Result<Vec<Vec<Sum>>> {
+        Ok(self.phase_with(ring, name, members, mixed, clock, None)?.0)
+    }
+
+    /// [`Worker::phase`] with `parked` chunk buffers for members' parked
+    /// scalars (a parked batch); returns the sums and the parked bytes that
+    /// crossed.
+    fn phase_with(
+        &mut self,
+        ring: &mut Ring,
+        name: &'static str,
+        members: &[Vec<Section<'_>>],
+        mixed: bool,
+        clock: &mut Clock,
+        parked: Option<parked::ParkedChunks>,
+    ) -> cuzk_cuda::Result<(Vec<Vec<Sum>>, u64)> {
         let s = self.stream.clone();
         ring.complete(&s, &self.copy)?;
         clock.start(&s, name)?;
@@ -431,13 +447,15 @@ impl Worker {
             queued: false,
             waited: None,
             ahead: started,
+            parked,
         };
         let sums = batch::run(&order, ahead, &mut device)?;
+        let parked_bytes = device.parked.as_ref().map_or(0, |p| p.bytes);
         clock.stop(&s)?;
         let names: Vec<&'static str> = members[0].iter().map(|x| x.name).collect();
         let trace = std::mem::take(&mut ring.trace);
         tracing::info!("{}", Breakdown::of(name, &names, &trace)?);
-        Ok(sums)
+        Ok((sums, parked_bytes))
     }
 
     /// A's (`Dense::A`) or B's scalars to be gathered a chunk at a time
@@ -447,7 +465,7 @@ impl Worker {
     /// chunk is in flight.
     fn dense_section<'a>(
         &mut self,
-        dl: &'a DeviceBuffer<FrLimbs>,
+        dl: AuxValues<'a>,
         w: &'a Synthesized,
         which: Dense,
         points: usize,
@@ -564,6 +582,7 @@ impl Worker {
 }
 
 mod on_device;
+mod parked;
 mod ring;
 
 pub(crate) use ring::Ring;

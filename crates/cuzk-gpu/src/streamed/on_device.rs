@@ -9,7 +9,8 @@ use cuzk_field::limbs::{fr_as_limbs, FrLimbs};
 
 use super::{g1_parts, g2_parts, Bases, Others, Parts, Ring, Section};
 use crate::batch::{BatchOrder, Crossing, Crossings, Sum};
-use crate::dense::DenseScalars;
+use crate::dense::{AuxValues, DenseScalars};
+use super::parked::{parked_after, ParkedChunks};
 use crate::kept::{kept_points, Kept};
 use crate::worker::{Scalars, Worker};
 
@@ -42,6 +43,9 @@ pub(super) struct OnDevice<'x, 'a> {
     /// (section, chunk) of the crossings started before the stage, in its
     /// order ([`Worker::open_ring_ahead`]): not started again.
     pub(super) ahead: Vec<(usize, usize)>,
+    /// The two chunk buffers parked scalars cross into, when a member's
+    /// section reads them ([`Scalars::Parked`]).
+    pub(super) parked: Option<ParkedChunks>,
 }
 
 impl Crossings for OnDevice<'_, '_> {
@@ -117,6 +121,15 @@ impl Crossings for OnDevice<'_, '_> {
                 }
             }
             Scalars::Dense(d) => dense_chunk(&s, d, start, end, ring.scalars_mut())?,
+            Scalars::Compact(c) => c.expand_span(&s, start, len, ring.scalars_mut())?,
+            Scalars::Parked(_) => {
+                let parked = self.parked.as_mut().expect("made for a stage with parked scalars");
+                let next = parked_after(self.order, self.members, i, m);
+                parked.take(&s, &w.copy, (i, m), (start, end), self.members, self.order, ring)?;
+                if let Some(next) = next {
+                    parked.load_next(&w.copy, next, self.members, self.order, ring.chunk)?;
+                }
+            }
         }
         let last = self
             .order
@@ -205,7 +218,10 @@ fn dense_chunk(
     let (r0, r1) = (start.max(ni) - ni, end.max(ni) - ni);
     if r1 > r0 {
         let span = d.index.span(r0, r1);
-        d.ranked.gather(s, d.aux, span, (r0, r1), out, head)?;
+        match d.aux {
+            AuxValues::Full(v) => d.ranked.gather(s, v, span, (r0, r1), out, head)?,
+            AuxValues::Compact(c) => d.ranked.gather_compact(s, c, span, (r0, r1), out, head)?,
+        }
     }
     Ok(())
 }

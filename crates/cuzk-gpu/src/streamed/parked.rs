@@ -1,0 +1,341 @@
+//! A parked batch on the device (the plan: `VramPlan::parked_batch`): each
+//! member's a, b, c and H polynomial in turn, its H coefficients copied to
+//! a pinned host buffer of the worker's and the device's copy freed, then
+//! every member's aux values up in their compact form (cuzk-cuda
+//! `CompactOnDevice`) and one pass of the key's chunks that every member
+//! sums. A member's H chunk crosses back into one of two chunk buffers
+//! ([`ParkedChunks`]) on the copy stream while the previous member's sums
+//! run, and is copied into the ring's scalars before its own.
+
+use cuzk_cuda::compact::CompactOnDevice;
+use cuzk_cuda::gather::copy_pad;
+use cuzk_cuda::{DeviceBuffer, Event, PinnedBuffer, Stream};
+use cuzk_field::limbs::FrLimbs;
+use cuzk_groth16::prover::{MsmSums, StageTimings};
+use cuzk_groth16::ProvingKey;
+use cuzk_synth::Synthesized;
+
+use super::{dense_indexes, interleaved_sections, Ring, Section};
+use crate::batch::BatchOrder;
+use crate::dense::AuxValues;
+use crate::plan::{ParkedBatch, SrsMode, VramPlan};
+use crate::worker::{classed, Clock, Dense, Scalars, Worker};
+
+/// Two chunk buffers a stage's parked scalars cross into: one is read
+/// (copied into the ring's scalars) while the other fills.
+pub(super) struct ParkedChunks {
+    bufs: [DeviceBuffer<FrLimbs>; 2],
+    /// The (crossing, member) whose scalars each buffer holds or receives.
+    holds: [Option<(usize, usize)>; 2],
+    /// The copy that fills each buffer.
+    filled: [Option<Event>; 2],
+    /// The compute stream's read of each buffer (its next copy waits).
+    read: [Option<Event>; 2],
+    /// Bytes copied in.
+    pub(super) bytes: u64,
+}
+
+/// Whether member `m`'s section `s` reads parked scalars.
+fn is_parked(members: &[Vec<Section<'_>>], m: usize, s: usize) -> bool {
+    matches!(members[m][s].scalars, Scalars::Parked(_))
+}
+
+/// The (crossing, member) whose parked scalars are summed next after
+/// member `m`'s of crossing `i`, in the order the driver queues sums.
+pub(super) fn parked_after(
+    order: &BatchOrder,
+    members: &[Vec<Section<'_>>],
+    i: usize,
+    m: usize,
+) -> Option<(usize, usize)> {
+    let crossings = order.crossings();
+    let c = &crossings[i];
+    if m + 1 < c.members.end && is_parked(members, m + 1, c.section) {
+        return Some((i, m + 1));
+    }
+    crossings
+        .iter()
+        .enumerate()
+        .skip(i + 1)
+        .find(|(_, c)| is_parked(members, c.members.start, c.section))
+        .map(|(j, c)| (j, c.members.start))
+}
+
+impl ParkedChunks {
+    pub(super) fn new(s: &Stream, chunk: usize) -> cuzk_cuda::Result<Self> {
+        Ok(ParkedChunks {
+            bufs: [s.alloc(chunk)?, s.alloc(chunk)?],
+            holds: [None, None],
+            filled: [None, None],
+            read: [None, None],
+            bytes: 0,
+        })
+    }
+
+    /// Queues the copy of member `m`'s scalars of crossing `i` into buffer
+    /// `k` on `copy`, after the buffer's last read.
+    fn load(
+        &mut self,
+        copy: &Stream,
+        k: usize,
+        (i, m): (usize, usize),
+        members: &[Vec<Section<'_>>],
+        order: &BatchOrder,
+        chunk: usize,
+    ) -> cuzk_cuda::Result<()> {
+        let c = &order.crossings()[i];
+        let section = &members[m][c.section];
+        let Scalars::Parked(host) = section.scalars else {
+            unreachable!("loads only parked scalars")
+        };
+        let (start, end) = section.range(chunk, c.chunk);
+        if let Some(e) = &self.read[k] {
+            copy.wait(e)?;
+        }
+        copy.upload_pinned_range(host, start, end - start, &mut self.bufs[k], 0)?;
+        self.filled[k] = Some(copy.record()?);
+        self.holds[k] = Some((i, m));
+        self.bytes += ((end - start) * std::mem::size_of::<FrLimbs>()) as u64;
+        Ok(())
+    }
+
+    /// Member `m`'s scalars of crossing `i` (`range` of the section) into
+    /// the ring's scalars on `s`, zeros after them: from the buffer they
+    /// crossed into ahead, or copied in now (the stage's first).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn take(
+        &mut self,
+        s: &Stream,
+        copy: &Stream,
+        at: (usize, usize),
+        (start, end): (usize, usize),
+        members: &[Vec<Section<'_>>],
+        order: &BatchOrder,
+        ring: &mut Ring,
+    ) -> cuzk_cuda::Result<()> {
+        let k = match self.holds.iter().position(|h| *h == Some(at)) {
+            Some(k) => k,
+            None => {
+                self.load(copy, 0, at, members, order, ring.chunk)?;
+                0
+            }
+        };
+        s.wait(self.filled[k].as_ref().expect("filled before read"))?;
+        copy_pad(s, &self.bufs[k], 0, end - start, ring.scalars_mut())?;
+        self.read[k] = Some(s.record()?);
+        self.holds[k] = None;
+        Ok(())
+    }
+
+    /// Starts the copy of the next parked scalars (`at`) into the buffer
+    /// not being read, unless a buffer holds them already.
+    pub(super) fn load_next(
+        &mut self,
+        copy: &Stream,
+        at: (usize, usize),
+        members: &[Vec<Section<'_>>],
+        order: &BatchOrder,
+        chunk: usize,
+    ) -> cuzk_cuda::Result<()> {
+        if self.holds.contains(&Some(at)) {
+            return Ok(());
+        }
+        // The buffer just read has its read event newest; the other's copy
+        // may have run long ago. Either is free (holds nothing pending).
+        let k = self.holds.iter().position(|h| h.is_none()).unwrap_or(0);
+        self.load(copy, k, at, members, order, chunk)
+    }
+}
+
+impl Worker {
+    /// The parked buffers for `members` partitions of domain `n`: the
+    /// worker's, made once (a slow host call) and kept; more when a larger
+    /// batch comes. A host that cannot pin them is named with the bytes.
+    fn parked_buffers(&mut self, members: usize, n: usize) -> cuzk_cuda::Result<()> {
+        self.parked.retain(|b| b.len() == n);
+        if self.parked.len() >= members {
+            return Ok(());
+        }
+        let start = std::time::Instant::now();
+        let more = members - self.parked.len();
+        for _ in 0..more {
+            let b = PinnedBuffer::new(&self.gpu, n).map_err(|e| cuzk_cuda::Error::BadArguments {
+                kernel: "parked H coefficients",
+                message: format!(
+                    "pinning {} of host memory for a parked batch member's H coefficients \
+                     ({} pinned already): {e}; a smaller batch, more memory or \
+                     --no-parked-batches (CUZK_PARKED_BATCHES=0) avoids it",
+                    cuzk_arena::human((n * 32) as u64),
+                    cuzk_arena::human((self.parked.len() * n * 32) as u64),
+                ),
+            })?;
+            self.parked.push(b);
+        }
+        tracing::info!(
+            "pinned {} of host memory for {more} parked batch member(s) in {:.2} s",
+            cuzk_arena::human((more * n * 32) as u64),
+            start.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// Several partitions of one circuit over one pass of the streamed key
+    /// with their state parked (`batch`, from `plan`'s
+    /// `VramPlan::parked_batch`): each member's a, b, c and H polynomial
+    /// in turn under `plan`, its H coefficients copied into a pinned host
+    /// buffer (stage `park_h`); then, under the batch's pass plan, every
+    /// member's aux values up compact and one pass of the key's chunks
+    /// that every member sums. `t[m]` gets member m's own stages and
+    /// `msm_batch_share`, its share of the pass's device time.
+    pub(crate) fn prove_batch_parked(
+        &mut self,
+        plan: &VramPlan,
+        batch: &ParkedBatch,
+        key: &ProvingKey,
+        ws: &[&Synthesized],
+        t: &mut [StageTimings],
+    ) -> cuzk_cuda::Result<Vec<MsmSums>> {
+        let SrsMode::Streamed { chunk } = batch.plan.mode else {
+            unreachable!("a parked batch streams the key")
+        };
+        let compact: Vec<_> = ws
+            .iter()
+            .map(|w| w.compact_aux.as_ref().map(classed))
+            .collect::<Option<_>>()
+            .ok_or_else(|| cuzk_cuda::Error::BadArguments {
+                kernel: "parked batch",
+                message: "a parked batch's members need compact witnesses".into(),
+            })?;
+        self.srs.lock().release_for_streaming();
+        self.last_key_bytes = 0;
+        self.last_parked = (0, 0);
+        let n = plan.shape.domain;
+        self.parked_buffers(ws.len(), n)?;
+        let matrices = self
+            .abc_matrices(plan, ws[0], &mut t[0])?
+            .expect("a, b, c on the device: checked by the backend");
+        let s = self.stream.clone();
+        let mut dense = Vec::with_capacity(ws.len());
+        let mut parked = std::mem::take(&mut self.parked);
+        for (m, (w, t)) in ws.iter().zip(t.iter_mut()).enumerate() {
+            let mut clock = Clock::new();
+            let (h, aux) = self.device_h(&matrices, w, n, plan.h_poly, &mut clock)?;
+            drop(aux);
+            dense.push(dense_indexes(w));
+            clock.start(&s, "park_h")?;
+            s.download_pinned(&h, &mut parked[m])?;
+            clock.stop(&s)?;
+            drop(h);
+            s.synchronize()?;
+            clock.report(t)?;
+        }
+        drop(matrices);
+        self.size_for(&batch.plan)?;
+        let sums = self.parked_pass(batch, chunk, key, ws, &compact, &parked, dense);
+        self.parked = parked;
+        self.pin = None;
+        self.scratch = None;
+        let (sums, clock) = sums?;
+        s.synchronize()?;
+        let mut shared = StageTimings::default();
+        clock.report(&mut shared)?;
+        let share = shared.total() / ws.len() as u32;
+        for t in t.iter_mut() {
+            t.record("msm_batch_share", share);
+        }
+        Ok(sums)
+    }
+
+    /// The pass of a parked batch: the members' compact aux values and A's
+    /// and B's rank bitmaps up, the ring opened, every chunk crossing once.
+    #[allow(clippy::too_many_arguments)]
+    fn parked_pass(
+        &mut self,
+        batch: &ParkedBatch,
+        chunk: usize,
+        key: &ProvingKey,
+        ws: &[&Synthesized],
+        compact: &[cuzk_cuda::packed::Classed<'_>],
+        parked: &[PinnedBuffer<FrLimbs>],
+        dense: Vec<[crate::dense::DenseIndex; 2]>,
+    ) -> cuzk_cuda::Result<(Vec<MsmSums>, Clock)> {
+        let s = self.stream.clone();
+        let mut clock = Clock::new();
+        clock.start(&s, "compact_aux")?;
+        let mut held = Vec::with_capacity(ws.len());
+        let mut up = 0u64;
+        for c in compact {
+            c.check()?;
+            let mut d = CompactOnDevice::alloc(&s, c.len, c.others.len())?;
+            let (codes, before, others) = d.sections_mut();
+            self.stage_upload(&s, c.codes, codes, 0)?;
+            self.stage_upload(&s, c.before, before, 0)?;
+            self.stage_upload(&s, c.others, others, 0)?;
+            up += std::mem::size_of_val(c.codes) as u64
+                + std::mem::size_of_val(c.before) as u64
+                + std::mem::size_of_val(c.others) as u64;
+            held.push(d);
+        }
+        clock.stop(&s)?;
+        let mut sections = Vec::with_capacity(ws.len());
+        for ((w, d), [ia, ib]) in ws.iter().zip(&held).zip(dense) {
+            let aux = AuxValues::Compact(d);
+            let a = self.dense_section(aux, w, Dense::A, key.a.len(), ia)?;
+            let b = self.dense_section(aux, w, Dense::B, key.b_g1.len(), ib)?;
+            sections.push((a, b));
+        }
+        let members: Vec<Vec<Section<'_>>> = ws
+            .iter()
+            .zip(parked)
+            .zip(&held)
+            .zip(&sections)
+            .map(|(((w, h), d), (a, b))| {
+                let scalars = [
+                    Scalars::Parked(h),
+                    Scalars::Compact(d),
+                    Scalars::Dense(a),
+                    Scalars::Dense(b),
+                ];
+                interleaved_sections(key, h.len(), w.num_aux(), scalars)
+            })
+            .collect();
+        let mut ring = self.open_ring(chunk, key, batch.plan.ring_slots(), 0)?;
+        let (got, parked_bytes) = self.phase_parked(&mut ring, &members, &mut clock)?;
+        let members_n = ws.len() as u64;
+        self.close_ring(ring);
+        // Each member's share of the key, and its own H coefficients' bytes.
+        self.last_key_bytes /= members_n;
+        self.last_parked = (ws.len(), parked_bytes / members_n);
+        tracing::info!(
+            "parked batch of {}: H coefficients {:.2} GB each way per member, compact aux values \
+             {:.3} GB per member",
+            ws.len(),
+            parked_bytes as f64 / members_n as f64 / 1e9,
+            up as f64 / members_n as f64 / 1e9
+        );
+        let sums = got
+            .into_iter()
+            .map(|v| MsmSums {
+                h: v[0].g1(),
+                l: v[1].g1(),
+                a: v[2].g1(),
+                b_g1: v[3].g1(),
+                b_g2: v[4].g2(),
+            })
+            .collect();
+        Ok((sums, clock))
+    }
+
+    /// [`Worker::phase`] for a parked batch: the interleaved order, the
+    /// parked scalars through two chunk buffers. Returns the sums and the
+    /// parked bytes that crossed.
+    fn phase_parked(
+        &mut self,
+        ring: &mut Ring,
+        members: &[Vec<Section<'_>>],
+        clock: &mut Clock,
+    ) -> cuzk_cuda::Result<(Vec<Vec<crate::batch::Sum>>, u64)> {
+        let parked = ParkedChunks::new(&self.stream, ring.chunk)?;
+        self.phase_with(ring, "msm_h_l_a_b", members, true, clock, Some(parked))
+    }
+}
