@@ -232,8 +232,8 @@ mod tests {
             c.check().expect("the sections agree");
             let expanded = expand(&pack(&values).words, n).expect("well formed");
             assert_eq!(expanded, values);
-            for j in 0..n {
-                assert_eq!(value(&c, j), values[j], "n {n}, value {j}");
+            for (j, v) in values.iter().enumerate() {
+                assert_eq!(value(&c, j), *v, "n {n}, value {j}");
             }
         }
     }

@@ -301,7 +301,9 @@ impl CudaBackend {
             .max()?;
         let others = others + others / 256;
         match (self.force_parked.load(Relaxed), plan.mode) {
-            (true, SrsMode::Streamed { chunk }) => plan.parked_at(&CudaFootprints, chunk, others, most),
+            (true, SrsMode::Streamed { chunk }) => {
+                plan.parked_at(&CudaFootprints, chunk, others, most)
+            }
             _ => plan.parked_batch(&CudaFootprints, others, most),
         }
     }
@@ -319,6 +321,12 @@ impl CudaBackend {
     /// copied in from host memory; 0 with the key resident.
     pub fn last_key_bytes(&self) -> u64 {
         self.inner.lock().last_key_bytes
+    }
+
+    /// After a parked batch: its members and the H coefficients' bytes
+    /// each member moved each way; (0, 0) after anything else.
+    pub fn last_parked(&self) -> (usize, u64) {
+        self.inner.lock().last_parked
     }
 
     /// The plan of the last partition proved (for reports).

@@ -643,6 +643,75 @@ fn a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof() {
     }
 }
 
+/// Three partitions with compact witnesses through `msm_sums_batch` as a
+/// parked batch (`CudaBackend::force_parked`: the pass at the plan's own
+/// small chunk, eight or more a section, so the members' H chunks cross
+/// back through the two parked buffers ahead of their sums many times),
+/// H full and lean, matrices resident and streamed: each member's proof
+/// byte-identical to the CPU's with the same r and s, each member's share
+/// of the key a third of one partition's bytes, its H coefficients n
+/// scalars each way, and the report naming the batch.
+fn a_parked_batch_gives_each_partition_the_cpu_proof() {
+    use cuzk_gpu::{HPoly, MatrixLayout, Shape, SrsMode};
+    use cuzk_groth16::prover::{finish, StageTimings};
+    use std::sync::Arc;
+    let Some((gpu, seed, mut rng)) = started("a parked batch") else {
+        return;
+    };
+    for (k, path) in keys() {
+        let key = Arc::new(read_key(k, &path));
+        let deferred = deferred_abc(k, seed);
+        let witnesses: Vec<(Synthesized, Synthesized)> = (0..3)
+            .map(|i| {
+                let (full, w) = full_and_deferred(&deferred, k, seed ^ (41 + i));
+                let compact = compact_of(&deferred, &w);
+                (full, compact)
+            })
+            .collect();
+        let longest = Shape::of_circuit(&witnesses[0].1.shape()).longest_msm();
+        let chunk = (longest / 8).next_power_of_two().max(64);
+        let mode = SrsMode::Streamed { chunk };
+        gpu.prepare_key(&key).unwrap();
+        for h_poly in [HPoly::Full, HPoly::Lean] {
+            for matrices in [MatrixLayout::Resident, MatrixLayout::Streamed] {
+                gpu.force_layout_with(Some((mode, h_poly, matrices)));
+                let what = format!("2^{k}, {mode}, {h_poly:?} H, matrices {matrices:?}");
+                let (full0, w0) = &witnesses[0];
+                proved_as_on_cpu(&gpu, &key, w0, full0, &mut rng, &what);
+                let one_pass = gpu.last_key_bytes();
+                assert!(one_pass > 0, "{what}: the key streamed");
+                gpu.force_parked(true);
+                let members: Vec<&Synthesized> = witnesses.iter().map(|(_, w)| w).collect();
+                let mut t = vec![StageTimings::default(); 3];
+                let sums = gpu.msm_sums_batch(&key, &members, &mut t);
+                gpu.force_parked(false);
+                let sums = sums.unwrap();
+                let report = gpu.last_run().unwrap_or_default();
+                assert!(report.contains("a parked batch of 3"), "{what}: {report}");
+                assert_eq!(gpu.last_key_bytes(), one_pass / 3, "{what}: {report}");
+                let n = Shape::of_circuit(&w0.shape()).domain as u64;
+                assert_eq!(gpu.last_parked(), (3, (n - 1) * 32), "{what}: {report}");
+                for (m, (sums, (full, _))) in sums.iter().zip(&witnesses).enumerate() {
+                    let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
+                    let cpu = prove_with(&CpuBackend, &key, full, r, s).unwrap();
+                    assert_eq!(
+                        finish(&key, sums, r, s).unwrap().to_bytes(),
+                        cpu.proof.to_bytes(),
+                        "{what}: member {m}'s parked proof differs from the CPU's"
+                    );
+                    assert!(t[m].get("park_h").is_some(), "{what}: {:?}", t[m].stages);
+                }
+                eprintln!(
+                    "{what}: three parked partitions identical ({report}; member 0: [{}])",
+                    stage_list(&t[0].stages, 2)
+                );
+            }
+        }
+        gpu.force_layout(None);
+        gpu.resident_keys().evict(&key).unwrap();
+    }
+}
+
 /// The key streamed in small chunks (tens a section): the light sections'
 /// other scalars are kept across chunks and summed when their buffer fills,
 /// when their section ends, or by a chunk's own MSM when it has more than
@@ -718,6 +787,7 @@ fn main() -> std::process::ExitCode {
             deferred_abc_with_streamed_matrices_gives_the_cpu_proofs,
             every_small_card_layout_gives_the_cpu_proofs,
             a_batch_over_one_key_pass_gives_each_partition_the_cpu_proof,
+            a_parked_batch_gives_each_partition_the_cpu_proof,
             small_chunks_keep_the_others_and_give_the_cpu_proofs
         ],
         cuzk_cuda::no_device().as_deref(),

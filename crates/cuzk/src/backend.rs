@@ -62,8 +62,8 @@ fn choose(args: &BackendArgs, workers: usize) -> Result<Option<GpuDevice>> {
     let kept_h = !args.no_kept_h && std::env::var_os("CUZK_KEPT_H").is_none_or(|v| v != "0");
     let ring_ahead =
         !args.no_ring_ahead && std::env::var_os("CUZK_RING_AHEAD").is_none_or(|v| v != "0");
-    let parked = !args.no_parked_batches
-        && std::env::var_os("CUZK_PARKED_BATCHES").is_none_or(|v| v != "0");
+    let parked =
+        !args.no_parked_batches && std::env::var_os("CUZK_PARKED_BATCHES").is_none_or(|v| v != "0");
     let config = GpuConfig::default()
         .with_budget(args.vram_budget)
         .with_workers(workers)

@@ -144,8 +144,9 @@ impl VramPlan {
             None => MatrixLayout::Resident,
         };
         let mode = SrsMode::Streamed { chunk };
-        let plan = VramPlan::with_matrices(self.shape, self.budget, mode, self.h_poly, matrices, fp)
-            .with_extra_ring(0);
+        let plan =
+            VramPlan::with_matrices(self.shape, self.budget, mode, self.h_poly, matrices, fp)
+                .with_extra_ring(0);
         let beside = plan.peak() - plan.partition_peak;
         if beside + plan.before_msm_peak() > plan.budget {
             return None;

@@ -7,10 +7,10 @@ use cuzk_cuda::msm::{KeptBuckets, MsmCurve, G1, G2};
 use cuzk_cuda::{DeviceBuffer, Event, Stream};
 use cuzk_field::limbs::{fr_as_limbs, FrLimbs};
 
+use super::parked::{parked_after, ParkedChunks};
 use super::{g1_parts, g2_parts, Bases, Others, Parts, Ring, Section};
 use crate::batch::{BatchOrder, Crossing, Crossings, Sum};
 use crate::dense::{AuxValues, DenseScalars};
-use super::parked::{parked_after, ParkedChunks};
 use crate::kept::{kept_points, Kept};
 use crate::worker::{Scalars, Worker};
 
@@ -123,9 +123,20 @@ impl Crossings for OnDevice<'_, '_> {
             Scalars::Dense(d) => dense_chunk(&s, d, start, end, ring.scalars_mut())?,
             Scalars::Compact(c) => c.expand_span(&s, start, len, ring.scalars_mut())?,
             Scalars::Parked(_) => {
-                let parked = self.parked.as_mut().expect("made for a stage with parked scalars");
+                let parked = self
+                    .parked
+                    .as_mut()
+                    .expect("made for a stage with parked scalars");
                 let next = parked_after(self.order, self.members, i, m);
-                parked.take(&s, &w.copy, (i, m), (start, end), self.members, self.order, ring)?;
+                parked.take(
+                    &s,
+                    &w.copy,
+                    (i, m),
+                    (start, end),
+                    self.members,
+                    self.order,
+                    ring,
+                )?;
                 if let Some(next) = next {
                     parked.load_next(&w.copy, next, self.members, self.order, ring.chunk)?;
                 }

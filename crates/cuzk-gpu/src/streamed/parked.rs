@@ -159,16 +159,17 @@ impl Worker {
         let start = std::time::Instant::now();
         let more = members - self.parked.len();
         for _ in 0..more {
-            let b = PinnedBuffer::new(&self.gpu, n).map_err(|e| cuzk_cuda::Error::BadArguments {
-                kernel: "parked H coefficients",
-                message: format!(
-                    "pinning {} of host memory for a parked batch member's H coefficients \
+            let b =
+                PinnedBuffer::new(&self.gpu, n).map_err(|e| cuzk_cuda::Error::BadArguments {
+                    kernel: "parked H coefficients",
+                    message: format!(
+                        "pinning {} of host memory for a parked batch member's H coefficients \
                      ({} pinned already): {e}; a smaller batch, more memory or \
                      --no-parked-batches (CUZK_PARKED_BATCHES=0) avoids it",
-                    cuzk_arena::human((n * 32) as u64),
-                    cuzk_arena::human((self.parked.len() * n * 32) as u64),
-                ),
-            })?;
+                        cuzk_arena::human((n * 32) as u64),
+                        cuzk_arena::human((self.parked.len() * n * 32) as u64),
+                    ),
+                })?;
             self.parked.push(b);
         }
         tracing::info!(
