@@ -266,11 +266,13 @@ step_porep_sh() {
 # B-nokept (e.g. 16GiB-nokept) runs B with CUZK_KEPT_H=0: a streamed H's chunks each summed
 # by an MSM of its own, the same build's default measured against (budget-B-nokept.log);
 # B-noahead runs it with CUZK_RING_AHEAD=0: the streamed key's first chunks cross only after
-# the H polynomial (budget-B-noahead.log).
+# the H polynomial (budget-B-noahead.log); B-noparked with CUZK_PARKED_BATCHES=0: partitions
+# one at a time where the default parks a batch (budget-B-noparked.log).
 budget_run() {
-  local exe=$1 label=$2 b=$3 t0 t1 kernels=$FS/kernels kept=1 ahead=1
+  local exe=$1 label=$2 b=$3 t0 t1 kernels=$FS/kernels kept=1 ahead=1 parked=1
   case $b in *-nokept) b=${b%-nokept}; kept=0 ;; esac
   case $b in *-noahead) b=${b%-noahead}; ahead=0 ;; esac
+  case $b in *-noparked) b=${b%-noparked}; parked=0 ;; esac
   [ "$exe" = cuzk-base ] && [ -d "$FS/kernels-base" ] && kernels=$FS/kernels-base
   # The nvidia-smi window opens once the previous run's device memory is given back (up to
   # 15 s): on 2026-12-06 a 16 GiB run's window caught the 32 GiB run before it at 32.7 GiB.
@@ -281,12 +283,12 @@ budget_run() {
     sleep 1
   done
   t0=$(date +%s)
-  CUZK_KEPT_H=$kept CUZK_RING_AHEAD=$ahead CUZK_FATBIN_DIR="$kernels" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info,cuzk_gpu::matrices=info" \
+  CUZK_KEPT_H=$kept CUZK_RING_AHEAD=$ahead CUZK_PARKED_BATCHES=$parked CUZK_FATBIN_DIR="$kernels" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info,cuzk_gpu::matrices=info" \
     /usr/bin/time -v "$bin/$exe" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-$label.bin" \
     --prover-id f01000 --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" \
     --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
     --vram-budget "$b" --timeline "$FS/timeline-$label.jsonl" > "$FS/$label.log" 2>&1
-  echo "budget $b ($exe, CUZK_KEPT_H=$kept CUZK_RING_AHEAD=$ahead) rc=$?" >> "$FS/$label.log"
+  echo "budget $b ($exe, CUZK_KEPT_H=$kept CUZK_RING_AHEAD=$ahead CUZK_PARKED_BATCHES=$parked) rc=$?" >> "$FS/$label.log"
   t1=$(date +%s)
   # No sample inside the window (a short run between two samples, a sampler that stalled)
   # says so instead of reading 0.0.
@@ -312,7 +314,7 @@ step_budgets() {
   fi
   for l in $labels; do
     echo "-- $l:"
-    grep -E "rc=|identical|per partition|^proof|steady|streamed|resident|refused|rror|nvidia-smi peak|Maximum resident|crossed" "$FS/$l.log" \
+    grep -E "rc=|identical|per partition|^proof|steady|streamed|resident|refused|rror|nvidia-smi peak|Maximum resident|crossed|parked|pinned" "$FS/$l.log" \
       | grep -vE "^sector [0-9]+ partition|on the device: kernels" | sort | uniq -c | sort -rn | head -12
     # One steady-state partition's streamed breakdown (the 5th logged), and the host's share
     # of a stage that streams the matrices.

@@ -100,9 +100,11 @@ impl CudaBackend {
         };
         let slot = SrsSlot::shared();
         let matrices = MatrixSlot::default();
+        let parked = crate::streamed::ParkedPool::default();
         (0..config.workers.max(1))
             .map(|_| {
                 let b = Self::in_arena(gpu.clone(), arena.clone(), slot.clone(), matrices.clone())?;
+                b.inner.lock().parked = parked.clone();
                 b.inner.lock().release_scratch = true;
                 b.inner.lock().z_upload = config.z_upload;
                 b.set_shifted_h(config.shifted_h);
@@ -149,7 +151,7 @@ impl CudaBackend {
                 z_upload: ZUpload::default(),
                 last_z: None,
                 last_key_bytes: 0,
-                parked: Vec::new(),
+                parked: Default::default(),
                 last_parked: (0, 0),
                 gpu,
                 arena,

@@ -69,8 +69,10 @@ pub(crate) struct Worker {
     /// after a batch, each member's share.
     pub(crate) last_key_bytes: u64,
     /// Pinned host buffers for parked H coefficients, one per member of
-    /// the largest parked batch so far (made once, kept).
-    pub(crate) parked: Vec<cuzk_cuda::PinnedBuffer<FrLimbs>>,
+    /// the largest parked batch so far (made once, kept), shared by the
+    /// device's workers (one parked batch runs at a time: its admission
+    /// holds the device's room).
+    pub(crate) parked: crate::streamed::ParkedPool,
     /// After a parked batch: its size and the H coefficients' bytes each
     /// member moved each way (0 otherwise).
     pub(crate) last_parked: (usize, u64),

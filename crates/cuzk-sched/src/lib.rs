@@ -78,7 +78,15 @@ impl Engine {
                 };
                 // A batch forms from partitions already queued, never by
                 // waiting for more (batch_room is 1 for a CRITICAL one).
+                // Its room on the device is reserved first: while another
+                // prover's partition holds the device, the partitions
+                // queued meanwhile join this batch instead of each forming
+                // their own (a 16 GiB card holds one partition at a time).
                 let room = first.batch_room(&on);
+                let reserved = match room {
+                    1 => None,
+                    _ => first.reserve_batch(&on, room),
+                };
                 let mut batch = vec![first];
                 while batch.len() < room {
                     match inbox.try_recv() {
@@ -92,13 +100,24 @@ impl Engine {
                 }
                 // One more urgent than the batch goes first.
                 let urgent = carried.take_if(|w| w.priority().rank() < batch[0].priority().rank());
+                // The urgent one needs the device first: the batch's room
+                // is given back and taken again after it.
+                let reserved = reserved.filter(|_| urgent.is_none());
                 let mut proved = Vec::with_capacity(batch.len() + 1);
                 if let Some(w) = urgent {
                     proved.extend(w.prove(&on, &ctx, &name));
                 }
-                match batch.len() {
-                    1 => proved.extend(batch.pop().and_then(|w| w.prove(&on, &ctx, &name))),
-                    _ => proved.extend(SynthesizedPartition::prove_batch(batch, &on, &ctx, &name)),
+                match (batch.len(), reserved) {
+                    (1, ticket) => {
+                        drop(ticket);
+                        proved.extend(batch.pop().and_then(|w| w.prove(&on, &ctx, &name)))
+                    }
+                    (_, Some(ticket)) => proved.extend(SynthesizedPartition::prove_batch_admitted(
+                        batch, ticket, &on, &ctx, &name,
+                    )),
+                    (_, None) => {
+                        proved.extend(SynthesizedPartition::prove_batch(batch, &on, &ctx, &name))
+                    }
                 }
                 for p in proved {
                     if let Err(lost) = epilogue.send(p.priority(), p) {

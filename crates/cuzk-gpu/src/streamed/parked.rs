@@ -21,6 +21,10 @@ use crate::dense::AuxValues;
 use crate::plan::{ParkedBatch, SrsMode, VramPlan};
 use crate::worker::{classed, Clock, Dense, Scalars, Worker};
 
+/// Pinned host buffers for members' parked H coefficients, made once and
+/// kept, shared by a device's workers.
+pub(crate) type ParkedPool = std::sync::Arc<parking_lot::Mutex<Vec<PinnedBuffer<FrLimbs>>>>;
+
 /// Two chunk buffers a stage's parked scalars cross into: one is read
 /// (copied into the ring's scalars) while the other fills.
 pub(super) struct ParkedChunks {
@@ -147,39 +151,43 @@ impl ParkedChunks {
     }
 }
 
-impl Worker {
-    /// The parked buffers for `members` partitions of domain `n`: the
-    /// worker's, made once (a slow host call) and kept; more when a larger
-    /// batch comes. A host that cannot pin them is named with the bytes.
-    fn parked_buffers(&mut self, members: usize, n: usize) -> cuzk_cuda::Result<()> {
-        self.parked.retain(|b| b.len() == n);
-        if self.parked.len() >= members {
-            return Ok(());
-        }
-        let start = std::time::Instant::now();
-        let more = members - self.parked.len();
-        for _ in 0..more {
-            let b =
-                PinnedBuffer::new(&self.gpu, n).map_err(|e| cuzk_cuda::Error::BadArguments {
-                    kernel: "parked H coefficients",
-                    message: format!(
-                        "pinning {} of host memory for a parked batch member's H coefficients \
-                     ({} pinned already): {e}; a smaller batch, more memory or \
-                     --no-parked-batches (CUZK_PARKED_BATCHES=0) avoids it",
-                        cuzk_arena::human((n * 32) as u64),
-                        cuzk_arena::human((self.parked.len() * n * 32) as u64),
-                    ),
-                })?;
-            self.parked.push(b);
-        }
-        tracing::info!(
-            "pinned {} of host memory for {more} parked batch member(s) in {:.2} s",
-            cuzk_arena::human((more * n * 32) as u64),
-            start.elapsed().as_secs_f64()
-        );
-        Ok(())
+/// `pool` grown to `members` buffers of `n` scalars (buffers of another
+/// length dropped): made once (a slow host call) and kept. A host that
+/// cannot pin them is named with the bytes.
+fn parked_buffers(
+    gpu: &cuzk_cuda::Gpu,
+    pool: &mut Vec<PinnedBuffer<FrLimbs>>,
+    members: usize,
+    n: usize,
+) -> cuzk_cuda::Result<()> {
+    pool.retain(|b| b.len() == n);
+    if pool.len() >= members {
+        return Ok(());
     }
+    let start = std::time::Instant::now();
+    let more = members - pool.len();
+    for _ in 0..more {
+        let b = PinnedBuffer::new(gpu, n).map_err(|e| cuzk_cuda::Error::BadArguments {
+            kernel: "parked H coefficients",
+            message: format!(
+                "pinning {} of host memory for a parked batch member's H coefficients ({} \
+                 pinned already): {e}; a smaller batch, more memory or --no-parked-batches \
+                 (CUZK_PARKED_BATCHES=0) avoids it",
+                cuzk_arena::human((n * 32) as u64),
+                cuzk_arena::human((pool.len() * n * 32) as u64),
+            ),
+        })?;
+        pool.push(b);
+    }
+    tracing::info!(
+        "pinned {} of host memory for {more} parked batch member(s) in {:.2} s",
+        cuzk_arena::human((more * n * 32) as u64),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
 
+impl Worker {
     /// Several partitions of one circuit over one pass of the streamed key
     /// with their state parked (`batch`, from `plan`'s
     /// `VramPlan::parked_batch`): each member's a, b, c and H polynomial
@@ -211,13 +219,14 @@ impl Worker {
         self.last_key_bytes = 0;
         self.last_parked = (0, 0);
         let n = plan.shape.domain;
-        self.parked_buffers(ws.len(), n)?;
+        let pool = std::sync::Arc::clone(&self.parked);
+        let mut parked = pool.lock();
+        parked_buffers(&self.gpu, &mut parked, ws.len(), n)?;
         let matrices = self
             .abc_matrices(plan, ws[0], &mut t[0])?
             .expect("a, b, c on the device: checked by the backend");
         let s = self.stream.clone();
         let mut dense = Vec::with_capacity(ws.len());
-        let mut parked = std::mem::take(&mut self.parked);
         for (m, (w, t)) in ws.iter().zip(t.iter_mut()).enumerate() {
             let mut clock = Clock::new();
             let (h, aux) = self.device_h(&matrices, w, n, plan.h_poly, &mut clock)?;
@@ -233,7 +242,7 @@ impl Worker {
         drop(matrices);
         self.size_for(&batch.plan)?;
         let sums = self.parked_pass(batch, chunk, key, ws, &compact, &parked, dense);
-        self.parked = parked;
+        drop(parked);
         self.pin = None;
         self.scratch = None;
         let (sums, clock) = sums?;

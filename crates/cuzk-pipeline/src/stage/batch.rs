@@ -71,17 +71,72 @@ impl SynthesizedPartition {
         if n < 2 {
             return one_by_one(live);
         }
-        let (job, witness) = (Arc::clone(&live[0].job), &live[0].witness);
+        let ticket = match live[0].reserve_batch(on, n) {
+            Some(t) => t,
+            // No batch of n here, or a refusal each member meets on its own.
+            None => return one_by_one(live),
+        };
+        Self::prove_batch_admitted(live, ticket, on, ctx, worker)
+    }
+
+    /// The device's room for a batch of up to `members` partitions like
+    /// this one ([`crate::Admission::admit_batch`], after the key is
+    /// prepared), waiting while the device proves others: an engine may
+    /// reserve it before the batch forms, so that the partitions queued
+    /// while it waited join ([`SynthesizedPartition::prove_batch_admitted`]
+    /// under the ticket, any size from 2 to `members`). `None` where the
+    /// device admits no such batch, or the key or admission refused (each
+    /// member then meets that on its own).
+    pub fn reserve_batch(
+        &self,
+        on: &DeviceWorker,
+        members: usize,
+    ) -> Option<crate::AdmissionTicket> {
         let ticket = catch_panic(Stage::Prove, || {
             on.backend
-                .prepare_key(job.shared_key())
+                .prepare_key(self.job.shared_key())
                 .map_err(PartitionError::from)?;
-            Ok(on.admission.admit_batch(job.shape(), witness, n))
+            Ok(on
+                .admission
+                .admit_batch(self.job.shape(), &self.witness, members))
         });
-        let ticket = match ticket {
-            Ok(Some(Ok(t))) => t,
-            // No batch of n here, or a refusal each member meets on its own.
-            _ => return one_by_one(live),
+        match ticket {
+            Ok(Some(Ok(t))) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// [`SynthesizedPartition::prove_batch`] under `ticket`, the device's
+    /// room for a batch of at least this many ([`SynthesizedPartition::reserve_batch`]).
+    /// Members of finished jobs are dropped first; fewer than two left,
+    /// the ticket is given back and each is proved on its own.
+    pub fn prove_batch_admitted(
+        batch: Vec<SynthesizedPartition>,
+        ticket: crate::AdmissionTicket,
+        on: &DeviceWorker,
+        ctx: &StageContext,
+        worker: &str,
+    ) -> Vec<ProvedPartition> {
+        let mut live = Vec::with_capacity(batch.len());
+        for p in batch {
+            match p.job.is_finished() {
+                true => ctx.discard(&p.job, p.partition, worker, p.reservation),
+                false => live.push(p),
+            }
+        }
+        let n = live.len();
+        if n < 2 {
+            drop(ticket);
+            return live
+                .into_iter()
+                .filter_map(|p| p.prove(on, ctx, worker))
+                .collect();
+        }
+        let job = Arc::clone(&live[0].job);
+        let one_by_one = |live: Vec<SynthesizedPartition>| -> Vec<ProvedPartition> {
+            live.into_iter()
+                .filter_map(|p| p.prove(on, ctx, worker))
+                .collect()
         };
         for p in &live {
             ctx.timeline
