@@ -46,6 +46,9 @@ pub struct CudaBackend {
     /// Whether a batch parks its members even where held ones fit, at the
     /// plan's own chunk (see [`CudaBackend::force_parked`]).
     force_parked: std::sync::atomic::AtomicBool,
+    /// The device's pinned buffers for parked H coefficients (its workers'
+    /// `Worker::parked`), reachable without the worker's lock.
+    parked_pool: crate::streamed::ParkedPool,
     /// The device, its keys and its arena's size, outside the worker's lock
     /// (for [`Backend::prepare_key`], which must not wait for a partition).
     gpu: Gpu,
@@ -103,8 +106,10 @@ impl CudaBackend {
         let parked = crate::streamed::ParkedPool::default();
         (0..config.workers.max(1))
             .map(|_| {
-                let b = Self::in_arena(gpu.clone(), arena.clone(), slot.clone(), matrices.clone())?;
+                let mut b =
+                    Self::in_arena(gpu.clone(), arena.clone(), slot.clone(), matrices.clone())?;
                 b.inner.lock().parked = parked.clone();
+                b.parked_pool = parked.clone();
                 b.inner.lock().release_scratch = true;
                 b.inner.lock().z_upload = config.z_upload;
                 b.set_shifted_h(config.shifted_h);
@@ -129,6 +134,7 @@ impl CudaBackend {
         let ordinal = gpu.info().ordinal;
         let name: &'static str = Box::leak(format!("cuda:{ordinal}").into_boxed_str());
         let (pin_gpu, pin_keys, capacity) = (gpu.clone(), srs.clone(), arena.capacity());
+        let parked_pool = crate::streamed::ParkedPool::default();
         let fill = rayon::ThreadPoolBuilder::new()
             .num_threads(FILL_THREADS)
             .thread_name(move |i| format!("cuzk-cuda{ordinal}-fill{i}"))
@@ -151,7 +157,7 @@ impl CudaBackend {
                 z_upload: ZUpload::default(),
                 last_z: None,
                 last_key_bytes: 0,
-                parked: Default::default(),
+                parked: parked_pool.clone(),
                 last_parked: (0, 0),
                 gpu,
                 arena,
@@ -167,6 +173,7 @@ impl CudaBackend {
             ring_ahead: std::sync::atomic::AtomicBool::new(true),
             parked_batches: std::sync::atomic::AtomicBool::new(true),
             force_parked: std::sync::atomic::AtomicBool::new(false),
+            parked_pool,
             gpu: pin_gpu,
             keys: pin_keys,
             capacity,
@@ -307,6 +314,31 @@ impl CudaBackend {
                 plan.parked_at(&CudaFootprints, chunk, others, most)
             }
             _ => plan.parked_batch(&CudaFootprints, others, most),
+        }
+    }
+
+    /// Starts pinning the device's parked buffers for `members` partitions
+    /// of domain `n` in the background when it holds fewer (a slow host
+    /// call, ~5 s for 40 GiB: made while the partition that offered the
+    /// batch is proved, not inside the batch). Nothing while a batch holds
+    /// the pool.
+    fn warm_parked(&self, n: usize, members: usize) {
+        let pool = Arc::clone(&self.parked_pool);
+        match pool.try_lock() {
+            Some(p) if p.iter().filter(|b| b.len() == n).count() < members => {}
+            _ => return,
+        }
+        let gpu = self.gpu.clone();
+        let spawned = std::thread::Builder::new()
+            .name("cuzk-parked-pin".into())
+            .spawn(move || {
+                let mut p = pool.lock();
+                if let Err(e) = crate::streamed::parked_buffers(&gpu, &mut p, members, n) {
+                    tracing::warn!("{e}");
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("no thread to pin the parked buffers ahead ({e}): the batch pins them");
         }
     }
 
@@ -546,9 +578,13 @@ impl Backend for CudaBackend {
             return 1;
         };
         match plan.batch_room() {
-            1 => self
-                .parked_for(&plan, &[witness], crate::plan::BATCH_COUNTED)
-                .map_or(1, |b| b.members),
+            1 => match self.parked_for(&plan, &[witness], crate::plan::BATCH_COUNTED) {
+                Some(b) => {
+                    self.warm_parked(plan.shape.domain, b.members);
+                    b.members
+                }
+                None => 1,
+            },
             held => held,
         }
     }

@@ -505,6 +505,50 @@ fn a_device_admits_no_more_than_its_admission_allows() {
     engine.shutdown();
 }
 
+/// Two provers on a device with room for one partition (or one batch) at
+/// a time, a backend that batches up to three: while one prover holds the
+/// device, the other takes the next partition and reserves the batch's
+/// room before the batch forms, so the partitions queued while it waited
+/// join it (a 16 GiB card's parked batch): one batch of three, not a
+/// partition alone and then a batch of two.
+#[test]
+fn a_batch_waiting_for_the_device_takes_the_partitions_queued_meanwhile() {
+    let backend = FaultyBackend::new();
+    backend.set_batch_room(3);
+    backend.inject(demo_inputs(10, 9, 0), BackendFault::Gate);
+    let admission = Arc::new(CountingAdmission::new(1));
+    let mut cfg = config(2, 1);
+    cfg.devices = vec![Device::new("dev-0", backend.clone(), 2).with_admission(admission.clone())];
+    cfg.prover_queue = 8;
+    let engine = Engine::start(cfg).unwrap();
+    let holder = engine
+        .submit(demo_job(10, demo_source(10, 9, 1), 9))
+        .unwrap();
+    backend.gate().wait_held();
+    let bulk = engine
+        .submit(demo_job(10, demo_source(10, 1, 3), 1))
+        .unwrap();
+    // The second prover took one bulk partition (waiting for the room),
+    // the other two queued behind it.
+    wait_until("one bulk partition taken, two queued", || {
+        engine.metrics().stage(Stage::Prove).queued == 2
+            && engine.metrics().stage(Stage::Synthesis).completed == 4
+    });
+    assert_eq!(cuzk_pipeline::Admission::usage(&*admission), (1, 1));
+    backend.gate().open();
+    ok(holder.wait());
+    let bulk = ok(bulk.wait());
+    assert_eq!(verify_demo_output(&bulk, 10, 1), vec![true; 3]);
+    let sizes: Vec<usize> = backend.batches().iter().map(Vec::len).collect();
+    assert_eq!(
+        sizes,
+        vec![3],
+        "the partitions queued while it waited joined"
+    );
+    assert!(bulk.partitions.iter().all(|p| p.batch == 3));
+    engine.shutdown();
+}
+
 #[test]
 fn dropping_the_engine_abandons_queued_jobs_and_finishes_running_ones() {
     let engine = Engine::start(config(1, 1)).unwrap();

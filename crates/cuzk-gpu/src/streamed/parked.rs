@@ -154,7 +154,7 @@ impl ParkedChunks {
 /// `pool` grown to `members` buffers of `n` scalars (buffers of another
 /// length dropped): made once (a slow host call) and kept. A host that
 /// cannot pin them is named with the bytes.
-fn parked_buffers(
+pub(crate) fn parked_buffers(
     gpu: &cuzk_cuda::Gpu,
     pool: &mut Vec<PinnedBuffer<FrLimbs>>,
     members: usize,

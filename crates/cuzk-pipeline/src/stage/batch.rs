@@ -138,10 +138,9 @@ impl SynthesizedPartition {
                 .filter_map(|p| p.prove(on, ctx, worker))
                 .collect()
         };
-        for p in &live {
-            ctx.timeline
-                .emit(p.job.id(), p.partition, EventKind::ProveStart, worker);
-        }
+        let members: Vec<_> = live.iter().map(|p| (p.job.id(), p.partition)).collect();
+        ctx.timeline
+            .emit_together(&members, EventKind::ProveStart, worker);
         let mut timings = vec![StageTimings::default(); n];
         let result = {
             let _busy = ctx.meters.stage(Stage::Prove).busy();
@@ -173,10 +172,8 @@ impl SynthesizedPartition {
             }
         };
         let plan = on.backend.last_run();
-        for p in &live {
-            ctx.timeline
-                .emit(p.job.id(), p.partition, EventKind::ProveEnd, worker);
-        }
+        ctx.timeline
+            .emit_together(&members, EventKind::ProveEnd, worker);
         drop(ticket);
         live.into_iter()
             .zip(sums)
