@@ -63,8 +63,15 @@ impl Engine {
         }
     }
 
+    /// One prover thread of a device. `forming` is the device's: held from
+    /// taking a partition until its batch is formed (its room on the
+    /// device reserved and the queued partitions taken), so that while one
+    /// prover waits for the device with a batch to form, the device's other
+    /// provers take nothing from the queue, and what queues meanwhile joins
+    /// that batch.
     fn prover_worker(
         on: DeviceWorker,
+        forming: Arc<parking_lot::Mutex<()>>,
         ctx: StageContext,
         inbox: PriorityReceiver<SynthesizedPartition>,
         epilogue: PrioritySender<ProvedPartition>,
@@ -73,6 +80,7 @@ impl Engine {
             // A partition taken while forming a batch that could not join it.
             let mut carried: Option<SynthesizedPartition> = None;
             loop {
+                let former = forming.lock();
                 let Some(first) = carried.take().or_else(|| inbox.recv()) else {
                     break;
                 };
@@ -103,6 +111,7 @@ impl Engine {
                 // The urgent one needs the device first: the batch's room
                 // is given back and taken again after it.
                 let reserved = reserved.filter(|_| urgent.is_none());
+                drop(former);
                 let mut proved = Vec::with_capacity(batch.len() + 1);
                 if let Some(w) = urgent {
                     proved.extend(w.prove(&on, &ctx, &name));
@@ -205,11 +214,13 @@ impl Scheduler for Engine {
             ));
         }
         for (d, device) in config.devices.iter().enumerate() {
+            let forming = Arc::new(parking_lot::Mutex::new(()));
             for w in 0..device.workers() {
                 threads.push(Self::spawn(
                     format!("{}/w{w}", device.name),
                     Self::prover_worker(
                         device.worker(d, w),
+                        Arc::clone(&forming),
                         ctx.clone(),
                         to_provers.clone(),
                         to_epilogue_tx.clone(),
