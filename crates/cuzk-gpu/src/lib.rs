@@ -5,6 +5,7 @@ pub mod admission;
 mod backend;
 mod batch;
 mod breakdown;
+mod clock;
 mod dense;
 mod device;
 mod error;

@@ -6,14 +6,13 @@
 //! evaluated on the device from resident matrices are `matrices.rs`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use cuzk_cuda::gather::BitmapGather;
 use cuzk_cuda::msm::{BatchSum, Classifier, Msm, G1, G2};
 use cuzk_cuda::ntt::{h_finish, h_mul, h_step, ntt, NttKind};
 use cuzk_cuda::packed::Classed;
 use cuzk_cuda::staging::Staging;
-use cuzk_cuda::{Arena, DeviceBuffer, Event, Gpu, HostPin, Stream};
+use cuzk_cuda::{Arena, DeviceBuffer, Gpu, HostPin, Stream};
 use cuzk_field::limbs::{fr_as_limbs, DeviceRepr, FrLimbs, G1AffineLimbs};
 use cuzk_field::Fr;
 use cuzk_groth16::prover::{MsmSums, StageTimings};
@@ -78,41 +77,7 @@ pub(crate) struct Worker {
     pub(crate) last_parked: (usize, u64),
 }
 
-/// Device-event marks of one partition's stages on the compute stream.
-pub(crate) struct Clock {
-    pub(crate) marks: Vec<(&'static str, Event, Event)>,
-    pub(crate) open: Option<(&'static str, Event)>,
-}
-
-impl Clock {
-    pub(crate) fn new() -> Self {
-        Clock {
-            marks: Vec::new(),
-            open: None,
-        }
-    }
-
-    pub(crate) fn start(&mut self, s: &Stream, name: &'static str) -> cuzk_cuda::Result<()> {
-        self.open = Some((name, s.record()?));
-        Ok(())
-    }
-
-    pub(crate) fn stop(&mut self, s: &Stream) -> cuzk_cuda::Result<()> {
-        if let Some((name, start)) = self.open.take() {
-            self.marks.push((name, start, s.record()?));
-        }
-        Ok(())
-    }
-
-    /// Each stage's device time (waits for the last event).
-    pub(crate) fn report(self, t: &mut StageTimings) -> cuzk_cuda::Result<()> {
-        for (name, a, b) in self.marks {
-            let ms = a.elapsed_ms(&b)?;
-            t.record(name, Duration::from_secs_f64(f64::from(ms) / 1e3));
-        }
-        Ok(())
-    }
-}
+pub(crate) use crate::clock::Clock;
 
 /// A query's scalar mix (`RUST_LOG=cuzk_gpu=debug`): how many of its
 /// scalars the batch sums take (ones), Pippenger takes (others) and none
