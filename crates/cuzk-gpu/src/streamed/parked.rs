@@ -52,17 +52,29 @@ pub(super) fn parked_after(
     i: usize,
     m: usize,
 ) -> Option<(usize, usize)> {
+    next_where(order, i, m, |m, s| is_parked(members, m, s))
+}
+
+/// The first (crossing, member) after member `m`'s sums of crossing `i`,
+/// in the driver's order (the crossing's members in turn, then the next
+/// crossings'), whose member and section satisfy `parked`.
+fn next_where(
+    order: &BatchOrder,
+    i: usize,
+    m: usize,
+    parked: impl Fn(usize, usize) -> bool,
+) -> Option<(usize, usize)> {
     let crossings = order.crossings();
     let c = &crossings[i];
-    if m + 1 < c.members.end && is_parked(members, m + 1, c.section) {
-        return Some((i, m + 1));
+    if let Some(m) = (m + 1..c.members.end).find(|&m| parked(m, c.section)) {
+        return Some((i, m));
     }
-    crossings
-        .iter()
-        .enumerate()
-        .skip(i + 1)
-        .find(|(_, c)| is_parked(members, c.members.start, c.section))
-        .map(|(j, c)| (j, c.members.start))
+    crossings.iter().enumerate().skip(i + 1).find_map(|(j, c)| {
+        c.members
+            .clone()
+            .find(|&m| parked(m, c.section))
+            .map(|m| (j, m))
+    })
 }
 
 impl ParkedChunks {
@@ -347,5 +359,38 @@ impl Worker {
     ) -> cuzk_cuda::Result<(Vec<Vec<crate::batch::Sum>>, u64)> {
         let parked = ParkedChunks::new(&self.stream, ring.chunk)?;
         self.phase_with(ring, "msm_h_l_a_b", members, true, clock, Some(parked))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Following `next_where` from the first parked sum visits every
+    /// parked (crossing, member) once, in the order the driver queues the
+    /// sums (`batch::run`: each crossing's members in turn): H's chunks of
+    /// three members among the light sections', and when only some
+    /// members' H is parked.
+    #[test]
+    fn the_next_parked_sum_follows_the_drivers_order() {
+        let order = BatchOrder::new(&[4, 2, 2, 1, 1], 3, 3);
+        for parked_members in [vec![0, 1, 2], vec![1], vec![0, 2]] {
+            let parked = |m: usize, s: usize| s == 0 && parked_members.contains(&m);
+            let want: Vec<(usize, usize)> = order
+                .crossings()
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| c.members.clone().map(move |m| (i, m)))
+                .filter(|&(i, m)| parked(m, order.crossings()[i].section))
+                .collect();
+            let mut got = vec![want[0]];
+            while let Some(next) =
+                next_where(&order, got.last().unwrap().0, got.last().unwrap().1, parked)
+            {
+                got.push(next);
+            }
+            assert_eq!(got, want, "members {parked_members:?} parked");
+            assert_eq!(got.len(), 4 * parked_members.len());
+        }
     }
 }
