@@ -151,11 +151,14 @@ impl Admission for VramAdmission {
             _ => None,
         };
         if members > plan.batch_room() {
-            // A parked batch (the workers' `batch_room` offered it): its
-            // peak beyond the plan's, for the most others plus 1/256.
+            // A parked batch (the workers' `batch_room` offered it): the
+            // pass the workers run (chosen for a proof's partitions, as
+            // `batch_room` chose it), its peak beyond the plan's, for the
+            // most others plus 1/256.
             let others = witness.compact_aux.as_ref()?.others().len();
+            let most = crate::plan::BATCH_COUNTED.max(members);
             let parked = match self.options.parked_batches {
-                true => plan.parked_batch(&CudaFootprints, others + others / 256, members)?,
+                true => plan.parked_batch(&CudaFootprints, others + others / 256, most)?,
                 false => return None,
             };
             if parked.members < members {

@@ -503,7 +503,11 @@ impl CudaBackend {
         }
         let forced = self.force_parked.load(std::sync::atomic::Ordering::Relaxed);
         if forced || ws.len() > plan.batch_room() {
-            if let Some(parked) = self.parked_for(&plan, ws, ws.len()) {
+            // The pass as `batch_room` and the admission chose it (for a
+            // proof's partitions), whatever this batch's size: fewer
+            // members at the same chunk stay within what was reserved.
+            let most = crate::plan::BATCH_COUNTED.max(ws.len());
+            if let Some(parked) = self.parked_for(&plan, ws, most) {
                 if parked.members >= ws.len() {
                     return worker
                         .prove_batch_parked(&plan, &parked, key, ws, t)
