@@ -267,9 +267,12 @@ step_porep_sh() {
 # by an MSM of its own, the same build's default measured against (budget-B-nokept.log);
 # B-noahead runs it with CUZK_RING_AHEAD=0: the streamed key's first chunks cross only after
 # the H polynomial (budget-B-noahead.log); B-noparked with CUZK_PARKED_BATCHES=0: partitions
-# one at a time where the default parks a batch (budget-B-noparked.log).
+# one at a time where the default parks a batch (budget-B-noparked.log). A budget ending in
+# -two proves two proofs (C1s 1 and 2, twenty partitions) in one engine: the steady state of
+# batches that fill (e.g. 16GiB-two, 16GiB-noparked-two).
 budget_run() {
-  local exe=$1 label=$2 b=$3 t0 t1 kernels=$FS/kernels kept=1 ahead=1 parked=1
+  local exe=$1 label=$2 b=$3 t0 t1 kernels=$FS/kernels kept=1 ahead=1 parked=1 second=()
+  case $b in *-two) b=${b%-two}; second=(--c1 "$FS/c1-2.json" --out "$FS/proof-2-$label.bin") ;; esac
   case $b in *-nokept) b=${b%-nokept}; kept=0 ;; esac
   case $b in *-noahead) b=${b%-noahead}; ahead=0 ;; esac
   case $b in *-noparked) b=${b%-noparked}; parked=0 ;; esac
@@ -284,7 +287,7 @@ budget_run() {
   done
   t0=$(date +%s)
   CUZK_KEPT_H=$kept CUZK_RING_AHEAD=$ahead CUZK_PARKED_BATCHES=$parked CUZK_FATBIN_DIR="$kernels" RUST_LOG="${RUST_LOG:-warn},cuzk_gpu::worker=info,cuzk_gpu::streamed=info,cuzk_gpu::matrices=info" \
-    /usr/bin/time -v "$bin/$exe" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-$label.bin" \
+    /usr/bin/time -v "$bin/$exe" porep-c2 --c1 "$FS/c1-1.json" --out "$FS/proof-1-$label.bin" "${second[@]}" \
     --prover-id f01000 --synthesis-workers "$WORKERS" --host-budget "$HOST_BUDGET" \
     --backend cuda --rng-seed 7 --synthesis precompiled --r1cs-cache "$FS/porep-32g.r1cs" \
     --vram-budget "$b" --timeline "$FS/timeline-$label.jsonl" > "$FS/$label.log" 2>&1

@@ -135,6 +135,10 @@ impl Backend for Guarded {
         }
     }
 
+    fn most_batch_room(&self) -> usize {
+        self.inner.most_batch_room()
+    }
+
     fn msm_sums_batch(
         &self,
         key: &ProvingKey,

@@ -257,6 +257,11 @@ pub(crate) async fn serve(config: Config) -> Result<(), DaemonError> {
     engine_config.critical_reserve = config.proving.critical_reserve;
     engine_config.reserve_class = config.reserve_class()?;
     engine_config.verify = true;
+    // Left to the box, the partitions in flight leave room for a GPU's
+    // batch of a streamed key's partitions to form.
+    if config.proving.partitions_in_flight == 0 {
+        engine_config = engine_config.with_batch_room();
+    }
     // Keys and partitions share one host budget (3/4 of RAM by default): each
     // HOT key's bytes are lent out of the engine's budget while it is HOT, so
     // partitions get exactly what the keys do not hold right now (a 44 GiB

@@ -49,6 +49,8 @@ pub struct CudaBackend {
     /// The device's pinned buffers for parked H coefficients (its workers'
     /// `Worker::parked`), reachable without the worker's lock.
     parked_pool: crate::streamed::ParkedPool,
+    /// Whether a thread is pinning the pool's buffers ahead (one per device).
+    warming: Arc<std::sync::atomic::AtomicBool>,
     /// The device, its keys and its arena's size, outside the worker's lock
     /// (for [`Backend::prepare_key`], which must not wait for a partition).
     gpu: Gpu,
@@ -104,12 +106,14 @@ impl CudaBackend {
         let slot = SrsSlot::shared();
         let matrices = MatrixSlot::default();
         let parked = crate::streamed::ParkedPool::default();
+        let warming = Arc::<std::sync::atomic::AtomicBool>::default();
         (0..config.workers.max(1))
             .map(|_| {
                 let mut b =
                     Self::in_arena(gpu.clone(), arena.clone(), slot.clone(), matrices.clone())?;
                 b.inner.lock().parked = parked.clone();
                 b.parked_pool = parked.clone();
+                b.warming = Arc::clone(&warming);
                 b.inner.lock().release_scratch = true;
                 b.inner.lock().z_upload = config.z_upload;
                 b.set_shifted_h(config.shifted_h);
@@ -174,6 +178,7 @@ impl CudaBackend {
             parked_batches: std::sync::atomic::AtomicBool::new(true),
             force_parked: std::sync::atomic::AtomicBool::new(false),
             parked_pool,
+            warming: Default::default(),
             gpu: pin_gpu,
             keys: pin_keys,
             capacity,
@@ -323,21 +328,21 @@ impl CudaBackend {
     /// batch is proved, not inside the batch). Nothing while a batch holds
     /// the pool.
     fn warm_parked(&self, n: usize, members: usize) {
-        let pool = Arc::clone(&self.parked_pool);
-        match pool.try_lock() {
-            Some(p) if p.iter().filter(|b| b.len() == n).count() < members => {}
-            _ => return,
+        use std::sync::atomic::Ordering::Relaxed;
+        // One warming thread per device at a time.
+        if self.warming.swap(true, Relaxed) {
+            return;
         }
-        let gpu = self.gpu.clone();
+        let (pool, gpu) = (Arc::clone(&self.parked_pool), self.gpu.clone());
+        let warming = Arc::clone(&self.warming);
         let spawned = std::thread::Builder::new()
             .name("cuzk-parked-pin".into())
             .spawn(move || {
-                let mut p = pool.lock();
-                if let Err(e) = crate::streamed::parked_buffers(&gpu, &mut p, members, n) {
-                    tracing::warn!("{e}");
-                }
+                crate::streamed::warm_parked(&gpu, &pool, members, n);
+                warming.store(false, Relaxed);
             });
         if let Err(e) = spawned {
+            self.warming.store(false, Relaxed);
             tracing::warn!("no thread to pin the parked buffers ahead ({e}): the batch pins them");
         }
     }
@@ -591,6 +596,12 @@ impl Backend for CudaBackend {
             },
             held => held,
         }
+    }
+
+    /// A proof's partitions ([`BATCH_COUNTED`](crate::plan::BATCH_COUNTED)):
+    /// the most a batch, held or parked, is planned for.
+    fn most_batch_room(&self) -> usize {
+        crate::plan::BATCH_COUNTED
     }
 
     fn msm_sums_batch(

@@ -219,6 +219,13 @@ pub trait Backend: Send + Sync {
         1
     }
 
+    /// The most [`Backend::batch_room`] says for any circuit: an engine
+    /// keeps that many partitions queued for this backend's provers, so a
+    /// batch can fill. The default, 1.
+    fn most_batch_room(&self) -> usize {
+        1
+    }
+
     /// The sums of several partitions of one circuit in one call, each
     /// member's own in `timings[m]`; `admitted`, when given, is the plan the
     /// device's admission reserved room for the whole batch under. The

@@ -190,6 +190,29 @@ impl Default for EngineConfig {
 }
 
 impl EngineConfig {
+    /// This configuration with room for its devices' batches: partitions in
+    /// flight and the provers' queue deep enough that a batch of the most
+    /// any device's backend takes ([`Backend::most_batch_room`]) can form
+    /// while the device proves another (the host budget still bounds what
+    /// is in flight). Unchanged where no backend batches.
+    ///
+    /// [`Backend::most_batch_room`]: cuzk_groth16::prover::Backend::most_batch_room
+    pub fn with_batch_room(mut self) -> Self {
+        let (room, provers) = self
+            .devices
+            .iter()
+            .map(|d| {
+                let room = d.backends.iter().map(|b| b.most_batch_room()).max();
+                (room.unwrap_or(1), d.backends.len())
+            })
+            .fold((1, 0), |(r, p), (room, n)| (r.max(room), p + n));
+        if room > 1 {
+            self.prover_queue = self.prover_queue.max(room);
+            self.max_in_flight = self.max_in_flight.max(room + provers);
+        }
+        self
+    }
+
     /// The reserve as the intake takes it.
     pub fn host_reserve(&self) -> HostReserve {
         HostReserve {

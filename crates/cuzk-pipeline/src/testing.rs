@@ -478,6 +478,10 @@ impl Backend for FaultyBackend {
         self.batch_room.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    fn most_batch_room(&self) -> usize {
+        self.batch_room.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn msm_sums_batch(
         &self,
         key: &ProvingKey,

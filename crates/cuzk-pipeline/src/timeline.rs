@@ -280,13 +280,18 @@ fn completion_rate(events: &[TimelineEvent], stage: Stage, skip: usize) -> Optio
     // partitions: the last warm-up one, or the very first when none is skipped.
     // A batch's members complete at one instant: a window starting inside
     // such a group starts before it instead (the members' period lies
-    // between the completion before the group and the group).
+    // between the completion before the group and the group), or, for the
+    // very first group (nothing before it), at its end, counting none of it.
     let mut start = skip.max(1) - 1;
-    if ends.get(start + 1) == ends.get(start) {
-        while start > 0 && ends[start - 1] == ends[start] {
-            start -= 1;
+    if start + 1 < ends.len() && ends[start + 1] == ends[start] {
+        let (mut first, mut last) = (start, start);
+        while first > 0 && ends[first - 1] == ends[start] {
+            first -= 1;
         }
-        start = start.saturating_sub(1);
+        while last + 1 < ends.len() && ends[last + 1] == ends[start] {
+            last += 1;
+        }
+        start = if first > 0 { first - 1 } else { last };
     }
     let counted = ends.len().checked_sub(start + 1).filter(|&c| c > 0)?;
     let last = *ends.last()?;
@@ -572,5 +577,16 @@ mod tests {
             completion_rate(&ends(&[5_000, 5_000]), Stage::Prove, 2),
             None
         );
+        // The first completions a batch of three (with the warm-up), then
+        // batches of two and three: 1.5 s per member after the first batch,
+        // never a member of it counted in no time.
+        let first_batch = ends(&[9_000, 9_000, 9_000, 12_000, 12_000, 16_500, 16_500, 16_500]);
+        for skip in [1, 2, 3] {
+            assert_eq!(
+                completion_rate(&first_batch, Stage::Prove, skip),
+                Some(Duration::from_millis(1_500)),
+                "skip {skip}"
+            );
+        }
     }
 }

@@ -549,6 +549,25 @@ fn a_batch_waiting_for_the_device_takes_the_partitions_queued_meanwhile() {
     engine.shutdown();
 }
 
+/// A device whose backend batches up to ten gets ten partitions queued
+/// for its provers and room in flight for them beside its two workers;
+/// one that does not batch leaves the configuration as it was.
+#[test]
+fn the_engine_makes_room_for_its_devices_batches() {
+    let backend = FaultyBackend::new();
+    let with_room = |backend: &Arc<FaultyBackend>| {
+        let mut cfg = config(4, 1);
+        cfg.devices = vec![Device::new("d", backend.clone(), 2)];
+        cfg.max_in_flight = 5;
+        cfg.with_batch_room()
+    };
+    let plain = with_room(&backend);
+    assert_eq!((plain.prover_queue, plain.max_in_flight), (2, 5));
+    backend.set_batch_room(10);
+    let batching = with_room(&backend);
+    assert_eq!((batching.prover_queue, batching.max_in_flight), (10, 12));
+}
+
 #[test]
 fn dropping_the_engine_abandons_queued_jobs_and_finishes_running_ones() {
     let engine = Engine::start(config(1, 1)).unwrap();

@@ -109,6 +109,8 @@ pub(crate) fn run_jobs(
     config.verify = settings.verify;
     config.largest_partition = Some(shape.clone());
     config.timeline = Arc::clone(&timeline);
+    // A GPU that batches a streamed key's partitions gets them queued.
+    let config = config.with_batch_room();
     eprintln!(
         "{}; host budget {} ({why}); proving on {prover}",
         settings.schedule.describe(),

@@ -95,7 +95,14 @@ impl VramPlan {
     /// whose pass holds the most members beside the margin and resident
     /// matrices (the key's bytes per partition fall with each member), the
     /// largest of those (fewer sums per section). `None` where none holds
-    /// two (or `most` < 2): the partitions go one at a time.
+    /// two (or `most` < 2), and where this plan keeps the matrices
+    /// resident: the partitions go one at a time.
+    ///
+    /// Only where the matrices stream (a 16 GiB card): there a partition
+    /// alone moves the most bytes (53 GB), and a parked member took 1.95 s
+    /// against 1.88 alone for 38% of them in a batch of ten; where they
+    /// stay resident (24 and 32 GiB) parked members took 1.78 and 1.79 s
+    /// against 1.69 and 1.60 alone (H100, 2026-12-06, docs/small-cards.md).
     pub fn parked_batch(
         &self,
         fp: &dyn Footprints,
@@ -105,7 +112,7 @@ impl VramPlan {
         let SrsMode::Streamed { chunk: own } = self.mode else {
             return None;
         };
-        if !self.interleaved || most < 2 {
+        if !self.interleaved || most < 2 || self.matrices_streamed().is_none() {
             return None;
         }
         let longest = self.shape.longest_msm().max(MIN_CHUNK).next_power_of_two();

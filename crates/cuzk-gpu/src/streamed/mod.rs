@@ -585,5 +585,5 @@ mod on_device;
 mod parked;
 mod ring;
 
-pub(crate) use parked::{parked_buffers, ParkedPool};
+pub(crate) use parked::{warm_parked, ParkedPool};
 pub(crate) use ring::Ring;

@@ -23,7 +23,7 @@ use crate::worker::{classed, Clock, Dense, Scalars, Worker};
 
 /// Pinned host buffers for members' parked H coefficients, made once and
 /// kept, shared by a device's workers.
-pub(crate) type ParkedPool = std::sync::Arc<parking_lot::Mutex<Vec<PinnedBuffer<FrLimbs>>>>;
+pub(crate) type ParkedPool = std::sync::Arc<parking_lot::Mutex<Pool>>;
 
 /// Two chunk buffers a stage's parked scalars cross into: one is read
 /// (copied into the ring's scalars) while the other fills.
@@ -163,40 +163,109 @@ impl ParkedChunks {
     }
 }
 
-/// `pool` grown to `members` buffers of `n` scalars (buffers of another
-/// length dropped): made once (a slow host call) and kept. A host that
-/// cannot pin them is named with the bytes.
-pub(crate) fn parked_buffers(
+/// A device's pinned buffers for parked H coefficients: those free, and
+/// how many a batch has taken out.
+#[derive(Default)]
+pub(crate) struct Pool {
+    free: Vec<PinnedBuffer<FrLimbs>>,
+    lent: usize,
+}
+
+/// One pinned buffer of `n` scalars, its failure named with the bytes and
+/// the setting that avoids it.
+fn pin_one(
     gpu: &cuzk_cuda::Gpu,
-    pool: &mut Vec<PinnedBuffer<FrLimbs>>,
+    n: usize,
+    held: usize,
+) -> cuzk_cuda::Result<PinnedBuffer<FrLimbs>> {
+    PinnedBuffer::new(gpu, n).map_err(|e| cuzk_cuda::Error::BadArguments {
+        kernel: "parked H coefficients",
+        message: format!(
+            "pinning {} of host memory for a parked batch member's H coefficients ({} \
+             pinned already): {e}; more memory or --no-parked-batches \
+             (CUZK_PARKED_BATCHES=0) avoids it",
+            cuzk_arena::human((n * 32) as u64),
+            cuzk_arena::human((held * n * 32) as u64),
+        ),
+    })
+}
+
+/// `members` buffers of `n` scalars out of `pool` (buffers of another
+/// length dropped), the missing ones pinned now (a slow host call: ~2 s
+/// for 4 GiB on the H100's host); [`give_back`] returns them.
+pub(crate) fn take_parked(
+    gpu: &cuzk_cuda::Gpu,
+    pool: &ParkedPool,
     members: usize,
     n: usize,
-) -> cuzk_cuda::Result<()> {
-    pool.retain(|b| b.len() == n);
-    if pool.len() >= members {
-        return Ok(());
-    }
-    let start = std::time::Instant::now();
-    let more = members - pool.len();
+) -> cuzk_cuda::Result<Vec<PinnedBuffer<FrLimbs>>> {
+    let mut got: Vec<_> = {
+        let mut p = pool.lock();
+        p.free.retain(|b| b.len() == n);
+        let k = members.min(p.free.len());
+        p.lent += k;
+        p.free.drain(..k).collect()
+    };
+    let (start, more) = (std::time::Instant::now(), members - got.len());
     for _ in 0..more {
-        let b = PinnedBuffer::new(gpu, n).map_err(|e| cuzk_cuda::Error::BadArguments {
-            kernel: "parked H coefficients",
-            message: format!(
-                "pinning {} of host memory for a parked batch member's H coefficients ({} \
-                 pinned already): {e}; a smaller batch, more memory or --no-parked-batches \
-                 (CUZK_PARKED_BATCHES=0) avoids it",
-                cuzk_arena::human((n * 32) as u64),
-                cuzk_arena::human((pool.len() * n * 32) as u64),
-            ),
-        })?;
-        pool.push(b);
+        match pin_one(gpu, n, got.len()) {
+            Ok(b) => {
+                pool.lock().lent += 1;
+                got.push(b);
+            }
+            Err(e) => {
+                give_back(pool, got);
+                return Err(e);
+            }
+        }
     }
-    tracing::info!(
-        "pinned {} of host memory for {more} parked batch member(s) in {:.2} s",
-        cuzk_arena::human((more * n * 32) as u64),
-        start.elapsed().as_secs_f64()
-    );
-    Ok(())
+    if more > 0 {
+        tracing::info!(
+            "pinned {} of host memory for {more} parked batch member(s) in {:.2} s",
+            cuzk_arena::human((more * n * 32) as u64),
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(got)
+}
+
+/// Returns buffers [`take_parked`] lent.
+pub(crate) fn give_back(pool: &ParkedPool, bufs: Vec<PinnedBuffer<FrLimbs>>) {
+    let mut p = pool.lock();
+    p.lent -= bufs.len().min(p.lent);
+    p.free.extend(bufs);
+}
+
+/// Pins buffers of `n` scalars one at a time until `pool` holds `members`
+/// (free and lent), the lock held only to add each: a batch meanwhile
+/// takes what is there and pins the rest itself.
+pub(crate) fn warm_parked(gpu: &cuzk_cuda::Gpu, pool: &ParkedPool, members: usize, n: usize) {
+    let start = std::time::Instant::now();
+    let mut made = 0;
+    loop {
+        let held = {
+            let p = pool.lock();
+            p.free.iter().filter(|b| b.len() == n).count() + p.lent
+        };
+        if held >= members {
+            break;
+        }
+        match pin_one(gpu, n, held) {
+            Ok(b) => pool.lock().free.push(b),
+            Err(e) => {
+                tracing::warn!("{e}");
+                break;
+            }
+        }
+        made += 1;
+    }
+    if made > 0 {
+        tracing::info!(
+            "pinned {} of host memory ahead for {made} parked batch member(s) in {:.2} s",
+            cuzk_arena::human((made * n * 32) as u64),
+            start.elapsed().as_secs_f64()
+        );
+    }
 }
 
 impl Worker {
@@ -216,9 +285,6 @@ impl Worker {
         ws: &[&Synthesized],
         t: &mut [StageTimings],
     ) -> cuzk_cuda::Result<Vec<MsmSums>> {
-        let SrsMode::Streamed { chunk } = batch.plan.mode else {
-            unreachable!("a parked batch streams the key")
-        };
         let compact: Vec<_> = ws
             .iter()
             .map(|w| w.compact_aux.as_ref().map(classed))
@@ -232,8 +298,28 @@ impl Worker {
         self.last_parked = (0, 0);
         let n = plan.shape.domain;
         let pool = std::sync::Arc::clone(&self.parked);
-        let mut parked = pool.lock();
-        parked_buffers(&self.gpu, &mut parked, ws.len(), n)?;
+        let mut parked = take_parked(&self.gpu, &pool, ws.len(), n)?;
+        let sums = self.parked_batch_in(plan, batch, key, ws, t, &compact, &mut parked);
+        give_back(&pool, parked);
+        sums
+    }
+
+    /// [`Worker::prove_batch_parked`] with its pinned buffers taken.
+    #[allow(clippy::too_many_arguments)]
+    fn parked_batch_in(
+        &mut self,
+        plan: &VramPlan,
+        batch: &ParkedBatch,
+        key: &ProvingKey,
+        ws: &[&Synthesized],
+        t: &mut [StageTimings],
+        compact: &[cuzk_cuda::packed::Classed<'_>],
+        parked: &mut [PinnedBuffer<FrLimbs>],
+    ) -> cuzk_cuda::Result<Vec<MsmSums>> {
+        let SrsMode::Streamed { chunk } = batch.plan.mode else {
+            unreachable!("a parked batch streams the key")
+        };
+        let n = plan.shape.domain;
         let matrices = self
             .abc_matrices(plan, ws[0], &mut t[0])?
             .expect("a, b, c on the device: checked by the backend");
@@ -253,8 +339,7 @@ impl Worker {
         }
         drop(matrices);
         self.size_for(&batch.plan)?;
-        let sums = self.parked_pass(batch, chunk, key, ws, &compact, &parked, dense);
-        drop(parked);
+        let sums = self.parked_pass(batch, chunk, key, ws, compact, parked, dense);
         self.pin = None;
         self.scratch = None;
         let (sums, clock) = sums?;

@@ -219,8 +219,10 @@ fn parked_batches_of_32_gib_porep_partitions_fit_the_small_cards() {
         assert_eq!(plan.batch_room(), 1, "{card} GiB: {plan}");
         let parked = plan.parked_batch(&CudaFootprints, others, 10);
         let Some(p) = parked else {
+            // Where the matrices stay resident a parked member is slower
+            // than a partition alone (measured): none there.
             println!("{card:>3} GiB: no parked batch under {plan}");
-            assert_eq!(card, 32, "{plan}");
+            assert!(plan.matrices_streamed().is_none() && card > 16, "{plan}");
             continue;
         };
         let (SrsMode::Streamed { chunk: own }, SrsMode::Streamed { chunk }) =
