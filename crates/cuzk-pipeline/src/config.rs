@@ -190,11 +190,12 @@ impl Default for EngineConfig {
 }
 
 impl EngineConfig {
-    /// This configuration with room for its devices' batches: partitions in
-    /// flight and the provers' queue deep enough that a batch of the most
-    /// any device's backend takes ([`Backend::most_batch_room`]) can form
-    /// while the device proves another (the host budget still bounds what
-    /// is in flight). Unchanged where no backend batches.
+    /// This configuration with room for its devices' batches: the provers'
+    /// queue as deep as the most any device's backend takes in one batch
+    /// ([`Backend::most_batch_room`]), and partitions in flight for two
+    /// such batches and one more per prover, so the next batch fills while
+    /// the device proves one (the host budget still bounds what is in
+    /// flight). Unchanged where no backend batches.
     ///
     /// [`Backend::most_batch_room`]: cuzk_groth16::prover::Backend::most_batch_room
     pub fn with_batch_room(mut self) -> Self {
@@ -208,7 +209,7 @@ impl EngineConfig {
             .fold((1, 0), |(r, p), (room, n)| (r.max(room), p + n));
         if room > 1 {
             self.prover_queue = self.prover_queue.max(room);
-            self.max_in_flight = self.max_in_flight.max(room + provers);
+            self.max_in_flight = self.max_in_flight.max(2 * room + provers);
         }
         self
     }

@@ -550,7 +550,8 @@ fn a_batch_waiting_for_the_device_takes_the_partitions_queued_meanwhile() {
 }
 
 /// A device whose backend batches up to ten gets ten partitions queued
-/// for its provers and room in flight for them beside its two workers;
+/// for its provers and room in flight for two such batches and its two
+/// workers;
 /// one that does not batch leaves the configuration as it was.
 #[test]
 fn the_engine_makes_room_for_its_devices_batches() {
@@ -565,7 +566,7 @@ fn the_engine_makes_room_for_its_devices_batches() {
     assert_eq!((plain.prover_queue, plain.max_in_flight), (2, 5));
     backend.set_batch_room(10);
     let batching = with_room(&backend);
-    assert_eq!((batching.prover_queue, batching.max_in_flight), (10, 12));
+    assert_eq!((batching.prover_queue, batching.max_in_flight), (10, 22));
 }
 
 #[test]
