@@ -514,9 +514,20 @@ impl CudaBackend {
             let most = crate::plan::BATCH_COUNTED.max(ws.len());
             if let Some(parked) = self.parked_for(&plan, ws, most) {
                 if parked.members >= ws.len() {
-                    return worker
-                        .prove_batch_parked(&plan, &parked, key, ws, t)
-                        .map_err(gpu_err);
+                    // While a thread pins the pool ahead, a batch does not
+                    // wait for it: its partitions go one at a time.
+                    let pin_here = !self.warming.load(std::sync::atomic::Ordering::Relaxed);
+                    let done = worker
+                        .prove_batch_parked(&plan, &parked, key, ws, t, pin_here)
+                        .map_err(gpu_err)?;
+                    if let Some(sums) = done {
+                        return Ok(sums);
+                    }
+                    return ws
+                        .iter()
+                        .zip(t.iter_mut())
+                        .map(|(w, t)| worker.prove(&plan, key, w, t).map_err(gpu_err))
+                        .collect();
                 }
             }
         }

@@ -190,24 +190,41 @@ fn pin_one(
     })
 }
 
-/// `members` buffers of `n` scalars out of `pool` (buffers of another
-/// length dropped), the missing ones pinned now (a slow host call: ~2 s
-/// for 4 GiB on the H100's host); [`give_back`] returns them.
+/// Up to `members` buffers of `n` scalars out of `pool`'s free ones
+/// (buffers of another length dropped).
+fn take_free(pool: &ParkedPool, members: usize, n: usize) -> Vec<PinnedBuffer<FrLimbs>> {
+    let mut p = pool.lock();
+    p.free.retain(|b| b.len() == n);
+    let k = members.min(p.free.len());
+    p.lent += k;
+    p.free.drain(..k).collect()
+}
+
+/// `members` buffers of `n` scalars out of `pool`, [`give_back`] returns
+/// them. With `pin_here`, the missing ones are pinned now (a slow host
+/// call: ~2 s for 4 GiB on the H100's host), taking any another thread
+/// pinned meanwhile first; without it (a thread is pinning them ahead,
+/// [`warm_parked`]), only what is there: fewer than `members` when the
+/// pool is not ready.
 pub(crate) fn take_parked(
     gpu: &cuzk_cuda::Gpu,
     pool: &ParkedPool,
     members: usize,
     n: usize,
+    pin_here: bool,
 ) -> cuzk_cuda::Result<Vec<PinnedBuffer<FrLimbs>>> {
-    let mut got: Vec<_> = {
-        let mut p = pool.lock();
-        p.free.retain(|b| b.len() == n);
-        let k = members.min(p.free.len());
-        p.lent += k;
-        p.free.drain(..k).collect()
-    };
-    let (start, more) = (std::time::Instant::now(), members - got.len());
-    for _ in 0..more {
+    let mut got = take_free(pool, members, n);
+    if !pin_here {
+        return Ok(got);
+    }
+    let (start, mut pinned) = (std::time::Instant::now(), 0);
+    while got.len() < members {
+        let more = take_free(pool, members - got.len(), n);
+        if !more.is_empty() {
+            got.extend(more);
+            continue;
+        }
+        pinned += 1;
         match pin_one(gpu, n, got.len()) {
             Ok(b) => {
                 pool.lock().lent += 1;
@@ -219,10 +236,10 @@ pub(crate) fn take_parked(
             }
         }
     }
-    if more > 0 {
+    if pinned > 0 {
         tracing::info!(
-            "pinned {} of host memory for {more} parked batch member(s) in {:.2} s",
-            cuzk_arena::human((more * n * 32) as u64),
+            "pinned {} of host memory for {pinned} parked batch member(s) in {:.2} s",
+            cuzk_arena::human((pinned * n * 32) as u64),
             start.elapsed().as_secs_f64()
         );
     }
@@ -276,7 +293,10 @@ impl Worker {
     /// buffer (stage `park_h`); then, under the batch's pass plan, every
     /// member's aux values up compact and one pass of the key's chunks
     /// that every member sums. `t[m]` gets member m's own stages and
-    /// `msm_batch_share`, its share of the pass's device time.
+    /// `msm_batch_share`, its share of the pass's device time. `None`, with
+    /// nothing done, when the device's pinned buffers are not ready and
+    /// `pin_here` is off (a thread pins them ahead: the caller proves the
+    /// members one at a time meanwhile rather than wait ~2 s a buffer).
     pub(crate) fn prove_batch_parked(
         &mut self,
         plan: &VramPlan,
@@ -284,7 +304,8 @@ impl Worker {
         key: &ProvingKey,
         ws: &[&Synthesized],
         t: &mut [StageTimings],
-    ) -> cuzk_cuda::Result<Vec<MsmSums>> {
+        pin_here: bool,
+    ) -> cuzk_cuda::Result<Option<Vec<MsmSums>>> {
         let compact: Vec<_> = ws
             .iter()
             .map(|w| w.compact_aux.as_ref().map(classed))
@@ -298,10 +319,20 @@ impl Worker {
         self.last_parked = (0, 0);
         let n = plan.shape.domain;
         let pool = std::sync::Arc::clone(&self.parked);
-        let mut parked = take_parked(&self.gpu, &pool, ws.len(), n)?;
+        let mut parked = take_parked(&self.gpu, &pool, ws.len(), n, pin_here)?;
+        if parked.len() < ws.len() {
+            tracing::info!(
+                "{} of {} parked buffers pinned so far: the batch's partitions one at a time \
+                 while the rest are pinned",
+                parked.len(),
+                ws.len()
+            );
+            give_back(&pool, parked);
+            return Ok(None);
+        }
         let sums = self.parked_batch_in(plan, batch, key, ws, t, &compact, &mut parked);
         give_back(&pool, parked);
-        sums
+        sums.map(Some)
     }
 
     /// [`Worker::prove_batch_parked`] with its pinned buffers taken.
