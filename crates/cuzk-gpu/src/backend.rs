@@ -538,10 +538,10 @@ impl Backend for CudaBackend {
     }
 
     /// The plan's `batch_room`: more than 1 only where a batch shares the
-    /// key's pass (the key streamed, a, b, c on the device).
-    /// Held members where they fit, else a parked batch's members (of the
-    /// first [`BATCH_COUNTED`](crate::plan::BATCH_COUNTED): a proof's
-    /// partitions) where the plan parks one.
+    /// key's pass (the key streamed, a, b, c on the device). Held members
+    /// where they fit, else a parked batch's members (of the first
+    /// `BATCH_COUNTED`, a proof's partitions, and as many as a third of the
+    /// host's memory pins) where the plan parks one.
     fn batch_room(&self, _key: &ProvingKey, witness: &Synthesized) -> usize {
         let Ok(plan) = self.plan(witness_shape(witness)) else {
             return 1;
@@ -558,7 +558,7 @@ impl Backend for CudaBackend {
         }
     }
 
-    /// A proof's partitions ([`BATCH_COUNTED`](crate::plan::BATCH_COUNTED)):
+    /// A proof's partitions (`BATCH_COUNTED`):
     /// the most a batch, held or parked, is planned for.
     fn most_batch_room(&self) -> usize {
         crate::plan::BATCH_COUNTED

@@ -14,7 +14,11 @@ impl CudaBackend {
     /// are off, a member's witness is not compact, or the plan parks no
     /// batch. Sized for the most others a member holds plus 1/256 (the
     /// count varies between a proof's partitions); forced (tests), at the
-    /// plan's own chunk.
+    /// plan's own chunk. Its members are then capped by the host: their
+    /// pinned H coefficients take at most a third of the memory this
+    /// process may use (`cuzk_pipeline::host::memory`; 40 GiB for ten 32
+    /// GiB partitions), the pass unchanged (fewer members at its chunk stay
+    /// within what admission reserved); fewer than two: `None`.
     pub(super) fn parked_for(
         &self,
         plan: &VramPlan,
@@ -32,19 +36,23 @@ impl CudaBackend {
             .into_iter()
             .max()?;
         let others = others + others / 256;
-        match (self.force_parked.load(Relaxed), plan.mode) {
+        let batch = match (self.force_parked.load(Relaxed), plan.mode) {
             (true, SrsMode::Streamed { chunk }) => {
                 plan.parked_at(&CudaFootprints, chunk, others, most)
             }
             _ => plan.parked_batch(&CudaFootprints, others, most),
-        }
+        }?;
+        let per = (plan.shape.domain as u64 * crate::plan::SCALAR_BYTES).max(1);
+        let host = cuzk_pipeline::host::memory().unwrap_or(0) / 3;
+        let members = batch.members.min((host / per) as usize);
+        (members >= 2).then_some(ParkedBatch { members, ..batch })
     }
 
     /// Starts pinning the device's parked buffers for `members` partitions
     /// of domain `n` in the background when it holds fewer (a slow host
-    /// call, ~5 s for 40 GiB: made while the partition that offered the
-    /// batch is proved, not inside the batch). Nothing while a batch holds
-    /// the pool.
+    /// call: 40 GiB took 20–35 s on the H100's host), a buffer at a time;
+    /// a batch that finds them not ready meanwhile proves its partitions
+    /// one at a time. One such thread per device.
     pub(super) fn warm_parked(&self, n: usize, members: usize) {
         use std::sync::atomic::Ordering::Relaxed;
         // One warming thread per device at a time.
