@@ -1,6 +1,7 @@
 //! A parked batch on the device (the plan: `VramPlan::parked_batch`): each
 //! member's a, b, c and H polynomial in turn, its H coefficients copied to
-//! a pinned host buffer of the worker's and the device's copy freed, then
+//! a pinned host buffer (the device's [`ParkedPool`]) and freed on the
+//! device, then
 //! every member's aux values up in their compact form (cuzk-cuda
 //! `CompactOnDevice`) and one pass of the key's chunks that every member
 //! sums. A member's H chunk crosses back into one of two chunk buffers
