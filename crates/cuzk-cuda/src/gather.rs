@@ -244,26 +244,7 @@ impl RankedBitmap {
     ) -> Result<()> {
         let kernel = decl::prover_gather_ranks.name();
         let ((w0, w1), (r0, r1)) = (words, ranks);
-        ensure(
-            kernel,
-            w0 <= w1
-                && w1 < self.n.div_ceil(64)
-                && r0 < r1
-                && r1 <= self.ones
-                && self.n <= values.len()
-                && head + (r1 - r0) <= out.len(),
-            || {
-                format!(
-                    "words {w0}..={w1} of {}, ranks {r0}..{r1} of {}, {} values, {} into a buffer \
-                     of {} at {head}",
-                    self.n.div_ceil(64),
-                    self.ones,
-                    values.len(),
-                    r1.saturating_sub(r0),
-                    out.len()
-                )
-            },
-        )?;
+        self.check_span(kernel, words, ranks, values.len(), out.len(), head)?;
         let args = (
             values.arg(),
             self.words.arg(),
@@ -292,6 +273,38 @@ impl RankedBitmap {
 }
 
 impl RankedBitmap {
+    /// A gather's span and buffers checked: words `w0..=w1` of the bitmap,
+    /// ranks `r0..r1` of its set bits, `values` values to read (the
+    /// bitmap's `n` at least), `r1 − r0` to write at `head` of `out`.
+    fn check_span(
+        &self,
+        kernel: &'static str,
+        (w0, w1): (usize, usize),
+        (r0, r1): (usize, usize),
+        values: usize,
+        out: usize,
+        head: usize,
+    ) -> Result<()> {
+        ensure(
+            kernel,
+            w0 <= w1
+                && w1 < self.n.div_ceil(64)
+                && r0 < r1
+                && r1 <= self.ones
+                && self.n <= values
+                && head + (r1 - r0) <= out,
+            || {
+                format!(
+                    "words {w0}..={w1} of {}, ranks {r0}..{r1} of {}, {values} values, {} into a \
+                     buffer of {out} at {head}",
+                    self.n.div_ceil(64),
+                    self.ones,
+                    r1.saturating_sub(r0),
+                )
+            },
+        )
+    }
+
     /// [`RankedBitmap::gather`] reading each value in place from a compact
     /// vector (`values`, [`CompactOnDevice`]): `out[head + r − r0]` = value
     /// i_r for the set bits i_r of rank `r0 ≤ r < r1`, in words `w0..=w1`.
@@ -307,26 +320,7 @@ impl RankedBitmap {
     ) -> Result<()> {
         let kernel = decl::prover_gather_ranks_compact.name();
         let ((w0, w1), (r0, r1)) = (words, ranks);
-        ensure(
-            kernel,
-            w0 <= w1
-                && w1 < self.n.div_ceil(64)
-                && r0 < r1
-                && r1 <= self.ones
-                && self.n <= values.len()
-                && head + (r1 - r0) <= out.len(),
-            || {
-                format!(
-                    "words {w0}..={w1} of {}, ranks {r0}..{r1} of {}, a compact vector of {}, {} \
-                     into a buffer of {} at {head}",
-                    self.n.div_ceil(64),
-                    self.ones,
-                    values.len(),
-                    r1.saturating_sub(r0),
-                    out.len()
-                )
-            },
-        )?;
+        self.check_span(kernel, words, ranks, values.len(), out.len(), head)?;
         let (codes, before, others, nothers) = values.args();
         let args = (
             codes,

@@ -212,8 +212,7 @@ impl Worker {
             self.size_for(plan)?;
         }
         let mut clock = Clock::new();
-        self.last_key_bytes = 0;
-        self.last_parked = (0, 0);
+        self.forget_last_run();
 
         // H polynomial: a, b, c in zeroed n-long buffers (the padding stays
         // zero), evaluated on the device from z, or uploaded through the
@@ -313,6 +312,13 @@ impl Worker {
             }
             HPoly::Lean => self.device_abc_lean(matrices, w, n, clock),
         }
+    }
+
+    /// What the last partition or batch moved (the report's key and
+    /// parked bytes), cleared before the next.
+    pub(crate) fn forget_last_run(&mut self) {
+        self.last_key_bytes = 0;
+        self.last_parked = (0, 0);
     }
 
     /// The worker's scratch sized for `plan`'s MSMs and gathers.

@@ -139,6 +139,17 @@ fn interleaved_sections<'a>(
     v
 }
 
+/// A member's five sums in [`interleaved_sections`]' order.
+fn member_sums(v: Vec<Sum>) -> MsmSums {
+    MsmSums {
+        h: v[0].g1(),
+        l: v[1].g1(),
+        a: v[2].g1(),
+        b_g1: v[3].g1(),
+        b_g2: v[4].g2(),
+    }
+}
+
 /// The order a stage crosses its members' sections in (`chunk`-point
 /// chunks): interleaved (`mixed`: the first section's chunks with the
 /// others spread between them), or in turn.
@@ -268,16 +279,7 @@ impl Worker {
             .collect();
         let got = self.phase(&mut ring, "msm_h_l_a_b", &members, true, clock)?;
         self.close_ring(ring);
-        Ok(got
-            .into_iter()
-            .map(|v| MsmSums {
-                h: v[0].g1(),
-                l: v[1].g1(),
-                a: v[2].g1(),
-                b_g1: v[3].g1(),
-                b_g2: v[4].g2(),
-            })
-            .collect())
+        Ok(got.into_iter().map(member_sums).collect())
     }
 
     /// Several partitions of one circuit over one pass of the streamed
@@ -303,8 +305,7 @@ impl Worker {
             .expect("a, b, c on the device: checked by the backend");
         let s = self.stream.clone();
         let n = plan.shape.domain;
-        self.last_key_bytes = 0;
-        self.last_parked = (0, 0);
+        self.forget_last_run();
         let mut held = Vec::with_capacity(ws.len());
         for (w, t) in ws.iter().zip(t.iter_mut()) {
             let mut clock = Clock::new();

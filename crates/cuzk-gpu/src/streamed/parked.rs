@@ -16,7 +16,7 @@ use cuzk_groth16::prover::{MsmSums, StageTimings};
 use cuzk_groth16::ProvingKey;
 use cuzk_synth::Synthesized;
 
-use super::{dense_indexes, interleaved_sections, Ring, Section};
+use super::{dense_indexes, interleaved_sections, member_sums, Ring, Section};
 use crate::batch::BatchOrder;
 use crate::dense::AuxValues;
 use crate::plan::{ParkedBatch, SrsMode, VramPlan};
@@ -316,8 +316,7 @@ impl Worker {
                 message: "a parked batch's members need compact witnesses".into(),
             })?;
         self.srs.lock().release_for_streaming();
-        self.last_key_bytes = 0;
-        self.last_parked = (0, 0);
+        self.forget_last_run();
         let n = plan.shape.domain;
         let pool = std::sync::Arc::clone(&self.parked);
         let mut parked = take_parked(&self.gpu, &pool, ws.len(), n, pin_here)?;
@@ -439,7 +438,15 @@ impl Worker {
             })
             .collect();
         let mut ring = self.open_ring(chunk, key, batch.plan.ring_slots(), 0)?;
-        let (got, parked_bytes) = self.phase_parked(&mut ring, &members, &mut clock)?;
+        let chunks = ParkedChunks::new(&self.stream, ring.chunk)?;
+        let (got, parked_bytes) = self.phase_with(
+            &mut ring,
+            "msm_h_l_a_b",
+            &members,
+            true,
+            &mut clock,
+            Some(chunks),
+        )?;
         let members_n = ws.len() as u64;
         self.close_ring(ring);
         // Each member's share of the key, and its own H coefficients' bytes.
@@ -452,30 +459,8 @@ impl Worker {
             parked_bytes as f64 / members_n as f64 / 1e9,
             up as f64 / members_n as f64 / 1e9
         );
-        let sums = got
-            .into_iter()
-            .map(|v| MsmSums {
-                h: v[0].g1(),
-                l: v[1].g1(),
-                a: v[2].g1(),
-                b_g1: v[3].g1(),
-                b_g2: v[4].g2(),
-            })
-            .collect();
+        let sums = got.into_iter().map(member_sums).collect();
         Ok((sums, clock))
-    }
-
-    /// [`Worker::phase`] for a parked batch: the interleaved order, the
-    /// parked scalars through two chunk buffers. Returns the sums and the
-    /// parked bytes that crossed.
-    fn phase_parked(
-        &mut self,
-        ring: &mut Ring,
-        members: &[Vec<Section<'_>>],
-        clock: &mut Clock,
-    ) -> cuzk_cuda::Result<(Vec<Vec<crate::batch::Sum>>, u64)> {
-        let parked = ParkedChunks::new(&self.stream, ring.chunk)?;
-        self.phase_with(ring, "msm_h_l_a_b", members, true, clock, Some(parked))
     }
 }
 

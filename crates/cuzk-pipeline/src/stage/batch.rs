@@ -55,26 +55,15 @@ impl SynthesizedPartition {
         ctx: &StageContext,
         worker: &str,
     ) -> Vec<ProvedPartition> {
-        let mut live = Vec::with_capacity(batch.len());
-        for p in batch {
-            match p.job.is_finished() {
-                true => ctx.discard(&p.job, p.partition, worker, p.reservation),
-                false => live.push(p),
-            }
-        }
-        let one_by_one = |live: Vec<SynthesizedPartition>| -> Vec<ProvedPartition> {
-            live.into_iter()
-                .filter_map(|p| p.prove(on, ctx, worker))
-                .collect()
-        };
+        let live = live_members(batch, ctx, worker);
         let n = live.len();
         if n < 2 {
-            return one_by_one(live);
+            return one_by_one(live, on, ctx, worker);
         }
         let ticket = match live[0].reserve_batch(on, n) {
             Some(t) => t,
             // No batch of n here, or a refusal each member meets on its own.
-            None => return one_by_one(live),
+            None => return one_by_one(live, on, ctx, worker),
         };
         Self::prove_batch_admitted(live, ticket, on, ctx, worker)
     }
@@ -117,27 +106,13 @@ impl SynthesizedPartition {
         ctx: &StageContext,
         worker: &str,
     ) -> Vec<ProvedPartition> {
-        let mut live = Vec::with_capacity(batch.len());
-        for p in batch {
-            match p.job.is_finished() {
-                true => ctx.discard(&p.job, p.partition, worker, p.reservation),
-                false => live.push(p),
-            }
-        }
+        let live = live_members(batch, ctx, worker);
         let n = live.len();
         if n < 2 {
             drop(ticket);
-            return live
-                .into_iter()
-                .filter_map(|p| p.prove(on, ctx, worker))
-                .collect();
+            return one_by_one(live, on, ctx, worker);
         }
         let job = Arc::clone(&live[0].job);
-        let one_by_one = |live: Vec<SynthesizedPartition>| -> Vec<ProvedPartition> {
-            live.into_iter()
-                .filter_map(|p| p.prove(on, ctx, worker))
-                .collect()
-        };
         let members: Vec<_> = live.iter().map(|p| (p.job.id(), p.partition)).collect();
         ctx.timeline
             .emit_together(&members, EventKind::ProveStart, worker);
@@ -168,7 +143,7 @@ impl SynthesizedPartition {
                         .emit(p.job.id(), p.partition, EventKind::ProveEnd, worker);
                 }
                 drop(ticket);
-                return one_by_one(live);
+                return one_by_one(live, on, ctx, worker);
             }
         };
         let plan = on.backend.last_run();
@@ -190,4 +165,33 @@ impl SynthesizedPartition {
             })
             .collect()
     }
+}
+
+/// `batch` without the members of finished jobs (their reservations given
+/// back).
+fn live_members(
+    batch: Vec<SynthesizedPartition>,
+    ctx: &StageContext,
+    worker: &str,
+) -> Vec<SynthesizedPartition> {
+    let mut live = Vec::with_capacity(batch.len());
+    for p in batch {
+        match p.job.is_finished() {
+            true => ctx.discard(&p.job, p.partition, worker, p.reservation),
+            false => live.push(p),
+        }
+    }
+    live
+}
+
+/// Each of `live` proved on its own ([`SynthesizedPartition::prove`]).
+fn one_by_one(
+    live: Vec<SynthesizedPartition>,
+    on: &DeviceWorker,
+    ctx: &StageContext,
+    worker: &str,
+) -> Vec<ProvedPartition> {
+    live.into_iter()
+        .filter_map(|p| p.prove(on, ctx, worker))
+        .collect()
 }
