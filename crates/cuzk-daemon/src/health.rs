@@ -124,6 +124,10 @@ impl Backend for Guarded {
         self.inner.last_run()
     }
 
+    fn last_batch(&self) -> Option<usize> {
+        self.inner.last_batch()
+    }
+
     fn host_working_set(&self, shape: &cuzk_synth::CircuitShape) -> u64 {
         self.inner.host_working_set(shape)
     }

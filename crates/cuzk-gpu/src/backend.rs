@@ -50,6 +50,10 @@ pub struct CudaBackend {
     parked_pool: crate::streamed::ParkedPool,
     /// Whether a thread is pinning the pool's buffers ahead (one per device).
     warming: Arc<std::sync::atomic::AtomicBool>,
+    /// The most host memory the pool may pin ([`GpuConfig::parked_pins`]).
+    parked_pins: u64,
+    /// How many partitions the last batch call proved together.
+    last_batch: std::sync::atomic::AtomicUsize,
     /// The device, its keys and its arena's size, outside the worker's lock
     /// (for [`Backend::prepare_key`], which must not wait for a partition).
     gpu: Gpu,
@@ -113,6 +117,7 @@ impl CudaBackend {
                 b.inner.lock().parked = parked.clone();
                 b.parked_pool = parked.clone();
                 b.warming = Arc::clone(&warming);
+                b.parked_pins = config.parked_pins();
                 b.inner.lock().release_scratch = true;
                 b.inner.lock().z_upload = config.z_upload;
                 b.set_shifted_h(config.shifted_h);
@@ -178,6 +183,8 @@ impl CudaBackend {
             force_parked: std::sync::atomic::AtomicBool::new(false),
             parked_pool,
             warming: Default::default(),
+            parked_pins: GpuConfig::default().parked_pins(),
+            last_batch: std::sync::atomic::AtomicUsize::new(1),
             gpu: pin_gpu,
             keys: pin_keys,
             capacity,
@@ -424,6 +431,9 @@ impl CudaBackend {
         admitted: Option<&VramPlan>,
     ) -> Result<Vec<MsmSums>, ProveError> {
         assert_eq!(ws.len(), t.len(), "one StageTimings per witness");
+        use std::sync::atomic::Ordering::Relaxed;
+        // One at a time unless a pass below takes them all.
+        self.last_batch.store(1, Relaxed);
         let Some(first) = ws.first() else {
             return Ok(Vec::new());
         };
@@ -455,7 +465,7 @@ impl CudaBackend {
                 .map(|(w, t)| worker.prove(&plan, key, w, t).map_err(gpu_err))
                 .collect();
         }
-        let forced = self.force_parked.load(std::sync::atomic::Ordering::Relaxed);
+        let forced = self.force_parked.load(Relaxed);
         if forced || ws.len() > plan.batch_room() {
             // The pass as `batch_room` and the admission chose it (for a
             // proof's partitions), whatever this batch's size: fewer
@@ -465,11 +475,12 @@ impl CudaBackend {
                 if parked.members >= ws.len() {
                     // While a thread pins the pool ahead, a batch does not
                     // wait for it: its partitions go one at a time.
-                    let pin_here = !self.warming.load(std::sync::atomic::Ordering::Relaxed);
+                    let pin_here = !self.warming.load(Relaxed);
                     let done = worker
                         .prove_batch_parked(&plan, &parked, key, ws, t, pin_here)
                         .map_err(gpu_err)?;
                     if let Some(sums) = done {
+                        self.last_batch.store(ws.len(), Relaxed);
                         return Ok(sums);
                     }
                     return ws
@@ -488,7 +499,9 @@ impl CudaBackend {
             }
             .into());
         }
-        worker.prove_batch(&plan, key, ws, t).map_err(gpu_err)
+        let sums = worker.prove_batch(&plan, key, ws, t).map_err(gpu_err)?;
+        self.last_batch.store(ws.len(), Relaxed);
+        Ok(sums)
     }
 }
 
@@ -540,8 +553,8 @@ impl Backend for CudaBackend {
     /// The plan's `batch_room`: more than 1 only where a batch shares the
     /// key's pass (the key streamed, a, b, c on the device). Held members
     /// where they fit, else a parked batch's members (of the first
-    /// `BATCH_COUNTED`, a proof's partitions, and as many as a third of the
-    /// host's memory pins) where the plan parks one.
+    /// `BATCH_COUNTED`, a proof's partitions, and as many as the device's
+    /// pool may pin) where the plan parks one.
     fn batch_room(&self, _key: &ProvingKey, witness: &Synthesized) -> usize {
         let Ok(plan) = self.plan(witness_shape(witness)) else {
             return 1;
@@ -573,6 +586,10 @@ impl Backend for CudaBackend {
     ) -> Result<Vec<MsmSums>, ProveError> {
         let plan = admitted.and_then(|a| a.downcast_ref::<VramPlan>());
         self.batch_planned(key, ws, t, plan)
+    }
+
+    fn last_batch(&self) -> Option<usize> {
+        Some(self.last_batch.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     fn last_run(&self) -> Option<String> {

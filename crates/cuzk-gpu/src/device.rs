@@ -55,6 +55,24 @@ pub struct GpuConfig {
     pub z_upload: ZUpload,
 }
 
+impl GpuConfig {
+    /// The host memory a device's parked pool may pin (its members' H
+    /// coefficients): none with parked batches off; else a third of the
+    /// memory this process may use ([`cuzk_pipeline::host::memory`]), and
+    /// no more than a full batch (ten members, the most a batch counts)
+    /// of 2^27-domain partitions, the largest Filecoin proves: 40 GiB. The
+    /// device's arena leaves room for the page tables that map it
+    /// ([`Gpu::open_pinning`]) and a batch parks no more members than it
+    /// holds.
+    pub fn parked_pins(&self) -> u64 {
+        if !self.parked_batches {
+            return 0;
+        }
+        let batch = crate::plan::BATCH_COUNTED as u64 * (1 << 27) * crate::plan::SCALAR_BYTES;
+        (cuzk_pipeline::host::memory().unwrap_or(0) / 3).min(batch)
+    }
+}
+
 impl Default for GpuConfig {
     fn default() -> Self {
         GpuConfig {
@@ -141,14 +159,14 @@ impl GpuDevice {
     /// `config.workers` workers that share the arena, its resident keys and
     /// matrices, and the admission that counts them.
     pub fn open(ordinal: usize, config: &GpuConfig) -> Result<Self, cuzk_cuda::Error> {
-        let gpu = Gpu::open_with(ordinal, config.budget)?;
+        let gpu = Gpu::open_pinning(ordinal, config.budget, config.parked_pins())?;
         Self::on(&gpu, config)
     }
 
     /// [`GpuDevice::open`] on the first device; `Ok(None)` when there is
     /// none (no driver, no device), an error when one is there but unusable.
     pub fn first(config: &GpuConfig) -> Result<Option<Self>, cuzk_cuda::Error> {
-        match Gpu::first_with(config.budget)? {
+        match Gpu::first_pinning(config.budget, config.parked_pins())? {
             None => Ok(None),
             Some(gpu) => Self::on(&gpu, config).map(Some),
         }
@@ -403,6 +421,18 @@ mod tests {
         assert!(!c.shifted_h);
         assert_eq!(c.z_upload, ZUpload::Plain);
         assert_eq!(GpuConfig::default().with_workers(0).workers, 1);
+    }
+
+    /// The parked pool's pins (and so the page tables the arena leaves room
+    /// for): none with parked batches off; else a third of the process's
+    /// memory, at most ten 2^27-domain partitions' H coefficients (40 GiB).
+    #[test]
+    fn the_parked_pool_pins_a_third_of_memory_at_most_a_full_batch() {
+        let off = GpuConfig::default().with_parked_batches(false);
+        assert_eq!(off.parked_pins(), 0);
+        let memory = cuzk_pipeline::host::memory().unwrap_or(0);
+        let pins = GpuConfig::default().parked_pins();
+        assert_eq!(pins, (memory / 3).min(40 << 30), "{memory} bytes of memory");
     }
 
     /// Without a CUDA driver (CI), `auto` is the CPU and says why, `cuda` is

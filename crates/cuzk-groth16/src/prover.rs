@@ -210,6 +210,13 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// How many partitions the last [`Backend::msm_sums_batch`] call proved
+    /// together, where the backend may prove a batch's members one at a
+    /// time instead (1 then); `None`: as many as the call gave it.
+    fn last_batch(&self) -> Option<usize> {
+        None
+    }
+
     /// How many partitions of `witness`'s circuit one
     /// [`Backend::msm_sums_batch`] call takes with gain: more than one where
     /// the backend shares work between them (a GPU streaming the key passes

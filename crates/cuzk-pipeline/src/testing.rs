@@ -370,6 +370,9 @@ pub struct FaultyBackend {
     /// Each [`Backend::msm_sums_batch`] call's partitions, by their first
     /// public input (the demo's seed).
     batches: Mutex<Vec<Vec<Fr>>>,
+    /// Whether a batch call proves its members one at a time and says so
+    /// ([`Backend::last_batch`]), as a GPU whose pinned pool is not ready.
+    one_at_a_time: std::sync::atomic::AtomicBool,
 }
 
 impl FaultyBackend {
@@ -382,6 +385,7 @@ impl FaultyBackend {
             host_working_set: None,
             batch_room: std::sync::atomic::AtomicUsize::new(1),
             batches: Mutex::new(Vec::new()),
+            one_at_a_time: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -396,6 +400,7 @@ impl FaultyBackend {
             host_working_set: Some(0),
             batch_room: std::sync::atomic::AtomicUsize::new(1),
             batches: Mutex::new(Vec::new()),
+            one_at_a_time: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -416,6 +421,13 @@ impl FaultyBackend {
     pub fn set_batch_room(&self, room: usize) {
         self.batch_room
             .store(room, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// From now on a batch call proves its members one at a time and
+    /// reports a batch of one ([`Backend::last_batch`]).
+    pub fn set_one_at_a_time(&self, on: bool) {
+        self.one_at_a_time
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Every batch proved so far, each as its members' first public inputs.
@@ -480,6 +492,13 @@ impl Backend for FaultyBackend {
 
     fn most_batch_room(&self) -> usize {
         self.batch_room.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn last_batch(&self) -> Option<usize> {
+        let one = self
+            .one_at_a_time
+            .load(std::sync::atomic::Ordering::Relaxed);
+        one.then_some(1)
     }
 
     fn msm_sums_batch(

@@ -415,6 +415,28 @@ fn queued_partitions_of_one_key_are_proved_in_batches_and_critical_ones_alone() 
     engine.shutdown();
 }
 
+/// A batch the backend proved one member at a time (a GPU whose pinned
+/// pool was not ready) is reported as such: each partition a batch of one,
+/// though the engine gave the backend all three in one call.
+#[test]
+fn a_batch_proved_one_at_a_time_is_reported_so() {
+    let (backend, engine, holder) = held_batching_engine(|b| b.set_one_at_a_time(true));
+    let job = engine
+        .submit(demo_job(10, demo_source(10, 1, 3), 1))
+        .unwrap();
+    wait_until("three partitions queued", || {
+        engine.metrics().stage(Stage::Prove).queued == 3
+    });
+    backend.gate().open();
+    ok(holder.wait());
+    let out = ok(job.wait());
+    assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
+    let sizes: Vec<usize> = backend.batches().iter().map(Vec::len).collect();
+    assert_eq!(sizes, vec![3], "one call for the three");
+    assert!(out.partitions.iter().all(|p| p.batch == 1));
+    engine.shutdown();
+}
+
 /// A batch that fails as a whole (one member out of device memory) is
 /// proved one by one: the others on the device, that member on the
 /// fallback, every proof valid, every report a batch of one, and the

@@ -49,7 +49,7 @@ impl Gpu {
         {
             return Ok(Gpu { inner });
         }
-        let gpu = Self::open_new(ordinal, VramBudget::Auto)?;
+        let gpu = Self::open_new(ordinal, VramBudget::Auto, 0)?;
         open.push((ordinal, Arc::downgrade(&gpu.inner)));
         Ok(gpu)
     }
@@ -58,6 +58,15 @@ impl Gpu {
     /// device is already open in this process with another budget (carve a
     /// smaller arena with [`Arena::sub`] instead).
     pub fn open_with(ordinal: usize, budget: VramBudget) -> Result<Gpu> {
+        Self::open_pinning(ordinal, budget, 0)
+    }
+
+    /// [`Gpu::open_with`], a budget of bytes also leaving room for the page
+    /// tables that will map `pinned_host` bytes of host memory the caller
+    /// pins later ([`crate::arena::host_mappings`]: 1/512 of them), so that
+    /// nvidia-smi stays within the budget once they are pinned. The budget
+    /// of a device already open is checked; its arena stays as it was.
+    pub fn open_pinning(ordinal: usize, budget: VramBudget, pinned_host: u64) -> Result<Gpu> {
         let mut open = OPEN.lock().expect("device registry poisoned");
         open.retain(|(_, w)| w.strong_count() > 0);
         if let Some(inner) = open
@@ -76,13 +85,14 @@ impl Gpu {
             }
             return Ok(Gpu { inner });
         }
-        let gpu = Self::open_new(ordinal, budget)?;
+        let gpu = Self::open_new(ordinal, budget, pinned_host)?;
         open.push((ordinal, Arc::downgrade(&gpu.inner)));
         Ok(gpu)
     }
 
-    /// Opens device `ordinal`, loads the kernel fatbins and reserves the arena.
-    fn open_new(ordinal: usize, budget: VramBudget) -> Result<Gpu> {
+    /// Opens device `ordinal`, loads the kernel fatbins and reserves the
+    /// arena (room left for the mappings of `pinned_host` bytes).
+    fn open_new(ordinal: usize, budget: VramBudget, pinned_host: u64) -> Result<Gpu> {
         let count = devices()?.len();
         if ordinal >= count {
             return Err(Error::NoDevice(format!(
@@ -116,7 +126,8 @@ impl Gpu {
         let functions = declared_functions(&modules, &info)?;
         tracing::debug!(%info, kernels = functions.len(), "loaded cuzk kernels");
         let later = crate::arena::driver_later(&ctx, functions.values())?;
-        let arena = Arena::reserve(&ctx, budget, later, &info.to_string())?;
+        let mappings = crate::arena::host_mappings(pinned_host);
+        let arena = Arena::reserve(&ctx, budget, (later, mappings), &info.to_string())?;
         Ok(Gpu {
             inner: Arc::new(GpuInner {
                 arena,
@@ -143,13 +154,19 @@ impl Gpu {
 
     /// As [`Gpu::first`], opening the device with an explicit VRAM budget.
     pub fn first_with(budget: VramBudget) -> Result<Option<Gpu>> {
+        Self::first_pinning(budget, 0)
+    }
+
+    /// As [`Gpu::first_with`], leaving room for the mappings of
+    /// `pinned_host` bytes of host memory ([`Gpu::open_pinning`]).
+    pub fn first_pinning(budget: VramBudget, pinned_host: u64) -> Result<Option<Gpu>> {
         match devices() {
             Err(Error::NoDevice(why)) => {
                 tracing::debug!("no CUDA device: {why}");
                 Ok(None)
             }
             Err(e) => Err(e),
-            Ok(_) => Gpu::open_with(0, budget).map(Some),
+            Ok(_) => Gpu::open_pinning(0, budget, pinned_host).map(Some),
         }
     }
 

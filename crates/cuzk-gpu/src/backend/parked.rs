@@ -14,11 +14,11 @@ impl CudaBackend {
     /// are off, a member's witness is not compact, or the plan parks no
     /// batch. Sized for the most others a member holds plus 1/256 (the
     /// count varies between a proof's partitions); forced (tests), at the
-    /// plan's own chunk. Its members are then capped by the host: their
-    /// pinned H coefficients take at most a third of the memory this
-    /// process may use (`cuzk_pipeline::host::memory`; 40 GiB for ten 32
-    /// GiB partitions), the pass unchanged (fewer members at its chunk stay
-    /// within what admission reserved); fewer than two: `None`.
+    /// plan's own chunk. Its members are then capped by what the pool may
+    /// pin ([`crate::GpuConfig::parked_pins`]: a third of the process's
+    /// memory, at most 40 GiB, the pinned memory whose page tables the
+    /// arena left room for), the pass unchanged (fewer members at its
+    /// chunk stay within what admission reserved); fewer than two: `None`.
     pub(super) fn parked_for(
         &self,
         plan: &VramPlan,
@@ -43,8 +43,7 @@ impl CudaBackend {
             _ => plan.parked_batch(&CudaFootprints, others, most),
         }?;
         let per = (plan.shape.domain as u64 * crate::plan::SCALAR_BYTES).max(1);
-        let host = cuzk_pipeline::host::memory().unwrap_or(0) / 3;
-        let members = batch.members.min((host / per) as usize);
+        let members = batch.members.min((self.parked_pins / per) as usize);
         (members >= 2).then_some(ParkedBatch { members, ..batch })
     }
 

@@ -147,6 +147,9 @@ impl SynthesizedPartition {
             }
         };
         let plan = on.backend.last_run();
+        // The backend may have proved them one at a time (its pool of
+        // pinned buffers not ready): the report says so.
+        let together = on.backend.last_batch().unwrap_or(n);
         ctx.timeline
             .emit_together(&members, EventKind::ProveEnd, worker);
         drop(ticket);
@@ -159,7 +162,7 @@ impl SynthesizedPartition {
                     device: on.device,
                     plan: plan.clone(),
                     grown: 0,
-                    batch: n,
+                    batch: together,
                 };
                 p.proved(ctx, sums, timings, run)
             })
