@@ -299,8 +299,12 @@ budget_run() {
       END {if (n) printf "nvidia-smi peak %.1f GiB (%d samples, %s..%s)\n", v / 1024, n, a, e;
            else printf "nvidia-smi peak: no sample between %s and %s\n", a, e}' \
     "$FS/samples.txt" >> "$FS/$label.log"
-  [ "$label" = budget-auto ] || cmp "$FS/proof-1-budget-auto.bin" "$FS/proof-1-$label.bin" >> "$FS/$label.log" 2>&1 \
-    && echo "proof identical to auto's (same --rng-seed)" >> "$FS/$label.log"
+  # Compared with auto's proof when auto ran before (put it first in BUDGETS); auto's own
+  # log says nothing of it.
+  if [ "$label" != budget-auto ] && [ -e "$FS/proof-1-budget-auto.bin" ]; then
+    cmp "$FS/proof-1-budget-auto.bin" "$FS/proof-1-$label.bin" >> "$FS/$label.log" 2>&1 \
+      && echo "proof identical to auto's (same --rng-seed)" >> "$FS/$label.log"
+  fi
 }
 
 step_budgets() {
