@@ -128,6 +128,10 @@ impl Backend for Guarded {
         self.inner.last_batch()
     }
 
+    fn last_crossed(&self) -> Option<u64> {
+        self.inner.last_crossed()
+    }
+
     fn host_working_set(&self, shape: &cuzk_synth::CircuitShape) -> u64 {
         self.inner.host_working_set(shape)
     }

@@ -167,6 +167,7 @@ impl CudaBackend {
                 last_key_bytes: 0,
                 parked: parked_pool.clone(),
                 last_parked: (0, 0),
+                last_moved: 0,
                 gpu,
                 arena,
                 stream,
@@ -586,6 +587,10 @@ impl Backend for CudaBackend {
     ) -> Result<Vec<MsmSums>, ProveError> {
         let plan = admitted.and_then(|a| a.downcast_ref::<VramPlan>());
         self.batch_planned(key, ws, t, plan)
+    }
+
+    fn last_crossed(&self) -> Option<u64> {
+        Some(self.inner.lock().last_crossed())
     }
 
     fn last_batch(&self) -> Option<usize> {

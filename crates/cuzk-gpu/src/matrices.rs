@@ -399,6 +399,7 @@ impl Worker {
         clock.stop(&copy)?;
         s.wait(&copy.record()?)?;
         tracing::debug!("upload_z {report}");
+        self.last_moved += report.bytes;
         self.last_z = Some(report);
         Ok(z)
     }
@@ -526,6 +527,7 @@ impl HostSide {
 
     /// Logs the host's share (the stage's queued work may still run).
     fn log(self, w: &mut Worker, stage: &str, bytes: u64) {
+        w.last_moved += bytes;
         let t = w.staging.take_times();
         tracing::info!(
             "{stage} with the matrices streamed ({}, {}): host {:.3} s, of it filling the \

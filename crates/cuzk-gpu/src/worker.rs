@@ -75,9 +75,15 @@ pub(crate) struct Worker {
     /// After a parked batch: its size and the H coefficients' bytes each
     /// member moved each way (0 otherwise).
     pub(crate) last_parked: (usize, u64),
+    /// The other bytes the last partition moved (its aux values up, the
+    /// matrices streamed, a parked member's compact aux values); after a
+    /// batch, each member's share.
+    pub(crate) last_moved: u64,
 }
 
 pub(crate) use crate::clock::Clock;
+
+mod bytes;
 
 /// A query's scalar mix (`RUST_LOG=cuzk_gpu=debug`): how many of its
 /// scalars the batch sums take (ones), Pippenger takes (others) and none
@@ -312,13 +318,6 @@ impl Worker {
             }
             HPoly::Lean => self.device_abc_lean(matrices, w, n, clock),
         }
-    }
-
-    /// What the last partition or batch moved (the report's key and
-    /// parked bytes), cleared before the next.
-    pub(crate) fn forget_last_run(&mut self) {
-        self.last_key_bytes = 0;
-        self.last_parked = (0, 0);
     }
 
     /// The worker's scratch sized for `plan`'s MSMs and gathers.

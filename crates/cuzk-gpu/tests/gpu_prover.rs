@@ -680,6 +680,10 @@ fn a_parked_batch_gives_each_partition_the_cpu_proof() {
                 proved_as_on_cpu(&gpu, &key, w0, full0, &mut rng, &what);
                 let one_pass = gpu.last_key_bytes();
                 assert!(one_pass > 0, "{what}: the key streamed");
+                // What crossed: the key's pass and the aux values at least
+                // (streamed matrices besides).
+                let alone = gpu.last_crossed().unwrap();
+                assert!(alone > one_pass, "{what}: {alone} bytes crossed");
                 gpu.force_parked(true);
                 let members: Vec<&Synthesized> = witnesses.iter().map(|(_, w)| w).collect();
                 let mut t = vec![StageTimings::default(); 3];
@@ -691,6 +695,14 @@ fn a_parked_batch_gives_each_partition_the_cpu_proof() {
                 assert_eq!(gpu.last_key_bytes(), one_pass / 3, "{what}: {report}");
                 let n = Shape::of_circuit(&w0.shape()).domain as u64;
                 assert_eq!(gpu.last_parked(), (3, (n - 1) * 32), "{what}: {report}");
+                // A member's share: a third of the key's pass, its H
+                // coefficients both ways, its aux values (compact) and
+                // matrices.
+                let member = gpu.last_crossed().unwrap();
+                assert!(
+                    member > one_pass / 3 + 2 * (n - 1) * 32,
+                    "{what}: {member} bytes crossed a member"
+                );
                 for (m, (sums, (full, _))) in sums.iter().zip(&witnesses).enumerate() {
                     let (r, s) = (Fr::random(&mut rng), Fr::random(&mut rng));
                     let cpu = prove_with(&CpuBackend, &key, full, r, s).unwrap();

@@ -210,6 +210,15 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The bytes the last partition moved between host and device (a GPU
+    /// streaming its key: the key's chunks, or each member's share of a
+    /// batch's pass, its aux values, streamed matrices, parked state both
+    /// ways), when the backend moves any; `None` for one that does not (the
+    /// CPU) or does not say.
+    fn last_crossed(&self) -> Option<u64> {
+        None
+    }
+
     /// How many partitions the last [`Backend::msm_sums_batch`] call proved
     /// together, where the backend may prove a batch's members one at a
     /// time instead (1 then); `None`: as many as the call gave it.

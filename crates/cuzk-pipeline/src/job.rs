@@ -454,6 +454,10 @@ pub struct PartitionReport {
     /// alone; a batch shares the key's pass over PCIe: the plan's "key ...
     /// crossed" is the batch's).
     pub batch: usize,
+    /// The bytes it moved between host and device (its share of a batch's),
+    /// when the backend says: a GPU streaming its key counts the key's
+    /// chunks, the aux values, streamed matrices and parked state.
+    pub crossed: Option<u64>,
 }
 
 /// A finished job: one proof per partition, in partition order.

@@ -151,6 +151,9 @@ pub struct ProvedPartition {
     /// Partitions proved in the same backend call, itself among them (1
     /// alone; more in a batch: [`SynthesizedPartition::prove_batch`]).
     pub batch: usize,
+    /// The bytes it moved between host and device, when the backend says
+    /// ([`Backend::last_crossed`]).
+    pub crossed: Option<u64>,
 }
 
 impl Admitted {
@@ -307,11 +310,12 @@ impl SynthesizedPartition {
         };
         // How the backend ran it (the plan a GPU chose), read right after
         // the run on this worker's own backend.
-        let plan = if backend == on.backend.name() {
-            on.backend.last_run()
+        let ran: &dyn Backend = if backend == on.backend.name() {
+            &*on.backend
         } else {
-            ctx.fallback.last_run()
+            &*ctx.fallback
         };
+        let (plan, crossed) = (ran.last_run(), ran.last_crossed());
         let (sums, timings) = match result {
             Ok(out) => out,
             Err(e) => {
@@ -323,7 +327,7 @@ impl SynthesizedPartition {
         // `prove_end` before the device's room is given back, so a partition
         // admitted into that room starts later in the timeline.
         ctx.timeline
-            .emit(job.id(), partition, EventKind::ProveEnd, worker);
+            .emit_prove_end(&[(job.id(), partition)], worker, 1, crossed);
         drop(ticket);
         let done = SynthesizedPartition {
             job,
@@ -339,6 +343,7 @@ impl SynthesizedPartition {
             plan,
             grown,
             batch: 1,
+            crossed,
         };
         Some(done.proved(ctx, sums, timings, run))
     }
@@ -385,6 +390,7 @@ impl SynthesizedPartition {
             public_inputs,
             reservation,
             batch: run.batch,
+            crossed: run.crossed,
         }
     }
 }
@@ -398,6 +404,7 @@ struct Run {
     plan: Option<String>,
     grown: u64,
     batch: usize,
+    crossed: Option<u64>,
 }
 
 mod batch;
@@ -426,6 +433,7 @@ impl ProvedPartition {
             public_inputs,
             reservation,
             batch,
+            crossed,
         } = self;
         if job.is_finished() {
             drop(witness);
@@ -466,6 +474,7 @@ impl ProvedPartition {
                         shape,
                         synthesis,
                         batch,
+                        crossed,
                     },
                 );
             }

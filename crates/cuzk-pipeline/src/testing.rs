@@ -373,6 +373,8 @@ pub struct FaultyBackend {
     /// Whether a batch call proves its members one at a time and says so
     /// ([`Backend::last_batch`]), as a GPU whose pinned pool is not ready.
     one_at_a_time: std::sync::atomic::AtomicBool,
+    /// What [`Backend::last_crossed`] says (`None` unless set).
+    crossed: Mutex<Option<u64>>,
 }
 
 impl FaultyBackend {
@@ -386,6 +388,7 @@ impl FaultyBackend {
             batch_room: std::sync::atomic::AtomicUsize::new(1),
             batches: Mutex::new(Vec::new()),
             one_at_a_time: std::sync::atomic::AtomicBool::new(false),
+            crossed: Mutex::new(None),
         })
     }
 
@@ -401,6 +404,7 @@ impl FaultyBackend {
             batch_room: std::sync::atomic::AtomicUsize::new(1),
             batches: Mutex::new(Vec::new()),
             one_at_a_time: std::sync::atomic::AtomicBool::new(false),
+            crossed: Mutex::new(None),
         })
     }
 
@@ -428,6 +432,12 @@ impl FaultyBackend {
     pub fn set_one_at_a_time(&self, on: bool) {
         self.one_at_a_time
             .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// From now on [`Backend::last_crossed`] says `bytes` (a GPU's count of
+    /// what crossed PCIe for the last partition, or each member's share).
+    pub fn set_crossed(&self, bytes: Option<u64>) {
+        *self.crossed.lock() = bytes;
     }
 
     /// Every batch proved so far, each as its members' first public inputs.
@@ -492,6 +502,10 @@ impl Backend for FaultyBackend {
 
     fn most_batch_room(&self) -> usize {
         self.batch_room.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn last_crossed(&self) -> Option<u64> {
+        *self.crossed.lock()
     }
 
     fn last_batch(&self) -> Option<usize> {

@@ -415,6 +415,42 @@ fn queued_partitions_of_one_key_are_proved_in_batches_and_critical_ones_alone() 
     engine.shutdown();
 }
 
+/// The TIMELINE's `prove_end` and each partition's report name the batch
+/// it ran in and the bytes the backend says it moved: a batch of three's
+/// members their share, the partition proved alone its own.
+#[test]
+fn the_timeline_and_the_reports_name_each_partitions_batch_and_bytes() {
+    let (backend, engine, holder) = held_batching_engine(|b| b.set_crossed(Some(19_400)));
+    let job = engine
+        .submit(demo_job(10, demo_source(10, 1, 3), 1))
+        .unwrap();
+    wait_until("three partitions queued", || {
+        engine.metrics().stage(Stage::Prove).queued == 3
+    });
+    backend.gate().open();
+    let holder = ok(holder.wait());
+    let out = ok(job.wait());
+    assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
+    assert_eq!(backend.batches().len(), 1);
+    let ends: Vec<_> = engine
+        .timeline()
+        .events()
+        .into_iter()
+        .filter(|e| e.kind == EventKind::ProveEnd)
+        .collect();
+    assert_eq!(ends.len(), 4, "{ends:?}");
+    for e in &ends {
+        let batch = if e.job == out.id { 3 } else { 1 };
+        assert_eq!((e.batch, e.crossed), (Some(batch), Some(19_400)), "{e:?}");
+    }
+    assert!(out
+        .partitions
+        .iter()
+        .all(|p| p.batch == 3 && p.crossed == Some(19_400)));
+    assert_eq!(holder.partitions[0].crossed, Some(19_400));
+    engine.shutdown();
+}
+
 /// A batch the backend proved one member at a time (a GPU whose pinned
 /// pool was not ready) is reported as such: each partition a batch of one,
 /// though the engine gave the backend all three in one call.

@@ -71,6 +71,10 @@ pub(crate) fn report_partitions(
             .plan
             .as_deref()
             .map_or_else(String::new, |plan| format!("; {plan}"));
+        if let Some(bytes) = p.crossed.filter(|&b| b > 0) {
+            // Everything it moved over PCIe (its share of a batch's pass).
+            plan.push_str(&format!("; {:.2} GB over PCIe", bytes as f64 / 1e9));
+        }
         if p.batch > 1 {
             // Its key pass (and "crossed" figure) shared with the others.
             plan.push_str(&format!("; proved in a batch of {}", p.batch));

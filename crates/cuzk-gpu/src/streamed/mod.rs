@@ -324,6 +324,8 @@ impl Worker {
         self.pin = None;
         self.scratch = None;
         let sums = sums?;
+        // Each member's share of the key's pass and of the other bytes.
+        self.share_last_run(ws.len());
         s.synchronize()?;
         let mut shared = StageTimings::default();
         clock.report(&mut shared)?;

@@ -449,8 +449,10 @@ impl Worker {
         )?;
         let members_n = ws.len() as u64;
         self.close_ring(ring);
-        // Each member's share of the key, and its own H coefficients' bytes.
-        self.last_key_bytes /= members_n;
+        // Each member's share of the key and of the other bytes, and its own
+        // H coefficients' bytes.
+        self.last_moved += up;
+        self.share_last_run(ws.len());
         self.last_parked = (ws.len(), parked_bytes / members_n);
         tracing::info!(
             "parked batch of {}: H coefficients {:.2} GB each way per member, compact aux values \

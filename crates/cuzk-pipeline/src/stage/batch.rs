@@ -150,8 +150,9 @@ impl SynthesizedPartition {
         // The backend may have proved them one at a time (its pool of
         // pinned buffers not ready): the report says so.
         let together = on.backend.last_batch().unwrap_or(n);
+        let crossed = on.backend.last_crossed();
         ctx.timeline
-            .emit_together(&members, EventKind::ProveEnd, worker);
+            .emit_prove_end(&members, worker, together, crossed);
         drop(ticket);
         live.into_iter()
             .zip(sums)
@@ -163,6 +164,7 @@ impl SynthesizedPartition {
                     plan: plan.clone(),
                     grown: 0,
                     batch: together,
+                    crossed,
                 };
                 p.proved(ctx, sums, timings, run)
             })
