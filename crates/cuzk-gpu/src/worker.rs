@@ -244,6 +244,7 @@ impl Worker {
                         let mut abc = [s.alloc::<FrLimbs>(n)?, s.alloc(n)?, s.alloc(n)?];
                         for (v, d) in vectors.into_iter().zip(&mut abc) {
                             self.stage_upload(&s, fr_as_limbs(v), d, 0)?;
+                            self.last_moved += std::mem::size_of_val(v) as u64;
                         }
                         clock.stop(&s)?;
                         clock.start(&s, "h_poly")?;
@@ -256,6 +257,7 @@ impl Worker {
                         clock.start(&s, "h_poly")?;
                         let h = self.lean_h(n, |worker, which, out| {
                             let stream = worker.stream.clone();
+                            worker.last_moved += std::mem::size_of_val(vectors[which]) as u64;
                             worker.stage_upload(&stream, fr_as_limbs(vectors[which]), out, 0)
                         })?;
                         clock.stop(&s)?;
@@ -375,9 +377,13 @@ impl Worker {
                 let mut dl = s.alloc::<FrLimbs>(aux)?;
                 match &w.compact_aux {
                     Some(c) => {
+                        self.last_moved += classed_bytes(&classed(c));
                         self.staging.upload_classed(&s, classed(c), &mut dl, 0)?;
                     }
-                    None => self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut dl, 0)?,
+                    None => {
+                        self.last_moved += std::mem::size_of_val(&w.aux_assignment[..]) as u64;
+                        self.stage_upload(&s, fr_as_limbs(&w.aux_assignment), &mut dl, 0)?
+                    }
                 }
                 dl
             }
@@ -584,6 +590,13 @@ impl Worker {
 pub(crate) enum Dense {
     A,
     B,
+}
+
+/// The bytes of `c`'s sections (what its upload moves).
+pub(crate) fn classed_bytes(c: &Classed<'_>) -> u64 {
+    (std::mem::size_of_val(c.codes)
+        + std::mem::size_of_val(c.before)
+        + std::mem::size_of_val(c.others)) as u64
 }
 
 /// A compact witness's aux values as cuzk-cuda's [`Classed`] sections: the

@@ -114,6 +114,7 @@ impl Crossings for OnDevice<'_, '_> {
         match section.scalars {
             Scalars::Device(d) => copy_pad(&s, d, start, len, ring.scalars_mut())?,
             Scalars::Host(h) => {
+                w.last_moved += std::mem::size_of_val(&h[start..end]) as u64;
                 w.stage_upload(&s, fr_as_limbs(&h[start..end]), ring.scalars_mut(), 0)?;
                 let chunk = ring.chunk;
                 if len < chunk {

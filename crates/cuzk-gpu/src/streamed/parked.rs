@@ -409,9 +409,7 @@ impl Worker {
             self.stage_upload(&s, c.codes, codes, 0)?;
             self.stage_upload(&s, c.before, before, 0)?;
             self.stage_upload(&s, c.others, others, 0)?;
-            up += std::mem::size_of_val(c.codes) as u64
-                + std::mem::size_of_val(c.before) as u64
-                + std::mem::size_of_val(c.others) as u64;
+            up += crate::worker::classed_bytes(c);
             held.push(d);
         }
         clock.stop(&s)?;
