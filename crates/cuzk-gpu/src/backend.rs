@@ -313,8 +313,9 @@ impl CudaBackend {
             .with_parked_batches(self.parked_batches.load(Relaxed))
     }
 
-    /// Key bytes the last partition (or batch, [`CudaBackend::msm_sums_batch`])
-    /// copied in from host memory; 0 with the key resident.
+    /// Key bytes the last partition copied in from host memory, or each
+    /// member's share of the last batch's pass
+    /// ([`CudaBackend::msm_sums_batch`]); 0 with the key resident.
     pub fn last_key_bytes(&self) -> u64 {
         self.inner.lock().last_key_bytes
     }

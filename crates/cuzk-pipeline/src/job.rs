@@ -451,8 +451,8 @@ pub struct PartitionReport {
     /// Synthesis wall time.
     pub synthesis: Duration,
     /// Partitions proved in the same backend call, this one among them (1
-    /// alone; a batch shares the key's pass over PCIe: the plan's "key ...
-    /// crossed" is the batch's).
+    /// alone; a batch shares the key's pass over PCIe: a GPU's plan says
+    /// "key ... crossed" of each member's share).
     pub batch: usize,
     /// The bytes it moved between host and device (its share of a batch's),
     /// when the backend says: a GPU streaming its key counts the key's

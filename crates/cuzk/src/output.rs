@@ -76,7 +76,7 @@ pub(crate) fn report_partitions(
             plan.push_str(&format!("; {:.2} GB over PCIe", bytes as f64 / 1e9));
         }
         if p.batch > 1 {
-            // Its key pass (and "crossed" figure) shared with the others.
+            // Its key pass shared with the others (the figures: its share).
             plan.push_str(&format!("; proved in a batch of {}", p.batch));
         }
         eprintln!(
