@@ -227,7 +227,18 @@ def cmd_submit(a, sectors):
 
 def cmd_await(a, sectors):
     s = stub(a.address)
-    r = s.AwaitProof(pb.AwaitProofRequest(job_id=a.job_id, timeout_ms=a.timeout_ms), timeout=DEADLINE)
+    request = pb.AwaitProofRequest(job_id=a.job_id, timeout_ms=a.timeout_ms)
+    if a.ready_file:
+        # Connected first (a status call), then the call issued, then the
+        # file: a test that signals the daemon once it exists knows this
+        # client is waiting (a fixed sleep is not enough on a loaded box).
+        s.GetStatus(pb.GetStatusRequest(), timeout=60)
+        pending = s.AwaitProof.future(request, timeout=DEADLINE)
+        with open(a.ready_file, "w") as f:
+            f.write("awaiting\n")
+        r = pending.result()
+    else:
+        r = s.AwaitProof(request, timeout=DEADLINE)
     print(json.dumps(result_dict(r, a.out, a.name)))
 
 
@@ -494,6 +505,8 @@ def main():
     p.add_argument("--name", default="proof")
     p.add_argument("--timeout-ms", type=int, default=0)
     p.add_argument("--wait-running", action="store_true")
+    p.add_argument("--ready-file", default="",
+                   help="await: write this file once the call is issued")
     p.add_argument("--expect-refusal", action="store_true",
                    help="submit: print the refusal's code and message instead of failing")
     p.add_argument("--max-message", type=int, default=256 << 20)

@@ -605,14 +605,35 @@ fn sigterm_finishes_the_running_job_and_exits_0() {
         ],
     );
     let job = sub["job_id"].as_str().unwrap().to_string();
+    let ready = d.dir.join("waiter-ready");
     let waiter = d
-        .client_command("await", &["--job-id", &job, "--name", "drained"])
+        .client_command(
+            "await",
+            &[
+                "--job-id",
+                &job,
+                "--name",
+                "drained",
+                "--ready-file",
+                ready.to_str().unwrap(),
+            ],
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The waiter is connected and waiting before the signal.
-    std::thread::sleep(Duration::from_secs(2));
+    // The waiter is connected and its call issued before the signal (a
+    // fixed 2 s once lost the race on a loaded machine: the job ended and
+    // the daemon stopped before the client had connected).
+    let since = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(
+            since.elapsed() < Duration::from_secs(300),
+            "the waiter did not connect in 300 s:\n{}",
+            d.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     d.signal("-TERM");
     let status = d.wait(Duration::from_secs(grace + 60));
     assert!(status.success(), "exit {status}:\n{}", d.log_text());
