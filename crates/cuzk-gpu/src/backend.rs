@@ -110,6 +110,7 @@ impl CudaBackend {
         let matrices = MatrixSlot::default();
         let parked = crate::streamed::ParkedPool::default();
         let warming = Arc::<std::sync::atomic::AtomicBool>::default();
+        let parked_pins = config.parked_pins();
         (0..config.workers.max(1))
             .map(|_| {
                 let mut b =
@@ -117,7 +118,7 @@ impl CudaBackend {
                 b.inner.lock().parked = parked.clone();
                 b.parked_pool = parked.clone();
                 b.warming = Arc::clone(&warming);
-                b.parked_pins = config.parked_pins();
+                b.parked_pins = parked_pins;
                 b.inner.lock().release_scratch = true;
                 b.inner.lock().z_upload = config.z_upload;
                 b.set_shifted_h(config.shifted_h);

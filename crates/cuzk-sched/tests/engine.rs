@@ -346,6 +346,23 @@ fn held_batching_engine(
     (backend, engine, holder)
 }
 
+/// A three-partition bulk job queued behind `held_batching_engine`'s
+/// holder, then the gate opened: the holder's output and the bulk job's.
+fn three_behind_the_holder(
+    backend: &FaultyBackend,
+    engine: &Engine,
+    holder: JobHandle,
+) -> (JobOutput, JobOutput) {
+    let job = engine
+        .submit(demo_job(10, demo_source(10, 1, 3), 1))
+        .unwrap();
+    wait_until("three partitions queued", || {
+        engine.metrics().stage(Stage::Prove).queued == 3
+    });
+    backend.gate().open();
+    (ok(holder.wait()), ok(job.wait()))
+}
+
 /// A backend that gains from batches (room 3) gets the partitions of one
 /// key already queued for its prover in one call, never waiting for more:
 /// four queued bulk partitions go in batches of at most three, each proof
@@ -421,15 +438,7 @@ fn queued_partitions_of_one_key_are_proved_in_batches_and_critical_ones_alone() 
 #[test]
 fn the_timeline_and_the_reports_name_each_partitions_batch_and_bytes() {
     let (backend, engine, holder) = held_batching_engine(|b| b.set_crossed(Some(19_400)));
-    let job = engine
-        .submit(demo_job(10, demo_source(10, 1, 3), 1))
-        .unwrap();
-    wait_until("three partitions queued", || {
-        engine.metrics().stage(Stage::Prove).queued == 3
-    });
-    backend.gate().open();
-    let holder = ok(holder.wait());
-    let out = ok(job.wait());
+    let (holder, out) = three_behind_the_holder(&backend, &engine, holder);
     assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
     assert_eq!(backend.batches().len(), 1);
     let ends: Vec<_> = engine
@@ -457,15 +466,7 @@ fn the_timeline_and_the_reports_name_each_partitions_batch_and_bytes() {
 #[test]
 fn a_batch_proved_one_at_a_time_is_reported_so() {
     let (backend, engine, holder) = held_batching_engine(|b| b.set_one_at_a_time(true));
-    let job = engine
-        .submit(demo_job(10, demo_source(10, 1, 3), 1))
-        .unwrap();
-    wait_until("three partitions queued", || {
-        engine.metrics().stage(Stage::Prove).queued == 3
-    });
-    backend.gate().open();
-    ok(holder.wait());
-    let out = ok(job.wait());
+    let (_, out) = three_behind_the_holder(&backend, &engine, holder);
     assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
     let sizes: Vec<usize> = backend.batches().iter().map(Vec::len).collect();
     assert_eq!(sizes, vec![3], "one call for the three");
@@ -481,15 +482,7 @@ fn a_batch_proved_one_at_a_time_is_reported_so() {
 fn a_failed_batch_is_proved_one_by_one() {
     let (backend, engine, holder) =
         held_batching_engine(|b| b.inject(demo_inputs(10, 1, 1), BackendFault::OutOfDeviceMemory));
-    let job = engine
-        .submit(demo_job(10, demo_source(10, 1, 3), 1))
-        .unwrap();
-    wait_until("three partitions queued", || {
-        engine.metrics().stage(Stage::Prove).queued == 3
-    });
-    backend.gate().open();
-    ok(holder.wait());
-    let out = ok(job.wait());
+    let (_, out) = three_behind_the_holder(&backend, &engine, holder);
     assert_eq!(verify_demo_output(&out, 10, 1), vec![true; 3]);
     assert_eq!(backend.batches().len(), 1, "one batch tried");
     assert!(out.partitions.iter().all(|p| p.batch == 1));

@@ -3,6 +3,13 @@
 use super::*;
 use tracing_subscriber::layer::SubscriberExt;
 
+/// JSON lines, parsed.
+fn parsed(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 #[test]
 fn the_json_lines_layer_writes_timeline_events_only() {
     let dir = tempfile::tempdir().unwrap();
@@ -14,11 +21,7 @@ fn the_json_lines_layer_writes_timeline_events_only() {
         tracing::info!("an ordinary log line");
         timeline.emit(JobId(3), 1, EventKind::ProveEnd, "cpu-0/w0");
     });
-    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = parsed(&std::fs::read_to_string(&path).unwrap());
     assert_eq!(lines.len(), 2);
     for (line, event) in lines.iter().zip(["prove_start", "prove_end"]) {
         assert_eq!(line["event"], event);
@@ -57,16 +60,8 @@ fn prove_end_names_the_batch_and_the_bytes_crossed() {
         timeline.emit_prove_end(&members, "cuda-0/w0", 2, Some(19_400_000_000));
         timeline.emit_prove_end(&[(JobId(3), 0)], "cpu-0/w0", 1, None);
     });
-    let logged: Vec<serde_json::Value> = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let recorded: Vec<serde_json::Value> = timeline
-        .json_lines()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let logged = parsed(&std::fs::read_to_string(&path).unwrap());
+    let recorded = parsed(&timeline.json_lines());
     for lines in [&logged, &recorded] {
         assert_eq!(lines.len(), 5);
         for start in &lines[..2] {
